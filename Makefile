@@ -1,0 +1,41 @@
+# conductor-shadow — the two commands of the README are `make run` and `make test`.
+SHELL := /usr/bin/env bash
+CHDB_VERSION ?= 26.7.3-stable.1
+LIBCHDB ?= /usr/local/lib/libchdb.so
+export CHDB_LIB_PATH ?= $(LIBCHDB)
+GO ?= go
+
+.PHONY: all build run test libchdb generate bench vet clean
+
+all: build
+
+build:
+	$(GO) build -o bin/conductor-shadow ./cmd/conductor-shadow
+	$(GO) build -o bin/simllm ./cmd/simllm
+
+## libchdb: install the embedded ClickHouse engine once (npm package @chdb/lib-linux-x64-gnu).
+libchdb:
+	@scripts/install-libchdb.sh $(CHDB_VERSION) $(CHDB_LIB_PATH)
+
+## run: simulated pool + server, replay 350 real prompts, one GSM8K suite, keep serving.
+run: libchdb build
+	@scripts/run.sh
+
+## test: every test, with the real embedded engine.
+test: libchdb
+	$(GO) test -count=1 ./...
+
+## generate: templ components and the shipped regression sets / replay file.
+generate:
+	$(GO) run github.com/a-h/templ/cmd/templ@v0.3.1118 generate -path web
+	$(GO) run ./regression-sets/gen
+
+## bench: benchmarks (not part of `make test`).
+bench: libchdb
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+vet:
+	$(GO) vet ./...
+
+clean:
+	rm -rf bin

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"crypto/subtle"
+	"errors"
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/conductor-shadow/conductor-shadow/ingest"
+	"github.com/conductor-shadow/conductor-shadow/store"
+)
+
+// queryRequest is the body of POST /api/query.
+type queryRequest struct {
+	SQL string `json:"sql"`
+}
+
+// suiteRequest is the body of POST /api/suite-runs.
+type suiteRequest struct {
+	Set   string `json:"set"`   // regression-set file on the server; empty: the configured default
+	Limit int    `json:"limit"` // first N cases; 0: all
+}
+
+// suiteResponse answers POST /api/suite-runs once the suite run is done.
+type suiteResponse struct {
+	SuiteRunID   string `json:"suite_run_id"`
+	Headline     string `json:"headline"`
+	Markdown     string `json:"markdown"`
+	MarkdownPath string `json:"markdown_path"`
+	JSONPath     string `json:"json_path"`
+}
+
+// api serves the read-only query endpoint, tap statistics and suite runs for the
+// CLI, which cannot open the embedded store while the server holds it.
+type api struct {
+	st     store.Store
+	suites *suiteRunner
+	stats  func() ingest.StatsSnapshot
+	writer func() store.WriterStats
+}
+
+func (a *api) register(r gin.IRouter) {
+	r.POST("/api/query", a.query)
+	r.GET("/api/stats", a.statsHandler)
+	r.POST("/api/suite-runs", a.runSuite)
+}
+
+func (a *api) query(c *gin.Context) {
+	var req queryRequest
+	if err := c.ShouldBindJSON(&req); err != nil || strings.TrimSpace(req.SQL) == "" {
+		c.JSON(http.StatusBadRequest, gin.H{"error": "want a JSON body {\"sql\": \"SELECT ...\"}"})
+		return
+	}
+	res, err := a.st.Query(c.Request.Context(), req.SQL)
+	switch {
+	case errors.Is(err, store.ErrReadOnly):
+		c.JSON(http.StatusBadRequest, gin.H{"error": err.Error()})
+	case err != nil:
+		c.JSON(http.StatusUnprocessableEntity, gin.H{"error": err.Error()})
+	default:
+		c.JSON(http.StatusOK, res)
+	}
+}
+
+func (a *api) statsHandler(c *gin.Context) {
+	c.JSON(http.StatusOK, gin.H{"tap": a.stats(), "writer": a.writer()})
+}
+
+func (a *api) runSuite(c *gin.Context) {
+	var req suiteRequest
+	if c.Request.ContentLength != 0 {
+		if err := c.ShouldBindJSON(&req); err != nil {
+			c.JSON(http.StatusBadRequest, gin.H{"error": "want a JSON body {\"set\": \"path.jsonl\", \"limit\": 0}"})
+			return
+		}
+	}
+	res, err := a.suites.run(c.Request.Context(), req.Set, req.Limit, nil)
+	if err != nil {
+		code := http.StatusInternalServerError
+		if errors.Is(err, errBadSet) {
+			code = http.StatusBadRequest
+		}
+		c.JSON(code, gin.H{"error": err.Error()})
+		return
+	}
+	c.JSON(http.StatusOK, res)
+}
+
+// requireToken lets loopback callers through and asks every other caller for
+// "Authorization: Bearer <token>". An empty token refuses every non-loopback call.
+func requireToken(token string) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if isLoopback(c.Request.RemoteAddr) {
+			c.Next()
+			return
+		}
+		got, ok := strings.CutPrefix(c.GetHeader("Authorization"), "Bearer ")
+		if !ok || token == "" || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
+			c.AbortWithStatusJSON(http.StatusUnauthorized, gin.H{"error": "this endpoint answers loopback callers or a valid bearer token"})
+			return
+		}
+		c.Next()
+	}
+}
+
+func isLoopback(remoteAddr string) bool {
+	host, _, err := net.SplitHostPort(remoteAddr)
+	if err != nil {
+		host = remoteAddr
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/conductor-shadow/conductor-shadow/shadow"
+	"github.com/conductor-shadow/conductor-shadow/store"
+)
+
+// pipelines are the incumbent of suite runs and the candidates, built from config.
+type pipelines struct {
+	pool       *shadow.Pool
+	incumbent  shadow.Pipeline
+	candidates []shadow.Pipeline
+}
+
+// buildPipelines connects the worker pool and builds every configured pipeline.
+func buildPipelines(cfg Config) (*pipelines, error) {
+	pool, err := shadow.NewPool(cfg.Shadow)
+	if err != nil {
+		return nil, fmt.Errorf("pipelines: %w", err)
+	}
+	inc, err := shadow.NewSingle(pool, cfg.Pipelines.Incumbent)
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("pipelines: incumbent: %w", err)
+	}
+	p := &pipelines{pool: pool, incumbent: inc}
+	for _, name := range cfg.Pipelines.Candidates {
+		var c shadow.Pipeline
+		if worker, ok := strings.CutPrefix(name, "single:"); ok {
+			c, err = shadow.NewSingle(pool, worker)
+		} else {
+			c, err = shadow.NewConductor(pool, cfg.Shadow.Conductor)
+		}
+		if err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("pipelines: candidate %q: %w", name, err)
+		}
+		p.candidates = append(p.candidates, c)
+	}
+	return p, nil
+}
+
+func (p *pipelines) Close() { p.pool.Close() }
+
+// priceTable prices an incumbent's recorded usage: a configured worker whose model
+// matches first, then the shipped default prices.
+type priceTable struct {
+	byModel map[string]shadow.Price
+}
+
+func newPriceTable(cfg shadow.Config) priceTable {
+	t := priceTable{byModel: map[string]shadow.Price{}}
+	for name, p := range shadow.DefaultPrices() {
+		t.byModel[name] = p
+	}
+	for _, w := range cfg.Workers {
+		t.byModel[w.Model] = w.Price()
+		t.byModel[w.Name] = w.Price()
+	}
+	return t
+}
+
+// Cost implements ingest.Pricer; USD.
+func (t priceTable) Cost(model string, promptTokens, completionTokens int64) (float64, bool) {
+	p, ok := t.byModel[model]
+	if !ok {
+		return 0, false
+	}
+	return p.Cost(shadow.Usage{PromptTokens: promptTokens, CompletionTokens: completionTokens}), true
+}
+
+// openStore opens the configured store and says which transport it uses.
+func openStore(ctx context.Context, cfg Config) (store.Store, string, error) {
+	st, err := store.Open(ctx, cfg.Store)
+	if err != nil {
+		return nil, "", err
+	}
+	where := "embedded chDB in " + cfg.Store.Path
+	if cfg.Store.DSN != "" {
+		where = "ClickHouse server " + redactDSN(cfg.Store.DSN)
+	}
+	return st, where, nil
+}
+
+// redactDSN hides a password in a DSN for logs.
+func redactDSN(dsn string) string {
+	at := strings.LastIndex(dsn, "@")
+	scheme := strings.Index(dsn, "://")
+	if at < 0 || scheme < 0 || at < scheme {
+		return dsn
+	}
+	userinfo := dsn[scheme+3 : at]
+	if user, _, ok := strings.Cut(userinfo, ":"); ok {
+		return dsn[:scheme+3] + user + ":***" + dsn[at:]
+	}
+	return dsn
+}

@@ -1,0 +1,194 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/caarlos0/env/v11"
+	"gopkg.in/yaml.v3"
+
+	"github.com/conductor-shadow/conductor-shadow/ingest"
+	"github.com/conductor-shadow/conductor-shadow/shadow"
+	"github.com/conductor-shadow/conductor-shadow/store"
+	"github.com/conductor-shadow/conductor-shadow/web"
+)
+
+// Config is the whole YAML configuration file. Every section belongs to the package
+// that uses it; unknown keys are rejected.
+type Config struct {
+	Server    ServerConfig       `yaml:"server"`
+	Store     store.Config       `yaml:"store"`
+	Writer    store.WriterConfig `yaml:"writer"`
+	Ingest    ingest.Config      `yaml:"ingest"`
+	Shadow    shadow.Config      `yaml:"shadow"`
+	Pipelines PipelinesConfig    `yaml:"pipelines"`
+	Suite     SuiteConfig        `yaml:"suite"`
+	Web       web.Config         `yaml:"web"`
+	Telemetry TelemetryConfig    `yaml:"telemetry"`
+}
+
+// ServerConfig is the HTTP listener shared by the tap, the web UI and the API.
+type ServerConfig struct {
+	Addr string `yaml:"addr"` // host:port, default 127.0.0.1:8080
+	// APITokenEnv names the environment variable holding the bearer token that
+	// callers outside loopback must present to /api and /v1/tap. When the server
+	// listens beyond loopback the variable must be set.
+	APITokenEnv string `yaml:"api_token_env"`
+	// ShutdownTimeout bounds draining: in-flight HTTP requests, the tap's queue and
+	// the store writer.
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+}
+
+// PipelinesConfig names what runs on every request.
+type PipelinesConfig struct {
+	// Incumbent is the worker that plays the incumbent in suite runs and answers
+	// replayed requests that were recorded without an answer.
+	Incumbent string `yaml:"incumbent"`
+	// Candidates run in shadow on every tapped request and in every suite run:
+	// "conductor" or "single:<worker>".
+	Candidates []string `yaml:"candidates"`
+}
+
+// SuiteConfig sets the default suite run.
+type SuiteConfig struct {
+	Set         string `yaml:"set"`        // regression-set JSONL file
+	ReportDir   string `yaml:"report_dir"` // where Markdown and JSON reports are written
+	Concurrency int    `yaml:"concurrency"`
+}
+
+// TelemetryConfig turns on OpenTelemetry tracing; empty OTLPEndpoint means a no-op
+// tracer provider.
+type TelemetryConfig struct {
+	OTLPEndpoint string `yaml:"otlp_endpoint"` // host:port of an OTLP/HTTP collector, e.g. localhost:4318
+	ServiceName  string `yaml:"service_name"`
+}
+
+// envOverrides are the environment variables that override the file; empty ones
+// are ignored.
+type envOverrides struct {
+	Addr          string `env:"CONDUCTOR_SHADOW_ADDR"`
+	DataDir       string `env:"CONDUCTOR_SHADOW_DATA"`
+	ClickHouseDSN string `env:"CONDUCTOR_SHADOW_CLICKHOUSE_DSN"`
+	PoolURL       string `env:"CONDUCTOR_SHADOW_POOL_URL"` // base URL of every worker, e.g. http://127.0.0.1:9090/v1
+	OTLPEndpoint  string `env:"CONDUCTOR_SHADOW_OTLP_ENDPOINT"`
+}
+
+// NewDefaultConfig is the offline default: embedded store in ./data, the simulated
+// worker pool on 127.0.0.1:9090, the conductor as the candidate and gpt-5 alone as
+// the incumbent of suite runs.
+func NewDefaultConfig() Config {
+	return Config{
+		Server:    ServerConfig{Addr: "127.0.0.1:8080", APITokenEnv: "CONDUCTOR_SHADOW_API_TOKEN", ShutdownTimeout: 30 * time.Second},
+		Store:     store.NewDefaultConfig(),
+		Writer:    store.NewDefaultWriterConfig(),
+		Ingest:    ingest.NewDefaultConfig(),
+		Shadow:    shadow.NewDefaultConfig(),
+		Pipelines: PipelinesConfig{Incumbent: "gpt-5", Candidates: []string{"conductor"}},
+		Suite:     SuiteConfig{Set: "regression-sets/gsm8k-150.jsonl", ReportDir: "reports", Concurrency: 16},
+		Web:       web.NewDefaultConfig(),
+		Telemetry: TelemetryConfig{ServiceName: "conductor-shadow"},
+	}
+}
+
+// LoadConfig reads path (empty: defaults only) over the defaults, applies the
+// environment overrides and validates the result.
+// environ maps variable names to values (env.ToMap(os.Environ()) in main).
+func LoadConfig(path string, environ map[string]string) (Config, error) {
+	cfg := NewDefaultConfig()
+	if path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return cfg, fmt.Errorf("config: %w", err)
+		}
+		dec := yaml.NewDecoder(bytes.NewReader(data))
+		dec.KnownFields(true)
+		if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
+			return cfg, fmt.Errorf("config: %s: %w", path, err)
+		}
+	}
+	var ov envOverrides
+	if err := env.ParseWithOptions(&ov, env.Options{Environment: environ}); err != nil {
+		return cfg, fmt.Errorf("config: environment: %w", err)
+	}
+	cfg.applyOverrides(ov)
+	if err := cfg.Validate(); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+func (c *Config) applyOverrides(ov envOverrides) {
+	if ov.Addr != "" {
+		c.Server.Addr = ov.Addr
+	}
+	if ov.DataDir != "" {
+		c.Store.Path = ov.DataDir
+	}
+	if ov.ClickHouseDSN != "" {
+		c.Store.DSN = ov.ClickHouseDSN
+	}
+	if ov.PoolURL != "" {
+		for i := range c.Shadow.Workers {
+			c.Shadow.Workers[i].BaseURL = ov.PoolURL
+		}
+	}
+	if ov.OTLPEndpoint != "" {
+		c.Telemetry.OTLPEndpoint = ov.OTLPEndpoint
+	}
+}
+
+// Validate checks every section and the references between them.
+func (c Config) Validate() error {
+	var errs []error
+	if _, _, err := net.SplitHostPort(c.Server.Addr); err != nil {
+		errs = append(errs, fmt.Errorf("config: server.addr %q: want host:port", c.Server.Addr))
+	}
+	if c.Server.ShutdownTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("config: server.shutdown_timeout must be > 0, got %v", c.Server.ShutdownTimeout))
+	}
+	for _, err := range []error{c.Store.Validate(), c.Writer.Validate(), c.Ingest.Validate(), c.Shadow.Validate(), c.Web.Validate()} {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if _, ok := c.Shadow.Worker(c.Pipelines.Incumbent); !ok {
+		errs = append(errs, fmt.Errorf("config: pipelines.incumbent %q is not a worker in shadow.workers", c.Pipelines.Incumbent))
+	}
+	for i, name := range c.Pipelines.Candidates {
+		switch {
+		case name == "conductor":
+			if c.Shadow.Conductor.Worker == "" {
+				errs = append(errs, fmt.Errorf("config: pipelines.candidates[%d] is conductor but shadow.conductor.worker is empty", i))
+			}
+		case strings.HasPrefix(name, "single:"):
+			if _, ok := c.Shadow.Worker(strings.TrimPrefix(name, "single:")); !ok {
+				errs = append(errs, fmt.Errorf("config: pipelines.candidates[%d] %q names no worker in shadow.workers", i, name))
+			}
+		default:
+			errs = append(errs, fmt.Errorf("config: pipelines.candidates[%d] %q: want \"conductor\" or \"single:<worker>\"", i, name))
+		}
+	}
+	if c.Suite.Concurrency < 1 {
+		errs = append(errs, fmt.Errorf("config: suite.concurrency must be at least 1, got %d", c.Suite.Concurrency))
+	}
+	return errors.Join(errs...)
+}
+
+// loopbackOnly reports whether addr listens only on a loopback interface.
+func loopbackOnly(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

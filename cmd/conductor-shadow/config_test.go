@@ -1,0 +1,82 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestLoadConfigFiles(t *testing.T) {
+	files, err := filepath.Glob("testdata/config/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no config fixtures: %v", err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			_, err := LoadConfig(f, nil)
+			good := strings.HasSuffix(f, ".good.yaml")
+			if good && err != nil {
+				t.Fatalf("want valid, got %v", err)
+			}
+			if !good && err == nil {
+				t.Fatal("want an error, got none")
+			}
+		})
+	}
+}
+
+func TestLoadConfigErrorsNameTheField(t *testing.T) {
+	tests := map[string]string{
+		"unknown_key.bad.yaml":       "adress",
+		"bad_addr.bad.yaml":          "server.addr",
+		"unknown_incumbent.bad.yaml": "gpt-17",
+		"bad_candidate.bad.yaml":     "moa",
+		"bad_duration.bad.yaml":      "soon",
+		"negative_queue.bad.yaml":    "queue_size",
+		"bad_worker_url.bad.yaml":    "base_url",
+	}
+	for file, want := range tests {
+		_, err := LoadConfig(filepath.Join("testdata/config", file), nil)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v does not mention %q", file, err, want)
+		}
+	}
+}
+
+func TestLoadConfigPrecedence(t *testing.T) {
+	cfg, err := LoadConfig("testdata/config/full.good.yaml", map[string]string{
+		"CONDUCTOR_SHADOW_DATA":     "/tmp/elsewhere",
+		"CONDUCTOR_SHADOW_POOL_URL": "http://10.0.0.9:9090/v1",
+		"UNRELATED":                 "x",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Store.Path != "/tmp/elsewhere" {
+		t.Errorf("store.path = %q: the environment must override the file", cfg.Store.Path)
+	}
+	if cfg.Store.Database != "shadow_test" || cfg.Ingest.Workers != 8 || cfg.Pipelines.Incumbent != "claude-sonnet-4" {
+		t.Errorf("file values lost: %+v", cfg)
+	}
+	for _, w := range cfg.Shadow.Workers {
+		if w.BaseURL != "http://10.0.0.9:9090/v1" {
+			t.Errorf("worker %s base_url = %s, want the pool override", w.Name, w.BaseURL)
+		}
+	}
+	if cfg.Server.ShutdownTimeout.Seconds() != 45 {
+		t.Errorf("shutdown_timeout = %v", cfg.Server.ShutdownTimeout)
+	}
+}
+
+func TestRedactDSN(t *testing.T) {
+	tests := map[string]string{
+		"clickhouse://u:secret@host:9000/db": "clickhouse://u:***@host:9000/db",
+		"clickhouse://host:9000/db":          "clickhouse://host:9000/db",
+		"clickhouse://u@host:9000/db":        "clickhouse://u@host:9000/db",
+	}
+	for in, want := range tests {
+		if got := redactDSN(in); got != want {
+			t.Errorf("redactDSN(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,249 @@
+// Command conductor-shadow is the shadow-evaluation platform for learned LLM
+// orchestrators: `serve` runs the tap, the shadow workers and the web UI; `replay`
+// sends recorded exchanges to a tap; `suite run` runs a regression set through the
+// incumbent and the candidates; `query` runs read-only SQL on the store.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/caarlos0/env/v11"
+	"github.com/spf13/cobra"
+
+	"github.com/conductor-shadow/conductor-shadow/store"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "conductor-shadow:", err)
+		os.Exit(1)
+	}
+}
+
+// globalFlags are shared by every subcommand; set flags override the config file
+// and the environment.
+type globalFlags struct {
+	configPath string
+	dataDir    string
+	dsn        string
+	addr       string
+}
+
+// run executes one command line; only main exits.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var gf globalFlags
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	root := &cobra.Command{
+		Use:           "conductor-shadow",
+		Short:         "Shadow-evaluate a learned LLM orchestrator against the incumbent pipeline",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	pf := root.PersistentFlags()
+	pf.StringVar(&gf.configPath, "config", "", "YAML config file (defaults apply to what it leaves out)")
+	pf.StringVar(&gf.dataDir, "data", "", "embedded store folder (default ./data)")
+	pf.StringVar(&gf.dsn, "clickhouse-dsn", "", "ClickHouse server DSN, e.g. clickhouse://host:9000/db (replaces the embedded store)")
+	pf.StringVar(&gf.addr, "addr", "", "server listen address host:port (default 127.0.0.1:8080)")
+
+	load := func() (Config, error) {
+		cfg, err := LoadConfig(gf.configPath, env.ToMap(os.Environ()))
+		if err != nil {
+			return cfg, err
+		}
+		if gf.dataDir != "" {
+			cfg.Store.Path = gf.dataDir
+		}
+		if gf.dsn != "" {
+			cfg.Store.DSN = gf.dsn
+		}
+		if gf.addr != "" {
+			cfg.Server.Addr = gf.addr
+		}
+		return cfg, cfg.Validate()
+	}
+	root.AddCommand(serveCmd(load, log), replayCmd(load, log), suiteCmd(load, log), queryCmd(load))
+	return root.ExecuteContext(ctx)
+}
+
+type loader func() (Config, error)
+
+func serveCmd(load loader, log *slog.Logger) *cobra.Command {
+	return &cobra.Command{
+		Use:   "serve",
+		Short: "Run the tap, the shadow workers, the web UI and the API until interrupted",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := load()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			tp, stopTracing, err := newTracerProvider(ctx, cfg.Telemetry)
+			if err != nil {
+				return err
+			}
+			srv := newServer(cfg, log)
+			if err := srv.Start(ctx, tp); err != nil {
+				return errors.Join(err, stopTracing(context.Background()))
+			}
+			var serveErr error
+			select {
+			case <-ctx.Done():
+			case serveErr = <-srv.Err():
+			}
+			log.Info("shutting down", "deadline", cfg.Server.ShutdownTimeout)
+			// A fresh bounded context: the signal already cancelled ctx.
+			shutdownCtx, cancel := context.WithTimeout(context.Background(), cfg.Server.ShutdownTimeout)
+			defer cancel()
+			return errors.Join(serveErr, srv.Shutdown(shutdownCtx), stopTracing(shutdownCtx))
+		},
+	}
+}
+
+func replayCmd(load loader, log *slog.Logger) *cobra.Command {
+	opts := replayOptions{Concurrency: 16}
+	cmd := &cobra.Command{
+		Use:   "replay FILE",
+		Short: "Send recorded exchanges (JSONL) to a tap; lines without an answer get one from the incumbent",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := load()
+			if err != nil {
+				return err
+			}
+			opts.File = args[0]
+			if opts.TapURL == "" {
+				opts.TapURL = "http://" + cfg.Server.Addr + "/v1/tap"
+			}
+			opts.Token = os.Getenv(cfg.Server.APITokenEnv)
+			opts.Incumbent = cfg.Pipelines.Incumbent
+			pipes, err := buildPipelines(cfg)
+			if err != nil {
+				return err
+			}
+			defer pipes.Close()
+			start := time.Now()
+			counts, err := replay(cmd.Context(), opts, pipes.pool, log)
+			fmt.Fprintf(cmd.OutOrStdout(), "replay %s: %s in %s\n", opts.File, counts, time.Since(start).Round(time.Millisecond))
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&opts.TapURL, "tap", "", "tap URL (default http://<server.addr>/v1/tap)")
+	cmd.Flags().IntVar(&opts.Concurrency, "concurrency", opts.Concurrency, "exchanges in flight at once")
+	return cmd
+}
+
+func suiteCmd(load loader, log *slog.Logger) *cobra.Command {
+	suite := &cobra.Command{Use: "suite", Short: "Regression suites"}
+	var (
+		set   string
+		limit int
+		local bool
+	)
+	runCmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run a regression set through the incumbent and the candidates and write the report",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := load()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			out := cmd.OutOrStdout()
+			if !local && cfg.Store.DSN == "" {
+				// The embedded store has one owner: ask a running server first.
+				var res suiteResponse
+				client := newAPIClient(cfg.Server.Addr, os.Getenv(cfg.Server.APITokenEnv), 0)
+				err := client.post(ctx, "/api/suite-runs", suiteRequest{Set: set, Limit: limit}, &res)
+				if err == nil {
+					printSuite(out, res)
+					return nil
+				}
+				if !errors.Is(err, errNoServer) {
+					return err
+				}
+				log.Info("no server answering; running the suite against the store directly", "addr", cfg.Server.Addr)
+			}
+			st, _, err := openStore(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			pipes, err := buildPipelines(cfg)
+			if err != nil {
+				return err
+			}
+			defer pipes.Close()
+			runner := &suiteRunner{cfg: cfg, st: st, p: pipes}
+			res, err := runner.run(ctx, set, limit, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			printSuite(out, res)
+			return nil
+		},
+	}
+	runCmd.Flags().StringVar(&set, "set", "", "regression-set JSONL file (default: suite.set of the config)")
+	runCmd.Flags().IntVar(&limit, "limit", 0, "run only the first N cases (0: all)")
+	runCmd.Flags().BoolVar(&local, "local", false, "open the store directly instead of asking a running server")
+	suite.AddCommand(runCmd)
+	return suite
+}
+
+func printSuite(w io.Writer, res suiteResponse) {
+	fmt.Fprintf(w, "%s\nsuite run %s\nreport: %s\n        %s\n", res.Headline, res.SuiteRunID, res.MarkdownPath, res.JSONPath)
+}
+
+func queryCmd(load loader) *cobra.Command {
+	var local bool
+	cmd := &cobra.Command{
+		Use:   `query "SQL"`,
+		Short: "Run one read-only SQL statement on the store and print rows tab-separated",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := load()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			if !local && cfg.Store.DSN == "" {
+				var res store.QueryResult
+				client := newAPIClient(cfg.Server.Addr, os.Getenv(cfg.Server.APITokenEnv), 5*time.Minute)
+				err := client.post(ctx, "/api/query", queryRequest{SQL: args[0]}, &res)
+				if err == nil {
+					return writeTSV(cmd.OutOrStdout(), res)
+				}
+				if !errors.Is(err, errNoServer) {
+					return err
+				}
+			}
+			st, _, err := openStore(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			res, err := st.Query(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			return writeTSV(cmd.OutOrStdout(), res)
+		},
+	}
+	cmd.Flags().BoolVar(&local, "local", false, "open the store directly instead of asking a running server")
+	return cmd
+}

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/conductor-shadow/conductor-shadow/store"
+)
+
+// errNoServer means nothing answered at the server URL: the caller may open the
+// store itself.
+var errNoServer = errors.New("no server answering")
+
+// apiClient talks to a running `conductor-shadow serve`.
+type apiClient struct {
+	base  string // e.g. http://127.0.0.1:8080
+	token string
+	http  *http.Client
+}
+
+func newAPIClient(addr, token string, timeout time.Duration) *apiClient {
+	base := addr
+	if !strings.Contains(base, "://") {
+		base = "http://" + base
+	}
+	return &apiClient{base: strings.TrimRight(base, "/"), token: token, http: &http.Client{Timeout: timeout}}
+}
+
+// post sends body as JSON to path and decodes a 200 answer into out. A refused
+// connection is errNoServer; any other status is an error carrying the server's
+// message.
+func (c *apiClient) post(ctx context.Context, path string, body, out any) error {
+	data, err := json.Marshal(body)
+	if err != nil {
+		return fmt.Errorf("api %s: %w", path, err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+path, bytes.NewReader(data))
+	if err != nil {
+		return fmt.Errorf("api %s: %w", path, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		var opErr *net.OpError
+		if errors.As(err, &opErr) && opErr.Op == "dial" {
+			return fmt.Errorf("api %s: %w", c.base, errNoServer)
+		}
+		return fmt.Errorf("api %s: %w", path, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
+	if err != nil {
+		return fmt.Errorf("api %s: read answer: %w", path, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e struct {
+			Error string `json:"error"`
+		}
+		if json.Unmarshal(raw, &e) == nil && e.Error != "" {
+			return fmt.Errorf("server: %s", e.Error)
+		}
+		return fmt.Errorf("api %s: HTTP %d: %s", path, resp.StatusCode, bytes.TrimSpace(raw))
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("api %s: decode answer: %w", path, err)
+	}
+	return nil
+}
+
+// writeTSV prints a query result: a header line of column names, then one line
+// per row, values tab-separated (tabs and newlines inside values escaped as \t, \n).
+func writeTSV(w io.Writer, res store.QueryResult) error {
+	esc := strings.NewReplacer("\\", "\\\\", "\t", "\\t", "\n", "\\n")
+	var b strings.Builder
+	line := func(vals []string) {
+		for i, v := range vals {
+			if i > 0 {
+				b.WriteByte('\t')
+			}
+			b.WriteString(esc.Replace(v))
+		}
+		b.WriteByte('\n')
+	}
+	line(res.Columns)
+	for _, r := range res.Rows {
+		line(r)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

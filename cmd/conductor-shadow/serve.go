@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"go.opentelemetry.io/contrib/instrumentation/github.com/gin-gonic/gin/otelgin"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/conductor-shadow/conductor-shadow/ingest"
+	"github.com/conductor-shadow/conductor-shadow/store"
+	"github.com/conductor-shadow/conductor-shadow/web"
+)
+
+// server is `conductor-shadow serve`: the tap, the shadow workers, the web UI and
+// the API on one listener, over one store.
+type server struct {
+	cfg Config
+	log *slog.Logger
+
+	mu       sync.Mutex
+	started  bool
+	stopped  bool
+	st       store.Store
+	writer   *store.Writer
+	pipes    *pipelines
+	queue    ingest.Queue
+	proc     *ingest.Processor
+	stats    *ingest.Stats
+	http     *http.Server
+	serveErr chan error
+}
+
+func newServer(cfg Config, log *slog.Logger) *server {
+	return &server{cfg: cfg, log: log, serveErr: make(chan error, 1)}
+}
+
+// Start opens the store, starts the writer and the shadow workers, and listens.
+// On error everything already started is shut down.
+func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started {
+		return errors.New("serve: already started")
+	}
+	s.started = true
+	defer func() {
+		if err != nil {
+			_ = s.shutdownLocked(context.Background())
+		}
+	}()
+
+	token := os.Getenv(s.cfg.Server.APITokenEnv)
+	if !loopbackOnly(s.cfg.Server.Addr) && token == "" {
+		return fmt.Errorf("serve: listening on %s beyond loopback needs a bearer token in $%s", s.cfg.Server.Addr, s.cfg.Server.APITokenEnv)
+	}
+	st, where, err := openStore(ctx, s.cfg)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	s.st = st
+	s.writer = store.NewWriter(st, s.cfg.Writer)
+	s.writer.Start(ctx)
+	s.pipes, err = buildPipelines(s.cfg)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	s.stats = ingest.NewStats()
+	s.queue = ingest.NewMemoryQueue(s.cfg.Ingest.QueueSize)
+	tap, err := ingest.NewTap(s.cfg.Ingest, s.queue, s.stats)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	s.proc = ingest.NewProcessor(s.cfg.Ingest, s.queue, s.writer, s.pipes.candidates, newPriceTable(s.cfg.Shadow), s.stats, s.log)
+	if err := s.proc.Start(ctx); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+
+	gin.SetMode(gin.ReleaseMode)
+	router := gin.New()
+	router.Use(gin.Recovery(), otelgin.Middleware(s.cfg.Telemetry.ServiceName, otelgin.WithTracerProvider(tp)))
+	router.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok", "store": where}) })
+	guarded := router.Group("/", requireToken(token))
+	tap.Register(guarded)
+	a := &api{
+		st:     st,
+		suites: &suiteRunner{cfg: s.cfg, st: st, p: s.pipes},
+		stats:  func() ingest.StatsSnapshot { return s.stats.Snapshot(s.queue.Len()) },
+		writer: s.writer.Stats,
+	}
+	a.register(guarded)
+	if err := web.Register(router, st, s.cfg.Web); err != nil {
+		return fmt.Errorf("serve: web: %w", err)
+	}
+
+	ln, err := net.Listen("tcp", s.cfg.Server.Addr)
+	if err != nil {
+		return fmt.Errorf("serve: listen: %w", err)
+	}
+	s.http = &http.Server{Handler: router, ReadHeaderTimeout: 10 * time.Second}
+	go func() { s.serveErr <- s.http.Serve(ln) }()
+	s.log.Info("serving", "url", "http://"+ln.Addr().String(), "store", where)
+	return nil
+}
+
+// Err reports the listener's failure, if it stops on its own.
+func (s *server) Err() <-chan error { return s.serveErr }
+
+// Shutdown stops accepting, drains in-flight HTTP requests, lets the shadow workers
+// finish the queue, flushes the writer and closes the store, all within ctx. It
+// logs how many copies were flushed and dropped. Safe without Start and twice.
+func (s *server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.shutdownLocked(ctx)
+}
+
+func (s *server) shutdownLocked(ctx context.Context) error {
+	if s.stopped {
+		return nil
+	}
+	s.stopped = true
+	var errs []error
+	if s.http != nil {
+		if err := s.http.Shutdown(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("serve: http shutdown: %w", err))
+		}
+	}
+	if s.proc != nil {
+		if err := s.proc.Shutdown(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if s.writer != nil {
+		if err := s.writer.Shutdown(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if s.pipes != nil {
+		s.pipes.Close()
+	}
+	if s.st != nil {
+		if err := s.st.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if s.stats != nil {
+		snap := s.stats.Snapshot(0)
+		s.log.Info("stopped", "processed", snap.Processed, "dropped", snap.Dropped, "writer", s.writer.Stats())
+	}
+	return errors.Join(errs...)
+}

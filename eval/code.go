@@ -1,0 +1,250 @@
+package eval
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+)
+
+// CodeConfig configures the code grader (HumanEval-style function tests).
+type CodeConfig struct {
+	// Python is the interpreter, a name looked up in PATH or a path. Default "python3".
+	Python string `yaml:"python"`
+	// Timeout is the wall-clock limit of one test program. Default 5s.
+	Timeout time.Duration `yaml:"timeout"`
+	// MemoryMB caps the program's address space, MiB, via prlimit. Default 1024.
+	MemoryMB int `yaml:"memory_mb"`
+	// Prlimit is the prlimit(1) binary used for CPU, memory, file-size and
+	// open-file limits; when it cannot be found the program runs with the
+	// timeout only. Default "prlimit"; "" disables the limits.
+	Prlimit string `yaml:"prlimit"`
+}
+
+// NewDefaultCodeConfig returns python3, 5 s, 1024 MiB, prlimit.
+func NewDefaultCodeConfig() CodeConfig {
+	return CodeConfig{Python: "python3", Timeout: 5 * time.Second, MemoryMB: 1024, Prlimit: "prlimit"}
+}
+
+// Validate reports an empty interpreter, a non-positive timeout or memory cap.
+func (c CodeConfig) Validate() error {
+	var errs []error
+	if strings.TrimSpace(c.Python) == "" {
+		errs = append(errs, errors.New("code.python is empty"))
+	}
+	if c.Timeout <= 0 {
+		errs = append(errs, fmt.Errorf("code.timeout must be > 0, got %s", c.Timeout))
+	}
+	if c.MemoryMB <= 0 {
+		errs = append(errs, fmt.Errorf("code.memory_mb must be > 0, got %d", c.MemoryMB))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("eval: code config: %w", err)
+	}
+	return nil
+}
+
+// CodeGrader runs a HumanEval-style test: the case's prompt (Input) plus the
+// output's code, the case's Extra["test"] and check(Extra["entry_point"]), in a
+// fresh temporary directory with python3 in isolated mode, under a wall-clock
+// timeout and prlimit CPU/memory limits. Exit status 0 passes; a failing test,
+// a crash or a timeout fails with an explanation. A missing interpreter, a case
+// without entry_point/test or a cancelled context is a grader error.
+//
+// This is a basic sandbox (resource limits and a throw-away directory, no
+// network or filesystem isolation): run it only on machines meant for it.
+type CodeGrader struct {
+	cfg CodeConfig
+
+	once   sync.Once
+	python string // resolved interpreter path
+	pyErr  error
+}
+
+// NewCodeGrader checks cfg and returns the grader. The interpreter is looked up
+// at the first Grade, so a missing python3 shows up as a grader error on every
+// code score.
+func NewCodeGrader(cfg CodeConfig) (*CodeGrader, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &CodeGrader{cfg: cfg}, nil
+}
+
+// Name returns "code".
+func (*CodeGrader) Name() string { return GraderCode }
+
+// Grade runs the test program for output.
+func (g *CodeGrader) Grade(ctx context.Context, c Case, output string) Grade {
+	entry, test := c.ExtraString("entry_point"), c.ExtraString("test")
+	if entry == "" || test == "" {
+		return gradeErr("eval: code grader: case %s: missing entry_point or test", c.ID)
+	}
+	g.once.Do(func() { g.python, g.pyErr = resolvePython(ctx, g.cfg.Python) })
+	if g.pyErr != nil {
+		return gradeErr("eval: code grader: %w", g.pyErr)
+	}
+	python := g.python
+	if strings.TrimSpace(output) == "" {
+		return fail("empty output")
+	}
+	dir, err := os.MkdirTemp("", "eval-code-*")
+	if err != nil {
+		return gradeErr("eval: code grader: temp dir: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	prog := filepath.Join(dir, "program.py")
+	if err := os.WriteFile(prog, []byte(BuildProgram(c, output)), 0o600); err != nil {
+		return gradeErr("eval: code grader: write program: %w", err)
+	}
+
+	args := []string{python, "-I", "-B", prog}
+	if g.cfg.Prlimit != "" {
+		if pl, err := exec.LookPath(g.cfg.Prlimit); err == nil {
+			cpu := int(math.Ceil(g.cfg.Timeout.Seconds())) + 1
+			args = append([]string{pl,
+				fmt.Sprintf("--cpu=%d", cpu),
+				fmt.Sprintf("--as=%d", int64(g.cfg.MemoryMB)<<20),
+				fmt.Sprintf("--fsize=%d", 16<<20),
+				"--nofile=256",
+				"--"}, args...)
+		}
+	}
+	runCtx, cancel := context.WithTimeout(ctx, g.cfg.Timeout)
+	defer cancel()
+	cmd := exec.CommandContext(runCtx, args[0], args[1:]...)
+	cmd.Dir = dir
+	cmd.Env = childEnv(dir)
+	out := &capped{max: 64 << 10}
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.WaitDelay = time.Second
+	isolateProcess(cmd)
+	start := time.Now()
+	runErr := cmd.Run()
+	elapsed := time.Since(start)
+
+	if ctx.Err() != nil {
+		return gradeErr("eval: code grader: case %s: %w", c.ID, ctx.Err())
+	}
+	if runCtx.Err() != nil {
+		return fail("timed out after %s (limit %s)", elapsed.Round(time.Millisecond), g.cfg.Timeout)
+	}
+	if runErr == nil {
+		return pass("tests passed in %s", elapsed.Round(time.Millisecond))
+	}
+	var exitErr *exec.ExitError
+	if !errors.As(runErr, &exitErr) {
+		return gradeErr("eval: code grader: run %s: %w", python, runErr)
+	}
+	return fail("tests failed (%s): %s", exitErr.ProcessState.String(), lastLines(out.String(), 6, 600))
+}
+
+// resolvePython finds the interpreter in PATH and asks it for its real
+// executable (sys.executable), so that wrapper scripts such as pyenv shims,
+// which can take seconds to start, run once instead of once per test.
+func resolvePython(ctx context.Context, name string) (string, error) {
+	path, err := exec.LookPath(name)
+	if err != nil {
+		return "", fmt.Errorf("interpreter %q not found: %w", name, err)
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, path, "-c", "import sys; print(sys.executable)").Output()
+	if real := strings.TrimSpace(string(out)); err == nil && filepath.IsAbs(real) {
+		if _, err := os.Stat(real); err == nil {
+			return real, nil
+		}
+	}
+	return path, nil
+}
+
+// childEnv is the test program's environment: PATH, HOME and pyenv's variables
+// (so interpreter shims resolve), a UTF-8 locale and TMPDIR inside dir.
+func childEnv(dir string) []string {
+	env := []string{"LANG=C.UTF-8", "TMPDIR=" + dir}
+	for _, k := range []string{"PATH", "HOME", "PYENV_ROOT", "PYENV_VERSION"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
+}
+
+var fenceRe = regexp.MustCompile("(?s)```[ \\t]*(?:python3?|py)?[ \\t]*\\n(.*?)```")
+
+// BuildProgram assembles the Python test program for a code case: when the
+// output's code (the first fenced block that defines the entry point, else the
+// first fenced block, else the whole output) defines the entry point, the
+// prompt is kept for its imports and helpers, closed with "pass", and the code
+// follows; otherwise the code is taken as the function body completing the
+// prompt. Then the case's test and "check(<entry_point>)".
+func BuildProgram(c Case, output string) string {
+	entry := c.ExtraString("entry_point")
+	code := output
+	if blocks := fenceRe.FindAllStringSubmatch(output, -1); len(blocks) > 0 {
+		code = blocks[0][1]
+		for _, b := range blocks {
+			if strings.Contains(b[1], "def "+entry+"(") {
+				code = b[1]
+				break
+			}
+		}
+	}
+	prompt := c.Input
+	if !strings.HasSuffix(prompt, "\n") {
+		prompt += "\n"
+	}
+	var b strings.Builder
+	if strings.Contains(code, "def "+entry+"(") {
+		b.WriteString(prompt)
+		b.WriteString("    pass\n\n\n")
+		b.WriteString(code)
+	} else {
+		b.WriteString(prompt)
+		b.WriteString(code)
+	}
+	b.WriteString("\n\n")
+	b.WriteString(c.ExtraString("test"))
+	b.WriteString("\n\ncheck(")
+	b.WriteString(entry)
+	b.WriteString(")\n")
+	return b.String()
+}
+
+// capped is an io.Writer keeping the first max bytes.
+type capped struct {
+	buf []byte
+	max int
+}
+
+func (w *capped) Write(p []byte) (int, error) {
+	if room := w.max - len(w.buf); room > 0 {
+		w.buf = append(w.buf, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+func (w *capped) String() string { return string(w.buf) }
+
+// lastLines returns up to n trailing non-empty lines of s, at most max characters.
+func lastLines(s string, n, max int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	out := strings.Join(lines, " | ")
+	if r := []rune(out); len(r) > max {
+		out = "…" + string(r[len(r)-max:])
+	}
+	if out == "" {
+		return "no output"
+	}
+	return out
+}

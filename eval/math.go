@@ -1,0 +1,274 @@
+package eval
+
+import (
+	"context"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// MathGrader compares LaTeX answers (MATH-500, AIME). The answer span is the last
+// \boxed{…}; else the text after the last "final answer is"/"answer:"; else a
+// one-line output itself; else the last $…$ in the output; else its last number.
+// Both sides are normalised (see NormalizeMath); they match when the strings are
+// equal, when both parse as numbers (integers, decimals, a/b) equal within
+// RelTolerance, when both are tuples or intervals with the same brackets whose
+// elements match pairwise, or when the reference is a number and the answer is
+// that number followed only by a unit word.
+type MathGrader struct{}
+
+// Name returns "math".
+func (MathGrader) Name() string { return GraderMath }
+
+// Grade compares the normalised extracted answer with the normalised reference.
+func (MathGrader) Grade(_ context.Context, c Case, output string) Grade {
+	want := NormalizeMath(c.Reference)
+	if want == "" {
+		return gradeErr("eval: math grader: case %s: empty reference", c.ID)
+	}
+	span, ok := extractMathAnswer(output)
+	if !ok {
+		return fail("no answer found in output; reference %q", want)
+	}
+	got := NormalizeMath(span)
+	if !strings.Contains(want, "=") {
+		got = stripVariablePrefix(got)
+	}
+	return verdict(mathEqual(got, want), "extracted %q, reference %q", clip(got, 200), want)
+}
+
+var inlineMathRe = regexp.MustCompile(`\$([^$]+)\$|\\\((.+?)\\\)`)
+
+func extractMathAnswer(output string) (string, bool) {
+	if box, ok := lastBoxed(output); ok {
+		return box, true
+	}
+	if span, ok := answerPhrase(output); ok {
+		return span, true
+	}
+	trimmed := strings.TrimSpace(output)
+	if trimmed == "" {
+		return "", false
+	}
+	if !strings.Contains(trimmed, "\n") && len(trimmed) <= 120 {
+		return trimmed, true
+	}
+	if m := inlineMathRe.FindAllStringSubmatch(trimmed, -1); len(m) > 0 {
+		last := m[len(m)-1]
+		return last[1] + last[2], true
+	}
+	if loc := numberRe.FindAllString(cleanNumberText.Replace(trimmed), -1); len(loc) > 0 {
+		return loc[len(loc)-1], true
+	}
+	return "", false
+}
+
+var (
+	mathDrop = strings.NewReplacer(
+		`\left`, "", `\right`, "", `\displaystyle`, "",
+		`\!`, "", `\,`, "", `\;`, "", `\:`, "", `\qquad`, "", `\quad`, "",
+		`^{\circ}`, "", `^\circ`, "", `\circ`, "", "°", "", `\%`, "", "%", "",
+		`\$`, "", "$", "", `\dfrac`, `\frac`, `\tfrac`, `\frac`,
+		`\leq`, `\le`, `\geq`, `\ge`, `\neq`, `\ne`, "{,}", ",", "−", "-",
+	)
+	textCmds      = []string{`\text`, `\textbf`, `\textit`, `\textnormal`, `\mathrm`, `\mathbf`, `\mbox`, `\operatorname`}
+	thousandsRe   = regexp.MustCompile(`^-?\d{1,3}(,\d{3})+(\.\d+)?$`)
+	singleParenRe = regexp.MustCompile(`^\(([A-Za-z])\)$`)
+	scriptBraceRe = regexp.MustCompile(`([\^_])\{([A-Za-z0-9])\}`)
+	sqrtShortRe   = regexp.MustCompile(`\\sqrt([0-9A-Za-z])`)
+	varPrefixRe   = regexp.MustCompile(`^[A-Za-z]=`)
+	unitSuffixRe  = regexp.MustCompile(`^(-?[0-9.]+)([A-Za-z]+)$`)
+)
+
+// NormalizeMath puts a LaTeX answer in a canonical text form: strips enclosing
+// $…$, \(…\) and \[…\]; drops \left/\right, spacing commands, degrees (^\circ),
+// percent and dollar signs; unwraps \text{…} and similar; turns \dfrac/\tfrac and
+// \frac{a}{b} (also \frac12) into a/b (parenthesised when a part is not a single
+// token); writes ^{x} as ^x and \sqrt2 as \sqrt{2}; removes whitespace and a
+// trailing "."; removes thousands commas from a lone number; and "(B)" becomes "B".
+func NormalizeMath(s string) string {
+	s = strings.TrimSpace(s)
+	for _, p := range [][2]string{{"$", "$"}, {`\(`, `\)`}, {`\[`, `\]`}} {
+		if len(s) >= len(p[0])+len(p[1]) && strings.HasPrefix(s, p[0]) && strings.HasSuffix(s, p[1]) {
+			s = strings.TrimSpace(s[len(p[0]) : len(s)-len(p[1])])
+		}
+	}
+	s = mathDrop.Replace(s)
+	for _, cmd := range textCmds {
+		s = unwrapCommand(s, cmd)
+	}
+	s = strings.Join(strings.Fields(s), "")
+	s = sqrtShortRe.ReplaceAllString(s, `\sqrt{$1}`)
+	s = replaceFracs(s)
+	s = scriptBraceRe.ReplaceAllString(s, "$1$2")
+	s = strings.TrimRight(s, ".")
+	if thousandsRe.MatchString(s) {
+		s = strings.ReplaceAll(s, ",", "")
+	}
+	if m := singleParenRe.FindStringSubmatch(s); m != nil {
+		s = m[1]
+	}
+	return s
+}
+
+// unwrapCommand replaces every cmd{X} by X.
+func unwrapCommand(s, cmd string) string {
+	for {
+		i := strings.Index(s, cmd+"{")
+		if i < 0 {
+			return s
+		}
+		inner, rest, ok := braced(s[i+len(cmd):])
+		if !ok {
+			return s
+		}
+		s = s[:i] + inner + rest
+	}
+}
+
+// replaceFracs rewrites \frac{a}{b} and \fracab as a/b, innermost first.
+func replaceFracs(s string) string {
+	for {
+		i := strings.LastIndex(s, `\frac`)
+		if i < 0 {
+			return s
+		}
+		rest := s[i+len(`\frac`):]
+		num, after, ok := fracArg(rest)
+		if !ok {
+			return s
+		}
+		den, after, ok := fracArg(after)
+		if !ok {
+			return s
+		}
+		s = s[:i] + wrapToken(num) + "/" + wrapToken(den) + after
+	}
+}
+
+// fracArg reads one argument of \frac: a braced group or a single character.
+func fracArg(s string) (arg, rest string, ok bool) {
+	if s == "" {
+		return "", s, false
+	}
+	if s[0] == '{' {
+		return braced(s)
+	}
+	return s[:1], s[1:], true
+}
+
+// wrapToken parenthesises x unless it is a plain number, a letter run, or one
+// LaTeX command such as \pi.
+func wrapToken(x string) string {
+	if x == "" {
+		return "()"
+	}
+	simple := true
+	for i := 0; i < len(x); i++ {
+		b := x[i]
+		if !(isAlnum(b) || b == '.' || (b == '\\' && i == 0)) {
+			simple = false
+			break
+		}
+	}
+	if simple {
+		return x
+	}
+	return "(" + x + ")"
+}
+
+func stripVariablePrefix(s string) string {
+	return varPrefixRe.ReplaceAllString(s, "")
+}
+
+// mathNumber parses a normalised answer as a number: an integer, a decimal or
+// a/b of those (optionally parenthesised, with a leading minus).
+func mathNumber(s string) (float64, bool) {
+	neg := false
+	if strings.HasPrefix(s, "-") {
+		neg, s = true, s[1:]
+	}
+	unparen := func(x string) string {
+		if len(x) >= 2 && x[0] == '(' && x[len(x)-1] == ')' {
+			return x[1 : len(x)-1]
+		}
+		return x
+	}
+	var v float64
+	if a, b, ok := strings.Cut(s, "/"); ok {
+		n, err1 := strconv.ParseFloat(unparen(a), 64)
+		d, err2 := strconv.ParseFloat(unparen(b), 64)
+		if err1 != nil || err2 != nil || d == 0 {
+			return 0, false
+		}
+		v = n / d
+	} else {
+		f, err := strconv.ParseFloat(unparen(s), 64)
+		if err != nil {
+			return 0, false
+		}
+		v = f
+	}
+	if neg {
+		v = -v
+	}
+	return v, true
+}
+
+// mathEqual compares two normalised answers.
+func mathEqual(got, want string) bool {
+	if got == want {
+		return true
+	}
+	if a, ok := mathNumber(got); ok {
+		if b, ok := mathNumber(want); ok {
+			return closeEnough(a, b)
+		}
+	}
+	if ge, ok := splitTuple(got); ok {
+		if we, ok := splitTuple(want); ok && len(ge) == len(we) && got[0] == want[0] && got[len(got)-1] == want[len(want)-1] {
+			for i := range ge {
+				if !mathEqual(ge[i], we[i]) {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	if b, ok := mathNumber(want); ok {
+		if m := unitSuffixRe.FindStringSubmatch(got); m != nil {
+			if a, ok := mathNumber(m[1]); ok {
+				return closeEnough(a, b)
+			}
+		}
+	}
+	return false
+}
+
+// splitTuple splits "(a,b)", "[a,b)" etc. at top-level commas.
+func splitTuple(s string) ([]string, bool) {
+	if len(s) < 2 || !strings.ContainsRune("([", rune(s[0])) || !strings.ContainsRune(")]", rune(s[len(s)-1])) {
+		return nil, false
+	}
+	inner := s[1 : len(s)-1]
+	var parts []string
+	depth, start := 0, 0
+	for i := 0; i < len(inner); i++ {
+		switch inner[i] {
+		case '(', '[', '{':
+			depth++
+		case ')', ']', '}':
+			depth--
+		case ',':
+			if depth == 0 {
+				parts = append(parts, inner[start:i])
+				start = i + 1
+			}
+		}
+	}
+	parts = append(parts, inner[start:])
+	if len(parts) < 2 {
+		return nil, false
+	}
+	return parts, true
+}

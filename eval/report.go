@@ -1,0 +1,400 @@
+package eval
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/conductor-shadow/conductor-shadow/store"
+)
+
+// Outcome is one pipeline's graded run on one case: the figures a report is
+// computed from. LatencyMs, CostUSD, tokens and calls are copied from store.Run.
+type Outcome struct {
+	CaseID      string  `json:"case_id"`
+	Category    string  `json:"category"`
+	Pipeline    string  `json:"pipeline"`
+	Mode        string  `json:"mode"` // store.ModeIncumbent or store.ModeCandidate
+	RunID       string  `json:"run_id"`
+	Status      string  `json:"status"` // the run's status
+	LatencyMs   float64 `json:"latency_ms"`
+	CostUSD     float64 `json:"cost_usd"`
+	TokensIn    int64   `json:"tokens_in"`
+	TokensOut   int64   `json:"tokens_out"`
+	Calls       int     `json:"calls"`
+	Simulated   bool    `json:"simulated"`
+	Passed      bool    `json:"passed"`
+	Value       float64 `json:"value"`        // 0..1
+	GraderError string  `json:"grader_error"` // non-empty when the grader could not judge
+	Explanation string  `json:"explanation"`
+}
+
+// ReportMeta identifies the suite run a report describes.
+type ReportMeta struct {
+	SuiteRunID string    `json:"suite_run_id"`
+	SetName    string    `json:"set_name"`
+	SetVersion string    `json:"set_version"` // hex sha256 of the set file
+	Incumbent  string    `json:"incumbent"`   // pipeline name
+	Candidates []string  `json:"candidates"`  // pipeline names, in the order given
+	StartedAt  time.Time `json:"started_at"`  // UTC
+	FinishedAt time.Time `json:"finished_at"` // UTC
+}
+
+// Stats are the figures of one pipeline over a group of runs.
+//
+// Accuracy is Passed / Graded, where Graded = N - GraderErrors: a run whose
+// grader failed is counted in GraderErrors, not as a wrong answer. Errors counts
+// runs whose status is not "ok" (they are graded like any other run; without an
+// answer they fail). Cost and token means are over all N runs. Latency
+// percentiles use the nearest-rank method: the p-th percentile of n sorted
+// latencies is the value at rank ceil(p/100·n) (1-based).
+type Stats struct {
+	N                 int     `json:"n"`
+	Passed            int     `json:"passed"`
+	Graded            int     `json:"graded"`
+	Accuracy          float64 `json:"accuracy"` // 0..1
+	CostPerRequestUSD float64 `json:"cost_per_request_usd"`
+	TotalCostUSD      float64 `json:"total_cost_usd"`
+	P50LatencyMs      float64 `json:"p50_latency_ms"`
+	P95LatencyMs      float64 `json:"p95_latency_ms"`
+	MeanTokensIn      float64 `json:"mean_tokens_in"`
+	MeanTokensOut     float64 `json:"mean_tokens_out"`
+	MeanCalls         float64 `json:"mean_calls"`
+	Errors            int     `json:"errors"`
+	GraderErrors      int     `json:"grader_errors"`
+	Simulated         bool    `json:"simulated"` // any run came from the simulated worker pool
+}
+
+// CategoryStats are one pipeline's Stats on one case category.
+type CategoryStats struct {
+	Category string `json:"category"`
+	Stats
+}
+
+// PipelineReport is one pipeline's overall Stats and its Stats per category
+// (sorted by category name).
+type PipelineReport struct {
+	Pipeline   string          `json:"pipeline"`
+	Mode       string          `json:"mode"`
+	Overall    Stats           `json:"overall"`
+	Categories []CategoryStats `json:"categories"`
+}
+
+// Report is a suite run's result: per pipeline (incumbent first, then the
+// candidates in order) overall and per-category figures, a one-line headline and
+// every outcome.
+type Report struct {
+	ReportMeta
+	Cases     int              `json:"cases"`     // distinct cases run
+	Simulated bool             `json:"simulated"` // any run was simulated
+	Headline  string           `json:"headline"`
+	Pipelines []PipelineReport `json:"pipelines"`
+	Outcomes  []Outcome        `json:"outcomes"` // case order, then pipeline order
+}
+
+// BuildReport computes a Report from outcomes. Pipelines named in meta come
+// first in that order (incumbent, candidates); any other pipeline found in
+// outcomes follows, sorted by name.
+func BuildReport(meta ReportMeta, outcomes []Outcome) *Report {
+	if meta.Candidates == nil {
+		meta.Candidates = []string{}
+	}
+	if outcomes == nil {
+		outcomes = []Outcome{}
+	}
+	r := &Report{ReportMeta: meta, Outcomes: outcomes, Pipelines: []PipelineReport{}}
+	order := append([]string{meta.Incumbent}, meta.Candidates...)
+	byPipe := map[string][]Outcome{}
+	cases := map[string]bool{}
+	var extra []string
+	for _, o := range outcomes {
+		if _, ok := byPipe[o.Pipeline]; !ok && !slices.Contains(order, o.Pipeline) {
+			extra = append(extra, o.Pipeline)
+		}
+		byPipe[o.Pipeline] = append(byPipe[o.Pipeline], o)
+		cases[o.CaseID] = true
+		r.Simulated = r.Simulated || o.Simulated
+	}
+	slices.Sort(extra)
+	r.Cases = len(cases)
+	for _, name := range append(order, extra...) {
+		runs := byPipe[name]
+		if name == "" && len(runs) == 0 {
+			continue
+		}
+		mode := store.ModeCandidate
+		if name == meta.Incumbent {
+			mode = store.ModeIncumbent
+		}
+		if len(runs) > 0 {
+			mode = runs[0].Mode
+		}
+		pr := PipelineReport{Pipeline: name, Mode: mode, Overall: computeStats(runs), Categories: []CategoryStats{}}
+		byCat := map[string][]Outcome{}
+		var cats []string
+		for _, o := range runs {
+			if _, ok := byCat[o.Category]; !ok {
+				cats = append(cats, o.Category)
+			}
+			byCat[o.Category] = append(byCat[o.Category], o)
+		}
+		slices.Sort(cats)
+		for _, c := range cats {
+			pr.Categories = append(pr.Categories, CategoryStats{Category: c, Stats: computeStats(byCat[c])})
+		}
+		r.Pipelines = append(r.Pipelines, pr)
+	}
+	r.Headline = r.headline()
+	return r
+}
+
+func computeStats(runs []Outcome) Stats {
+	var s Stats
+	s.N = len(runs)
+	if s.N == 0 {
+		return s
+	}
+	lat := make([]float64, 0, len(runs))
+	var tin, tout, calls int64
+	for _, o := range runs {
+		switch {
+		case o.GraderError != "":
+			s.GraderErrors++
+		case o.Passed:
+			s.Passed++
+		}
+		if o.Status != store.StatusOK {
+			s.Errors++
+		}
+		s.TotalCostUSD += o.CostUSD
+		tin += o.TokensIn
+		tout += o.TokensOut
+		calls += int64(o.Calls)
+		lat = append(lat, o.LatencyMs)
+		s.Simulated = s.Simulated || o.Simulated
+	}
+	s.Graded = s.N - s.GraderErrors
+	if s.Graded > 0 {
+		s.Accuracy = float64(s.Passed) / float64(s.Graded)
+	}
+	n := float64(s.N)
+	s.CostPerRequestUSD = s.TotalCostUSD / n
+	s.MeanTokensIn = float64(tin) / n
+	s.MeanTokensOut = float64(tout) / n
+	s.MeanCalls = float64(calls) / n
+	slices.Sort(lat)
+	s.P50LatencyMs = NearestRank(lat, 50)
+	s.P95LatencyMs = NearestRank(lat, 95)
+	return s
+}
+
+// NearestRank returns the p-th percentile (0 < p <= 100) of sorted values by the
+// nearest-rank method: the value at 1-based rank ceil(p/100·n). 0 for no values.
+func NearestRank(sorted []float64, p float64) float64 {
+	n := len(sorted)
+	if n == 0 {
+		return 0
+	}
+	rank := int(math.Ceil(p / 100 * float64(n)))
+	rank = max(1, min(n, rank))
+	return sorted[rank-1]
+}
+
+// headline is one line: set, case count, simulation, then per candidate its
+// accuracy, cost per request and p95 latency against the incumbent's.
+func (r *Report) headline() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s (%d cases", r.SetName, r.Cases)
+	if r.Simulated {
+		b.WriteString(", SIMULATED workers")
+	}
+	if ge := r.graderErrors(); ge > 0 {
+		fmt.Fprintf(&b, ", %d grader errors", ge)
+	}
+	b.WriteString("): ")
+	if len(r.Pipelines) == 0 {
+		b.WriteString("no runs")
+		return b.String()
+	}
+	inc := r.Pipelines[0]
+	if len(r.Pipelines) == 1 {
+		fmt.Fprintf(&b, "%s %s accuracy; cost/request %s; p95 %s",
+			inc.Pipeline, pct(inc.Overall.Accuracy), usd(inc.Overall.CostPerRequestUSD), secs(inc.Overall.P95LatencyMs))
+		return b.String()
+	}
+	for i, c := range r.Pipelines[1:] {
+		if i > 0 {
+			b.WriteString(" | ")
+		}
+		fmt.Fprintf(&b, "%s %s vs %s %s accuracy; cost/request %s vs %s (%s); p95 %s vs %s",
+			c.Pipeline, pct(c.Overall.Accuracy), inc.Pipeline, pct(inc.Overall.Accuracy),
+			usd(c.Overall.CostPerRequestUSD), usd(inc.Overall.CostPerRequestUSD),
+			ratio(c.Overall.CostPerRequestUSD, inc.Overall.CostPerRequestUSD),
+			secs(c.Overall.P95LatencyMs), secs(inc.Overall.P95LatencyMs))
+	}
+	return b.String()
+}
+
+func (r *Report) graderErrors() int {
+	n := 0
+	for _, p := range r.Pipelines {
+		n += p.Overall.GraderErrors
+	}
+	return n
+}
+
+func pct(f float64) string   { return fmt.Sprintf("%.1f%%", 100*f) }
+func usd(f float64) string   { return fmt.Sprintf("$%.4f", f) }
+func secs(ms float64) string { return fmt.Sprintf("%.1f s", ms/1000) }
+
+func ratio(a, b float64) string {
+	if b == 0 {
+		return "n/a×"
+	}
+	return fmt.Sprintf("%.2f×", a/b)
+}
+
+// Markdown renders the report: title, a SIMULATED banner when any run was
+// simulated, the headline, the run's identity, an overall table (one row per
+// pipeline) and a per-category table.
+func (r *Report) Markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Suite run %s: %s\n\n", mdCode(r.SuiteRunID), mdText(r.SetName))
+	if r.Simulated {
+		b.WriteString("> **SIMULATED**: answers, latencies and costs come from the simulated worker pool, not from real models.\n\n")
+	}
+	fmt.Fprintf(&b, "**%s**\n\n", mdText(r.Headline))
+	fmt.Fprintf(&b, "- Set: %s, version %s\n", mdCode(r.SetName), mdCode(shortHash(r.SetVersion)))
+	fmt.Fprintf(&b, "- Cases: %d\n", r.Cases)
+	cands := make([]string, len(r.Candidates))
+	for i, c := range r.Candidates {
+		cands[i] = mdCode(c)
+	}
+	if len(cands) == 0 {
+		cands = []string{"none"}
+	}
+	fmt.Fprintf(&b, "- Incumbent: %s; candidates: %s\n", mdCode(r.Incumbent), strings.Join(cands, ", "))
+	fmt.Fprintf(&b, "- Started %s, finished %s (%s)\n\n", mdTime(r.StartedAt), mdTime(r.FinishedAt),
+		r.FinishedAt.Sub(r.StartedAt).Round(time.Millisecond))
+
+	b.WriteString("## Overall\n\n")
+	b.WriteString("| pipeline | mode | n | accuracy | passed/graded | cost/request (USD) | total cost (USD) | p50 latency (ms) | p95 latency (ms) | tokens in/request | tokens out/request | calls/request | run errors | grader errors | simulated |\n")
+	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n")
+	for _, p := range r.Pipelines {
+		s := p.Overall
+		fmt.Fprintf(&b, "| %s | %s | %d | %s | %d/%d | %.6f | %.4f | %.0f | %.0f | %.1f | %.1f | %.2f | %d | %d | %s |\n",
+			mdText(p.Pipeline), p.Mode, s.N, pct(s.Accuracy), s.Passed, s.Graded, s.CostPerRequestUSD, s.TotalCostUSD,
+			s.P50LatencyMs, s.P95LatencyMs, s.MeanTokensIn, s.MeanTokensOut, s.MeanCalls, s.Errors, s.GraderErrors, yesNo(s.Simulated))
+	}
+
+	b.WriteString("\n## By category\n\n")
+	b.WriteString("| category | pipeline | n | accuracy | passed/graded | cost/request (USD) | p50 latency (ms) | p95 latency (ms) | run errors | grader errors |\n")
+	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	for _, cat := range r.categories() {
+		for _, p := range r.Pipelines {
+			for _, c := range p.Categories {
+				if c.Category != cat {
+					continue
+				}
+				s := c.Stats
+				fmt.Fprintf(&b, "| %s | %s | %d | %s | %d/%d | %.6f | %.0f | %.0f | %d | %d |\n",
+					mdText(cat), mdText(p.Pipeline), s.N, pct(s.Accuracy), s.Passed, s.Graded,
+					s.CostPerRequestUSD, s.P50LatencyMs, s.P95LatencyMs, s.Errors, s.GraderErrors)
+			}
+		}
+	}
+	b.WriteString("\nAccuracy is passed / graded (runs whose grader failed are counted as grader errors, not as wrong). ")
+	b.WriteString("Latency percentiles use the nearest-rank method over runs. Costs are USD per request.\n")
+	return b.String()
+}
+
+// categories returns every category in the report, sorted.
+func (r *Report) categories() []string {
+	var out []string
+	for _, p := range r.Pipelines {
+		for _, c := range p.Categories {
+			if !slices.Contains(out, c.Category) {
+				out = append(out, c.Category)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "SIMULATED"
+	}
+	return "no"
+}
+
+func shortHash(h string) string {
+	if len(h) > 12 {
+		return h[:12]
+	}
+	return h
+}
+
+func mdTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05 UTC")
+}
+
+var mdEscaper = strings.NewReplacer("|", `\|`, "\n", " ", "\r", " ")
+
+func mdText(s string) string { return mdEscaper.Replace(s) }
+
+func mdCode(s string) string {
+	return "`" + strings.ReplaceAll(mdEscaper.Replace(s), "`", "'") + "`"
+}
+
+// JSON renders the report as indented JSON with snake_case field names (see the
+// struct tags of Report, ReportMeta, PipelineReport, Stats and Outcome).
+func (r *Report) JSON() ([]byte, error) {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("eval: report json: %w", err)
+	}
+	return b, nil
+}
+
+var unsafeFileChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+// WriteReport writes r as <dir>/<suite run id>.md and <dir>/<suite run id>.json
+// (characters other than letters, digits, ".", "_" and "-" in the id become "_"),
+// creating dir if needed, and returns both paths.
+func WriteReport(dir string, r *Report) (mdPath, jsonPath string, err error) {
+	if r == nil {
+		return "", "", errors.New("eval: write report: nil report")
+	}
+	base := unsafeFileChars.ReplaceAllString(r.SuiteRunID, "_")
+	if strings.Trim(base, "._") == "" {
+		return "", "", fmt.Errorf("eval: write report: unusable suite run id %q", r.SuiteRunID)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", "", fmt.Errorf("eval: write report: %w", err)
+	}
+	js, err := r.JSON()
+	if err != nil {
+		return "", "", err
+	}
+	mdPath = filepath.Join(dir, base+".md")
+	jsonPath = filepath.Join(dir, base+".json")
+	if err := os.WriteFile(mdPath, []byte(r.Markdown()), 0o644); err != nil {
+		return "", "", fmt.Errorf("eval: write report: %w", err)
+	}
+	if err := os.WriteFile(jsonPath, append(js, '\n'), 0o644); err != nil {
+		return "", "", fmt.Errorf("eval: write report: %w", err)
+	}
+	return mdPath, jsonPath, nil
+}

@@ -1,0 +1,405 @@
+package eval
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/conductor-shadow/conductor-shadow/shadow"
+	"github.com/conductor-shadow/conductor-shadow/store"
+)
+
+// DefaultConcurrency is the number of cases a suite run works on at once.
+const DefaultConcurrency = 8
+
+// Suite run statuses (store.SuiteRun.Status).
+const (
+	SuiteStatusRunning = "running"
+	SuiteStatusDone    = "done"
+	SuiteStatusError   = "error"
+)
+
+// Config is the eval package's configuration.
+type Config struct {
+	// Concurrency is how many cases a suite run works on at once. Default 8.
+	Concurrency int `yaml:"concurrency"`
+	// Code configures the code grader.
+	Code CodeConfig `yaml:"code"`
+}
+
+// NewDefaultConfig returns Concurrency 8 and NewDefaultCodeConfig.
+func NewDefaultConfig() Config {
+	return Config{Concurrency: DefaultConcurrency, Code: NewDefaultCodeConfig()}
+}
+
+// Validate reports a non-positive concurrency or a bad code config.
+func (c Config) Validate() error {
+	if c.Concurrency <= 0 {
+		return fmt.Errorf("eval: config: concurrency must be > 0, got %d", c.Concurrency)
+	}
+	return c.Code.Validate()
+}
+
+// SuiteOptions tune one suite run. Zero values take the defaults.
+type SuiteOptions struct {
+	// SuiteRunID names the run; generated ("suite-<UTC time>-<random hex>") if empty.
+	SuiteRunID string
+	// Concurrency is how many cases run at once (default 8). Within a case the
+	// incumbent and every candidate run at the same time.
+	Concurrency int
+	// Limit runs only the first Limit cases of the set; 0 runs all.
+	Limit int
+	// Progress, when set, gets one line each time another 10% of cases is done.
+	Progress io.Writer
+	// Graders resolves a case's grader name; default GraderFor.
+	Graders func(name string) (Grader, error)
+}
+
+// RunSuite sends every case of set (or the first opts.Limit) through the
+// incumbent (mode store.ModeIncumbent) and each candidate (store.ModeCandidate),
+// grades each run's final output with the case's grader, and stores everything:
+// the suite run row (status "running" at start; "done" with Headline,
+// ReportMarkdown and ReportJSON at the end, or "error" with the failure in
+// Headline), the case snapshot, one store.Request per case (Source
+// store.SourceSuite, RequestID SuiteRunID+"/"+case id), the runs, their steps and
+// one store.Score per run. Pipelines' own failures are stored as failed runs and
+// count against accuracy; they never stop the suite. A store error, an unknown
+// grader, bad arguments or ctx cancellation stop it with an error.
+//
+// The report is computed from the runs and grades of this call (not read back
+// from the store).
+func RunSuite(ctx context.Context, st store.Store, set *Set, incumbent shadow.Pipeline, candidates []shadow.Pipeline, opts SuiteOptions) (*Report, error) {
+	r, err := newSuiteRunner(st, set, incumbent, candidates, opts)
+	if err != nil {
+		return nil, err
+	}
+	return r.run(ctx)
+}
+
+type suiteRunner struct {
+	st        store.Store
+	set       *Set
+	cases     []Case
+	pipelines []shadow.Pipeline // incumbent first
+	graders   map[string]Grader
+	opts      SuiteOptions
+	row       store.SuiteRun
+
+	mu       sync.Mutex
+	done     int
+	lastTick int
+}
+
+func newSuiteRunner(st store.Store, set *Set, incumbent shadow.Pipeline, candidates []shadow.Pipeline, opts SuiteOptions) (*suiteRunner, error) {
+	switch {
+	case st == nil:
+		return nil, errors.New("eval: run suite: nil store")
+	case set == nil || len(set.Cases) == 0:
+		return nil, errors.New("eval: run suite: empty regression set")
+	case incumbent == nil:
+		return nil, errors.New("eval: run suite: nil incumbent")
+	case opts.Concurrency < 0:
+		return nil, fmt.Errorf("eval: run suite: concurrency must be >= 0, got %d", opts.Concurrency)
+	case opts.Limit < 0:
+		return nil, fmt.Errorf("eval: run suite: limit must be >= 0, got %d", opts.Limit)
+	}
+	if opts.Concurrency == 0 {
+		opts.Concurrency = DefaultConcurrency
+	}
+	if opts.Graders == nil {
+		opts.Graders = GraderFor
+	}
+	if opts.SuiteRunID == "" {
+		opts.SuiteRunID = NewSuiteRunID(time.Now())
+	}
+	pipelines := []shadow.Pipeline{incumbent}
+	seen := map[string]bool{incumbent.Name(): true}
+	names := make([]string, 0, len(candidates))
+	for i, c := range candidates {
+		if c == nil {
+			return nil, fmt.Errorf("eval: run suite: candidate %d is nil", i)
+		}
+		if seen[c.Name()] {
+			return nil, fmt.Errorf("eval: run suite: pipeline name %q used twice", c.Name())
+		}
+		seen[c.Name()] = true
+		pipelines = append(pipelines, c)
+		names = append(names, c.Name())
+	}
+	cases := set.Cases
+	if opts.Limit > 0 && opts.Limit < len(cases) {
+		cases = cases[:opts.Limit]
+	}
+	graders := map[string]Grader{}
+	for _, c := range cases {
+		if _, ok := graders[c.Grader]; ok {
+			continue
+		}
+		g, err := opts.Graders(c.Grader)
+		if err != nil {
+			return nil, fmt.Errorf("eval: run suite: case %s: %w", c.ID, err)
+		}
+		graders[c.Grader] = g
+	}
+	return &suiteRunner{
+		st: st, set: set, cases: cases, pipelines: pipelines, graders: graders, opts: opts,
+		row: store.SuiteRun{
+			SuiteRunID: opts.SuiteRunID,
+			SetName:    set.Name,
+			SetVersion: set.Version,
+			Incumbent:  incumbent.Name(),
+			Candidates: names,
+			Status:     SuiteStatusRunning,
+			Cases:      int32(len(cases)),
+		},
+	}, nil
+}
+
+// NewSuiteRunID returns "suite-<UTC time as 20060102T150405Z>-<8 random hex>".
+func NewSuiteRunID(now time.Time) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return "suite-" + now.UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
+}
+
+func (r *suiteRunner) run(ctx context.Context) (*Report, error) {
+	r.row.StartedAt = time.Now().UTC()
+	if err := r.st.InsertSuiteRuns(ctx, []store.SuiteRun{r.row}); err != nil {
+		return nil, fmt.Errorf("eval: run suite %s: insert suite run: %w", r.row.SuiteRunID, err)
+	}
+	snapshot := make([]store.Case, len(r.cases))
+	for i, c := range r.cases {
+		snapshot[i] = store.Case{
+			SuiteRunID: r.row.SuiteRunID, SetName: r.set.Name, SetVersion: r.set.Version,
+			CaseID: c.ID, Category: c.Category, Input: c.Input, Reference: c.Reference,
+			Choices: c.Choices, Grader: c.Grader,
+		}
+	}
+	if err := r.st.InsertCases(ctx, snapshot); err != nil {
+		return nil, r.finishWithError(ctx, fmt.Errorf("eval: run suite %s: insert cases: %w", r.row.SuiteRunID, err))
+	}
+
+	runCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	results := make([][]Outcome, len(r.cases))
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	for range min(r.opts.Concurrency, len(r.cases)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				out, err := r.runCase(runCtx, r.cases[i])
+				if err != nil {
+					cancel(err)
+					continue
+				}
+				results[i] = out
+				r.tick()
+			}
+		}()
+	}
+feed:
+	for i := range r.cases {
+		select {
+		case jobs <- i:
+		case <-runCtx.Done():
+			break feed
+		}
+	}
+	close(jobs)
+	wg.Wait()
+	if err := context.Cause(runCtx); err != nil {
+		return nil, r.finishWithError(ctx, fmt.Errorf("eval: run suite %s: %w", r.row.SuiteRunID, err))
+	}
+
+	var outcomes []Outcome
+	for _, o := range results {
+		outcomes = append(outcomes, o...)
+	}
+	r.row.FinishedAt = time.Now().UTC()
+	rep := BuildReport(ReportMeta{
+		SuiteRunID: r.row.SuiteRunID, SetName: r.set.Name, SetVersion: r.set.Version,
+		Incumbent: r.row.Incumbent, Candidates: r.row.Candidates,
+		StartedAt: r.row.StartedAt, FinishedAt: r.row.FinishedAt,
+	}, outcomes)
+	js, err := rep.JSON()
+	if err != nil {
+		return nil, r.finishWithError(ctx, err)
+	}
+	r.row.Status = SuiteStatusDone
+	r.row.Headline = rep.Headline
+	r.row.ReportMarkdown = rep.Markdown()
+	r.row.ReportJSON = string(js)
+	if err := r.st.InsertSuiteRuns(ctx, []store.SuiteRun{r.row}); err != nil {
+		return nil, fmt.Errorf("eval: run suite %s: insert finished suite run: %w", r.row.SuiteRunID, err)
+	}
+	return rep, nil
+}
+
+// finishWithError marks the suite run "error" (even when ctx is cancelled) and
+// returns err.
+func (r *suiteRunner) finishWithError(ctx context.Context, err error) error {
+	r.row.Status = SuiteStatusError
+	r.row.FinishedAt = time.Now().UTC()
+	r.row.Headline = "failed: " + err.Error()
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if werr := r.st.InsertSuiteRuns(wctx, []store.SuiteRun{r.row}); werr != nil {
+		return errors.Join(err, fmt.Errorf("eval: run suite %s: mark failed: %w", r.row.SuiteRunID, werr))
+	}
+	return err
+}
+
+// tick counts a finished case and prints a progress line at each new 10%.
+func (r *suiteRunner) tick() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.done++
+	total := len(r.cases)
+	decile := r.done * 10 / total
+	if r.opts.Progress == nil || decile <= r.lastTick {
+		return
+	}
+	r.lastTick = decile
+	fmt.Fprintf(r.opts.Progress, "suite %s: %d/%d cases (%d%%)\n", r.row.SuiteRunID, r.done, total, r.done*100/total)
+}
+
+// runCase stores the request, runs every pipeline, stores runs and steps, grades
+// and stores scores. A returned error stops the suite.
+func (r *suiteRunner) runCase(ctx context.Context, c Case) ([]Outcome, error) {
+	reqID := r.row.SuiteRunID + "/" + c.ID
+	msgs := c.Messages()
+	input, err := json.Marshal(msgs)
+	if err != nil {
+		return nil, fmt.Errorf("case %s: encode messages: %w", c.ID, err)
+	}
+	sum := sha256.Sum256(input)
+	req := store.Request{
+		RequestID:  reqID,
+		ReceivedAt: time.Now().UTC(),
+		Source:     store.SourceSuite,
+		App:        "suite:" + r.set.Name,
+		Input:      string(input),
+		InputHash:  hex.EncodeToString(sum[:]),
+		Category:   c.Category,
+		Metadata: map[string]string{
+			"suite_run_id": r.row.SuiteRunID, "set_name": r.set.Name,
+			"set_version": r.set.Version, "case_id": c.ID, "grader": c.Grader,
+		},
+	}
+	if err := r.st.InsertRequests(ctx, []store.Request{req}); err != nil {
+		return nil, fmt.Errorf("case %s: insert request: %w", c.ID, err)
+	}
+
+	sreq := shadow.Request{RequestID: reqID, SuiteRunID: r.row.SuiteRunID, Messages: msgs}
+	results := make([]shadow.Result, len(r.pipelines))
+	var wg sync.WaitGroup
+	for i, p := range r.pipelines {
+		mode := store.ModeCandidate
+		if i == 0 {
+			mode = store.ModeIncumbent
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i] = p.Run(ctx, sreq, mode)
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+
+	var runs []store.Run
+	var steps []store.Step
+	for i, p := range r.pipelines {
+		res := &results[i]
+		r.fillRun(&res.Run, p, reqID, i == 0)
+		for j := range res.Steps {
+			res.Steps[j].RunID = res.Run.RunID
+		}
+		runs = append(runs, res.Run)
+		steps = append(steps, res.Steps...)
+	}
+	if err := r.st.InsertRuns(ctx, runs); err != nil {
+		return nil, fmt.Errorf("case %s: insert runs: %w", c.ID, err)
+	}
+	if len(steps) > 0 {
+		if err := r.st.InsertSteps(ctx, steps); err != nil {
+			return nil, fmt.Errorf("case %s: insert steps: %w", c.ID, err)
+		}
+	}
+
+	g := r.graders[c.Grader]
+	scores := make([]store.Score, len(runs))
+	outcomes := make([]Outcome, len(runs))
+	for i, run := range runs {
+		gr := gradeRun(ctx, g, c, run)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		sc := store.Score{
+			SuiteRunID: r.row.SuiteRunID, RunID: run.RunID, RequestID: reqID, CaseID: c.ID,
+			Pipeline: run.Pipeline, Grader: g.Name(), Value: gr.Value, Passed: gr.Passed,
+			Explanation: gr.Explanation, CreatedAt: time.Now().UTC(),
+		}
+		if gr.Err != nil {
+			sc.Error, sc.Value, sc.Passed = gr.Err.Error(), 0, false
+		}
+		scores[i] = sc
+		outcomes[i] = Outcome{
+			CaseID: c.ID, Category: c.Category, Pipeline: run.Pipeline, Mode: run.Mode,
+			RunID: run.RunID, Status: run.Status, LatencyMs: run.LatencyMs, CostUSD: run.CostUSD,
+			TokensIn: run.TokensIn, TokensOut: run.TokensOut, Calls: int(run.Calls),
+			Simulated: run.Simulated, Passed: sc.Passed, Value: sc.Value,
+			GraderError: sc.Error, Explanation: sc.Explanation,
+		}
+	}
+	if err := r.st.InsertScores(ctx, scores); err != nil {
+		return nil, fmt.Errorf("case %s: insert scores: %w", c.ID, err)
+	}
+	return outcomes, nil
+}
+
+// gradeRun grades a run's output. A run that failed without an answer is a
+// fail with the run's status as explanation, not a grader call.
+func gradeRun(ctx context.Context, g Grader, c Case, run store.Run) Grade {
+	if run.FinalOutput == "" && run.Status != store.StatusOK {
+		return fail("run %s: %s", run.Status, clip(run.Error, 300))
+	}
+	return g.Grade(ctx, c, run.FinalOutput)
+}
+
+// fillRun sets the fields the suite owns (request, suite run, pipeline name,
+// mode) and fills what a pipeline left empty.
+func (r *suiteRunner) fillRun(run *store.Run, p shadow.Pipeline, reqID string, incumbent bool) {
+	run.RequestID = reqID
+	run.SuiteRunID = r.row.SuiteRunID
+	run.Pipeline = p.Name()
+	if run.PipelineVersion == "" {
+		run.PipelineVersion = p.Version()
+	}
+	if incumbent {
+		run.Mode = store.ModeIncumbent
+	} else {
+		run.Mode = store.ModeCandidate
+	}
+	if run.RunID == "" {
+		sum := sha256.Sum256([]byte(reqID + "\x00" + r.row.SuiteRunID + "\x00" + run.Pipeline))
+		run.RunID = hex.EncodeToString(sum[:16])
+	}
+	if run.Status == "" {
+		run.Status = store.StatusOK
+	}
+	if run.StartedAt.IsZero() {
+		run.StartedAt = time.Now().UTC()
+	}
+}

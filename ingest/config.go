@@ -1,0 +1,55 @@
+package ingest
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Config sets the tap's limits and the shadow workers that drain its queue.
+type Config struct {
+	// MaxBodyBytes caps one POST /v1/tap body; larger bodies get 413.
+	MaxBodyBytes int64 `yaml:"max_body_bytes" env:"MAX_BODY_BYTES"`
+	// QueueSize is how many exchanges wait for a shadow worker; when full, new copies
+	// are dropped and counted (reason "queue_full"), never waited for.
+	QueueSize int `yaml:"queue_size" env:"QUEUE_SIZE"`
+	// Workers is how many exchanges are shadowed at once.
+	Workers int `yaml:"workers" env:"WORKERS"`
+	// DedupWindow is how many recent request ids are remembered to answer a
+	// re-sent copy as a duplicate without queueing it again.
+	DedupWindow int `yaml:"dedup_window" env:"DEDUP_WINDOW"`
+	// MaxMessages caps the chat messages of one request.
+	MaxMessages int `yaml:"max_messages" env:"MAX_MESSAGES"`
+}
+
+// NewDefaultConfig returns limits that suit one process on a small machine:
+// 4 MiB bodies, 10,000 queued exchanges, 32 shadow workers.
+func NewDefaultConfig() Config {
+	return Config{
+		MaxBodyBytes: 4 << 20,
+		QueueSize:    10000,
+		Workers:      32,
+		DedupWindow:  100000,
+		MaxMessages:  256,
+	}
+}
+
+// Validate reports every invalid field at once.
+func (c Config) Validate() error {
+	var errs []error
+	if c.MaxBodyBytes < 1024 {
+		errs = append(errs, fmt.Errorf("ingest: max_body_bytes must be at least 1024, got %d", c.MaxBodyBytes))
+	}
+	if c.QueueSize < 1 {
+		errs = append(errs, fmt.Errorf("ingest: queue_size must be at least 1, got %d", c.QueueSize))
+	}
+	if c.Workers < 1 || c.Workers > 4096 {
+		errs = append(errs, fmt.Errorf("ingest: workers must be between 1 and 4096, got %d", c.Workers))
+	}
+	if c.DedupWindow < 0 {
+		errs = append(errs, fmt.Errorf("ingest: dedup_window must not be negative, got %d", c.DedupWindow))
+	}
+	if c.MaxMessages < 1 {
+		errs = append(errs, fmt.Errorf("ingest: max_messages must be at least 1, got %d", c.MaxMessages))
+	}
+	return errors.Join(errs...)
+}

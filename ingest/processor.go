@@ -1,0 +1,279 @@
+package ingest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+
+	"github.com/conductor-shadow/conductor-shadow/shadow"
+	"github.com/conductor-shadow/conductor-shadow/store"
+)
+
+// BatchWriter takes records for the store without blocking; store.Writer is one.
+// Enqueue fails with store.ErrQueueFull when the writer has no room.
+type BatchWriter interface {
+	Enqueue(b store.Batch) error
+}
+
+// Pricer prices the incumbent's recorded usage, in USD. known is false for a model
+// missing from the price table (the cost is then recorded as 0).
+type Pricer interface {
+	Cost(model string, promptTokens, completionTokens int64) (usd float64, known bool)
+}
+
+// Processor is the pool of shadow workers: it takes exchanges off the queue, stores
+// the request and the incumbent run, runs every candidate on the same messages and
+// stores each candidate run with its steps.
+type Processor struct {
+	cfg        Config
+	queue      Queue
+	writer     BatchWriter
+	candidates []shadow.Pipeline
+	pricer     Pricer
+	stats      *Stats
+	log        *slog.Logger
+
+	mu       sync.Mutex
+	started  bool
+	stopped  bool
+	cancel   context.CancelFunc
+	done     chan struct{}
+	drainErr error
+}
+
+// NewProcessor wires a processor; Start launches cfg.Workers workers.
+func NewProcessor(cfg Config, q Queue, w BatchWriter, candidates []shadow.Pipeline, pricer Pricer, stats *Stats, log *slog.Logger) *Processor {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Processor{cfg: cfg, queue: q, writer: w, candidates: candidates, pricer: pricer, stats: stats, log: log}
+}
+
+// Start launches the workers. They run until Shutdown; ctx bounds nothing but is
+// the parent of every shadow run's context.
+func (p *Processor) Start(ctx context.Context) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.started {
+		return errors.New("ingest: processor already started")
+	}
+	p.started = true
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	p.cancel = cancel
+	p.done = make(chan struct{})
+	var wg sync.WaitGroup
+	for range p.cfg.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.work(runCtx)
+		}()
+	}
+	go func() {
+		wg.Wait()
+		close(p.done)
+	}()
+	return nil
+}
+
+// Shutdown closes the queue, lets the workers finish what is queued until ctx is
+// done, then cancels the runs still going and counts what was left as dropped
+// ("shutdown"). Safe without Start and twice.
+func (p *Processor) Shutdown(ctx context.Context) error {
+	p.mu.Lock()
+	if p.stopped {
+		p.mu.Unlock()
+		return p.drainErr
+	}
+	p.stopped = true
+	started := p.started
+	p.mu.Unlock()
+
+	_ = p.queue.Close()
+	if !started {
+		return nil
+	}
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		p.cancel()
+		<-p.done
+		p.drainErr = fmt.Errorf("ingest: shutdown: drain stopped by %w", ctx.Err())
+	}
+	p.cancel()
+	// Whatever is still queued was never shadowed.
+	for {
+		if _, err := p.queue.Next(context.Background()); err != nil {
+			break
+		}
+		p.stats.drop("shutdown")
+	}
+	return p.drainErr
+}
+
+func (p *Processor) work(ctx context.Context) {
+	for ctx.Err() == nil {
+		d, err := p.queue.Next(ctx)
+		if err != nil {
+			return
+		}
+		p.process(ctx, d)
+	}
+}
+
+// process shadows one exchange. The request and incumbent run are handed to the
+// writer before any candidate runs, so a slow candidate never hides the trace.
+func (p *Processor) process(ctx context.Context, d Delivery) {
+	ex := d.Exchange
+	req, err := RequestRecord(ex)
+	if err != nil {
+		p.stats.failed.Add(1)
+		p.log.Error("shadow: encode request", "request_id", ex.RequestID, "err", err)
+		d.Ack()
+		return
+	}
+	b := store.Batch{Requests: []store.Request{req}}
+	if ex.Response != nil {
+		run, step := IncumbentRun(ex, p.pricer)
+		b.Runs, b.Steps = []store.Run{run}, []store.Step{step}
+	}
+	if !p.enqueue(ctx, b) {
+		return
+	}
+	sreq := shadow.Request{RequestID: ex.RequestID, Messages: ex.Request.Messages}
+	for _, c := range p.candidates {
+		if ctx.Err() != nil {
+			p.stats.drop("shutdown")
+			return
+		}
+		res := c.Run(ctx, sreq, store.ModeCandidate)
+		if !p.enqueue(ctx, store.Batch{Runs: []store.Run{res.Run}, Steps: res.Steps}) {
+			return
+		}
+	}
+	p.stats.processed.Add(1)
+	d.Ack()
+}
+
+// enqueue hands b to the writer, waiting with exponential backoff while the writer
+// is full (the shadow side absorbs back-pressure, production never does). It gives
+// up, counting a drop, only when ctx ends.
+func (p *Processor) enqueue(ctx context.Context, b store.Batch) bool {
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval = 10 * time.Millisecond
+	bo.MaxInterval = time.Second
+	bo.MaxElapsedTime = 0
+	err := backoff.Retry(func() error {
+		err := p.writer.Enqueue(b)
+		if err != nil && !errors.Is(err, store.ErrQueueFull) {
+			return backoff.Permanent(err)
+		}
+		return err
+	}, backoff.WithContext(bo, ctx))
+	if err != nil {
+		p.stats.drop("store_unavailable")
+		p.log.Warn("shadow: records dropped", "err", err)
+		return false
+	}
+	return true
+}
+
+// RequestRecord turns an exchange into the stored request row: the messages as
+// JSON, their sha256, the category from metadata["category"].
+func RequestRecord(ex Exchange) (store.Request, error) {
+	input, err := json.Marshal(ex.Request.Messages)
+	if err != nil {
+		return store.Request{}, fmt.Errorf("ingest: encode messages: %w", err)
+	}
+	sum := sha256.Sum256(input)
+	source := store.SourceTap
+	if ex.Metadata["source"] == store.SourceReplay {
+		source = store.SourceReplay
+	}
+	received := ex.ReceivedAt
+	if received.IsZero() {
+		received = time.Now()
+	}
+	return store.Request{
+		RequestID:  ex.RequestID,
+		ReceivedAt: received.UTC(),
+		Source:     source,
+		App:        ex.App,
+		Input:      string(input),
+		InputHash:  hex.EncodeToString(sum[:]),
+		Category:   ex.Metadata["category"],
+		Metadata:   ex.Metadata,
+	}, nil
+}
+
+// IncumbentRun turns the incumbent's recorded answer into a run with one step.
+// The pipeline is named "incumbent:<model>"; its cost is the recorded usage priced
+// by pricer (0 for a model missing from the table, noted in the step's error).
+func IncumbentRun(ex Exchange, pricer Pricer) (store.Run, store.Step) {
+	resp := ex.Response
+	model := resp.Model
+	if model == "" {
+		model = ex.Request.Model
+	}
+	name := "incumbent:" + model
+	runID := shadow.RunID(ex.RequestID, "", name)
+	var cost float64
+	var note string
+	if pricer != nil {
+		var known bool
+		cost, known = pricer.Cost(model, resp.Usage.PromptTokens, resp.Usage.CompletionTokens)
+		if !known {
+			note = fmt.Sprintf("no price for model %q: cost recorded as 0", model)
+		}
+	}
+	received := ex.ReceivedAt
+	if received.IsZero() {
+		received = time.Now()
+	}
+	messages, _ := json.Marshal(ex.Request.Messages) // already encoded once by RequestRecord
+	run := store.Run{
+		RunID:           runID,
+		RequestID:       ex.RequestID,
+		Pipeline:        name,
+		PipelineVersion: "production",
+		Mode:            store.ModeIncumbent,
+		StartedAt:       received.UTC(),
+		LatencyMs:       resp.LatencyMs,
+		Status:          store.StatusOK,
+		FinalOutput:     resp.Content,
+		TokensIn:        resp.Usage.PromptTokens,
+		TokensOut:       resp.Usage.CompletionTokens,
+		CostUSD:         cost,
+		Calls:           1,
+		Simulated:       ex.Simulated,
+	}
+	step := store.Step{
+		RunID:        runID,
+		Index:        0,
+		Parent:       -1,
+		Role:         "incumbent",
+		Worker:       "incumbent",
+		Model:        model,
+		Access:       `"all"`,
+		Messages:     string(messages),
+		InputTokens:  resp.Usage.PromptTokens,
+		OutputTokens: resp.Usage.CompletionTokens,
+		CostUSD:      cost,
+		StartedAt:    received.UTC(),
+		LatencyMs:    resp.LatencyMs,
+		TTFTMs:       resp.TTFTMs,
+		Status:       store.StatusOK,
+		Output:       resp.Content,
+		Error:        note,
+		Attempt:      1,
+	}
+	return run, step
+}

@@ -1,0 +1,197 @@
+package ingest
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+	"go.uber.org/goleak"
+
+	"github.com/conductor-shadow/conductor-shadow/shadow"
+	"github.com/conductor-shadow/conductor-shadow/store"
+	"github.com/conductor-shadow/conductor-shadow/store/storetest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// syncWriter stores each batch at once in a memory store.
+type syncWriter struct {
+	st store.Store
+}
+
+func (w syncWriter) Enqueue(b store.Batch) error {
+	ctx := context.Background()
+	if err := w.st.InsertRequests(ctx, b.Requests); err != nil {
+		return err
+	}
+	if err := w.st.InsertRuns(ctx, b.Runs); err != nil {
+		return err
+	}
+	return w.st.InsertSteps(ctx, b.Steps)
+}
+
+// echoPipeline answers with the last user message in one step; it can be made to
+// wait for release so tests can hold runs in flight.
+type echoPipeline struct {
+	release chan struct{}
+	mu      sync.Mutex
+	seen    []string
+}
+
+func (p *echoPipeline) Name() string    { return "echo" }
+func (p *echoPipeline) Version() string { return "v1" }
+func (p *echoPipeline) Run(ctx context.Context, req shadow.Request, mode string) shadow.Result {
+	if p.release != nil {
+		select {
+		case <-p.release:
+		case <-ctx.Done():
+		}
+	}
+	p.mu.Lock()
+	p.seen = append(p.seen, req.RequestID)
+	p.mu.Unlock()
+	id := shadow.RunID(req.RequestID, req.SuiteRunID, p.Name())
+	out := req.Messages[len(req.Messages)-1].Content
+	status := store.StatusOK
+	if ctx.Err() != nil {
+		status = store.StatusError
+	}
+	return shadow.Result{
+		Run:   store.Run{RunID: id, RequestID: req.RequestID, Pipeline: p.Name(), Mode: mode, Status: status, FinalOutput: out, Calls: 1},
+		Steps: []store.Step{{RunID: id, Index: 0, Parent: -1, Worker: "echo", Access: `"all"`, Output: out, Status: status}},
+	}
+}
+
+type flatPricer float64
+
+func (p flatPricer) Cost(model string, in, out int64) (float64, bool) {
+	if model == "unknown-model" {
+		return 0, false
+	}
+	return float64(in+out) * float64(p), true
+}
+
+func exchange(id, content string) Exchange {
+	var ex Exchange
+	ex.RequestID = id
+	ex.App = "test-app"
+	ex.ReceivedAt = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	ex.Request.Model = "gpt-4o"
+	ex.Request.Messages = []openai.ChatCompletionMessage{{Role: "user", Content: content}}
+	ex.Response = &ExchangeResponse{Model: "gpt-4o", Content: "incumbent says " + content, LatencyMs: 250, Usage: Usage{PromptTokens: 10, CompletionTokens: 5}}
+	ex.Metadata = map[string]string{"category": "math"}
+	return ex
+}
+
+func TestProcessorStoresIncumbentAndCandidate(t *testing.T) {
+	ctx := context.Background()
+	mem := storetest.NewMemory()
+	cfg := NewDefaultConfig()
+	cfg.Workers = 4
+	q := NewMemoryQueue(100)
+	stats := NewStats()
+	cand := &echoPipeline{}
+	p := NewProcessor(cfg, q, syncWriter{mem}, []shadow.Pipeline{cand}, flatPricer(0.001), stats, nil)
+	if err := p.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{"a", "b", "c", "d", "e", "f", "g"}
+	for _, id := range ids {
+		if err := q.Publish(ctx, exchange(id, "question "+id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shutdownCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := p.Shutdown(shutdownCtx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if err := p.Shutdown(shutdownCtx); err != nil {
+		t.Fatalf("second Shutdown: %v", err)
+	}
+	for _, id := range ids {
+		tr, err := mem.GetTrace(ctx, id)
+		if err != nil {
+			t.Fatalf("trace %s: %v", id, err)
+		}
+		if len(tr.Runs) != 2 {
+			t.Fatalf("trace %s has %d runs, want incumbent + candidate", id, len(tr.Runs))
+		}
+		var inc, can *store.Run
+		for i := range tr.Runs {
+			switch tr.Runs[i].Mode {
+			case store.ModeIncumbent:
+				inc = &tr.Runs[i]
+			case store.ModeCandidate:
+				can = &tr.Runs[i]
+			}
+		}
+		if inc == nil || can == nil {
+			t.Fatalf("trace %s: runs %+v", id, tr.Runs)
+		}
+		if inc.FinalOutput != "incumbent says question "+id || inc.LatencyMs != 250 || inc.CostUSD != 15*0.001 || inc.Pipeline != "incumbent:gpt-4o" {
+			t.Errorf("incumbent run %+v", inc)
+		}
+		if can.FinalOutput != "question "+id {
+			t.Errorf("candidate answered %q", can.FinalOutput)
+		}
+		if tr.Request.Category != "math" || tr.Request.App != "test-app" || tr.Request.InputHash == "" {
+			t.Errorf("request %+v", tr.Request)
+		}
+	}
+	if snap := stats.Snapshot(q.Len()); snap.Processed != int64(len(ids)) {
+		t.Fatalf("processed = %d, want %d", snap.Processed, len(ids))
+	}
+}
+
+func TestProcessorShutdownCountsWhatWasLeft(t *testing.T) {
+	ctx := context.Background()
+	cfg := NewDefaultConfig()
+	cfg.Workers = 1
+	q := NewMemoryQueue(10)
+	stats := NewStats()
+	cand := &echoPipeline{release: make(chan struct{})} // never released: runs only end when cancelled
+	p := NewProcessor(cfg, q, syncWriter{storetest.NewMemory()}, []shadow.Pipeline{cand}, nil, stats, nil)
+	if err := p.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"a", "b", "c"} {
+		if err := q.Publish(ctx, exchange(id, id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shutdownCtx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	if err := p.Shutdown(shutdownCtx); err == nil {
+		t.Fatal("Shutdown past its deadline must say the drain was cut short")
+	}
+	snap := stats.Snapshot(q.Len())
+	// One exchange was in flight (its candidate run cancelled but stored), two waited.
+	if snap.Dropped["shutdown"] != 2 || snap.Processed != 1 {
+		t.Fatalf("stats = %+v, want 2 dropped at shutdown and 1 processed", snap)
+	}
+}
+
+func TestProcessorShutdownWithoutStart(t *testing.T) {
+	p := NewProcessor(NewDefaultConfig(), NewMemoryQueue(1), syncWriter{storetest.NewMemory()}, nil, nil, NewStats(), nil)
+	if err := p.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestIncumbentRunUnknownModelIsNoted(t *testing.T) {
+	ex := exchange("x", "hi")
+	ex.Response.Model = "unknown-model"
+	run, step := IncumbentRun(ex, flatPricer(1))
+	if run.CostUSD != 0 || step.Error == "" {
+		t.Fatalf("run %+v step %+v: an unpriced model must cost 0 and say so", run, step)
+	}
+	if run.RunID != shadow.RunID("x", "", "incumbent:unknown-model") || step.RunID != run.RunID {
+		t.Fatal("run ids must be deterministic and shared by the step")
+	}
+}

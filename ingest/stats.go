@@ -1,0 +1,62 @@
+package ingest
+
+import (
+	"maps"
+	"sync"
+	"sync/atomic"
+)
+
+// Stats counts what happened to tapped copies. Safe for concurrent use.
+type Stats struct {
+	accepted   atomic.Int64
+	duplicates atomic.Int64
+	processed  atomic.Int64
+	failed     atomic.Int64
+
+	mu       sync.Mutex
+	rejected map[string]int64 // by Reason*
+	dropped  map[string]int64 // by "queue_full", "shutdown", "store_full", ...
+}
+
+// StatsSnapshot is a point-in-time copy of Stats, as served by GET /api/stats.
+type StatsSnapshot struct {
+	Accepted   int64            `json:"accepted"`   // queued for shadowing
+	Duplicates int64            `json:"duplicates"` // re-sent copies answered without queueing
+	Processed  int64            `json:"processed"`  // shadowed and handed to the store writer
+	Failed     int64            `json:"failed"`     // shadowing failed before anything could be stored
+	Rejected   map[string]int64 `json:"rejected"`   // refused with a 4xx, by reason
+	Dropped    map[string]int64 `json:"dropped"`    // accepted or offered but not shadowed, by reason
+	Queued     int              `json:"queued"`     // waiting now
+}
+
+// NewStats returns zeroed counters.
+func NewStats() *Stats {
+	return &Stats{rejected: map[string]int64{}, dropped: map[string]int64{}}
+}
+
+func (s *Stats) reject(reason string) {
+	s.mu.Lock()
+	s.rejected[reason]++
+	s.mu.Unlock()
+}
+
+func (s *Stats) drop(reason string) {
+	s.mu.Lock()
+	s.dropped[reason]++
+	s.mu.Unlock()
+}
+
+// Snapshot copies the counters; queued is the queue's current length.
+func (s *Stats) Snapshot(queued int) StatsSnapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return StatsSnapshot{
+		Accepted:   s.accepted.Load(),
+		Duplicates: s.duplicates.Load(),
+		Processed:  s.processed.Load(),
+		Failed:     s.failed.Load(),
+		Rejected:   maps.Clone(s.rejected),
+		Dropped:    maps.Clone(s.dropped),
+		Queued:     queued,
+	}
+}

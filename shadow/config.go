@@ -1,0 +1,225 @@
+package shadow
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+)
+
+// DefaultPoolBaseURL is where the simulated worker pool (cmd/simllm) listens by
+// default: an OpenAI-compatible API whose answers are simulated.
+const DefaultPoolBaseURL = "http://127.0.0.1:9090/v1"
+
+// DefaultMaxSteps is the conductor's step cap: at most 5 steps per workflow, as in
+// the RL Conductor paper (arXiv 2512.04388).
+const DefaultMaxSteps = 5
+
+// Config configures the worker pool and the conductor pipeline.
+type Config struct {
+	// Workers are the model endpoints of the pool, the conductor model included.
+	Workers []WorkerConfig `yaml:"workers"`
+	// Conductor configures the conductor pipeline; an empty Conductor.Worker means
+	// no conductor pipeline is configured (single-model pipelines still work).
+	Conductor ConductorConfig `yaml:"conductor"`
+	// CallTimeout bounds every single model call (the whole streamed response).
+	CallTimeout time.Duration `yaml:"call_timeout"`
+}
+
+// WorkerConfig is one model endpoint reached through an OpenAI-compatible chat API.
+type WorkerConfig struct {
+	Name        string `yaml:"name"`        // unique name in the pool, e.g. "gpt-5"
+	Model       string `yaml:"model"`       // model name sent to the API
+	Description string `yaml:"description"` // one line shown to the conductor next to the name
+	BaseURL     string `yaml:"base_url"`    // e.g. "https://api.openai.com/v1"
+	// APIKeyEnv names the environment variable holding the API key. Empty, or a
+	// variable that is unset, sends no key (fine for local endpoints).
+	APIKeyEnv string `yaml:"api_key_env"`
+	// InputUSDPerMTok and OutputUSDPerMTok are list prices, USD per 1,000,000
+	// prompt / completion tokens.
+	InputUSDPerMTok  float64 `yaml:"input_usd_per_mtok"`
+	OutputUSDPerMTok float64 `yaml:"output_usd_per_mtok"`
+	// PricesAsOf is the date (YYYY-MM-DD) the prices are valid from.
+	PricesAsOf string `yaml:"prices_as_of"`
+	// Temperature is the sampling temperature (0..2). Reasoning-family models
+	// (names starting with o1, o3, o4, gpt-5) accept only their default; for them
+	// a value other than 1 is not sent.
+	Temperature float32 `yaml:"temperature"`
+	// MaxOutputTokens caps completion tokens per call; 0 sends no cap.
+	MaxOutputTokens int `yaml:"max_output_tokens"`
+}
+
+// Price returns the worker's configured price.
+func (w WorkerConfig) Price() Price {
+	return Price{InputUSDPerMTok: w.InputUSDPerMTok, OutputUSDPerMTok: w.OutputUSDPerMTok, AsOf: w.PricesAsOf}
+}
+
+// ConductorConfig configures the conductor pipeline.
+type ConductorConfig struct {
+	// Worker is the pool worker that plays the conductor model.
+	Worker string `yaml:"worker"`
+	// Pool lists the worker names shown to the conductor as Model 0..k, in order.
+	// A plan's model_id indexes this list.
+	Pool []string `yaml:"pool"`
+	// Fallback is the worker that answers alone when the conductor call fails or its
+	// plan is unparsable.
+	Fallback string `yaml:"fallback"`
+	// MaxSteps caps the steps of one workflow (default 5, the paper's cap).
+	MaxSteps int `yaml:"max_steps"`
+}
+
+// NewDefaultConfig returns the paper's seven workers and the conductor model, all
+// served by the simulated pool at DefaultPoolBaseURL, with the default list prices
+// of DefaultPrices (see pricing.go for sources and dates), temperature 0.2 and at
+// most 4,096 output tokens per call (the paper's training settings).
+func NewDefaultConfig() Config {
+	names := []string{
+		"gemma-3-27b",
+		"qwen3-32b",
+		"qwen3-32b-thinking",
+		"deepseek-r1-distill-qwen-32b",
+		"claude-sonnet-4",
+		"gemini-2.5-pro",
+		"gpt-5",
+	}
+	descriptions := map[string]string{
+		"gemma-3-27b":                  "open 27B model; fast and cheap, weak on hard math and code",
+		"qwen3-32b":                    "open 32B model; good general knowledge, moderate math",
+		"qwen3-32b-thinking":           "open 32B reasoning model; strong on competition math, slower",
+		"deepseek-r1-distill-qwen-32b": "open 32B reasoning model; strong on math, moderate code",
+		"claude-sonnet-4":              "frontier model; strong general knowledge and writing, good code",
+		"gemini-2.5-pro":               "frontier reasoning model; strong math, science and code",
+		"gpt-5":                        "frontier reasoning model; strongest on competition math and code, most expensive output",
+		"conductor":                    "7B conductor model that writes workflows over the pool",
+	}
+	prices := DefaultPrices()
+	workers := make([]WorkerConfig, 0, len(names)+1)
+	for _, n := range append(append([]string{}, names...), "conductor") {
+		p := prices[n]
+		workers = append(workers, WorkerConfig{
+			Name:             n,
+			Model:            n,
+			Description:      descriptions[n],
+			BaseURL:          DefaultPoolBaseURL,
+			InputUSDPerMTok:  p.InputUSDPerMTok,
+			OutputUSDPerMTok: p.OutputUSDPerMTok,
+			PricesAsOf:       p.AsOf,
+			Temperature:      0.2,
+			MaxOutputTokens:  4096,
+		})
+	}
+	return Config{
+		Workers: workers,
+		Conductor: ConductorConfig{
+			Worker:   "conductor",
+			Pool:     names,
+			Fallback: "gpt-5",
+			MaxSteps: DefaultMaxSteps,
+		},
+		CallTimeout: 2 * time.Minute,
+	}
+}
+
+// Worker returns the configured worker with that name.
+func (c Config) Worker(name string) (WorkerConfig, bool) {
+	for _, w := range c.Workers {
+		if w.Name == name {
+			return w, true
+		}
+	}
+	return WorkerConfig{}, false
+}
+
+// Validate reports every problem of the configuration at once (errors.Join), each
+// naming the offending field.
+func (c Config) Validate() error {
+	var errs []error
+	if len(c.Workers) == 0 {
+		errs = append(errs, errors.New("shadow config: workers: at least one worker is required"))
+	}
+	seen := map[string]bool{}
+	for i, w := range c.Workers {
+		if err := w.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("shadow config: workers[%d]: %w", i, err))
+		}
+		if w.Name != "" && seen[w.Name] {
+			errs = append(errs, fmt.Errorf("shadow config: workers[%d]: duplicate name %q", i, w.Name))
+		}
+		seen[w.Name] = true
+	}
+	if c.CallTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("shadow config: call_timeout: must be > 0, got %v", c.CallTimeout))
+	}
+	if c.Conductor.Worker != "" {
+		if err := c.Conductor.Validate(c.Workers); err != nil {
+			errs = append(errs, fmt.Errorf("shadow config: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Validate checks one worker's fields.
+func (w WorkerConfig) Validate() error {
+	var errs []error
+	if w.Name == "" {
+		errs = append(errs, errors.New("name: required"))
+	}
+	if w.Model == "" {
+		errs = append(errs, fmt.Errorf("worker %q: model: required", w.Name))
+	}
+	if u, err := url.Parse(w.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		errs = append(errs, fmt.Errorf("worker %q: base_url: want an http(s) URL, got %q", w.Name, w.BaseURL))
+	}
+	if w.InputUSDPerMTok < 0 || w.OutputUSDPerMTok < 0 {
+		errs = append(errs, fmt.Errorf("worker %q: prices: must be >= 0 USD per 1M tokens, got %g / %g",
+			w.Name, w.InputUSDPerMTok, w.OutputUSDPerMTok))
+	}
+	if w.PricesAsOf != "" {
+		if _, err := time.Parse(time.DateOnly, w.PricesAsOf); err != nil {
+			errs = append(errs, fmt.Errorf("worker %q: prices_as_of: want YYYY-MM-DD, got %q", w.Name, w.PricesAsOf))
+		}
+	}
+	if w.Temperature < 0 || w.Temperature > 2 {
+		errs = append(errs, fmt.Errorf("worker %q: temperature: must be in [0, 2], got %g", w.Name, w.Temperature))
+	}
+	if w.MaxOutputTokens < 0 {
+		errs = append(errs, fmt.Errorf("worker %q: max_output_tokens: must be >= 0, got %d", w.Name, w.MaxOutputTokens))
+	}
+	return errors.Join(errs...)
+}
+
+// Validate checks the conductor section against the configured workers.
+func (c ConductorConfig) Validate(workers []WorkerConfig) error {
+	known := map[string]bool{}
+	for _, w := range workers {
+		known[w.Name] = true
+	}
+	var errs []error
+	if c.Worker == "" {
+		errs = append(errs, errors.New("conductor.worker: required"))
+	} else if !known[c.Worker] {
+		errs = append(errs, fmt.Errorf("conductor.worker: %q is not a configured worker", c.Worker))
+	}
+	if len(c.Pool) == 0 {
+		errs = append(errs, errors.New("conductor.pool: at least one worker is required"))
+	}
+	inPool := map[string]bool{}
+	for i, n := range c.Pool {
+		if !known[n] {
+			errs = append(errs, fmt.Errorf("conductor.pool[%d]: %q is not a configured worker", i, n))
+		}
+		if inPool[n] {
+			errs = append(errs, fmt.Errorf("conductor.pool[%d]: %q is listed twice", i, n))
+		}
+		inPool[n] = true
+	}
+	if c.Fallback == "" {
+		errs = append(errs, errors.New("conductor.fallback: required"))
+	} else if !known[c.Fallback] {
+		errs = append(errs, fmt.Errorf("conductor.fallback: %q is not a configured worker", c.Fallback))
+	}
+	if c.MaxSteps < 1 {
+		errs = append(errs, fmt.Errorf("conductor.max_steps: must be >= 1, got %d", c.MaxSteps))
+	}
+	return errors.Join(errs...)
+}

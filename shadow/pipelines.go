@@ -1,0 +1,320 @@
+package shadow
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/conductor-shadow/conductor-shadow/store"
+)
+
+// Step roles (store.Step.Role).
+const (
+	RoleConductor = "conductor" // the planning call
+	RoleWorker    = "worker"    // a workflow step, or the single model's call
+	RoleFallback  = "fallback"  // the fallback worker answering alone
+)
+
+// ConductorPipelineName is the conductor pipeline's Name.
+const ConductorPipelineName = "conductor"
+
+// RunID is the deterministic run id: the first 32 hex characters of
+// sha256(requestID + "|" + suiteRunID + "|" + pipeline).
+func RunID(requestID, suiteRunID, pipeline string) string {
+	sum := sha256.Sum256([]byte(requestID + "|" + suiteRunID + "|" + pipeline))
+	return hex.EncodeToString(sum[:])[:32]
+}
+
+// versionHash is the first 12 hex characters of sha256 of v's JSON.
+func versionHash(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b = []byte(fmt.Sprint(v))
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])[:12]
+}
+
+// versionWorkers returns the named workers' configs minus what does not change
+// behaviour (the API key's variable name), in name order.
+func versionWorkers(p *Pool, names ...string) []WorkerConfig {
+	names = slices.Clone(names)
+	slices.Sort(names)
+	names = slices.Compact(names)
+	out := make([]WorkerConfig, 0, len(names))
+	for _, n := range names {
+		w, _ := p.Worker(n)
+		w.APIKeyEnv = ""
+		out = append(out, w)
+	}
+	return out
+}
+
+// runRecorder accumulates one run's row and steps.
+type runRecorder struct {
+	start time.Time
+	run   store.Run
+	steps []store.Step
+}
+
+func newRunRecorder(name, version, mode string, req Request) *runRecorder {
+	if mode == "" {
+		mode = store.ModeCandidate
+	}
+	start := time.Now()
+	return &runRecorder{start: start, run: store.Run{
+		RunID:           RunID(req.RequestID, req.SuiteRunID, name),
+		RequestID:       req.RequestID,
+		SuiteRunID:      req.SuiteRunID,
+		Pipeline:        name,
+		PipelineVersion: version,
+		Mode:            mode,
+		StartedAt:       start.UTC(),
+		Status:          store.StatusOK,
+	}}
+}
+
+// stepInput is what a recorded step was asked to do.
+type stepInput struct {
+	role, worker, model, subtask, access string
+	msgs                                 []openai.ChatCompletionMessage
+}
+
+// add records one step (a call, or a skipped step when status is StatusSkipped)
+// and adds its usage to the run totals.
+func (r *runRecorder) add(in stepInput, call Call, status string, err error) store.Step {
+	msgs := []byte("[]")
+	if in.msgs != nil {
+		if b, mErr := json.Marshal(in.msgs); mErr == nil {
+			msgs = b
+		}
+	}
+	s := store.Step{
+		RunID:        r.run.RunID,
+		Index:        int32(len(r.steps)),
+		Parent:       -1,
+		Depth:        0,
+		Role:         in.role,
+		Worker:       in.worker,
+		Model:        in.model,
+		Subtask:      in.subtask,
+		Access:       in.access,
+		Messages:     string(msgs),
+		InputTokens:  call.PromptTokens,
+		OutputTokens: call.CompletionTokens,
+		CostUSD:      call.CostUSD,
+		StartedAt:    startedOrNow(call),
+		LatencyMs:    call.LatencyMs,
+		TTFTMs:       call.TTFTMs,
+		Status:       status,
+		Output:       call.Output,
+		Attempt:      1,
+	}
+	switch {
+	case err != nil:
+		s.Error = err.Error()
+	case status == store.StatusOK && !call.UsageReported:
+		s.Error = "note: the API reported no token usage; tokens and cost are recorded as 0"
+	}
+	if status != store.StatusSkipped {
+		r.run.Calls++
+		r.run.TokensIn += call.PromptTokens
+		r.run.TokensOut += call.CompletionTokens
+		r.run.CostUSD += call.CostUSD
+		r.run.Simulated = r.run.Simulated || call.Simulated
+	}
+	r.steps = append(r.steps, s)
+	return s
+}
+
+func (r *runRecorder) fail(status string, err error) {
+	r.run.Status = status
+	if r.run.Error == "" {
+		r.run.Error = err.Error()
+	} else {
+		r.run.Error += "; " + err.Error()
+	}
+}
+
+func (r *runRecorder) result() Result {
+	r.run.LatencyMs = msSince(r.start)
+	return Result{Run: r.run, Steps: r.steps}
+}
+
+func lastUserText(msgs []openai.ChatCompletionMessage) string {
+	if i := lastUserIndex(msgs); i >= 0 {
+		return MessageText(msgs[i])
+	}
+	return ""
+}
+
+// --- single ---
+
+type singlePipeline struct {
+	pool    *Pool
+	worker  WorkerConfig
+	name    string
+	version string
+}
+
+// NewSingle returns the pipeline "single:<worker>": one call of the worker with the
+// request's messages as they are. ErrUnknownWorker when the pool lacks the worker.
+func NewSingle(pool *Pool, worker string) (Pipeline, error) {
+	w, ok := pool.Worker(worker)
+	if !ok {
+		return nil, fmt.Errorf("shadow: new single pipeline %q: %w", worker, ErrUnknownWorker)
+	}
+	return &singlePipeline{
+		pool:    pool,
+		worker:  w,
+		name:    "single:" + worker,
+		version: versionHash(struct{ Kind, Worker any }{"single", versionWorkers(pool, worker)}),
+	}, nil
+}
+
+func (s *singlePipeline) Name() string    { return s.name }
+func (s *singlePipeline) Version() string { return s.version }
+
+// Run calls the worker once; the run's status is error when the call fails or the
+// request has no messages.
+func (s *singlePipeline) Run(ctx context.Context, req Request, mode string) Result {
+	r := newRunRecorder(s.name, s.version, mode, req)
+	if len(req.Messages) == 0 {
+		r.fail(store.StatusError, errors.New("shadow: the request has no messages"))
+		return r.result()
+	}
+	call, err := s.pool.Call(ctx, s.worker.Name, req.Messages)
+	in := stepInput{role: RoleWorker, worker: s.worker.Name, model: s.worker.Model,
+		subtask: lastUserText(req.Messages), access: "[]", msgs: req.Messages}
+	if err != nil {
+		r.add(in, call, store.StatusError, err)
+		r.fail(store.StatusError, err)
+		return r.result()
+	}
+	r.add(in, call, store.StatusOK, nil)
+	r.run.FinalOutput = call.Output
+	return r.result()
+}
+
+// --- conductor ---
+
+type conductorPipeline struct {
+	pool    *Pool
+	cfg     ConductorConfig
+	entries []PoolEntry
+	version string
+}
+
+// NewConductor returns the conductor pipeline (Name "conductor"). cfg.MaxSteps 0
+// means DefaultMaxSteps. Errors: cfg invalid against the pool's workers.
+func NewConductor(pool *Pool, cfg ConductorConfig) (Pipeline, error) {
+	if cfg.MaxSteps == 0 {
+		cfg.MaxSteps = DefaultMaxSteps
+	}
+	cfg.Pool = slices.Clone(cfg.Pool)
+	if err := cfg.Validate(pool.Config().Workers); err != nil {
+		return nil, fmt.Errorf("shadow: new conductor: %w", err)
+	}
+	entries := make([]PoolEntry, len(cfg.Pool))
+	for i, n := range cfg.Pool {
+		w, _ := pool.Worker(n)
+		entries[i] = PoolEntry{Name: n, Description: w.Description}
+	}
+	names := append([]string{cfg.Worker, cfg.Fallback}, cfg.Pool...)
+	version := versionHash(struct {
+		Kind, Prompt, Conductor, Workers any
+	}{"conductor", ConductorPromptVersion, cfg, versionWorkers(pool, names...)})
+	return &conductorPipeline{pool: pool, cfg: cfg, entries: entries, version: version}, nil
+}
+
+func (c *conductorPipeline) Name() string    { return ConductorPipelineName }
+func (c *conductorPipeline) Version() string { return c.version }
+
+// Run asks the conductor for a workflow (step 0, role "conductor"), parses and
+// resolves it, and executes it (plan step k is recorded at Index k+1, role
+// "worker"; its Access is in plan step indices). When the conductor call fails
+// (status error) or its plan is unparsable or invalid (status plan_unparsable), the
+// fallback worker answers the request alone (role "fallback") and Run.Error says
+// why. A failed workflow step makes the run's status error; the final output is
+// then still the last step's response when that step succeeded.
+func (c *conductorPipeline) Run(ctx context.Context, req Request, mode string) Result {
+	r := newRunRecorder(ConductorPipelineName, c.version, mode, req)
+	prompt, err := BuildConductorPrompt(c.entries, req.Messages, c.cfg.MaxSteps)
+	if err != nil {
+		r.fail(store.StatusError, err)
+		return r.result()
+	}
+	cw, _ := c.pool.Worker(c.cfg.Worker)
+	call, err := c.pool.Call(ctx, cw.Name, prompt)
+	in := stepInput{role: RoleConductor, worker: cw.Name, model: cw.Model,
+		subtask: lastUserText(req.Messages), access: "[]", msgs: prompt}
+	if err != nil {
+		r.add(in, call, store.StatusError, err)
+		c.fallback(ctx, r, req, store.StatusError, fmt.Errorf("shadow: conductor call failed: %w", err))
+		return r.result()
+	}
+	r.add(in, call, store.StatusOK, nil)
+	r.run.PlanRaw = call.Output
+
+	plan, err := ParsePlan(call.Output)
+	if err == nil {
+		plan, err = plan.Resolve(c.cfg.Pool, c.cfg.Worker, c.cfg.MaxSteps)
+	}
+	if err != nil {
+		c.fallback(ctx, r, req, store.StatusPlanUnparsable, err)
+		return r.result()
+	}
+	r.run.Plan = plan.JSON()
+
+	results := Execute(ctx, c.pool, plan)
+	var failed []string
+	for _, sr := range results {
+		w, _ := c.pool.Worker(sr.Step.Worker)
+		r.add(stepInput{role: RoleWorker, worker: sr.Step.Worker, model: w.Model,
+			subtask: sr.Step.Subtask, access: sr.Step.Access.String(), msgs: sr.Messages}, sr.Call, sr.Status, sr.Err)
+		if sr.Status == store.StatusError {
+			failed = append(failed, sr.Err.Error())
+		}
+	}
+	last := results[len(results)-1]
+	if last.Status == store.StatusOK {
+		r.run.FinalOutput = last.Call.Output
+	} else if len(failed) == 0 { // cannot happen: a skip needs a failure
+		failed = append(failed, last.Err.Error())
+	}
+	if len(failed) > 0 {
+		r.fail(store.StatusError, errors.New(strings.Join(failed, "; ")))
+	}
+	return r.result()
+}
+
+// fallback records why the workflow was abandoned and lets the fallback worker
+// answer the request alone.
+func (c *conductorPipeline) fallback(ctx context.Context, r *runRecorder, req Request, status string, why error) {
+	r.fail(status, why)
+	fw, _ := c.pool.Worker(c.cfg.Fallback)
+	in := stepInput{role: RoleFallback, worker: fw.Name, model: fw.Model,
+		subtask: lastUserText(req.Messages), access: "[]", msgs: req.Messages}
+	call, err := c.pool.Call(ctx, fw.Name, req.Messages)
+	if err != nil {
+		r.add(in, call, store.StatusError, err)
+		r.fail(store.StatusError, fmt.Errorf("shadow: fallback %q failed: %w", fw.Name, err))
+		return
+	}
+	r.add(in, call, store.StatusOK, nil)
+	r.run.FinalOutput = call.Output
+}
+
+var (
+	_ Pipeline = (*singlePipeline)(nil)
+	_ Pipeline = (*conductorPipeline)(nil)
+	_ Caller   = (*Pool)(nil)
+)

@@ -1,0 +1,98 @@
+package shadow
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// ConductorPromptVersion names the text of the conductor prompt; it changes
+// whenever BuildConductorPrompt's wording changes and is part of the conductor
+// pipeline's Version.
+const ConductorPromptVersion = "conductor-prompt-v1"
+
+// ErrNoUserMessage: the request holds no user message to answer.
+var ErrNoUserMessage = errors.New("shadow: the request has no user message")
+
+// PoolEntry is one worker as the conductor sees it: "Model i: Name — Description".
+type PoolEntry struct {
+	Name        string
+	Description string
+}
+
+// conductorSystemPrompt describes the format inline, never on a line starting with
+// "model_id =": a prompt holding such a line reads as one that already carries a
+// workflow (a recursive call), to conductors and to the simulated pool alike.
+const conductorSystemPrompt = `You are the conductor of a pool of language models. For the user's request, write a workflow: a short sequence of steps, each run by one model of the pool, that together give the best final answer at a reasonable cost.
+
+First reason briefly about the request and about which models suit it. Then end your reply with exactly three Python lists of equal length, each on its own line, in this order: ` + "`model_id = [...]`, `subtasks = [...]` and `access_list = [...]`" + `.
+
+- model_id[i] is the number of the model that runs step i (Model 0, Model 1, ...).
+- subtasks[i] is the instruction given to that model, as a quoted string.
+- access_list[i] says which earlier steps' instruction and response step i's model sees: "all" (every earlier step), [] (none) or a list of earlier step numbers such as [0, 2]. Steps are numbered from 0 and may only see earlier steps.
+
+Rules:
+- Use at most %d steps; use fewer when the request is simple (one step is fine).
+- Each subtask must be self-contained: a model sees only its own subtask and the steps its access list names, never the user's request, so include the full question text wherever it is needed.
+- The response of the last step is the final answer given to the user: make the last subtask ask for the complete final answer in the form the user expects.`
+
+// BuildConductorPrompt returns the chat messages sent to the conductor model: a
+// system message with the workflow format and rules (at most maxSteps steps), and a
+// user message listing the pool as "Model 0: <name> — <description>" … "Model k",
+// the earlier turns of the conversation if any, and the question (the last user
+// message). ErrNoUserMessage when the conversation has no user message.
+func BuildConductorPrompt(pool []PoolEntry, conversation []openai.ChatCompletionMessage, maxSteps int) ([]openai.ChatCompletionMessage, error) {
+	last := lastUserIndex(conversation)
+	if last < 0 {
+		return nil, ErrNoUserMessage
+	}
+	var b strings.Builder
+	b.WriteString("Models in the pool:\n")
+	for i, e := range pool {
+		if e.Description != "" {
+			fmt.Fprintf(&b, "Model %d: %s — %s\n", i, e.Name, e.Description)
+		} else {
+			fmt.Fprintf(&b, "Model %d: %s\n", i, e.Name)
+		}
+	}
+	if last > 0 {
+		b.WriteString("\nEarlier turns of the conversation:\n")
+		for _, m := range conversation[:last] {
+			fmt.Fprintf(&b, "[%s]\n%s\n", m.Role, MessageText(m))
+		}
+	}
+	b.WriteString("\nQuestion:\n")
+	b.WriteString(MessageText(conversation[last]))
+	b.WriteString("\n")
+	return []openai.ChatCompletionMessage{
+		{Role: openai.ChatMessageRoleSystem, Content: fmt.Sprintf(conductorSystemPrompt, maxSteps)},
+		{Role: openai.ChatMessageRoleUser, Content: b.String()},
+	}, nil
+}
+
+// lastUserIndex returns the index of the last user message, -1 if none.
+func lastUserIndex(msgs []openai.ChatCompletionMessage) int {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == openai.ChatMessageRoleUser {
+			return i
+		}
+	}
+	return -1
+}
+
+// MessageText returns a message's text: Content, or its text parts joined by
+// newlines when the message is multi-part.
+func MessageText(m openai.ChatCompletionMessage) string {
+	if m.Content != "" || len(m.MultiContent) == 0 {
+		return m.Content
+	}
+	var parts []string
+	for _, p := range m.MultiContent {
+		if p.Type == openai.ChatMessagePartTypeText {
+			parts = append(parts, p.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}

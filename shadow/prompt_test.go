@@ -1,0 +1,86 @@
+package shadow
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files under testdata/")
+
+// golden compares got with testdata/<name>, rewriting it under -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s differs from golden file:\n--- got ---\n%s\n--- want ---\n%s", name, got, want)
+	}
+}
+
+func renderMessages(msgs []openai.ChatCompletionMessage) string {
+	var b strings.Builder
+	for _, m := range msgs {
+		b.WriteString("=== " + m.Role + " ===\n" + m.Content + "\n")
+	}
+	return b.String()
+}
+
+func defaultEntries() []PoolEntry {
+	cfg := NewDefaultConfig()
+	var out []PoolEntry
+	for _, n := range cfg.Conductor.Pool {
+		w, _ := cfg.Worker(n)
+		out = append(out, PoolEntry{Name: n, Description: w.Description})
+	}
+	return out
+}
+
+func TestBuildConductorPrompt(t *testing.T) {
+	tests := []struct {
+		golden string
+		conv   []openai.ChatCompletionMessage
+	}{
+		{"conductor_prompt_single_turn.golden", []openai.ChatCompletionMessage{
+			{Role: "user", Content: "Natalia sold clips to 48 of her friends in April, and then she sold half as many clips in May. How many clips did Natalia sell altogether in April and May?"},
+		}},
+		{"conductor_prompt_multi_turn.golden", []openai.ChatCompletionMessage{
+			{Role: "system", Content: "You are a helpful math tutor."},
+			{Role: "user", Content: "What is 2^10?"},
+			{Role: "assistant", Content: "1024"},
+			{Role: "user", MultiContent: []openai.ChatMessagePart{
+				{Type: openai.ChatMessagePartTypeText, Text: "And 2^20?"},
+				{Type: openai.ChatMessagePartTypeImageURL, ImageURL: &openai.ChatMessageImageURL{URL: "https://example.invalid/x.png"}},
+			}},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.golden, func(t *testing.T) {
+			msgs, err := BuildConductorPrompt(defaultEntries(), tt.conv, DefaultMaxSteps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			golden(t, tt.golden, renderMessages(msgs))
+		})
+	}
+}
+
+func TestBuildConductorPromptNoUserMessage(t *testing.T) {
+	_, err := BuildConductorPrompt(defaultEntries(), []openai.ChatCompletionMessage{{Role: "system", Content: "x"}}, 5)
+	if !errors.Is(err, ErrNoUserMessage) {
+		t.Fatalf("err = %v, want ErrNoUserMessage", err)
+	}
+}

@@ -1,0 +1,41 @@
+package store
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestConfigValidate(t *testing.T) {
+	tests := []struct {
+		name    string
+		mutate  func(*Config)
+		wantErr string // substring; "" means valid
+	}{
+		{"default", func(*Config) {}, ""},
+		{"server dsn", func(c *Config) { c.DSN = "clickhouse://ch:9000" }, ""},
+		{"server dsn with same db", func(c *Config) { c.DSN = "clickhouse://u:p@ch:9000/shadow?dial_timeout=2s" }, ""},
+		{"server dsn other db", func(c *Config) { c.DSN = "clickhouse://ch:9000/prod" }, `dsn names database "prod"`},
+		{"http scheme", func(c *Config) { c.DSN = "http://ch:8123" }, "scheme must be clickhouse://"},
+		{"no host", func(c *Config) { c.DSN = "clickhouse:///shadow" }, "missing host"},
+		{"bad dsn option", func(c *Config) { c.DSN = "clickhouse://ch:9000?dial_timeout=forever" }, "dsn"},
+		{"password redacted", func(c *Config) { c.DSN = "http://u:hunter2@ch:8123" }, "xxxxx"},
+		{"empty path", func(c *Config) { c.Path = "" }, "path: empty"},
+		{"empty path ok with dsn", func(c *Config) { c.Path, c.DSN = "", "clickhouse://ch:9000" }, ""},
+		{"bad database", func(c *Config) { c.Database = "shadow; DROP" }, "database"},
+		{"empty database", func(c *Config) { c.Database = "" }, "database"},
+	}
+	for _, tc := range tests {
+		c := NewDefaultConfig()
+		tc.mutate(&c)
+		err := c.Validate()
+		switch {
+		case tc.wantErr == "" && err != nil:
+			t.Errorf("%s: Validate() = %v; want nil", tc.name, err)
+		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+			t.Errorf("%s: Validate() = %v; want error containing %q", tc.name, err, tc.wantErr)
+		}
+		if err != nil && strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("%s: error leaks the password: %v", tc.name, err)
+		}
+	}
+}

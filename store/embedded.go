@@ -1,0 +1,129 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/conductor-shadow/conductor-shadow/store/internal/chdb"
+)
+
+// embedded is the chDB transport: the ClickHouse engine loaded from libchdb.so
+// into this process, data in a local folder. The engine holds one connection per
+// process; every embedded store on the same folder shares it, and calls are
+// serialized. A statement cannot be interrupted once handed to the engine:
+// ctx is checked before each call.
+type embedded struct {
+	ref *chdb.Ref
+	db  string // quoted database: Query resolves unqualified names in it
+}
+
+func openEmbedded(path, db string) (*embedded, error) {
+	ref, err := chdb.Open(path)
+	if err != nil {
+		if errors.Is(err, chdb.ErrLibraryMissing) {
+			return nil, fmt.Errorf("%w: %v", ErrEngineMissing, err)
+		}
+		return nil, fmt.Errorf("store: open embedded engine: %w", err)
+	}
+	return &embedded{ref: ref, db: db}, nil
+}
+
+func (e *embedded) run(ctx context.Context, sql, format string) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if strings.IndexByte(sql, 0) >= 0 {
+		return nil, errors.New("statement contains a NUL byte")
+	}
+	return e.ref.Query(sql, format)
+}
+
+func (e *embedded) exec(ctx context.Context, sql string) error {
+	_, err := e.run(ctx, sql, "TabSeparated")
+	return err
+}
+
+func (e *embedded) queryJSON(ctx context.Context, sql string) ([][]byte, error) {
+	out, err := e.run(ctx, sql, "JSONEachRow")
+	if err != nil {
+		return nil, err
+	}
+	return splitLines(out), nil
+}
+
+func (e *embedded) queryText(ctx context.Context, sql string) (QueryResult, error) {
+	if err := ctx.Err(); err != nil {
+		return QueryResult{}, err
+	}
+	if strings.IndexByte(sql, 0) >= 0 {
+		return QueryResult{}, errors.New("statement contains a NUL byte")
+	}
+	out, err := e.ref.QueryIn("USE "+e.db, sql, "TabSeparatedWithNames")
+	if err != nil {
+		return QueryResult{}, err
+	}
+	return parseTSVWithNames(out), nil
+}
+
+func (e *embedded) close() error {
+	e.ref.Close()
+	return nil
+}
+
+// parseTSVWithNames parses ClickHouse TabSeparatedWithNames output: the first
+// line holds the column names; values are unescaped (\t, \n, \\ …).
+func parseTSVWithNames(b []byte) QueryResult {
+	res := QueryResult{Columns: []string{}, Rows: [][]string{}}
+	b = bytes.TrimSuffix(b, []byte{'\n'})
+	if len(b) == 0 {
+		return res
+	}
+	for i, line := range bytes.Split(b, []byte{'\n'}) {
+		var vals []string
+		for _, f := range bytes.Split(line, []byte{'\t'}) {
+			vals = append(vals, unescapeTSV(f))
+		}
+		if i == 0 {
+			res.Columns = vals
+			continue
+		}
+		res.Rows = append(res.Rows, vals)
+	}
+	return res
+}
+
+func unescapeTSV(f []byte) string {
+	if bytes.IndexByte(f, '\\') < 0 {
+		return string(f)
+	}
+	out := make([]byte, 0, len(f))
+	for i := 0; i < len(f); i++ {
+		if f[i] != '\\' || i+1 == len(f) {
+			out = append(out, f[i])
+			continue
+		}
+		i++
+		switch c := f[i]; c {
+		case 'n':
+			out = append(out, '\n')
+		case 't':
+			out = append(out, '\t')
+		case 'r':
+			out = append(out, '\r')
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case '0':
+			out = append(out, 0)
+		case 'N': // \N is NULL; render it as ClickHouse does
+			out = append(out, '\\', 'N')
+		default:
+			out = append(out, c)
+		}
+	}
+	return string(out)
+}

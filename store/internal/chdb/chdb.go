@@ -1,0 +1,239 @@
+// Package chdb is a thin, lazily loaded binding to libchdb, the embedded ClickHouse
+// engine, through purego (no cgo). Nothing is loaded until Open is called, so a
+// binary that never opens the embedded store runs without the library.
+//
+// The engine keeps one connection per process. Open hands out shared references
+// to that connection: opening the same data folder again returns the same
+// connection; opening a different folder while one is open is an error. The
+// connection is closed when its last reference is closed. This per-process
+// registry is the package's only global state; it mirrors the engine's own.
+package chdb
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"unsafe"
+
+	"github.com/ebitengine/purego"
+)
+
+// ErrLibraryMissing: libchdb.so could not be found or loaded.
+var ErrLibraryMissing = errors.New("libchdb.so missing")
+
+// DefaultSearchPaths returns where the library is looked for, in order, after
+// $CHDB_LIB_PATH: /usr/local/lib/libchdb.so, then ./.libchdb/libchdb.so (where
+// `make libchdb` puts it).
+func DefaultSearchPaths() []string {
+	return []string{"/usr/local/lib/libchdb.so", "./.libchdb/libchdb.so"}
+}
+
+// cConnection mirrors `struct chdb_connection_ { void *internal_data; }`;
+// chdb_connect returns a pointer to the C `chdb_connection` (a pointer to it).
+type cConnection struct {
+	internal unsafe.Pointer
+}
+
+// cResult is the opaque `chdb_result`.
+type cResult struct {
+	internal unsafe.Pointer
+}
+
+type lib struct {
+	path          string
+	connect       func(argc int, argv []*byte) *cConnection
+	closeConn     func(conn *cConnection)
+	query         func(conn unsafe.Pointer, query string, format string) *cResult
+	destroyResult func(res *cResult)
+	resultBuffer  func(res *cResult) *byte
+	resultLength  func(res *cResult) uintptr
+	resultError   func(res *cResult) string
+}
+
+// process holds the library and the engine's single connection.
+var process struct {
+	mu   sync.Mutex
+	lib  *lib
+	conn *Conn
+}
+
+// FindLibrary returns the first existing file among $CHDB_LIB_PATH and
+// DefaultSearchPaths(), or an error wrapping ErrLibraryMissing that names them.
+func FindLibrary() (string, error) {
+	return findLibrary(os.Getenv("CHDB_LIB_PATH"), DefaultSearchPaths())
+}
+
+func findLibrary(env string, defaults []string) (string, error) {
+	paths := defaults
+	if env != "" {
+		paths = append([]string{env}, defaults...)
+	}
+	for _, p := range paths {
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%w: looked in %q", ErrLibraryMissing, paths)
+}
+
+func loadLocked() (*lib, error) {
+	if process.lib != nil {
+		return process.lib, nil
+	}
+	path, err := FindLibrary()
+	if err != nil {
+		return nil, err
+	}
+	h, err := purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_GLOBAL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: load %s: %v", ErrLibraryMissing, path, err)
+	}
+	l := &lib{path: path}
+	syms := []struct {
+		fn   any
+		name string
+	}{
+		{&l.connect, "chdb_connect"},
+		{&l.closeConn, "chdb_close_conn"},
+		{&l.query, "chdb_query"},
+		{&l.destroyResult, "chdb_destroy_query_result"},
+		{&l.resultBuffer, "chdb_result_buffer"},
+		{&l.resultLength, "chdb_result_length"},
+		{&l.resultError, "chdb_result_error"},
+	}
+	for _, s := range syms {
+		if _, err := purego.Dlsym(h, s.name); err != nil {
+			return nil, fmt.Errorf("%w: %s lacks %s (library too old?)", ErrLibraryMissing, path, s.name)
+		}
+		purego.RegisterLibFunc(s.fn, h, s.name)
+	}
+	process.lib = l
+	return l, nil
+}
+
+// Conn is a reference to the engine's connection. Calls are serialized.
+type Conn struct {
+	path string // absolute data folder
+	refs int    // open references, guarded by process.mu
+
+	mu     sync.Mutex // serializes engine calls; guards closed
+	l      *lib
+	c      *cConnection
+	closed bool
+}
+
+// Ref is one holder's handle on the shared connection; Close releases it once.
+type Ref struct {
+	once sync.Once
+	conn *Conn
+}
+
+// Open loads the library if needed and returns a reference to the engine's
+// connection for the data folder dir (created if absent). A different dir while
+// a connection is open is an error. Errors wrap ErrLibraryMissing when the
+// library is absent.
+func Open(dir string) (*Ref, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("chdb: data folder %q: %w", dir, err)
+	}
+	process.mu.Lock()
+	defer process.mu.Unlock()
+	if c := process.conn; c != nil {
+		if c.path != abs {
+			return nil, fmt.Errorf("chdb: the embedded engine is already open on %s in this process; it allows one data folder per process (asked for %s)", c.path, abs)
+		}
+		c.refs++
+		return &Ref{conn: c}, nil
+	}
+	l, err := loadLocked()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return nil, fmt.Errorf("chdb: create data folder: %w", err)
+	}
+	args := []string{"clickhouse", "--path=" + abs}
+	argv := make([]*byte, len(args))
+	keep := make([][]byte, len(args))
+	for i, a := range args {
+		keep[i] = append([]byte(a), 0)
+		argv[i] = &keep[i][0]
+	}
+	cc := l.connect(len(argv), argv)
+	if cc == nil || cc.internal == nil {
+		return nil, fmt.Errorf("chdb: connect to %s failed", abs)
+	}
+	c := &Conn{path: abs, refs: 1, l: l, c: cc}
+	process.conn = c
+	return &Ref{conn: c}, nil
+}
+
+// Path is the absolute data folder.
+func (r *Ref) Path() string { return r.conn.path }
+
+// LibraryPath is the file the library was loaded from.
+func (r *Ref) LibraryPath() string { return r.conn.l.path }
+
+// Query runs one statement and returns the output rendered in format (a
+// ClickHouse output format such as "JSONEachRow"), or the engine's error. The
+// text must not contain NUL bytes (it is passed as a C string).
+func (r *Ref) Query(sql, format string) ([]byte, error) {
+	c := r.conn
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.queryLocked(sql, format)
+}
+
+// QueryIn runs sql as Query does, with use (a statement such as "USE db") run
+// first under the same lock, so no other call runs in between.
+func (r *Ref) QueryIn(use, sql, format string) ([]byte, error) {
+	c := r.conn
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, err := c.queryLocked(use, "TabSeparated"); err != nil {
+		return nil, err
+	}
+	return c.queryLocked(sql, format)
+}
+
+func (c *Conn) queryLocked(sql, format string) ([]byte, error) {
+	if c.closed {
+		return nil, errors.New("chdb: connection closed")
+	}
+	res := c.l.query(c.c.internal, sql, format)
+	if res == nil {
+		return nil, nil
+	}
+	defer c.l.destroyResult(res)
+	if msg := c.l.resultError(res); msg != "" {
+		return nil, errors.New(msg)
+	}
+	n := c.l.resultLength(res)
+	buf := c.l.resultBuffer(res)
+	if n == 0 || buf == nil {
+		return nil, nil
+	}
+	return append([]byte(nil), unsafe.Slice(buf, n)...), nil
+}
+
+// Close releases this reference; the last one closes the engine's connection.
+// Safe to call twice.
+func (r *Ref) Close() {
+	r.once.Do(func() {
+		process.mu.Lock()
+		defer process.mu.Unlock()
+		c := r.conn
+		c.refs--
+		if c.refs > 0 {
+			return
+		}
+		c.mu.Lock()
+		c.closed = true
+		c.l.closeConn(c.c)
+		c.mu.Unlock()
+		process.conn = nil
+	})
+}

@@ -1,0 +1,83 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/conductor-shadow/conductor-shadow/store/internal/chdb"
+)
+
+// The embedded engine allows one data folder per process, so the package's tests
+// share one folder (a temp dir) and isolate themselves by database: every
+// openTestStore call gets a database of its own.
+var testEngine struct {
+	dir     string
+	missing error     // set when libchdb.so is absent: engine tests skip
+	keeper  *sqlStore // holds the engine open for the whole run
+	seq     atomic.Int64
+}
+
+func TestMain(m *testing.M) {
+	if _, err := chdb.FindLibrary(); err != nil {
+		testEngine.missing = err
+	} else {
+		dir, err := os.MkdirTemp("", "store-test-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "store tests: temp dir:", err)
+			os.Exit(1)
+		}
+		testEngine.dir = dir
+		keeper, err := open(context.Background(), Config{Path: dir, Database: "keeper"})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "store tests: open embedded engine:", err)
+			os.Exit(1)
+		}
+		testEngine.keeper = keeper
+	}
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		if testEngine.keeper != nil {
+			testEngine.keeper.Close()
+			os.RemoveAll(testEngine.dir)
+		}
+		os.Exit(code)
+	}))
+}
+
+// needEngine skips t when libchdb.so is absent (only then).
+func needEngine(t testing.TB) {
+	t.Helper()
+	if testEngine.missing != nil {
+		t.Skipf("embedded engine unavailable, run `make libchdb` or set CHDB_LIB_PATH: %v", testEngine.missing)
+	}
+}
+
+var nonIdent = regexp.MustCompile(`[^A-Za-z0-9_]+`)
+
+// testDatabase returns a database name unique to this call.
+func testDatabase(t testing.TB) string {
+	name := strings.ToLower(nonIdent.ReplaceAllString(t.Name(), "_"))
+	if len(name) > 40 {
+		name = name[len(name)-40:]
+	}
+	return fmt.Sprintf("t%d_%s", testEngine.seq.Add(1), name)
+}
+
+// openTestStore opens an embedded store on the shared folder in a fresh database,
+// closed at the end of the test.
+func openTestStore(t testing.TB) *sqlStore {
+	t.Helper()
+	needEngine(t)
+	s, err := open(context.Background(), Config{Path: testEngine.dir, Database: testDatabase(t)})
+	if err != nil {
+		t.Fatalf("open test store: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}

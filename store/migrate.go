@@ -1,0 +1,140 @@
+package store
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io/fs"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// migration is one embedded schema change: migrations/NNNN_name.sql.
+type migration struct {
+	version    int
+	name       string
+	statements []string // with ${DB} still in place
+}
+
+var migrationName = regexp.MustCompile(`^(\d{4})_([a-z0-9_]+)\.sql$`)
+
+// loadMigrations parses the embedded migration files, ordered by version.
+func loadMigrations() ([]migration, error) {
+	entries, err := fs.ReadDir(migrationFS, "migrations")
+	if err != nil {
+		return nil, fmt.Errorf("store: read migrations: %w", err)
+	}
+	var out []migration
+	for _, e := range entries {
+		m := migrationName.FindStringSubmatch(e.Name())
+		if m == nil {
+			return nil, fmt.Errorf("store: migration file %q is not named NNNN_name.sql", e.Name())
+		}
+		body, err := fs.ReadFile(migrationFS, path.Join("migrations", e.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("store: read migration %s: %w", e.Name(), err)
+		}
+		v, _ := strconv.Atoi(m[1])
+		stmts, err := splitStatements(string(body))
+		if err != nil {
+			return nil, fmt.Errorf("store: migration %s: %w", e.Name(), err)
+		}
+		out = append(out, migration{version: v, name: m[2], statements: stmts})
+	}
+	slices.SortFunc(out, func(a, b migration) int { return a.version - b.version })
+	for i := 1; i < len(out); i++ {
+		if out[i].version == out[i-1].version {
+			return nil, fmt.Errorf("store: two migrations with version %04d", out[i].version)
+		}
+	}
+	return out, nil
+}
+
+// splitStatements splits SQL text on ';' outside quotes and comments, dropping
+// empty and comment-only statements.
+func splitStatements(sql string) ([]string, error) {
+	toks, err := lexSQL(sql)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	start := -1 // offset of the current statement's first token
+	for _, t := range toks {
+		switch {
+		case t.text == ";" && start >= 0:
+			out = append(out, strings.TrimSpace(sql[start:t.pos]))
+			start = -1
+		case t.text != ";" && start < 0:
+			start = t.pos
+		}
+	}
+	if start >= 0 {
+		out = append(out, strings.TrimSpace(sql[start:]))
+	}
+	return out, nil
+}
+
+// migrate creates the database and the schema_migrations table, then applies
+// every embedded migration not yet recorded there, in order. Applying twice is a
+// no-op. Statements use IF NOT EXISTS, so a migration interrupted half-way is
+// completed on the next open.
+func (s *sqlStore) migrate(ctx context.Context) error {
+	migs, err := loadMigrations()
+	if err != nil {
+		return err
+	}
+	boot := []string{
+		"CREATE DATABASE IF NOT EXISTS " + s.db,
+		"CREATE TABLE IF NOT EXISTS " + s.db + ".schema_migrations\n(\n" +
+			"    version    UInt32,\n    name       String,\n" +
+			"    applied_at DateTime64(3, 'UTC') DEFAULT now64(3)\n)\n" +
+			"ENGINE = ReplacingMergeTree(applied_at)\nORDER BY version",
+	}
+	for _, q := range boot {
+		if err := s.t.exec(ctx, q); err != nil {
+			return fmt.Errorf("store: migrate: create schema_migrations: %w", err)
+		}
+	}
+	applied, err := s.appliedMigrations(ctx)
+	if err != nil {
+		return err
+	}
+	for _, m := range migs {
+		if applied[m.version] {
+			continue
+		}
+		for _, stmt := range m.statements {
+			if err := s.t.exec(ctx, strings.ReplaceAll(stmt, "${DB}", s.db)); err != nil {
+				return fmt.Errorf("store: migrate %04d_%s: %w", m.version, m.name, err)
+			}
+		}
+		rec := fmt.Sprintf("INSERT INTO %s.schema_migrations (version, name) VALUES (%d, %s)",
+			s.db, m.version, quoteString(m.name))
+		if err := s.t.exec(ctx, rec); err != nil {
+			return fmt.Errorf("store: migrate %04d_%s: record: %w", m.version, m.name, err)
+		}
+	}
+	return nil
+}
+
+// appliedMigrations returns the versions recorded in schema_migrations.
+func (s *sqlStore) appliedMigrations(ctx context.Context) (map[int]bool, error) {
+	type row struct {
+		Version int `json:"version"`
+	}
+	rows, err := queryRows[row](ctx, s.t, "SELECT version FROM "+s.db+".schema_migrations FINAL ORDER BY version")
+	if err != nil {
+		return nil, fmt.Errorf("store: migrate: read schema_migrations: %w", err)
+	}
+	out := map[int]bool{}
+	for _, r := range rows {
+		out[r.Version] = true
+	}
+	return out, nil
+}

@@ -1,0 +1,167 @@
+package store
+
+import "time"
+
+// Source of a request.
+const (
+	SourceTap    = "tap"    // copied from production traffic
+	SourceReplay = "replay" // replayed from a recorded file through the tap
+	SourceSuite  = "suite"  // a regression-set case sent by a suite run
+)
+
+// Run modes.
+const (
+	ModeIncumbent = "incumbent" // the pipeline that serves production
+	ModeCandidate = "candidate" // a pipeline evaluated in shadow
+)
+
+// Run and step statuses.
+const (
+	StatusOK             = "ok"
+	StatusError          = "error"
+	StatusPlanUnparsable = "plan_unparsable" // the conductor's output could not be parsed; the fallback answered
+	StatusBudgetExceeded = "budget_exceeded"
+	StatusSkipped        = "skipped"
+)
+
+// Request is one user request: a tapped production exchange's input, or a suite case.
+// Key: RequestID.
+type Request struct {
+	RequestID   string            `json:"request_id"`
+	ReceivedAt  time.Time         `json:"received_at"` // UTC, ms precision
+	Source      string            `json:"source"`      // SourceTap, SourceReplay or SourceSuite
+	App         string            `json:"app"`         // the production app or route that sent it
+	Input       string            `json:"input"`       // the chat messages as JSON: [{"role":..,"content":..}]
+	InputHash   string            `json:"input_hash"`  // hex sha256 of Input
+	SubjectHash string            `json:"subject_hash"`
+	Category    string            `json:"category"`
+	Metadata    map[string]string `json:"metadata"`
+}
+
+// Run is one pipeline's execution on one request. Key: RunID.
+type Run struct {
+	RunID           string    `json:"run_id"`
+	RequestID       string    `json:"request_id"`
+	SuiteRunID      string    `json:"suite_run_id"` // empty for tapped traffic
+	Pipeline        string    `json:"pipeline"`     // e.g. "incumbent:gpt-5", "conductor"
+	PipelineVersion string    `json:"pipeline_version"`
+	Mode            string    `json:"mode"` // ModeIncumbent or ModeCandidate
+	StartedAt       time.Time `json:"started_at"`
+	LatencyMs       float64   `json:"latency_ms"` // wall time of the whole run, ms
+	Status          string    `json:"status"`
+	FinalOutput     string    `json:"final_output"`
+	TokensIn        int64     `json:"tokens_in"`  // prompt tokens over all calls
+	TokensOut       int64     `json:"tokens_out"` // completion tokens over all calls
+	CostUSD         float64   `json:"cost_usd"`
+	Calls           int32     `json:"calls"`    // model calls made, the conductor's own included
+	PlanRaw         string    `json:"plan_raw"` // the conductor's raw text
+	Plan            string    `json:"plan"`     // the parsed workflow as JSON ({"steps":[...]}), empty if none
+	Error           string    `json:"error"`
+	Simulated       bool      `json:"simulated"` // the answers came from the simulated worker pool
+}
+
+// Step is one worker call inside a run (a span). Key: (RunID, Index).
+type Step struct {
+	RunID        string    `json:"run_id"`
+	Index        int32     `json:"index"`  // 0-based position in the run's recorded steps
+	Parent       int32     `json:"parent"` // index of the parent step for nested workflows, -1 at top level
+	Depth        int32     `json:"depth"`  // recursion depth, 0 at top level
+	Role         string    `json:"role"`   // "conductor" for planning calls, "worker" for workflow steps, "fallback"
+	Worker       string    `json:"worker"` // worker name in the pool
+	Model        string    `json:"model"`  // model name sent to the API
+	Subtask      string    `json:"subtask"`
+	Access       string    `json:"access"`   // the access list as JSON: "all", [] or [0,2]
+	Messages     string    `json:"messages"` // the exact chat messages sent, as JSON
+	InputTokens  int64     `json:"input_tokens"`
+	OutputTokens int64     `json:"output_tokens"`
+	CostUSD      float64   `json:"cost_usd"`
+	StartedAt    time.Time `json:"started_at"`
+	LatencyMs    float64   `json:"latency_ms"`
+	TTFTMs       float64   `json:"ttft_ms"` // time to first token, 0 when not streamed
+	Status       string    `json:"status"`
+	Output       string    `json:"output"`
+	Error        string    `json:"error"`
+	Attempt      int32     `json:"attempt"` // 1 for the first try
+}
+
+// Score is one grader's verdict on one run. Key: (SuiteRunID, RunID, Grader).
+type Score struct {
+	SuiteRunID  string    `json:"suite_run_id"`
+	RunID       string    `json:"run_id"`
+	RequestID   string    `json:"request_id"`
+	CaseID      string    `json:"case_id"`
+	Pipeline    string    `json:"pipeline"`
+	Grader      string    `json:"grader"`
+	Value       float64   `json:"value"` // 0..1
+	Passed      bool      `json:"passed"`
+	Explanation string    `json:"explanation"`
+	Error       string    `json:"error"` // the grader itself failed; Value is then meaningless
+	CreatedAt   time.Time `json:"created_at"`
+}
+
+// SuiteRun is one execution of a regression set through incumbent and candidate(s).
+// Key: SuiteRunID.
+type SuiteRun struct {
+	SuiteRunID     string    `json:"suite_run_id"`
+	SetName        string    `json:"set_name"`
+	SetVersion     string    `json:"set_version"` // hex sha256 of the set file's content
+	Incumbent      string    `json:"incumbent"`   // pipeline name
+	Candidates     []string  `json:"candidates"`  // pipeline names
+	StartedAt      time.Time `json:"started_at"`
+	FinishedAt     time.Time `json:"finished_at"`
+	Status         string    `json:"status"` // "running", "done", "error"
+	Cases          int32     `json:"cases"`
+	Headline       string    `json:"headline"`
+	ReportMarkdown string    `json:"report_markdown"`
+	ReportJSON     string    `json:"report_json"`
+}
+
+// Case is one regression-set case as it was when a suite run used it.
+// Key: (SuiteRunID, CaseID).
+type Case struct {
+	SuiteRunID string   `json:"suite_run_id"`
+	SetName    string   `json:"set_name"`
+	SetVersion string   `json:"set_version"`
+	CaseID     string   `json:"case_id"`
+	Category   string   `json:"category"`
+	Input      string   `json:"input"`
+	Reference  string   `json:"reference"`
+	Choices    []string `json:"choices"`
+	Grader     string   `json:"grader"`
+}
+
+// TraceFilter selects and pages trace summaries. Zero values mean "any".
+type TraceFilter struct {
+	App    string
+	Source string
+	Text   string // substring of the input
+	// Before pages by keyset: only requests received strictly before this instant
+	// (with BeforeID breaking ties), as returned in the last row of the previous page.
+	Before   time.Time
+	BeforeID string
+	Limit    int // default 50, max 500
+}
+
+// TraceSummary is one row of the traces list.
+type TraceSummary struct {
+	RequestID        string    `json:"request_id"`
+	ReceivedAt       time.Time `json:"received_at"`
+	Source           string    `json:"source"`
+	App              string    `json:"app"`
+	Category         string    `json:"category"`
+	InputPreview     string    `json:"input_preview"` // first 200 characters of the last user message
+	Runs             int       `json:"runs"`
+	IncumbentMs      float64   `json:"incumbent_ms"`
+	CandidateMs      float64   `json:"candidate_ms"` // slowest candidate run, ms
+	IncumbentCostUSD float64   `json:"incumbent_cost_usd"`
+	CandidateCostUSD float64   `json:"candidate_cost_usd"` // sum over candidate runs
+	Statuses         []string  `json:"statuses"`           // distinct run statuses
+}
+
+// Trace is everything recorded for one request.
+type Trace struct {
+	Request Request `json:"request"`
+	Runs    []Run   `json:"runs"`  // incumbent first, then candidates by pipeline name
+	Steps   []Step  `json:"steps"` // ordered by RunID, Index
+	Scores  []Score `json:"scores"`
+}

@@ -1,0 +1,152 @@
+package store
+
+import (
+	"fmt"
+	"strings"
+)
+
+// readKeywords are the statement kinds Query accepts: the first keyword of the statement.
+var readKeywords = map[string]bool{
+	"SELECT": true, "WITH": true, "SHOW": true, "DESCRIBE": true, "DESC": true, "EXPLAIN": true,
+}
+
+// CheckReadOnly reports whether sql is exactly one read-only statement: its first
+// keyword is SELECT, WITH, SHOW, DESCRIBE (DESC) or EXPLAIN, it holds no second
+// statement after a ';', and no INTO OUTFILE, FORMAT or SETTINGS clause (the store
+// picks the output format and sets readonly itself). It returns an error wrapping
+// ErrReadOnly otherwise, or a plain error for empty or unterminated text. Comments
+// and quoted text are skipped, so "SELECT ';'" is one statement.
+func CheckReadOnly(sql string) error {
+	_, err := readOnlyStatement(sql)
+	return err
+}
+
+// readOnlyStatement validates sql as CheckReadOnly does and returns it ready to
+// run: trailing semicolons dropped and "SETTINGS readonly = 1" appended on a new
+// line (so a trailing line comment cannot swallow it), which makes the engine
+// itself refuse writes, table functions and setting changes.
+func readOnlyStatement(sql string) (string, error) {
+	toks, err := lexSQL(sql)
+	if err != nil {
+		return "", fmt.Errorf("store: query: %w", err)
+	}
+	// Drop trailing semicolons; any other ';' means a second statement.
+	end := len(sql)
+	for len(toks) > 0 && toks[len(toks)-1].text == ";" {
+		end = toks[len(toks)-1].pos
+		toks = toks[:len(toks)-1]
+	}
+	if len(toks) == 0 {
+		return "", fmt.Errorf("store: query: empty statement")
+	}
+	first := toks[0]
+	// A read may start with parentheses: (SELECT 1) UNION ALL (SELECT 2).
+	for i := 0; i < len(toks) && toks[i].text == "("; i++ {
+		if i+1 < len(toks) {
+			first = toks[i+1]
+		}
+	}
+	if first.kind != tokWord || !readKeywords[strings.ToUpper(first.text)] {
+		return "", fmt.Errorf("%w: %q is not a read statement", ErrReadOnly, first.text)
+	}
+	for i, t := range toks {
+		if t.text == ";" {
+			return "", fmt.Errorf("%w: only one statement is allowed", ErrReadOnly)
+		}
+		if t.kind != tokWord || i > 0 && toks[i-1].text == "." {
+			continue // not a keyword (quoted, or a name qualified by a dot)
+		}
+		up := strings.ToUpper(t.text)
+		next := ""
+		if i+1 < len(toks) {
+			next = toks[i+1].text
+		}
+		switch {
+		case up == "INTO" && strings.EqualFold(next, "OUTFILE"):
+			return "", fmt.Errorf("%w: INTO OUTFILE is not allowed", ErrReadOnly)
+		case up == "FORMAT" && next != "(" && next != "":
+			return "", fmt.Errorf("%w: a FORMAT clause is not allowed; rows are returned as text", ErrReadOnly)
+		case up == "SETTINGS" && next != "(" && next != "":
+			return "", fmt.Errorf("%w: a SETTINGS clause is not allowed; the store sets them", ErrReadOnly)
+		}
+	}
+	return sql[:end] + "\nSETTINGS readonly = 1", nil
+}
+
+type tokKind int
+
+const (
+	tokWord tokKind = iota
+	tokString
+	tokQuotedIdent
+	tokPunct
+)
+
+type sqlToken struct {
+	kind tokKind
+	text string
+	pos  int // byte offset in the statement
+}
+
+// lexSQL splits sql into words, quoted literals and punctuation, skipping
+// whitespace and comments (-- …, # …, /* … */).
+func lexSQL(sql string) ([]sqlToken, error) {
+	var toks []sqlToken
+	i := 0
+	for i < len(sql) {
+		c := sql[i]
+		switch {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
+			i++
+		case c == '-' && i+1 < len(sql) && sql[i+1] == '-', c == '#':
+			for i < len(sql) && sql[i] != '\n' {
+				i++
+			}
+		case c == '/' && i+1 < len(sql) && sql[i+1] == '*':
+			end := strings.Index(sql[i+2:], "*/")
+			if end < 0 {
+				return nil, fmt.Errorf("unterminated comment")
+			}
+			i += 2 + end + 2
+		case c == '\'' || c == '"' || c == '`':
+			j := i + 1
+			for ; j < len(sql); j++ {
+				if sql[j] == '\\' {
+					j++
+					continue
+				}
+				if sql[j] == c {
+					if j+1 < len(sql) && sql[j+1] == c { // doubled quote
+						j++
+						continue
+					}
+					break
+				}
+			}
+			if j >= len(sql) {
+				return nil, fmt.Errorf("unterminated quoted text")
+			}
+			kind := tokString
+			if c != '\'' {
+				kind = tokQuotedIdent
+			}
+			toks = append(toks, sqlToken{kind: kind, text: sql[i : j+1], pos: i})
+			i = j + 1
+		case isWordByte(c):
+			j := i
+			for j < len(sql) && isWordByte(sql[j]) {
+				j++
+			}
+			toks = append(toks, sqlToken{kind: tokWord, text: sql[i:j], pos: i})
+			i = j
+		default:
+			toks = append(toks, sqlToken{kind: tokPunct, text: sql[i : i+1], pos: i})
+			i++
+		}
+	}
+	return toks, nil
+}
+
+func isWordByte(c byte) bool {
+	return c == '_' || c == '$' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= 0x80
+}

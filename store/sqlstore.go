@@ -1,0 +1,319 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// sqlStore implements Store over a transport; all SQL text lives here and in
+// migrations/, shared by both transports.
+type sqlStore struct {
+	t      transport
+	db     string // quoted database identifier
+	closed atomic.Bool
+}
+
+var _ Store = (*sqlStore)(nil)
+
+// quoteString renders s as a ClickHouse string literal. NUL becomes \0 (the
+// embedded engine takes statements as C strings); other bytes pass unchanged.
+func quoteString(s string) string {
+	var b strings.Builder
+	b.Grow(len(s) + 2)
+	b.WriteByte('\'')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '\\':
+			b.WriteString(`\\`)
+		case '\'':
+			b.WriteString(`\'`)
+		case 0:
+			b.WriteString(`\0`)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('\'')
+	return b.String()
+}
+
+// quoteIdent renders a validated name as a back-quoted identifier.
+func quoteIdent(name string) string { return "`" + name + "`" }
+
+// timeLiteral renders t as a DateTime64(3, 'UTC') literal.
+func timeLiteral(t time.Time) string {
+	return "toDateTime64(" + quoteString(encodeTime(t)) + ", 3, 'UTC')"
+}
+
+// selectList renders the columns of T for a SELECT.
+func selectList[T any]() string {
+	cols := columnsOf[T]()
+	for i, c := range cols {
+		cols[i] = quoteIdent(c)
+	}
+	return strings.Join(cols, ", ")
+}
+
+func (s *sqlStore) check(ctx context.Context) error {
+	if s.closed.Load() {
+		return ErrClosed
+	}
+	return ctx.Err()
+}
+
+// insert writes rows of T into table in one INSERT … FORMAT JSONEachRow.
+func insert[T any](ctx context.Context, s *sqlStore, table string, rows []T) error {
+	if err := s.check(ctx); err != nil {
+		return fmt.Errorf("store: insert %s: %w", table, err)
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	b := []byte(fmt.Sprintf("INSERT INTO %s.%s (%s) FORMAT JSONEachRow\n", s.db, table, selectList[T]()))
+	for _, r := range rows {
+		var err error
+		if b, err = encodeRow(b, r); err != nil {
+			return fmt.Errorf("store: insert %s: %w", table, err)
+		}
+	}
+	if err := s.t.exec(ctx, string(b)); err != nil {
+		return fmt.Errorf("store: insert %s: %w", table, err)
+	}
+	return nil
+}
+
+// InsertRequests implements Store.
+func (s *sqlStore) InsertRequests(ctx context.Context, reqs []Request) error {
+	return insert(ctx, s, "requests", reqs)
+}
+
+// InsertRuns implements Store.
+func (s *sqlStore) InsertRuns(ctx context.Context, runs []Run) error {
+	return insert(ctx, s, "runs", runs)
+}
+
+// InsertSteps implements Store.
+func (s *sqlStore) InsertSteps(ctx context.Context, steps []Step) error {
+	return insert(ctx, s, "steps", steps)
+}
+
+// InsertScores implements Store.
+func (s *sqlStore) InsertScores(ctx context.Context, scores []Score) error {
+	return insert(ctx, s, "scores", scores)
+}
+
+// InsertSuiteRuns implements Store.
+func (s *sqlStore) InsertSuiteRuns(ctx context.Context, runs []SuiteRun) error {
+	return insert(ctx, s, "suite_runs", runs)
+}
+
+// InsertCases implements Store.
+func (s *sqlStore) InsertCases(ctx context.Context, cases []Case) error {
+	return insert(ctx, s, "cases", cases)
+}
+
+// previewExpr computes TraceSummary.InputPreview in SQL, as InputPreview does in Go.
+const previewExpr = `leftUTF8(if(empty(user_msgs), input, JSONExtractString(user_msgs[-1], 'content')), 200)`
+
+const userMsgsExpr = `arrayFilter(m -> JSONExtractString(m, 'role') = 'user' AND JSONType(m, 'content') = 'String', JSONExtractArrayRaw(input))`
+
+// listTracesSQL builds the page query of ListTraces: one page of requests by
+// keyset, newest first, with the input preview computed in SQL.
+func (s *sqlStore) listTracesSQL(f TraceFilter) string {
+	var where []string
+	if f.App != "" {
+		where = append(where, "app = "+quoteString(f.App))
+	}
+	if f.Source != "" {
+		where = append(where, "source = "+quoteString(f.Source))
+	}
+	if f.Text != "" {
+		q := quoteString(f.Text) // exact bytes, or case-insensitively as UTF-8 text
+		where = append(where, "(position(input, "+q+") > 0 OR positionCaseInsensitiveUTF8(input, "+q+") > 0)")
+	}
+	if !f.Before.IsZero() {
+		t := timeLiteral(f.Before)
+		if f.BeforeID != "" {
+			where = append(where, fmt.Sprintf("(received_at < %s OR (received_at = %s AND request_id < %s))", t, t, quoteString(f.BeforeID)))
+		} else {
+			where = append(where, "received_at < "+t)
+		}
+	}
+	cond := ""
+	if len(where) > 0 {
+		cond = "\nWHERE " + strings.Join(where, "\n  AND ")
+	}
+	return fmt.Sprintf(`SELECT
+    request_id, received_at, source, app, category,
+    %[4]s AS user_msgs,
+    %[5]s AS input_preview
+FROM %[1]s.requests FINAL%[2]s
+ORDER BY received_at DESC, request_id DESC
+LIMIT %[3]d`, s.db, cond, ClampLimit(f.Limit), userMsgsExpr, previewExpr)
+}
+
+// runFiguresSQL aggregates the runs of the given requests (FINAL, so a
+// re-delivered run counts once) into the figures of TraceSummary.
+func (s *sqlStore) runFiguresSQL(requestIDs []string) string {
+	ids := make([]string, len(requestIDs))
+	for i, id := range requestIDs {
+		ids[i] = quoteString(id)
+	}
+	return fmt.Sprintf(`SELECT
+    request_id,
+    count() AS runs,
+    maxIf(latency_ms, mode = 'incumbent') AS incumbent_ms,
+    maxIf(latency_ms, mode = 'candidate') AS candidate_ms,
+    sumIf(cost_usd, mode = 'incumbent') AS incumbent_cost_usd,
+    sumIf(cost_usd, mode = 'candidate') AS candidate_cost_usd,
+    arraySort(groupUniqArray(status)) AS statuses
+FROM %s.runs FINAL
+WHERE request_id IN (%s)
+GROUP BY request_id`, s.db, strings.Join(ids, ", "))
+}
+
+// ListTraces implements Store: newest first by (received_at, request_id); Text
+// matches the input case-insensitively; Before/BeforeID page by keyset. Two
+// statements: the page of requests, then their runs' figures.
+func (s *sqlStore) ListTraces(ctx context.Context, f TraceFilter) ([]TraceSummary, error) {
+	if err := s.check(ctx); err != nil {
+		return nil, fmt.Errorf("store: list traces: %w", err)
+	}
+	page, err := queryRows[TraceSummary](ctx, s.t, s.listTracesSQL(f))
+	if err != nil {
+		return nil, fmt.Errorf("store: list traces: %w", err)
+	}
+	if len(page) == 0 {
+		return page, nil
+	}
+	ids := make([]string, len(page))
+	for i, p := range page {
+		ids[i] = p.RequestID
+	}
+	figs, err := queryRows[TraceSummary](ctx, s.t, s.runFiguresSQL(ids))
+	if err != nil {
+		return nil, fmt.Errorf("store: list traces: runs: %w", err)
+	}
+	byID := make(map[string]TraceSummary, len(figs))
+	for _, f := range figs {
+		byID[f.RequestID] = f
+	}
+	for i := range page {
+		if f, ok := byID[page[i].RequestID]; ok {
+			page[i].Runs, page[i].Statuses = f.Runs, f.Statuses
+			page[i].IncumbentMs, page[i].CandidateMs = f.IncumbentMs, f.CandidateMs
+			page[i].IncumbentCostUSD, page[i].CandidateCostUSD = f.IncumbentCostUSD, f.CandidateCostUSD
+		}
+	}
+	return page, nil
+}
+
+// GetTrace implements Store. Runs: incumbent first, then by pipeline name (run_id
+// breaks ties); steps by (run_id, index); scores by (suite_run_id, run_id, grader).
+func (s *sqlStore) GetTrace(ctx context.Context, requestID string) (Trace, error) {
+	if err := s.check(ctx); err != nil {
+		return Trace{}, fmt.Errorf("store: get trace: %w", err)
+	}
+	id := quoteString(requestID)
+	reqs, err := queryRows[Request](ctx, s.t, fmt.Sprintf(
+		"SELECT %s FROM %s.requests FINAL WHERE request_id = %s LIMIT 1", selectList[Request](), s.db, id))
+	if err != nil {
+		return Trace{}, fmt.Errorf("store: get trace %q: request: %w", requestID, err)
+	}
+	if len(reqs) == 0 {
+		return Trace{}, fmt.Errorf("store: get trace %q: %w", requestID, ErrNotFound)
+	}
+	t := Trace{Request: reqs[0]}
+	if t.Runs, err = queryRows[Run](ctx, s.t, fmt.Sprintf(
+		"SELECT %s FROM %s.runs FINAL WHERE request_id = %s ORDER BY mode != 'incumbent', pipeline, run_id",
+		selectList[Run](), s.db, id)); err != nil {
+		return Trace{}, fmt.Errorf("store: get trace %q: runs: %w", requestID, err)
+	}
+	if t.Steps, err = queryRows[Step](ctx, s.t, fmt.Sprintf(
+		"SELECT %[1]s FROM %[2]s.steps FINAL WHERE run_id IN (SELECT run_id FROM %[2]s.runs FINAL WHERE request_id = %[3]s) ORDER BY run_id, `index`",
+		selectList[Step](), s.db, id)); err != nil {
+		return Trace{}, fmt.Errorf("store: get trace %q: steps: %w", requestID, err)
+	}
+	if t.Scores, err = queryRows[Score](ctx, s.t, fmt.Sprintf(
+		"SELECT %s FROM %s.scores FINAL WHERE request_id = %s ORDER BY suite_run_id, run_id, grader",
+		selectList[Score](), s.db, id)); err != nil {
+		return Trace{}, fmt.Errorf("store: get trace %q: scores: %w", requestID, err)
+	}
+	t.Runs, t.Steps, t.Scores = nilIfEmpty(t.Runs), nilIfEmpty(t.Steps), nilIfEmpty(t.Scores)
+	return t, nil
+}
+
+func nilIfEmpty[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
+
+// ListSuiteRuns implements Store: newest started_at first, suite_run_id
+// descending on ties, at most ClampLimit(limit).
+func (s *sqlStore) ListSuiteRuns(ctx context.Context, limit int) ([]SuiteRun, error) {
+	if err := s.check(ctx); err != nil {
+		return nil, fmt.Errorf("store: list suite runs: %w", err)
+	}
+	rows, err := queryRows[SuiteRun](ctx, s.t, fmt.Sprintf(
+		"SELECT %s FROM %s.suite_runs FINAL ORDER BY started_at DESC, suite_run_id DESC LIMIT %d",
+		selectList[SuiteRun](), s.db, ClampLimit(limit)))
+	if err != nil {
+		return nil, fmt.Errorf("store: list suite runs: %w", err)
+	}
+	return rows, nil
+}
+
+// GetSuiteRun implements Store.
+func (s *sqlStore) GetSuiteRun(ctx context.Context, suiteRunID string) (SuiteRun, error) {
+	if err := s.check(ctx); err != nil {
+		return SuiteRun{}, fmt.Errorf("store: get suite run: %w", err)
+	}
+	rows, err := queryRows[SuiteRun](ctx, s.t, fmt.Sprintf(
+		"SELECT %s FROM %s.suite_runs FINAL WHERE suite_run_id = %s LIMIT 1",
+		selectList[SuiteRun](), s.db, quoteString(suiteRunID)))
+	if err != nil {
+		return SuiteRun{}, fmt.Errorf("store: get suite run %q: %w", suiteRunID, err)
+	}
+	if len(rows) == 0 {
+		return SuiteRun{}, fmt.Errorf("store: get suite run %q: %w", suiteRunID, ErrNotFound)
+	}
+	return rows[0], nil
+}
+
+// Query implements Store: one read statement, run with readonly = 1 so the engine
+// refuses writes, table functions and setting changes too. Unqualified table names
+// resolve in the store's database on the embedded engine, and in the DSN's
+// database on a server.
+func (s *sqlStore) Query(ctx context.Context, sql string) (QueryResult, error) {
+	if err := s.check(ctx); err != nil {
+		return QueryResult{}, fmt.Errorf("store: query: %w", err)
+	}
+	stmt, err := readOnlyStatement(sql)
+	if err != nil {
+		return QueryResult{}, err
+	}
+	res, err := s.t.queryText(ctx, stmt)
+	if err != nil {
+		if strings.Contains(err.Error(), "(READONLY)") {
+			return QueryResult{}, fmt.Errorf("%w: %v", ErrReadOnly, err)
+		}
+		return QueryResult{}, fmt.Errorf("store: query: %w", err)
+	}
+	return res, nil
+}
+
+// Close implements Store. Safe to call twice.
+func (s *sqlStore) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	if err := s.t.close(); err != nil {
+		return fmt.Errorf("store: close: %w", err)
+	}
+	return nil
+}

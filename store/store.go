@@ -1,0 +1,70 @@
+// Package store keeps every trace of conductor-shadow in ClickHouse: the tapped
+// requests, the incumbent's and candidates' runs, each run's steps (worker calls),
+// grader scores, suite runs and regression-set case snapshots.
+//
+// One SQL dialect runs on two transports: the embedded chDB engine (libchdb, the
+// default, data in a local folder) and a ClickHouse server through clickhouse-go/v2.
+// Tables are ReplacingMergeTree keyed by their natural ids, and every read that
+// counts uses FINAL, so writing the same record twice never double-counts.
+package store
+
+import (
+	"context"
+	"errors"
+)
+
+// Sentinel errors. Callers test them with errors.Is.
+var (
+	// ErrNotFound: the requested trace, run or suite run does not exist.
+	ErrNotFound = errors.New("store: not found")
+	// ErrEngineMissing: the embedded engine (libchdb.so) could not be loaded.
+	ErrEngineMissing = errors.New("store: libchdb not found (run `make libchdb` or set CHDB_LIB_PATH)")
+	// ErrReadOnly: a statement given to Query is not a read (SELECT, WITH, SHOW, DESCRIBE, EXPLAIN).
+	ErrReadOnly = errors.New("store: only read-only statements are allowed")
+	// ErrClosed: the store was closed.
+	ErrClosed = errors.New("store: closed")
+)
+
+// Store is the storage contract every other package uses. Implementations are safe
+// for concurrent use. Insert* calls are synchronous and idempotent on the record's
+// key (see each type); use Writer for batched, asynchronous writes.
+type Store interface {
+	// InsertRequests stores tapped or suite requests, keyed by RequestID.
+	InsertRequests(ctx context.Context, reqs []Request) error
+	// InsertRuns stores runs, keyed by RunID.
+	InsertRuns(ctx context.Context, runs []Run) error
+	// InsertSteps stores steps, keyed by (RunID, Index).
+	InsertSteps(ctx context.Context, steps []Step) error
+	// InsertScores stores grader scores, keyed by (SuiteRunID, RunID, Grader).
+	InsertScores(ctx context.Context, scores []Score) error
+	// InsertSuiteRuns stores suite runs, keyed by SuiteRunID; a later write with the
+	// same id replaces the earlier one (status updates).
+	InsertSuiteRuns(ctx context.Context, runs []SuiteRun) error
+	// InsertCases stores the snapshot of a suite run's regression-set cases, keyed by
+	// (SuiteRunID, CaseID).
+	InsertCases(ctx context.Context, cases []Case) error
+
+	// ListTraces returns trace summaries, newest first, filtered and paginated by f.
+	ListTraces(ctx context.Context, f TraceFilter) ([]TraceSummary, error)
+	// GetTrace returns one request with all its runs, steps and scores.
+	// ErrNotFound when no request has that id.
+	GetTrace(ctx context.Context, requestID string) (Trace, error)
+	// ListSuiteRuns returns suite runs, newest first, at most limit (default 50).
+	ListSuiteRuns(ctx context.Context, limit int) ([]SuiteRun, error)
+	// GetSuiteRun returns one suite run. ErrNotFound when absent.
+	GetSuiteRun(ctx context.Context, suiteRunID string) (SuiteRun, error)
+	// Query runs one read-only SQL statement and returns column names and rows as
+	// text (ClickHouse's TSV rendering of each value). ErrReadOnly for anything
+	// that is not a read.
+	Query(ctx context.Context, sql string) (QueryResult, error)
+
+	// Close flushes nothing (Store is synchronous) and releases the transport.
+	// Safe to call twice.
+	Close() error
+}
+
+// QueryResult is the answer to Store.Query: column names and rows of text values.
+type QueryResult struct {
+	Columns []string   `json:"columns"`
+	Rows    [][]string `json:"rows"`
+}

@@ -1,0 +1,296 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+)
+
+// ErrQueueFull: Writer.Enqueue found the queue full; the batch was not accepted.
+var ErrQueueFull = errors.New("store: write queue full")
+
+// WriterConfig sizes the Writer.
+type WriterConfig struct {
+	BatchSize     int           `yaml:"batch_size"`     // rows pending that trigger a flush; also rows per INSERT (default 1000)
+	FlushInterval time.Duration `yaml:"flush_interval"` // pending rows are flushed at least this often (default 1s)
+	QueueSize     int           `yaml:"queue_size"`     // batches Enqueue can buffer before ErrQueueFull (default 1024)
+	MaxRetries    int           `yaml:"max_retries"`    // retries of a failed INSERT before its rows are dropped (default 5)
+	RetryInitial  time.Duration `yaml:"retry_initial"`  // first backoff between retries, doubling up to 5s (default 100ms)
+}
+
+// NewDefaultWriterConfig returns 1000-row batches, 1 s interval, 1024 queued
+// batches, 5 retries from 100 ms.
+func NewDefaultWriterConfig() WriterConfig {
+	return WriterConfig{BatchSize: 1000, FlushInterval: time.Second, QueueSize: 1024, MaxRetries: 5, RetryInitial: 100 * time.Millisecond}
+}
+
+// Validate reports non-positive sizes and intervals and negative retries.
+func (c WriterConfig) Validate() error {
+	var errs []error
+	if c.BatchSize <= 0 {
+		errs = append(errs, fmt.Errorf("store: writer batch_size %d: must be > 0", c.BatchSize))
+	}
+	if c.FlushInterval <= 0 {
+		errs = append(errs, fmt.Errorf("store: writer flush_interval %v: must be > 0", c.FlushInterval))
+	}
+	if c.QueueSize <= 0 {
+		errs = append(errs, fmt.Errorf("store: writer queue_size %d: must be > 0", c.QueueSize))
+	}
+	if c.MaxRetries < 0 {
+		errs = append(errs, fmt.Errorf("store: writer max_retries %d: must be >= 0", c.MaxRetries))
+	}
+	if c.RetryInitial <= 0 {
+		errs = append(errs, fmt.Errorf("store: writer retry_initial %v: must be > 0", c.RetryInitial))
+	}
+	return errors.Join(errs...)
+}
+
+// Batch is a group of records to store together, typically one request with its
+// runs, steps and scores.
+type Batch struct {
+	Requests []Request
+	Runs     []Run
+	Steps    []Step
+	Scores   []Score
+}
+
+// Rows is the number of records in b.
+func (b Batch) Rows() int { return len(b.Requests) + len(b.Runs) + len(b.Steps) + len(b.Scores) }
+
+func (b *Batch) add(o Batch) {
+	b.Requests = append(b.Requests, o.Requests...)
+	b.Runs = append(b.Runs, o.Runs...)
+	b.Steps = append(b.Steps, o.Steps...)
+	b.Scores = append(b.Scores, o.Scores...)
+}
+
+// WriterStats are the Writer's counters since NewWriter. Rows are records of any table.
+type WriterStats struct {
+	Queued   int64 // rows accepted and not yet written or dropped
+	Written  int64 // rows stored
+	Dropped  int64 // rows given up: INSERT failed after MaxRetries, or unwritten at Shutdown
+	Rejected int64 // batches refused by Enqueue (ErrQueueFull or after Shutdown)
+	Failed   int64 // INSERT attempts that failed (each retry counts)
+	Flushes  int64 // flushes that wrote at least one row
+}
+
+// Writer batches records and writes them to a Store in the background: pending
+// rows are flushed when they reach BatchSize or every FlushInterval. Within a
+// flush, requests are inserted before runs, then steps and scores, so a request
+// is visible no later than its runs. A failed INSERT is retried with exponential
+// backoff, then its rows are dropped and counted. Safe for concurrent use.
+type Writer struct {
+	st  Store
+	cfg WriterConfig
+
+	queue chan Batch
+
+	mu      sync.Mutex // guards pending; held while writing, so flushes never overlap
+	pending Batch
+
+	lifeMu   sync.RWMutex // guards started and stopped; Enqueue holds it shared while sending
+	started  bool
+	stopped  bool
+	stop     chan struct{}
+	done     chan struct{}
+	shutOnce sync.Once
+
+	queued, written, dropped, rejected, failed, flushes atomic.Int64
+}
+
+// NewWriter returns a Writer on st. A cfg that fails Validate is replaced field by
+// field with the defaults.
+func NewWriter(st Store, cfg WriterConfig) *Writer {
+	def := NewDefaultWriterConfig()
+	if cfg.BatchSize <= 0 {
+		cfg.BatchSize = def.BatchSize
+	}
+	if cfg.FlushInterval <= 0 {
+		cfg.FlushInterval = def.FlushInterval
+	}
+	if cfg.QueueSize <= 0 {
+		cfg.QueueSize = def.QueueSize
+	}
+	if cfg.MaxRetries < 0 {
+		cfg.MaxRetries = def.MaxRetries
+	}
+	if cfg.RetryInitial <= 0 {
+		cfg.RetryInitial = def.RetryInitial
+	}
+	return &Writer{st: st, cfg: cfg, queue: make(chan Batch, cfg.QueueSize),
+		stop: make(chan struct{}), done: make(chan struct{})}
+}
+
+// Start runs the flush loop until Shutdown or until ctx ends. Calling it again,
+// or after Shutdown, does nothing.
+func (w *Writer) Start(ctx context.Context) {
+	w.lifeMu.Lock()
+	defer w.lifeMu.Unlock()
+	if w.started || w.stopped {
+		return
+	}
+	w.started = true
+	go w.loop(ctx)
+}
+
+func (w *Writer) loop(ctx context.Context) {
+	defer close(w.done)
+	tick := time.NewTicker(w.cfg.FlushInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.stop:
+			return
+		case b := <-w.queue:
+			w.mu.Lock()
+			w.pending.add(b)
+			if w.pending.Rows() >= w.cfg.BatchSize {
+				_ = w.writeLocked(ctx)
+			}
+			w.mu.Unlock()
+		case <-tick.C:
+			w.mu.Lock()
+			_ = w.writeLocked(ctx)
+			w.mu.Unlock()
+		}
+	}
+}
+
+// Enqueue hands b to the writer without blocking. ErrQueueFull when QueueSize
+// batches are already waiting, ErrClosed after Shutdown; the batch is then not
+// stored and counted in Rejected. An empty batch is accepted and ignored.
+func (w *Writer) Enqueue(b Batch) error {
+	if b.Rows() == 0 {
+		return nil
+	}
+	w.lifeMu.RLock()
+	defer w.lifeMu.RUnlock()
+	if w.stopped {
+		w.rejected.Add(1)
+		return fmt.Errorf("store: enqueue: %w", ErrClosed)
+	}
+	select {
+	case w.queue <- b:
+		w.queued.Add(int64(b.Rows()))
+		return nil
+	default:
+		w.rejected.Add(1)
+		return ErrQueueFull
+	}
+}
+
+// Flush writes everything queued or pending now, retrying as configured, and
+// returns when done or when ctx ends. Rows whose INSERT failed for good are
+// dropped (counted) and reported in the error. Works with or without Start.
+func (w *Writer) Flush(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for {
+		select {
+		case b := <-w.queue:
+			w.pending.add(b)
+			continue
+		default:
+		}
+		break
+	}
+	return w.writeLocked(ctx)
+}
+
+// writeLocked inserts the pending rows table by table, in chunks of BatchSize.
+// On return pending is empty: rows are written or dropped.
+func (w *Writer) writeLocked(ctx context.Context) error {
+	p := w.pending
+	w.pending = Batch{}
+	if p.Rows() == 0 {
+		return nil
+	}
+	var errs []error
+	errs = append(errs, writeChunks(ctx, w, "requests", p.Requests, w.st.InsertRequests))
+	errs = append(errs, writeChunks(ctx, w, "runs", p.Runs, w.st.InsertRuns))
+	errs = append(errs, writeChunks(ctx, w, "steps", p.Steps, w.st.InsertSteps))
+	errs = append(errs, writeChunks(ctx, w, "scores", p.Scores, w.st.InsertScores))
+	w.flushes.Add(1)
+	return errors.Join(errs...)
+}
+
+func writeChunks[T any](ctx context.Context, w *Writer, table string, rows []T, insert func(context.Context, []T) error) error {
+	var errs []error
+	for start := 0; start < len(rows); start += w.cfg.BatchSize {
+		chunk := rows[start:min(start+w.cfg.BatchSize, len(rows))]
+		n := int64(len(chunk))
+		eb := backoff.NewExponentialBackOff()
+		eb.InitialInterval = w.cfg.RetryInitial
+		eb.MaxInterval = 5 * time.Second
+		eb.MaxElapsedTime = 0
+		policy := backoff.WithContext(backoff.WithMaxRetries(eb, uint64(w.cfg.MaxRetries)), ctx)
+		err := backoff.Retry(func() error {
+			err := insert(ctx, chunk)
+			if err != nil {
+				w.failed.Add(1)
+				if errors.Is(err, ErrClosed) {
+					return backoff.Permanent(err)
+				}
+			}
+			return err
+		}, policy)
+		w.queued.Add(-n)
+		if err != nil {
+			w.dropped.Add(n)
+			errs = append(errs, fmt.Errorf("store: writer: %d %s rows dropped: %w", n, table, err))
+			continue
+		}
+		w.written.Add(n)
+	}
+	return errors.Join(errs...)
+}
+
+// Shutdown stops the loop, then flushes what is queued within ctx's deadline;
+// rows still unwritten when ctx ends are dropped and counted. Later Enqueue
+// calls return ErrClosed. Safe without Start and twice (the second call
+// returns nil at once). The Store is not closed.
+func (w *Writer) Shutdown(ctx context.Context) error {
+	var err error
+	w.shutOnce.Do(func() {
+		w.lifeMu.Lock()
+		w.stopped = true
+		started := w.started
+		w.lifeMu.Unlock()
+		if started {
+			close(w.stop)
+			select {
+			case <-w.done:
+			case <-ctx.Done():
+				// The loop is still writing; what waits in the queue is lost.
+				for drained := false; !drained; {
+					select {
+					case b := <-w.queue:
+						w.queued.Add(-int64(b.Rows()))
+						w.dropped.Add(int64(b.Rows()))
+					default:
+						drained = true
+					}
+				}
+				err = fmt.Errorf("store: writer shutdown: %w", ctx.Err())
+				return
+			}
+		}
+		err = w.Flush(ctx)
+	})
+	return err
+}
+
+// Stats returns the counters.
+func (w *Writer) Stats() WriterStats {
+	return WriterStats{
+		Queued: w.queued.Load(), Written: w.written.Load(), Dropped: w.dropped.Load(),
+		Rejected: w.rejected.Load(), Failed: w.failed.Load(), Flushes: w.flushes.Load(),
+	}
+}

@@ -1,0 +1,48 @@
+package web
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Config configures the web UI.
+type Config struct {
+	// BasePath is the URL prefix every page is mounted under, e.g. "/ui"; empty
+	// mounts the pages at the router's root. It starts with "/" and has no
+	// trailing "/". Links in the pages carry it.
+	BasePath string `yaml:"base_path"`
+	// Title is the product name shown in the header and in every page title.
+	Title string `yaml:"title"`
+}
+
+// NewDefaultConfig returns the defaults: pages at the root, title "conductor-shadow".
+func NewDefaultConfig() Config {
+	return Config{BasePath: "", Title: "conductor-shadow"}
+}
+
+// Validate reports a bad BasePath (not starting with "/", ending with "/", or
+// holding a character other than letters, digits and "/-._~") or an empty Title.
+func (c Config) Validate() error {
+	var errs []error
+	if c.BasePath != "" {
+		switch {
+		case !strings.HasPrefix(c.BasePath, "/"):
+			errs = append(errs, fmt.Errorf("web: base_path %q must start with \"/\"", c.BasePath))
+		case strings.HasSuffix(c.BasePath, "/"):
+			errs = append(errs, fmt.Errorf("web: base_path %q must not end with \"/\" (use \"\" for the root)", c.BasePath))
+		case strings.Contains(c.BasePath, "//"):
+			errs = append(errs, fmt.Errorf("web: base_path %q must not contain \"//\"", c.BasePath))
+		}
+		for _, r := range c.BasePath {
+			if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/-._~", r)) {
+				errs = append(errs, fmt.Errorf("web: base_path %q holds %q; use letters, digits and /-._~", c.BasePath, r))
+				break
+			}
+		}
+	}
+	if strings.TrimSpace(c.Title) == "" {
+		errs = append(errs, errors.New("web: title must not be empty"))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,292 @@
+package web
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/conductor-shadow/conductor-shadow/store"
+)
+
+// timeLayout renders instants in the pages: UTC, millisecond precision.
+const timeLayout = "2006-01-02 15:04:05.000 UTC"
+
+// fmtTime renders t in UTC with ms, or "—" for the zero time.
+func fmtTime(t time.Time) string {
+	if t.IsZero() {
+		return "—"
+	}
+	return t.UTC().Format(timeLayout)
+}
+
+// fmtISO renders t as RFC 3339 with nanoseconds in UTC (for <time datetime>).
+func fmtISO(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// preText returns s for a <pre> element: HTML drops one newline right after the
+// <pre> tag, so a text that starts with a line break gets one more.
+func preText(s string) string {
+	if strings.HasPrefix(s, "\n") || strings.HasPrefix(s, "\r") {
+		return "\n" + s
+	}
+	return s
+}
+
+// fmtMs renders a duration in ms: whole ms from 10 ms up, one decimal below.
+func fmtMs(ms float64) string {
+	if ms < 10 {
+		return strconv.FormatFloat(ms, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(ms, 'f', 0, 64)
+}
+
+// fmtMsOrDash is fmtMs, or "—" when ms is 0 (no such run).
+func fmtMsOrDash(ms float64) string {
+	if ms == 0 {
+		return "—"
+	}
+	return fmtMs(ms)
+}
+
+// fmtUSD renders an amount in USD with "$", six decimals with trailing zeros
+// trimmed down to two: 0.02384 → "$0.02384", 1.5 → "$1.50".
+func fmtUSD(v float64) string {
+	s := strconv.FormatFloat(v, 'f', 6, 64)
+	for strings.HasSuffix(s, "0") && len(s)-strings.IndexByte(s, '.') > 3 {
+		s = s[:len(s)-1]
+	}
+	if strings.HasPrefix(s, "-") {
+		return "-$" + s[1:]
+	}
+	return "$" + s
+}
+
+// fmtUSDOrDash is fmtUSD, or "—" when v is 0 and the row has no such run.
+func fmtUSDOrDash(v float64, present bool) string {
+	if !present {
+		return "—"
+	}
+	return fmtUSD(v)
+}
+
+// fmtInt renders a count (tokens, calls).
+func fmtInt[T ~int | ~int32 | ~int64](n T) string {
+	return strconv.FormatInt(int64(n), 10)
+}
+
+// fmtScore renders a grader value in 0..1 with three decimals.
+func fmtScore(v float64) string {
+	return strconv.FormatFloat(v, 'f', 3, 64)
+}
+
+// shortID shortens a hash or id to its first n characters.
+func shortID(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+// accessLabel renders a step's access list (store.Step.Access, JSON "all", [] or
+// [0,2]) for people: "all", "none", "step 1", "steps 0, 2". An empty value (a
+// planning call has no access list) renders "—"; anything else is shown as stored.
+func accessLabel(access string) string {
+	a := strings.TrimSpace(access)
+	switch a {
+	case "":
+		return "—"
+	case `"all"`, "all":
+		return "all"
+	}
+	var idx []int
+	if err := json.Unmarshal([]byte(a), &idx); err != nil {
+		return a
+	}
+	switch len(idx) {
+	case 0:
+		return "none"
+	case 1:
+		return "step " + strconv.Itoa(idx[0])
+	}
+	parts := make([]string, len(idx))
+	for i, n := range idx {
+		parts[i] = strconv.Itoa(n)
+	}
+	return "steps " + strings.Join(parts, ", ")
+}
+
+// statusClass maps a run or step status to a CSS class; unknown statuses share one.
+func statusClass(status string) string {
+	switch status {
+	case store.StatusOK:
+		return "status status-ok"
+	case store.StatusError:
+		return "status status-error"
+	case store.StatusPlanUnparsable, store.StatusBudgetExceeded:
+		return "status status-warn"
+	case store.StatusSkipped:
+		return "status status-skipped"
+	case "running":
+		return "status status-running"
+	case "done":
+		return "status status-ok"
+	}
+	return "status status-other"
+}
+
+// chatMessage is one message of a request's input, as shown.
+type chatMessage struct {
+	Role    string
+	Content string
+}
+
+// parseMessages decodes a request input (JSON chat messages) for display. Text
+// parts of multi-part content are joined with newlines, other parts are named in
+// brackets ("[image_url]"), and a message without content shows its JSON. ok is
+// false when input is not a JSON array of objects.
+func parseMessages(input string) (msgs []chatMessage, ok bool) {
+	var raw []map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(input), &raw); err != nil {
+		return nil, false
+	}
+	for _, m := range raw {
+		var role string
+		_ = json.Unmarshal(m["role"], &role)
+		msgs = append(msgs, chatMessage{Role: role, Content: messageContent(m)})
+	}
+	return msgs, true
+}
+
+func messageContent(m map[string]json.RawMessage) string {
+	c := bytes.TrimSpace(m["content"])
+	var s string
+	if len(c) > 0 && c[0] == '"' && json.Unmarshal(c, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(c, &parts); err == nil && len(parts) > 0 {
+		out := make([]string, len(parts))
+		for i, p := range parts {
+			if p.Type == "text" {
+				out[i] = p.Text
+			} else {
+				out[i] = "[" + p.Type + "]"
+			}
+		}
+		return strings.Join(out, "\n")
+	}
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// planStep is one step of a parsed workflow (store.Run.Plan).
+type planStep struct {
+	Index   int
+	Worker  string
+	Subtask string
+	Access  string // as accessLabel renders it
+}
+
+// parsePlan decodes store.Run.Plan ({"steps":[{"worker","subtask","access"}]}).
+// ok is false when plan is empty or not that shape.
+func parsePlan(plan string) (steps []planStep, ok bool) {
+	if strings.TrimSpace(plan) == "" {
+		return nil, false
+	}
+	var p struct {
+		Steps []struct {
+			Worker  string          `json:"worker"`
+			Subtask string          `json:"subtask"`
+			Access  json.RawMessage `json:"access"`
+		} `json:"steps"`
+	}
+	if err := json.Unmarshal([]byte(plan), &p); err != nil || p.Steps == nil {
+		return nil, false
+	}
+	steps = make([]planStep, len(p.Steps))
+	for i, s := range p.Steps {
+		steps[i] = planStep{Index: i, Worker: s.Worker, Subtask: s.Subtask, Access: accessLabel(string(s.Access))}
+	}
+	return steps, true
+}
+
+// traceQuery is the traces list's URL state: filters and the keyset cursor.
+type traceQuery struct {
+	App      string
+	Source   string
+	Q        string // text filter on the input
+	Limit    int    // rows per page as asked in the URL; 0 means the store default
+	Before   time.Time
+	BeforeID string
+}
+
+// values encodes q as URL query parameters, leaving out empty ones.
+func (q traceQuery) values() url.Values {
+	v := url.Values{}
+	set := func(k, val string) {
+		if val != "" {
+			v.Set(k, val)
+		}
+	}
+	set("app", q.App)
+	set("source", q.Source)
+	set("q", q.Q)
+	if q.Limit > 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	if !q.Before.IsZero() {
+		v.Set("before", q.Before.UTC().Format(time.RFC3339Nano))
+		set("before_id", q.BeforeID)
+	}
+	return v
+}
+
+// parseTraceQuery reads the traces list's URL parameters: app, source, q, limit
+// (1..store.MaxListLimit), before (RFC 3339) and before_id (needs before).
+func parseTraceQuery(v url.Values) (traceQuery, error) {
+	q := traceQuery{
+		App:      strings.TrimSpace(v.Get("app")),
+		Source:   strings.TrimSpace(v.Get("source")),
+		Q:        strings.TrimSpace(v.Get("q")),
+		BeforeID: v.Get("before_id"),
+	}
+	if s := v.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > store.MaxListLimit {
+			return q, fmt.Errorf("limit %q must be a whole number from 1 to %d", s, store.MaxListLimit)
+		}
+		q.Limit = n
+	}
+	if s := v.Get("before"); s != "" {
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return q, fmt.Errorf("before %q is not an RFC 3339 time", s)
+		}
+		q.Before = t.UTC()
+	} else if q.BeforeID != "" {
+		return q, fmt.Errorf("before_id needs before")
+	}
+	return q, nil
+}
+
+// filter turns q into the store's filter.
+func (q traceQuery) filter() store.TraceFilter {
+	return store.TraceFilter{
+		App: q.App, Source: q.Source, Text: q.Q,
+		Before: q.Before, BeforeID: q.BeforeID, Limit: q.Limit,
+	}
+}

@@ -1,0 +1,154 @@
+package web
+
+import (
+	"encoding/json"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/conductor-shadow/conductor-shadow/store"
+)
+
+// Navigation sections of the header.
+const (
+	navTraces    = "traces"
+	navSuiteRuns = "suite-runs"
+)
+
+// pageMeta is what the layout needs from every page.
+type pageMeta struct {
+	Title   string // this page's title
+	Product string // Config.Title
+	Base    string // Config.BasePath
+	Nav     string // navTraces, navSuiteRuns or "" (error pages)
+}
+
+// urls builds links under the base path. Ids are path-escaped.
+type urls struct{ base string }
+
+func (u urls) static(name string) string { return u.base + "/static/" + name }
+func (u urls) traces() string            { return u.base + "/traces" }
+func (u urls) trace(id string) string    { return u.base + "/traces/" + url.PathEscape(id) }
+func (u urls) suiteRuns() string         { return u.base + "/suite-runs" }
+func (u urls) suiteRun(id string) string { return u.base + "/suite-runs/" + url.PathEscape(id) }
+func (u urls) reportJSON(id string) string {
+	return u.base + "/suite-runs/" + url.PathEscape(id) + "/report.json"
+}
+
+// tracesWith links to the traces list with q's parameters.
+func (u urls) tracesWith(q traceQuery) string {
+	if enc := q.values().Encode(); enc != "" {
+		return u.traces() + "?" + enc
+	}
+	return u.traces()
+}
+
+// tracesView is the traces list page.
+type tracesView struct {
+	Meta     pageMeta
+	Query    traceQuery           // the filters and cursor of this page
+	Rows     []store.TraceSummary // newest first
+	OlderURL string               // the next (older) page, "" when this page is the last
+	FirstURL string               // the newest page with the same filters, "" on it
+	Sources  []string             // the choices of the source filter
+}
+
+// runView is one run of a trace with what belongs to it.
+type runView struct {
+	Run        store.Run
+	Steps      []store.Step  // by Index
+	Plan       []planStep    // the parsed workflow
+	PlanParsed bool          // Plan decoded from Run.Plan
+	Scores     []store.Score // grader scores of this run
+}
+
+// traceView is the trace page.
+type traceView struct {
+	Meta        pageMeta
+	Request     store.Request
+	Messages    []chatMessage // the input's chat messages
+	InputParsed bool          // false: the input is shown as stored
+	Runs        []runView     // incumbent first, then candidates, as the store orders them
+	Simulated   bool          // some run's answers came from the simulated worker pool
+	Metadata    [][2]string   // Request.Metadata sorted by key
+}
+
+// incumbents and candidates split Runs by mode; a run of another mode counts as a candidate.
+func (t traceView) incumbents() []runView { return t.byMode(true) }
+func (t traceView) candidates() []runView { return t.byMode(false) }
+
+func (t traceView) byMode(incumbent bool) []runView {
+	var out []runView
+	for _, r := range t.Runs {
+		if (r.Run.Mode == store.ModeIncumbent) == incumbent {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// newTraceView groups a trace's steps and scores under their runs.
+func newTraceView(meta pageMeta, tr store.Trace) traceView {
+	v := traceView{Meta: meta, Request: tr.Request}
+	v.Messages, v.InputParsed = parseMessages(tr.Request.Input)
+	for k, val := range tr.Request.Metadata {
+		v.Metadata = append(v.Metadata, [2]string{k, val})
+	}
+	slices.SortFunc(v.Metadata, func(a, b [2]string) int { return strings.Compare(a[0], b[0]) })
+	for _, r := range tr.Runs {
+		rv := runView{Run: r}
+		rv.Plan, rv.PlanParsed = parsePlan(r.Plan)
+		for _, s := range tr.Steps {
+			if s.RunID == r.RunID {
+				rv.Steps = append(rv.Steps, s)
+			}
+		}
+		for _, s := range tr.Scores {
+			if s.RunID == r.RunID {
+				rv.Scores = append(rv.Scores, s)
+			}
+		}
+		v.Simulated = v.Simulated || r.Simulated
+		v.Runs = append(v.Runs, rv)
+	}
+	return v
+}
+
+// suiteRunsView is the suite runs list page.
+type suiteRunsView struct {
+	Meta pageMeta
+	Rows []suiteRunRow // newest first
+}
+
+// suiteRunRow is one suite run in the list.
+type suiteRunRow struct {
+	Run       store.SuiteRun
+	Simulated bool // the report JSON says the figures are simulated
+}
+
+// suiteRunView is one suite run's page.
+type suiteRunView struct {
+	Meta       pageMeta
+	Run        store.SuiteRun
+	Simulated  bool   // the report JSON says the figures are simulated
+	ReportHTML string // the report Markdown rendered and sanitized
+}
+
+// reportSimulated reads the top-level "simulated" boolean of a suite run's JSON
+// report (store.SuiteRun.ReportJSON); false when absent or not JSON.
+func reportSimulated(reportJSON string) bool {
+	var r struct {
+		Simulated bool `json:"simulated"`
+	}
+	if json.Unmarshal([]byte(reportJSON), &r) != nil {
+		return false
+	}
+	return r.Simulated
+}
+
+// errorView is an error page.
+type errorView struct {
+	Meta    pageMeta
+	Status  int
+	Message string // short, for people; never the internal error text
+}
