@@ -22,12 +22,12 @@ type Config struct {
 }
 
 // NewDefaultConfig returns limits that suit one process on a small machine:
-// 4 MiB bodies, 10,000 queued exchanges, 32 shadow workers.
+// 4 MiB bodies, 10,000 queued exchanges, 128 shadow workers (worker calls are I/O-bound).
 func NewDefaultConfig() Config {
 	return Config{
 		MaxBodyBytes: 4 << 20,
 		QueueSize:    10000,
-		Workers:      32,
+		Workers:      128,
 		DedupWindow:  100000,
 		MaxMessages:  256,
 	}

@@ -68,8 +68,9 @@ type ConductorConfig struct {
 	MaxSteps int `yaml:"max_steps"`
 }
 
-// NewDefaultConfig returns the paper's seven workers and the conductor model, all
-// served by the simulated pool at DefaultPoolBaseURL, with the default list prices
+// NewDefaultConfig returns the paper's seven workers, the conductor model and
+// gpt-4-1106-preview (the incumbent of the shipped replay file, not in the
+// conductor's pool), all served by the simulated pool at DefaultPoolBaseURL, with the default list prices
 // of DefaultPrices (see pricing.go for sources and dates), temperature 0.2 and at
 // most 4,096 output tokens per call (the paper's training settings).
 func NewDefaultConfig() Config {
@@ -91,10 +92,11 @@ func NewDefaultConfig() Config {
 		"gemini-2.5-pro":               "frontier reasoning model; strong math, science and code",
 		"gpt-5":                        "frontier reasoning model; strongest on competition math and code, most expensive output",
 		"conductor":                    "7B conductor model that writes workflows over the pool",
+		"gpt-4-1106-preview":           "GPT-4 Turbo (Nov 2023), the model behind the shipped replay file's incumbent answers",
 	}
 	prices := DefaultPrices()
-	workers := make([]WorkerConfig, 0, len(names)+1)
-	for _, n := range append(append([]string{}, names...), "conductor") {
+	workers := make([]WorkerConfig, 0, len(names)+2)
+	for _, n := range append(append([]string{}, names...), "conductor", "gpt-4-1106-preview") {
 		p := prices[n]
 		workers = append(workers, WorkerConfig{
 			Name:             n,

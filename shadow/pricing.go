@@ -35,6 +35,8 @@ func (p Price) Cost(u Usage) float64 {
 //   - gemma-3-27b, qwen3-32b, qwen3-32b-thinking, deepseek-r1-distill-qwen-32b:
 //     ESTIMATES. Open 27–32B models cost roughly 0.1–0.3 / 0.3–0.6 at hosting
 //     providers (late 2025); there is no single list price.
+//   - gpt-4-1106-preview: 10 / 30, OpenAI API pricing for GPT-4 Turbo, from its
+//     announcement on 2023-11-06 (the incumbent model of the shipped replay file).
 //   - conductor (the 7B conductor model): ESTIMATE, priced like a hosted 7B open
 //     model; the paper publishes no price for it.
 func DefaultPrices() map[string]Price {
@@ -48,6 +50,8 @@ func DefaultPrices() map[string]Price {
 		"qwen3-32b":                    {InputUSDPerMTok: 0.20, OutputUSDPerMTok: 0.60, AsOf: "2025-12-01", Estimate: true, Source: openEstimate},
 		"qwen3-32b-thinking":           {InputUSDPerMTok: 0.20, OutputUSDPerMTok: 0.60, AsOf: "2025-12-01", Estimate: true, Source: openEstimate},
 		"deepseek-r1-distill-qwen-32b": {InputUSDPerMTok: 0.30, OutputUSDPerMTok: 0.60, AsOf: "2025-12-01", Estimate: true, Source: openEstimate},
+
+		"gpt-4-1106-preview": {InputUSDPerMTok: 10, OutputUSDPerMTok: 30, AsOf: "2023-11-06", Source: "OpenAI API pricing for GPT-4 Turbo, announced at DevDay 2023-11-06"},
 
 		"conductor": {InputUSDPerMTok: 0.05, OutputUSDPerMTok: 0.10, AsOf: "2025-12-01", Estimate: true, Source: "estimate: hosted 7B open model; no published price"},
 	}

@@ -290,3 +290,21 @@ func (q traceQuery) filter() store.TraceFilter {
 		Before: q.Before, BeforeID: q.BeforeID, Limit: q.Limit,
 	}
 }
+
+// planStepIndex returns the position of steps[i] in its workflow: the count of
+// earlier "worker" steps with the same parent and depth. Access lists name these
+// positions (the paper's step indices), not store.Step.Index. -1 for steps that are
+// not workflow steps (the conductor's planning call, a fallback, an incumbent call).
+func planStepIndex(steps []store.Step, i int) int {
+	s := steps[i]
+	if s.Role != "worker" {
+		return -1
+	}
+	n := 0
+	for _, p := range steps[:i] {
+		if p.RunID == s.RunID && p.Role == "worker" && p.Parent == s.Parent && p.Depth == s.Depth {
+			n++
+		}
+	}
+	return n
+}

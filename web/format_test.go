@@ -155,7 +155,7 @@ func TestReportSimulated(t *testing.T) {
 func TestPreKeepsLeadingNewlines(t *testing.T) {
 	for _, out := range []string{"\n\nindented:\n  x", "\nx", "x\n", "  x"} {
 		var b strings.Builder
-		if err := stepRow(store.Step{Output: out, Status: store.StatusOK}).Render(context.Background(), &b); err != nil {
+		if err := stepRow(store.Step{Output: out, Status: store.StatusOK}, -1).Render(context.Background(), &b); err != nil {
 			t.Fatal(err)
 		}
 		// Parse as a browser would: a table row in a table body.

@@ -52,7 +52,7 @@ func TestGolden(t *testing.T) {
 		{"trace_page", tracePage(newTraceView(meta("Trace "+tr.Request.RequestID, navTraces), tr))},
 		{"step_row_nested", stepRow(store.Step{RunID: "r", Index: 4, Parent: 1, Depth: 1, Role: "conductor",
 			Worker: "conductor-7b", Model: "rl-conductor-7b", Subtask: "correct step 1", Access: "", Status: store.StatusBudgetExceeded,
-			Error: "budget: 4096 output tokens", Attempt: 2, LatencyMs: 3.25})},
+			Error: "budget: 4096 output tokens", Attempt: 2, LatencyMs: 3.25}, -1)},
 		{"suite_runs_page", suiteRunsPage(suiteRunsView{Meta: meta("Suite runs", navSuiteRuns), Rows: []suiteRunRow{
 			{Run: sr, Simulated: true},
 			{Run: store.SuiteRun{SuiteRunID: "sr-old", SetName: "mmlu-mini", SetVersion: "ab12cd34ef56", Incumbent: "incumbent:gpt-5",

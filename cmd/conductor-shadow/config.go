@@ -90,7 +90,7 @@ func NewDefaultConfig() Config {
 		Ingest:    ingest.NewDefaultConfig(),
 		Shadow:    shadow.NewDefaultConfig(),
 		Pipelines: PipelinesConfig{Incumbent: "gpt-5", Candidates: []string{"conductor"}},
-		Suite:     SuiteConfig{Set: "regression-sets/gsm8k-150.jsonl", ReportDir: "reports", Concurrency: 16},
+		Suite:     SuiteConfig{Set: "regression-sets/gsm8k-150.jsonl", ReportDir: "reports", Concurrency: 32},
 		Web:       web.NewDefaultConfig(),
 		Telemetry: TelemetryConfig{ServiceName: "conductor-shadow"},
 	}

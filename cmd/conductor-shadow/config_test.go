@@ -2,6 +2,7 @@ package main
 
 import (
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -78,5 +79,15 @@ func TestRedactDSN(t *testing.T) {
 		if got := redactDSN(in); got != want {
 			t.Errorf("redactDSN(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+func TestExampleConfigShowsTheDefaults(t *testing.T) {
+	cfg, err := LoadConfig("../../conductor-shadow.example.yaml", nil)
+	if err != nil {
+		t.Fatalf("the shipped example must load: %v", err)
+	}
+	if !reflect.DeepEqual(cfg, NewDefaultConfig()) {
+		t.Fatalf("conductor-shadow.example.yaml differs from NewDefaultConfig():\n file: %+v\n code: %+v", cfg, NewDefaultConfig())
 	}
 }

@@ -131,6 +131,7 @@ func replayCmd(load loader, log *slog.Logger) *cobra.Command {
 			}
 			opts.Token = os.Getenv(cfg.Server.APITokenEnv)
 			opts.Incumbent = cfg.Pipelines.Incumbent
+			opts.IsWorker = func(name string) bool { _, ok := cfg.Shadow.Worker(name); return ok }
 			pipes, err := buildPipelines(cfg)
 			if err != nil {
 				return err

@@ -28,9 +28,12 @@ type replayOptions struct {
 	TapURL      string // e.g. http://127.0.0.1:8080/v1/tap
 	Token       string // bearer token for a tap beyond loopback
 	Concurrency int
-	// Incumbent is the worker asked for an answer when a line has none; its
-	// answer is marked simulated when the pool says so.
+	// Incumbent is the worker asked for an answer when a line has none and its
+	// request's model is not a worker of the pool; the answer is marked simulated
+	// when the pool says so.
 	Incumbent string
+	// IsWorker reports whether a model name is a configured worker.
+	IsWorker func(name string) bool
 }
 
 // replayCounts is what a replay did, line by line.
@@ -99,7 +102,11 @@ func replay(ctx context.Context, opts replayOptions, caller shadow.Caller, log *
 				}
 				ex.Metadata["source"] = store.SourceReplay
 				if ex.Response == nil {
-					if err := answer(gctx, caller, opts.Incumbent, &ex); err != nil {
+					worker := opts.Incumbent
+					if opts.IsWorker != nil && opts.IsWorker(ex.Request.Model) {
+						worker = ex.Request.Model
+					}
+					if err := answer(gctx, caller, worker, &ex); err != nil {
 						log.Warn("replay: incumbent did not answer", "line", l.n, "request_id", ex.RequestID, "err", err)
 						count(func(c *replayCounts) { c.Failed++ })
 						continue
