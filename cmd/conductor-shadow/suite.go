@@ -41,7 +41,7 @@ func (s *suiteRunner) run(ctx context.Context, setPath string, limit int, progre
 	if err != nil {
 		return suiteResponse{}, fmt.Errorf("suite run %s: %w", filepath.Base(setPath), err)
 	}
-	md, js, err := eval.WriteReport(filepath.Join(s.cfg.Suite.ReportDir, rep.SuiteRunID), rep)
+	md, js, err := eval.WriteReport(s.cfg.Suite.ReportDir, rep)
 	if err != nil {
 		return suiteResponse{}, err
 	}

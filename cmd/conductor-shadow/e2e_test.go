@@ -1,0 +1,243 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/conductor-shadow/conductor-shadow/shadow/simpool"
+)
+
+// TestMainJobEndToEnd runs the product as `make run` does, in one process: the
+// simulated pool, `serve` on the real embedded store, `replay` of real recorded
+// exchanges through the tap, `query` through the server (the embedded engine has
+// one owner), a `suite run`, and the three web pages.
+func TestMainJobEndToEnd(t *testing.T) {
+	requireEngine(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+
+	simCfg := simpool.NewDefaultConfig()
+	simCfg.LatencyScale = 0
+	simCfg.MalformedPlanProb = 0
+	simCfg.SetsDir = "../../regression-sets"
+	sim, err := simpool.New(simCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := httptest.NewServer(sim)
+	defer pool.Close()
+
+	addr := freeAddr(t)
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "config.yaml")
+	reports := filepath.Join(dir, "reports")
+	writeFile(t, cfgPath, "suite:\n  report_dir: "+reports+"\n  concurrency: 4\ningest:\n  workers: 8\nwriter:\n  flush_interval: 50ms\n")
+	t.Setenv("CONDUCTOR_SHADOW_ADDR", addr)
+	t.Setenv("CONDUCTOR_SHADOW_DATA", filepath.Join(dir, "data"))
+	t.Setenv("CONDUCTOR_SHADOW_POOL_URL", pool.URL+"/v1")
+
+	serveDone := make(chan error, 1)
+	go func() { serveDone <- run(ctx, []string{"--config", cfgPath, "serve"}, io.Discard, io.Discard) }()
+	waitHTTP(t, "http://"+addr+"/healthz", serveDone)
+
+	// 6 real exchanges: GSM8K questions with GPT-4-1106's recorded answers and real
+	// user prompts without one (the incumbent answers them, simulated).
+	replayFile := filepath.Join(dir, "replay.jsonl")
+	ids := subsetReplay(t, "../../regression-sets/replay/production-350.jsonl", replayFile, 3, 3)
+	out := cli(t, ctx, cfgPath, "replay", replayFile)
+	if !strings.Contains(out, "6 lines: 6 queued, 0 duplicates, 0 rejected, 0 failed (3 incumbent answers fetched)") {
+		t.Fatalf("replay said %q", out)
+	}
+	// Replaying again is harmless: the tap answers duplicates.
+	if out := cli(t, ctx, cfgPath, "replay", replayFile); !strings.Contains(out, "6 duplicates") {
+		t.Fatalf("second replay said %q", out)
+	}
+
+	const q = "SELECT countIf(mode = 'incumbent'), countIf(mode = 'candidate') FROM runs FINAL"
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got := lastLine(cli(t, ctx, cfgPath, "query", q))
+		if got == "6\t6" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("runs stored: %q, want 6 incumbent and 6 candidate", got)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if got := lastLine(cli(t, ctx, cfgPath, "query", "SELECT min(c) FROM (SELECT run_id, count() AS c FROM steps FINAL GROUP BY run_id)")); got < "1" {
+		t.Fatalf("every run must have at least one step, min = %q", got)
+	}
+	if _, err := cliErr(ctx, cfgPath, "query", "DROP TABLE runs"); err == nil || !strings.Contains(err.Error(), "read") {
+		t.Fatalf("a DROP through the API must be refused as not read-only, got %v", err)
+	}
+
+	out = cli(t, ctx, cfgPath, "suite", "run", "--set", "../../regression-sets/gsm8k-150.jsonl", "--limit", "4")
+	for _, want := range []string{"gsm8k-150 (4 cases, SIMULATED workers)", "conductor", "single:gpt-5", "cost/request", "p95"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("suite run output lacks %q:\n%s", want, out)
+		}
+	}
+	mds, _ := filepath.Glob(filepath.Join(reports, "*.md"))
+	if len(mds) != 1 {
+		t.Fatalf("want one Markdown report in %s, got %v", reports, mds)
+	}
+	md, _ := os.ReadFile(mds[0])
+	for _, want := range []string{"p50 latency (ms)", "p95 latency (ms)", "cost/request (USD)", "calls/request", "By category", "math_word_problem"} {
+		if !bytes.Contains(md, []byte(want)) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+
+	suiteID := lastLine(cli(t, ctx, cfgPath, "query", "SELECT suite_run_id FROM suite_runs FINAL"))
+	for path, want := range map[string]string{
+		"/traces":                    ids[0],
+		"/traces/" + ids[0]:          "incumbent:gpt-4-1106-preview",
+		"/traces/" + ids[len(ids)-1]: "access-cell",
+		"/suite-runs":                suiteID,
+		"/suite-runs/" + suiteID:     "single:gpt-5",
+	} {
+		body := get(t, "http://"+addr+path)
+		if !strings.Contains(body, want) {
+			t.Errorf("GET %s: page lacks %q", path, want)
+		}
+	}
+
+	cancel()
+	select {
+	case err := <-serveDone:
+		if err != nil {
+			t.Fatalf("serve stopped with %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not stop after its context ended")
+	}
+}
+
+func requireEngine(t *testing.T) {
+	t.Helper()
+	for _, p := range []string{os.Getenv("CHDB_LIB_PATH"), "/usr/local/lib/libchdb.so", ".libchdb/libchdb.so"} {
+		if p != "" {
+			if _, err := os.Stat(p); err == nil {
+				return
+			}
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("libchdb is missing: `make test` installs it (make libchdb)")
+	}
+	t.Skip("libchdb is not installed (make libchdb)")
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func waitHTTP(t *testing.T, url string, failed <-chan error) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-failed:
+			t.Fatalf("serve stopped before answering: %v", err)
+		default:
+		}
+		if resp, err := http.Get(url); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("%s did not answer", url)
+}
+
+func cli(t *testing.T, ctx context.Context, cfgPath string, args ...string) string {
+	t.Helper()
+	out, err := cliErr(ctx, cfgPath, args...)
+	if err != nil {
+		t.Fatalf("conductor-shadow %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+func cliErr(ctx context.Context, cfgPath string, args ...string) (string, error) {
+	var stdout bytes.Buffer
+	err := run(ctx, append([]string{"--config", cfgPath}, args...), &stdout, io.Discard)
+	return stdout.String(), err
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+func get(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d", url, resp.StatusCode)
+	}
+	return string(body)
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// subsetReplay copies the first withAnswer lines that carry an incumbent answer
+// and the first without lines that do not, and returns their request ids.
+func subsetReplay(t *testing.T, src, dst string, withAnswer, without int) []string {
+	t.Helper()
+	f, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out bytes.Buffer
+	var ids []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() && (withAnswer > 0 || without > 0) {
+		line := sc.Text()
+		has := strings.Contains(line, `"response":`)
+		switch {
+		case has && withAnswer > 0:
+			withAnswer--
+		case !has && without > 0:
+			without--
+		default:
+			continue
+		}
+		id := line[strings.Index(line, `"request_id":"`)+len(`"request_id":"`):]
+		ids = append(ids, id[:strings.Index(id, `"`)])
+		out.WriteString(line + "\n")
+	}
+	writeFile(t, dst, out.String())
+	return ids
+}
