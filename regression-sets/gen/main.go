@@ -30,6 +30,9 @@ import (
 	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/conductor-shadow/conductor-shadow/ingest"
+	openai "github.com/sashabaranov/go-openai"
 )
 
 func main() {
@@ -238,43 +241,6 @@ func marshalNoEscape(v any) ([]byte, error) {
 	return bytes.TrimRight(b.Bytes(), "\n"), nil
 }
 
-// exchange mirrors ingest.Exchange (schema version 1); messages carry role and
-// content only, as in openai.ChatCompletionMessage's JSON.
-type exchange struct {
-	SchemaVersion int               `json:"schema_version"`
-	RequestID     string            `json:"request_id"`
-	App           string            `json:"app"`
-	ReceivedAt    time.Time         `json:"received_at"`
-	Request       exchangeRequest   `json:"request"`
-	Response      *exchangeResponse `json:"response,omitempty"`
-	Metadata      map[string]string `json:"metadata,omitempty"`
-	Simulated     bool              `json:"simulated,omitempty"`
-}
-
-type chatMessage struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
-}
-
-type exchangeRequest struct {
-	Model    string        `json:"model"`
-	Messages []chatMessage `json:"messages"`
-}
-
-type exchangeResponse struct {
-	Model          string  `json:"model"`
-	Content        string  `json:"content"`
-	LatencyMs      float64 `json:"latency_ms"`
-	TTFTMs         float64 `json:"ttft_ms,omitempty"`
-	Usage          usage   `json:"usage"`
-	UsageEstimated bool    `json:"usage_estimated,omitempty"`
-}
-
-type usage struct {
-	PromptTokens     int64 `json:"prompt_tokens"`
-	CompletionTokens int64 `json:"completion_tokens"`
-}
-
 // row is the subset of a dataset line the replay needs.
 type row struct {
 	ID         string   `json:"id"`
@@ -364,7 +330,7 @@ func buildReplay(src string) ([][]byte, error) {
 			answer[r.QuestionID] = r
 		}
 	}
-	var exs []exchange
+	var exs []ingest.Exchange
 	for _, q := range questions {
 		a, ok := answer[q.ID]
 		if !ok || a.Output == nil || a.IsCorrect == nil {
@@ -381,17 +347,17 @@ func buildReplay(src string) ([][]byte, error) {
 		if q.Reference != nil {
 			meta["reference"] = *q.Reference
 		}
-		exs = append(exs, exchange{
+		exs = append(exs, ingest.Exchange{
 			SchemaVersion: exchangeVersion,
 			RequestID:     q.ID,
 			App:           "math-tutor",
 			ReceivedAt:    receivedAt(q.ID),
-			Request:       exchangeRequest{Model: incumbentModel, Messages: []chatMessage{{Role: "user", Content: q.Input}}},
-			Response: &exchangeResponse{
+			Request:       ingest.ExchangeRequest{Model: incumbentModel, Messages: []openai.ChatCompletionMessage{{Role: "user", Content: q.Input}}},
+			Response: &ingest.ExchangeResponse{
 				Model:          incumbentModel,
 				Content:        *a.Output,
 				LatencyMs:      0,
-				Usage:          usage{PromptTokens: estimateTokens(q.Input), CompletionTokens: estimateTokens(*a.Output)},
+				Usage:          ingest.Usage{PromptTokens: estimateTokens(q.Input), CompletionTokens: estimateTokens(*a.Output)},
 				UsageEstimated: true,
 			},
 			Metadata: meta,
@@ -407,12 +373,12 @@ func buildReplay(src string) ([][]byte, error) {
 		if p.Redacted {
 			meta["redacted"] = "true"
 		}
-		exs = append(exs, exchange{
+		exs = append(exs, ingest.Exchange{
 			SchemaVersion: exchangeVersion,
 			RequestID:     p.ID,
 			App:           appFor(p.Category, p.Tags),
 			ReceivedAt:    receivedAt(p.ID),
-			Request:       exchangeRequest{Model: incumbentModel, Messages: []chatMessage{{Role: "user", Content: p.Input}}},
+			Request:       ingest.ExchangeRequest{Model: incumbentModel, Messages: []openai.ChatCompletionMessage{{Role: "user", Content: p.Input}}},
 			Metadata:      meta,
 		})
 	}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/conductor-shadow/conductor-shadow/ingest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -94,13 +96,13 @@ func TestShippedSets(t *testing.T) {
 }
 
 // decodeExchanges reads the shipped replay file strictly.
-func decodeExchanges(t *testing.T, path string) []exchange {
+func decodeExchanges(t *testing.T, path string) []ingest.Exchange {
 	t.Helper()
-	var out []exchange
+	var out []ingest.Exchange
 	for i, line := range readLines(t, path) {
 		dec := json.NewDecoder(bytes.NewReader(line))
 		dec.DisallowUnknownFields()
-		var e exchange
+		var e ingest.Exchange
 		if err := dec.Decode(&e); err != nil {
 			t.Fatalf("line %d: %v", i+1, err)
 		}
