@@ -166,20 +166,15 @@ func suiteCmd(load loader, log *slog.Logger) *cobra.Command {
 			}
 			ctx := cmd.Context()
 			out := cmd.OutOrStdout()
-			if !local && cfg.Store.DSN == "" {
-				// The embedded store has one owner: ask a running server first.
-				var res suiteResponse
-				client := newAPIClient(cfg.Server.Addr, os.Getenv(cfg.Server.APITokenEnv), 0)
-				err := client.post(ctx, "/api/suite-runs", suiteRequest{Set: set, Limit: limit}, &res)
+			// The embedded store has one owner: ask a running server first.
+			var res suiteResponse
+			if answered, err := askServer(ctx, cfg, local, "/api/suite-runs", 0, suiteRequest{Set: set, Limit: limit}, &res); answered {
 				if err == nil {
 					printSuite(out, res)
-					return nil
 				}
-				if !errors.Is(err, errNoServer) {
-					return err
-				}
-				log.Info("no server answering; running the suite against the store directly", "addr", cfg.Server.Addr)
+				return err
 			}
+			log.Info("no server answering; running the suite against the store directly", "addr", cfg.Server.Addr)
 			st, _, err := openStore(ctx, cfg)
 			if err != nil {
 				return err
@@ -191,7 +186,7 @@ func suiteCmd(load loader, log *slog.Logger) *cobra.Command {
 			}
 			defer pipes.Close()
 			runner := &suiteRunner{cfg: cfg, st: st, p: pipes}
-			res, err := runner.run(ctx, set, limit, cmd.ErrOrStderr())
+			res, err = runner.run(ctx, set, limit, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -222,23 +217,19 @@ func queryCmd(load loader) *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			if !local && cfg.Store.DSN == "" {
-				var res store.QueryResult
-				client := newAPIClient(cfg.Server.Addr, os.Getenv(cfg.Server.APITokenEnv), 5*time.Minute)
-				err := client.post(ctx, "/api/query", queryRequest{SQL: args[0]}, &res)
-				if err == nil {
-					return writeTSV(cmd.OutOrStdout(), res)
-				}
-				if !errors.Is(err, errNoServer) {
+			var res store.QueryResult
+			if answered, err := askServer(ctx, cfg, local, "/api/query", 5*time.Minute, queryRequest{SQL: args[0]}, &res); answered {
+				if err != nil {
 					return err
 				}
+				return writeTSV(cmd.OutOrStdout(), res)
 			}
 			st, _, err := openStore(ctx, cfg)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			res, err := st.Query(ctx, args[0])
+			res, err = st.Query(ctx, args[0])
 			if err != nil {
 				return err
 			}

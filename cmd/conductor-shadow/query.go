@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
@@ -18,6 +19,21 @@ import (
 // errNoServer means nothing answered at the server URL: the caller may open the
 // store itself.
 var errNoServer = errors.New("no server answering")
+
+// askServer posts req to a running server's API and decodes its answer into res,
+// unless local is set or the store is a ClickHouse server (which any process may
+// open). answered is false when nothing answers at the server address, so the
+// caller opens the store itself.
+func askServer(ctx context.Context, cfg Config, local bool, path string, timeout time.Duration, req, res any) (answered bool, err error) {
+	if local || cfg.Store.DSN != "" {
+		return false, nil
+	}
+	err = newAPIClient(cfg.Server.Addr, os.Getenv(cfg.Server.APITokenEnv), timeout).post(ctx, path, req, res)
+	if errors.Is(err, errNoServer) {
+		return false, nil
+	}
+	return true, err
+}
 
 // apiClient talks to a running `conductor-shadow serve`.
 type apiClient struct {
