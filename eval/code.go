@@ -26,11 +26,17 @@ type CodeConfig struct {
 	// open-file limits; when it cannot be found the program runs with the
 	// timeout only. Default "prlimit"; "" disables the limits.
 	Prlimit string `yaml:"prlimit"`
+	// Unshare is the unshare(1) binary that runs the program in a new network
+	// namespace with no interfaces up (no network at all), used when the process
+	// may create namespaces (root) — probed once with "unshare -n true". Default
+	// "unshare"; "" disables it. The Python-level socket guard (NetGuard) is
+	// always in place.
+	Unshare string `yaml:"unshare"`
 }
 
 // NewDefaultCodeConfig returns python3, 5 s, 1024 MiB, prlimit.
 func NewDefaultCodeConfig() CodeConfig {
-	return CodeConfig{Python: "python3", Timeout: 5 * time.Second, MemoryMB: 1024, Prlimit: "prlimit"}
+	return CodeConfig{Python: "python3", Timeout: 5 * time.Second, MemoryMB: 1024, Prlimit: "prlimit", Unshare: "unshare"}
 }
 
 // Validate reports an empty interpreter, a non-positive timeout or memory cap.
@@ -58,15 +64,37 @@ func (c CodeConfig) Validate() error {
 // a crash or a timeout fails with an explanation. A missing interpreter, a case
 // without entry_point/test or a cancelled context is a grader error.
 //
-// This is a basic sandbox (resource limits and a throw-away directory, no
-// network or filesystem isolation): run it only on machines meant for it.
+// Network: the program starts with NetGuard (socket creation, connection and
+// name lookup raise OSError) and, where unshare -n works, runs in an empty
+// network namespace, which also stops code that goes around the guard.
+//
+// This is a basic sandbox (resource limits, a throw-away directory, no
+// network; no filesystem isolation): run it only on machines meant for it.
 type CodeGrader struct {
 	cfg CodeConfig
 
-	once   sync.Once
-	python string // resolved interpreter path
-	pyErr  error
+	once    sync.Once
+	python  string // resolved interpreter path
+	pyErr   error
+	unshare string // unshare path when "unshare -n" works here, else ""
 }
+
+// NetGuard is the Python preamble of every code-grader program: it replaces
+// socket.socket, socket.create_connection, socket.getaddrinfo and
+// socket.socketpair with functions raising OSError("network access is
+// disabled in the code grader").
+const NetGuard = `import socket as _cg_socket
+def _cg_no_network(*args, **kwargs):
+    raise OSError("network access is disabled in the code grader")
+class _CGSocket:
+    def __init__(self, *args, **kwargs):
+        _cg_no_network()
+_cg_socket.socket = _CGSocket
+_cg_socket.create_connection = _cg_no_network
+_cg_socket.getaddrinfo = _cg_no_network
+_cg_socket.socketpair = _cg_no_network
+del _cg_socket
+`
 
 // NewCodeGrader checks cfg and returns the grader. The interpreter is looked up
 // at the first Grade, so a missing python3 shows up as a grader error on every
@@ -87,7 +115,10 @@ func (g *CodeGrader) Grade(ctx context.Context, c Case, output string) Grade {
 	if entry == "" || test == "" {
 		return gradeErr("eval: code grader: case %s: missing entry_point or test", c.ID)
 	}
-	g.once.Do(func() { g.python, g.pyErr = resolvePython(ctx, g.cfg.Python) })
+	g.once.Do(func() {
+		g.python, g.pyErr = resolvePython(ctx, g.cfg.Python)
+		g.unshare = probeUnshare(ctx, g.cfg.Unshare)
+	})
 	if g.pyErr != nil {
 		return gradeErr("eval: code grader: %w", g.pyErr)
 	}
@@ -101,7 +132,7 @@ func (g *CodeGrader) Grade(ctx context.Context, c Case, output string) Grade {
 	}
 	defer os.RemoveAll(dir)
 	prog := filepath.Join(dir, "program.py")
-	if err := os.WriteFile(prog, []byte(BuildProgram(c, output)), 0o600); err != nil {
+	if err := os.WriteFile(prog, []byte(NetGuard+BuildProgram(c, output)), 0o600); err != nil {
 		return gradeErr("eval: code grader: write program: %w", err)
 	}
 
@@ -116,6 +147,9 @@ func (g *CodeGrader) Grade(ctx context.Context, c Case, output string) Grade {
 				"--nofile=256",
 				"--"}, args...)
 		}
+	}
+	if g.unshare != "" {
+		args = append([]string{g.unshare, "--net", "--"}, args...)
 	}
 	runCtx, cancel := context.WithTimeout(ctx, g.cfg.Timeout)
 	defer cancel()
@@ -145,6 +179,28 @@ func (g *CodeGrader) Grade(ctx context.Context, c Case, output string) Grade {
 	}
 	return fail("tests failed (%s): %s", exitErr.ProcessState.String(), lastLines(out.String(), 6, 600))
 }
+
+// probeUnshare returns the unshare binary's path when "unshare --net true"
+// succeeds here (it needs the right to create namespaces), else "".
+func probeUnshare(ctx context.Context, name string) string {
+	if name == "" {
+		return ""
+	}
+	path, err := exec.LookPath(name)
+	if err != nil {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := exec.CommandContext(ctx, path, "--net", "--", "true").Run(); err != nil {
+		return ""
+	}
+	return path
+}
+
+// NetworkIsolated reports whether programs run in an empty network namespace
+// (known after the first Grade; false before).
+func (g *CodeGrader) NetworkIsolated() bool { return g.unshare != "" }
 
 // resolvePython finds the interpreter in PATH and asks it for its real
 // executable (sys.executable), so that wrapper scripts such as pyenv shims,

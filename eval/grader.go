@@ -14,11 +14,20 @@ const (
 	GraderMath    = "math"
 	GraderChoice  = "choice"
 	GraderCode    = "code"
+	// GraderRegex: the Reference is a regular expression the output must contain.
+	GraderRegex = "regex"
+	// GraderJSONSchema: the output must be JSON valid against the case's schema.
+	GraderJSONSchema = "json_schema"
+	// GraderJudge: an LLM judge scores the answer against a rubric (eval/judge).
+	GraderJudge = "judge"
+	// GraderPairwise: an LLM judge compares the answer with the reference answer
+	// in both orders (eval/judge).
+	GraderPairwise = "pairwise"
 )
 
 // GraderNames lists the grader names GraderFor knows, sorted.
 func GraderNames() []string {
-	return []string{GraderChoice, GraderCode, GraderExact, GraderMath, GraderNumeric}
+	return []string{GraderChoice, GraderCode, GraderExact, GraderJSONSchema, GraderJudge, GraderMath, GraderNumeric, GraderPairwise, GraderRegex}
 }
 
 func isGraderName(name string) bool { return slices.Contains(GraderNames(), name) }
@@ -59,6 +68,12 @@ func GraderForConfig(name string, code CodeConfig) (Grader, error) {
 		return ChoiceGrader{}, nil
 	case GraderCode:
 		return NewCodeGrader(code)
+	case GraderRegex:
+		return RegexGrader{}, nil
+	case GraderJSONSchema:
+		return JSONSchemaGrader{}, nil
+	case GraderJudge, GraderPairwise:
+		return nil, fmt.Errorf("eval: grader %q calls an LLM judge: resolve graders with judge.Graders (SuiteOptions.Graders)", name)
 	}
 	return nil, fmt.Errorf("eval: unknown grader %q (one of %s)", name, strings.Join(GraderNames(), ", "))
 }

@@ -181,6 +181,12 @@ func TestExactGrader(t *testing.T) {
 func TestGraderFor(t *testing.T) {
 	for _, name := range GraderNames() {
 		g, err := GraderFor(name)
+		if name == GraderJudge || name == GraderPairwise {
+			if err == nil || !strings.Contains(err.Error(), "judge.Graders") {
+				t.Errorf("%s without a judge: %v", name, err)
+			}
+			continue
+		}
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}

@@ -12,28 +12,31 @@ import (
 	"strings"
 	"time"
 
+	"github.com/conductor-shadow/conductor-shadow/eval/gate"
 	"github.com/conductor-shadow/conductor-shadow/store"
 )
 
 // Outcome is one pipeline's graded run on one case: the figures a report is
 // computed from. LatencyMs, CostUSD, tokens and calls are copied from store.Run.
 type Outcome struct {
-	CaseID      string  `json:"case_id"`
-	Category    string  `json:"category"`
-	Pipeline    string  `json:"pipeline"`
-	Mode        string  `json:"mode"` // store.ModeIncumbent or store.ModeCandidate
-	RunID       string  `json:"run_id"`
-	Status      string  `json:"status"` // the run's status
-	LatencyMs   float64 `json:"latency_ms"`
-	CostUSD     float64 `json:"cost_usd"`
-	TokensIn    int64   `json:"tokens_in"`
-	TokensOut   int64   `json:"tokens_out"`
-	Calls       int     `json:"calls"`
-	Simulated   bool    `json:"simulated"`
-	Passed      bool    `json:"passed"`
-	Value       float64 `json:"value"`        // 0..1
-	GraderError string  `json:"grader_error"` // non-empty when the grader could not judge
-	Explanation string  `json:"explanation"`
+	CaseID      string   `json:"case_id"`
+	Category    string   `json:"category"`
+	Pipeline    string   `json:"pipeline"`
+	Mode        string   `json:"mode"` // store.ModeIncumbent or store.ModeCandidate
+	RunID       string   `json:"run_id"`
+	Status      string   `json:"status"` // the run's status
+	LatencyMs   float64  `json:"latency_ms"`
+	CostUSD     float64  `json:"cost_usd"`
+	TokensIn    int64    `json:"tokens_in"`
+	TokensOut   int64    `json:"tokens_out"`
+	Calls       int      `json:"calls"`
+	Simulated   bool     `json:"simulated"`
+	Passed      bool     `json:"passed"`
+	Value       float64  `json:"value"`        // 0..1
+	GraderError string   `json:"grader_error"` // non-empty when the grader could not judge
+	Explanation string   `json:"explanation"`
+	App         string   `json:"app,omitempty"`  // the case's "app" extra key, for segments
+	Tags        []string `json:"tags,omitempty"` // the case's tags, for segments
 }
 
 // ReportMeta identifies the suite run a report describes.
@@ -97,6 +100,14 @@ type Report struct {
 	Headline  string           `json:"headline"`
 	Pipelines []PipelineReport `json:"pipelines"`
 	Outcomes  []Outcome        `json:"outcomes"` // case order, then pipeline order
+	// Filled by Analyze: the gate policy used, per-candidate paired statistics
+	// and verdicts, the incumbent's noise floor and the worst verdict.
+	Policy      *gate.Policy          `json:"policy,omitempty"`
+	Comparisons []CandidateComparison `json:"comparisons,omitempty"`
+	Noise       *NoiseFloor           `json:"noise,omitempty"`
+	Verdict     string                `json:"verdict,omitempty"`
+	// Filled by ComparePrevious: regressions against earlier suite runs.
+	Previous []PreviousRun `json:"previous,omitempty"`
 }
 
 // BuildReport computes a Report from outcomes. Pipelines named in meta come
@@ -229,10 +240,15 @@ func (r *Report) headline() string {
 			inc.Pipeline, pct(inc.Overall.Accuracy), usd(inc.Overall.CostPerRequestUSD), secs(inc.Overall.P95LatencyMs))
 		return b.String()
 	}
-	for i, c := range r.Pipelines[1:] {
-		if i > 0 {
+	shown := 0
+	for _, c := range r.Pipelines[1:] {
+		if c.Mode == store.ModeIncumbent { // the incumbent's A′ re-run
+			continue
+		}
+		if shown > 0 {
 			b.WriteString(" | ")
 		}
+		shown++
 		fmt.Fprintf(&b, "%s %s vs %s %s accuracy; cost/request %s vs %s (%s); p95 %s vs %s",
 			c.Pipeline, pct(c.Overall.Accuracy), inc.Pipeline, pct(inc.Overall.Accuracy),
 			usd(c.Overall.CostPerRequestUSD), usd(inc.Overall.CostPerRequestUSD),
@@ -312,6 +328,8 @@ func (r *Report) Markdown() string {
 	}
 	b.WriteString("\nAccuracy is passed / graded (runs whose grader failed are counted as grader errors, not as wrong). ")
 	b.WriteString("Latency percentiles use the nearest-rank method over runs. Costs are USD per request.\n")
+	r.analysisMarkdown(&b)
+	r.previousMarkdown(&b)
 	return b.String()
 }
 
@@ -370,9 +388,10 @@ func (r *Report) JSON() ([]byte, error) {
 
 var unsafeFileChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
-// WriteReport writes r as <dir>/<suite run id>.md and <dir>/<suite run id>.json
-// (characters other than letters, digits, ".", "_" and "-" in the id become "_"),
-// creating dir if needed, and returns both paths.
+// WriteReport writes r as <dir>/<suite run id>.md, <dir>/<suite run id>.json
+// and <dir>/<suite run id>.html (r.HTML; characters other than letters, digits,
+// ".", "_" and "-" in the id become "_"), creating dir if needed, and returns
+// the Markdown and JSON paths (the HTML path is the Markdown path with ".html").
 func WriteReport(dir string, r *Report) (mdPath, jsonPath string, err error) {
 	if r == nil {
 		return "", "", errors.New("eval: write report: nil report")
@@ -394,6 +413,13 @@ func WriteReport(dir string, r *Report) (mdPath, jsonPath string, err error) {
 		return "", "", fmt.Errorf("eval: write report: %w", err)
 	}
 	if err := os.WriteFile(jsonPath, append(js, '\n'), 0o644); err != nil {
+		return "", "", fmt.Errorf("eval: write report: %w", err)
+	}
+	page, err := r.HTML()
+	if err != nil {
+		return "", "", err
+	}
+	if err := os.WriteFile(filepath.Join(dir, base+".html"), []byte(page), 0o644); err != nil {
 		return "", "", fmt.Errorf("eval: write report: %w", err)
 	}
 	return mdPath, jsonPath, nil

@@ -213,6 +213,10 @@ func (c Case) check() error {
 		if len(ref) != 1 || ref[0] < 'A' || int(ref[0]-'A') >= len(c.Choices) {
 			return fmt.Errorf("choice reference %q is not a letter A–%c", c.Reference, 'A'+len(c.Choices)-1)
 		}
+	case GraderJSONSchema:
+		if _, ok := c.Extra["schema"]; !ok && strings.TrimSpace(c.Reference) == "" {
+			return errors.New("json_schema grader needs a schema field or the schema as reference")
+		}
 	default:
 		if strings.TrimSpace(c.Reference) == "" {
 			return fmt.Errorf("grader %s needs a reference", c.Grader)

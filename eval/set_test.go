@@ -83,7 +83,7 @@ func TestLoadSetErrors(t *testing.T) {
 		{"duplicate.jsonl", []string{"duplicate.jsonl:3:", `duplicate id "a-1" (first on line 1)`}},
 		{"no-input.jsonl", []string{"no-input.jsonl:2:", `case "a-2": missing input`}},
 		{"no-id.jsonl", []string{"no-id.jsonl:1:", "missing id"}},
-		{"unknown-grader.jsonl", []string{"unknown-grader.jsonl:2:", `unknown grader "regex"`}},
+		{"unknown-grader.jsonl", []string{"unknown-grader.jsonl:2:", `unknown grader "sentiment"`}},
 		{"no-grader.jsonl", []string{"no-grader.jsonl:1:", "missing grader"}},
 		{"choice-bad-reference.jsonl", []string{"choice-bad-reference.jsonl:1:", `choice reference "E" is not a letter A–D`}},
 		{"code-no-test.jsonl", []string{"code-no-test.jsonl:1:", "entry_point and test"}},

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/conductor-shadow/conductor-shadow/eval/gate"
 	"github.com/conductor-shadow/conductor-shadow/shadow"
 	"github.com/conductor-shadow/conductor-shadow/store"
 )
@@ -56,11 +57,36 @@ type SuiteOptions struct {
 	Concurrency int
 	// Limit runs only the first Limit cases of the set; 0 runs all.
 	Limit int
-	// Progress, when set, gets one line each time another 10% of cases is done.
+	// Progress, when set, gets a live bar (count, ETA, cost so far, errors) when
+	// it is a terminal, else one line each time another 10% of cases is done.
 	Progress io.Writer
+	// progressBar forces (tests) the bar on or off; nil decides by terminal.
+	progressBar *bool
 	// Graders resolves a case's grader name; default GraderFor.
 	Graders func(name string) (Grader, error)
+	// Policy is the gate policy for the verdict; nil uses gate.NewDefaultPolicy().
+	Policy *gate.Policy
+	// Seed seeds the report's bootstraps; 0 derives it from the suite run id.
+	Seed uint64
+	// NoiseRun runs the incumbent a second time per case (A′, pipeline name
+	// incumbent name + RerunSuffix, mode incumbent) for the noise floor.
+	NoiseRun bool
 }
+
+// RerunSuffix is appended to the incumbent's name for its A′ run.
+const RerunSuffix = "#rerun"
+
+// isIncumbent reports whether pipeline i (incumbent first) runs in mode
+// incumbent: the incumbent and its A′ re-run.
+func isIncumbent(i int, p shadow.Pipeline) bool {
+	_, again := p.(rerun)
+	return i == 0 || again
+}
+
+// rerun is the incumbent under another name, for the A′ run.
+type rerun struct{ shadow.Pipeline }
+
+func (r rerun) Name() string { return r.Pipeline.Name() + RerunSuffix }
 
 // RunSuite sends every case of set (or the first opts.Limit) through the
 // incumbent (mode store.ModeIncumbent) and each candidate (store.ModeCandidate),
@@ -74,7 +100,12 @@ type SuiteOptions struct {
 // grader, bad arguments or ctx cancellation stop it with an error.
 //
 // The report is computed from the runs and grades of this call (not read back
-// from the store).
+// from the store). It carries the paired statistics and gate verdict per
+// candidate (Report.Analyze with opts.Policy, default gate.NewDefaultPolicy),
+// the noise floor when opts.NoiseRun, and, when st implements
+// store.EvalHistory, the regressions since the previous suite run of the same
+// set and candidate. The finished row also stores Verdict, GatePolicyVersion
+// and ReportHTML. An invalid opts.Policy is rejected before anything is stored.
 func RunSuite(ctx context.Context, st store.Store, set *Set, incumbent shadow.Pipeline, candidates []shadow.Pipeline, opts SuiteOptions) (*Report, error) {
 	r, err := newSuiteRunner(st, set, incumbent, candidates, opts)
 	if err != nil {
@@ -91,10 +122,6 @@ type suiteRunner struct {
 	graders   map[string]Grader
 	opts      SuiteOptions
 	row       store.SuiteRun
-
-	mu       sync.Mutex
-	done     int
-	lastTick int
 }
 
 func newSuiteRunner(st store.Store, set *Set, incumbent shadow.Pipeline, candidates []shadow.Pipeline, opts SuiteOptions) (*suiteRunner, error) {
@@ -119,6 +146,11 @@ func newSuiteRunner(st store.Store, set *Set, incumbent shadow.Pipeline, candida
 	if opts.SuiteRunID == "" {
 		opts.SuiteRunID = NewSuiteRunID(time.Now())
 	}
+	if opts.Policy != nil {
+		if err := opts.Policy.Validate(); err != nil {
+			return nil, fmt.Errorf("eval: run suite: %w", err)
+		}
+	}
 	pipelines := []shadow.Pipeline{incumbent}
 	seen := map[string]bool{incumbent.Name(): true}
 	names := make([]string, 0, len(candidates))
@@ -132,6 +164,12 @@ func newSuiteRunner(st store.Store, set *Set, incumbent shadow.Pipeline, candida
 		seen[c.Name()] = true
 		pipelines = append(pipelines, c)
 		names = append(names, c.Name())
+	}
+	if opts.NoiseRun {
+		if seen[incumbent.Name()+RerunSuffix] {
+			return nil, fmt.Errorf("eval: run suite: pipeline name %q used twice", incumbent.Name()+RerunSuffix)
+		}
+		pipelines = append(pipelines, rerun{incumbent})
 	}
 	cases := set.Cases
 	if opts.Limit > 0 && opts.Limit < len(cases) {
@@ -181,11 +219,19 @@ func (r *suiteRunner) run(ctx context.Context) (*Report, error) {
 			CaseID: c.ID, Category: c.Category, Input: c.Input, Reference: c.Reference,
 			Choices: c.Choices, Grader: c.Grader,
 		}
+		if len(c.Extra) > 0 {
+			extra, err := json.Marshal(c.Extra)
+			if err != nil {
+				return nil, r.finishWithError(ctx, fmt.Errorf("eval: run suite %s: case %s: encode extra: %w", r.row.SuiteRunID, c.ID, err))
+			}
+			snapshot[i].Extra = string(extra)
+		}
 	}
 	if err := r.st.InsertCases(ctx, snapshot); err != nil {
 		return nil, r.finishWithError(ctx, fmt.Errorf("eval: run suite %s: insert cases: %w", r.row.SuiteRunID, err))
 	}
 
+	prog := newProgress(r.opts.Progress, r.row.SuiteRunID, len(r.cases), r.opts.progressBar)
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	results := make([][]Outcome, len(r.cases))
@@ -202,7 +248,7 @@ func (r *suiteRunner) run(ctx context.Context) (*Report, error) {
 					continue
 				}
 				results[i] = out
-				r.tick()
+				prog.add(out)
 			}
 		}()
 	}
@@ -230,14 +276,33 @@ feed:
 		Incumbent: r.row.Incumbent, Candidates: r.row.Candidates,
 		StartedAt: r.row.StartedAt, FinishedAt: r.row.FinishedAt,
 	}, outcomes)
+	rerunName := ""
+	if r.opts.NoiseRun {
+		rerunName = r.row.Incumbent + RerunSuffix
+	}
+	if err := rep.Analyze(AnalysisOptions{Policy: r.opts.Policy, Seed: r.opts.Seed, Rerun: rerunName}); err != nil {
+		return nil, r.finishWithError(ctx, err)
+	}
+	if h, ok := r.st.(store.EvalHistory); ok {
+		if err := rep.ComparePrevious(ctx, h); err != nil {
+			return nil, r.finishWithError(ctx, err)
+		}
+	}
 	js, err := rep.JSON()
 	if err != nil {
 		return nil, r.finishWithError(ctx, err)
 	}
+	page, err := rep.HTML()
+	if err != nil {
+		return nil, r.finishWithError(ctx, err)
+	}
+	r.row.ReportHTML = page
 	r.row.Status = SuiteStatusDone
 	r.row.Headline = rep.Headline
 	r.row.ReportMarkdown = rep.Markdown()
 	r.row.ReportJSON = string(js)
+	r.row.Verdict = rep.Verdict
+	r.row.GatePolicyVersion = rep.Policy.Version
 	if err := r.st.InsertSuiteRuns(ctx, []store.SuiteRun{r.row}); err != nil {
 		return nil, fmt.Errorf("eval: run suite %s: insert finished suite run: %w", r.row.SuiteRunID, err)
 	}
@@ -256,20 +321,6 @@ func (r *suiteRunner) finishWithError(ctx context.Context, err error) error {
 		return errors.Join(err, fmt.Errorf("eval: run suite %s: mark failed: %w", r.row.SuiteRunID, werr))
 	}
 	return err
-}
-
-// tick counts a finished case and prints a progress line at each new 10%.
-func (r *suiteRunner) tick() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.done++
-	total := len(r.cases)
-	decile := r.done * 10 / total
-	if r.opts.Progress == nil || decile <= r.lastTick {
-		return
-	}
-	r.lastTick = decile
-	fmt.Fprintf(r.opts.Progress, "suite %s: %d/%d cases (%d%%)\n", r.row.SuiteRunID, r.done, total, r.done*100/total)
 }
 
 // runCase stores the request, runs every pipeline, stores runs and steps, grades
@@ -304,7 +355,7 @@ func (r *suiteRunner) runCase(ctx context.Context, c Case) ([]Outcome, error) {
 	var wg sync.WaitGroup
 	for i, p := range r.pipelines {
 		mode := store.ModeCandidate
-		if i == 0 {
+		if isIncumbent(i, p) {
 			mode = store.ModeIncumbent
 		}
 		wg.Add(1)
@@ -322,7 +373,7 @@ func (r *suiteRunner) runCase(ctx context.Context, c Case) ([]Outcome, error) {
 	var steps []store.Step
 	for i, p := range r.pipelines {
 		res := &results[i]
-		r.fillRun(&res.Run, p, reqID, i == 0)
+		r.fillRun(&res.Run, p, reqID, isIncumbent(i, p))
 		for j := range res.Steps {
 			res.Steps[j].RunID = res.Run.RunID
 		}
@@ -361,6 +412,7 @@ func (r *suiteRunner) runCase(ctx context.Context, c Case) ([]Outcome, error) {
 			TokensIn: run.TokensIn, TokensOut: run.TokensOut, Calls: int(run.Calls),
 			Simulated: run.Simulated, Passed: sc.Passed, Value: sc.Value,
 			GraderError: sc.Error, Explanation: sc.Explanation,
+			App: c.ExtraString("app"), Tags: c.Tags,
 		}
 	}
 	if err := r.st.InsertScores(ctx, scores); err != nil {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conductor-shadow/conductor-shadow/eval/gate"
 	"github.com/conductor-shadow/conductor-shadow/shadow"
 	"github.com/conductor-shadow/conductor-shadow/store"
 	"github.com/conductor-shadow/conductor-shadow/store/storetest"
@@ -386,6 +387,7 @@ func TestRunSuiteBadArguments(t *testing.T) {
 		{"nil candidate", set, []shadow.Pipeline{nil}, SuiteOptions{}, "candidate 0 is nil"},
 		{"negative limit", set, nil, SuiteOptions{Limit: -1}, "limit must be >= 0"},
 		{"unknown grader", set, nil, SuiteOptions{Graders: func(n string) (Grader, error) { return nil, fmt.Errorf("no grader %s", n) }}, "no grader numeric"},
+		{"invalid policy", set, nil, SuiteOptions{Policy: &gate.Policy{Confidence: 0.95, Quality: &gate.QualityGate{}}}, "version is required"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -9,6 +9,10 @@ import (
 type Config struct {
 	// MaxBodyBytes caps one POST /v1/tap body; larger bodies get 413.
 	MaxBodyBytes int64 `yaml:"max_body_bytes" env:"MAX_BODY_BYTES"`
+	// MaxBatchBytes caps one POST /v1/tap/batch body; larger bodies get 413.
+	MaxBatchBytes int64 `yaml:"max_batch_bytes"`
+	// MaxBatchItems caps the exchanges of one POST /v1/tap/batch.
+	MaxBatchItems int `yaml:"max_batch_items"`
 	// QueueSize is how many exchanges wait for a shadow worker; when full, new copies
 	// are dropped and counted (reason "queue_full"), never waited for.
 	QueueSize int `yaml:"queue_size" env:"QUEUE_SIZE"`
@@ -19,17 +23,34 @@ type Config struct {
 	DedupWindow int `yaml:"dedup_window" env:"DEDUP_WINDOW"`
 	// MaxMessages caps the chat messages of one request.
 	MaxMessages int `yaml:"max_messages" env:"MAX_MESSAGES"`
+	// PII is the pseudonymization applied before a copy is queued.
+	PII PIIConfig `yaml:"pii"`
+	// Sampling decides which copies are shadowed.
+	Sampling SamplingConfig `yaml:"sampling"`
+	// Proxy is the mirroring proxy in front of the incumbent; off without an
+	// incumbent URL.
+	Proxy ProxyConfig `yaml:"proxy"`
+	// Kafka carries copies between the tap and the shadow workers when brokers are
+	// set; otherwise the in-process queue does.
+	Kafka KafkaConfig `yaml:"kafka"`
 }
 
 // NewDefaultConfig returns limits that suit one process on a small machine:
-// 4 MiB bodies, 10,000 queued exchanges, 128 shadow workers (worker calls are I/O-bound).
+// 4 MiB bodies, 32 MiB batches of at most 1,000, 10,000 queued exchanges, 128 shadow
+// workers (worker calls are I/O-bound), every PII rule on, every request sampled.
 func NewDefaultConfig() Config {
 	return Config{
-		MaxBodyBytes: 4 << 20,
-		QueueSize:    10000,
-		Workers:      128,
-		DedupWindow:  100000,
-		MaxMessages:  256,
+		MaxBodyBytes:  4 << 20,
+		MaxBatchBytes: 32 << 20,
+		MaxBatchItems: 1000,
+		QueueSize:     10000,
+		Workers:       128,
+		DedupWindow:   100000,
+		MaxMessages:   256,
+		PII:           NewDefaultPIIConfig(),
+		Sampling:      SamplingConfig{Rate: 1},
+		Proxy:         NewDefaultProxyConfig(),
+		Kafka:         NewDefaultKafkaConfig(),
 	}
 }
 
@@ -38,6 +59,12 @@ func (c Config) Validate() error {
 	var errs []error
 	if c.MaxBodyBytes < 1024 {
 		errs = append(errs, fmt.Errorf("ingest: max_body_bytes must be at least 1024, got %d", c.MaxBodyBytes))
+	}
+	if c.MaxBatchBytes < c.MaxBodyBytes {
+		errs = append(errs, fmt.Errorf("ingest: max_batch_bytes (%d) must be at least max_body_bytes (%d)", c.MaxBatchBytes, c.MaxBodyBytes))
+	}
+	if c.MaxBatchItems < 1 {
+		errs = append(errs, fmt.Errorf("ingest: max_batch_items must be at least 1, got %d", c.MaxBatchItems))
 	}
 	if c.QueueSize < 1 {
 		errs = append(errs, fmt.Errorf("ingest: queue_size must be at least 1, got %d", c.QueueSize))
@@ -51,5 +78,6 @@ func (c Config) Validate() error {
 	if c.MaxMessages < 1 {
 		errs = append(errs, fmt.Errorf("ingest: max_messages must be at least 1, got %d", c.MaxMessages))
 	}
+	errs = append(errs, c.PII.Validate(), c.Sampling.Validate(), c.Proxy.Validate(), c.Kafka.Validate())
 	return errors.Join(errs...)
 }

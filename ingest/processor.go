@@ -17,8 +17,9 @@ import (
 	"github.com/conductor-shadow/conductor-shadow/store"
 )
 
-// BatchWriter takes records for the store without blocking; store.Writer is one.
-// Enqueue fails with store.ErrQueueFull when the writer has no room.
+// BatchWriter takes records for the store; store.Writer (buffered, never blocks)
+// and StoreWriter (synchronous) are two. Enqueue failing with store.ErrQueueFull or
+// ErrStoreUnavailable is retried with backoff; any other error drops the batch.
 type BatchWriter interface {
 	Enqueue(b store.Batch) error
 }
@@ -164,7 +165,7 @@ func (p *Processor) process(ctx context.Context, d Delivery) {
 }
 
 // enqueue hands b to the writer, waiting with exponential backoff while the writer
-// is full (the shadow side absorbs back-pressure, production never does). It gives
+// is full or the store unavailable (the shadow side absorbs back-pressure, production never does). It gives
 // up, counting a drop, only when ctx ends.
 func (p *Processor) enqueue(ctx context.Context, b store.Batch) bool {
 	bo := backoff.NewExponentialBackOff()
@@ -173,7 +174,7 @@ func (p *Processor) enqueue(ctx context.Context, b store.Batch) bool {
 	bo.MaxElapsedTime = 0
 	err := backoff.Retry(func() error {
 		err := p.writer.Enqueue(b)
-		if err != nil && !errors.Is(err, store.ErrQueueFull) {
+		if err != nil && !errors.Is(err, store.ErrQueueFull) && !errors.Is(err, ErrStoreUnavailable) {
 			return backoff.Permanent(err)
 		}
 		return err
@@ -184,6 +185,43 @@ func (p *Processor) enqueue(ctx context.Context, b store.Batch) bool {
 		return false
 	}
 	return true
+}
+
+// ErrStoreUnavailable wraps a failed synchronous INSERT: the processor retries it.
+var ErrStoreUnavailable = errors.New("ingest: store unavailable")
+
+// StoreWriter writes each batch to the store before Enqueue returns, so a
+// delivery acked after it (the processor acks once every batch of an exchange is
+// written) is durably stored: use it with an at-least-once transport such as
+// KafkaQueue. A failed INSERT returns ErrStoreUnavailable and the processor retries
+// until it succeeds or shutdown; the store's keys make a partial retry harmless.
+type StoreWriter struct {
+	Store store.Store
+	// Timeout bounds one batch's INSERTs; 0 means 30 s.
+	Timeout time.Duration
+}
+
+// Enqueue implements BatchWriter.
+func (w StoreWriter) Enqueue(b store.Batch) error {
+	d := w.Timeout
+	if d <= 0 {
+		d = 30 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	if err := w.Store.InsertRequests(ctx, b.Requests); err != nil {
+		return fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
+	}
+	if err := w.Store.InsertRuns(ctx, b.Runs); err != nil {
+		return fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
+	}
+	if err := w.Store.InsertSteps(ctx, b.Steps); err != nil {
+		return fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
+	}
+	if err := w.Store.InsertScores(ctx, b.Scores); err != nil {
+		return fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
+	}
+	return nil
 }
 
 // RequestRecord turns an exchange into the stored request row: the messages as

@@ -13,9 +13,12 @@ type Stats struct {
 	processed  atomic.Int64
 	failed     atomic.Int64
 
-	mu       sync.Mutex
-	rejected map[string]int64 // by Reason*
-	dropped  map[string]int64 // by "queue_full", "shutdown", "store_full", ...
+	mu        sync.Mutex
+	rejected  map[string]int64 // by Reason*
+	dropped   map[string]int64 // by "queue_full", "shutdown", "store_full", ...
+	unsampled map[string]int64 // by ReasonSampledOut, ReasonRateCap
+	pii       map[string]int64 // values replaced, by rule
+	mirrored  map[string]int64 // proxy outcomes, by ProxyOutcome*
 }
 
 // StatsSnapshot is a point-in-time copy of Stats, as served by GET /api/stats.
@@ -26,12 +29,15 @@ type StatsSnapshot struct {
 	Failed     int64            `json:"failed"`     // shadowing failed before anything could be stored
 	Rejected   map[string]int64 `json:"rejected"`   // refused with a 4xx, by reason
 	Dropped    map[string]int64 `json:"dropped"`    // accepted or offered but not shadowed, by reason
+	Unsampled  map[string]int64 `json:"unsampled"`  // valid but left out by sampling or the per-minute cap, by reason
+	PII        map[string]int64 `json:"pii"`        // values pseudonymized, by rule
+	Mirrored   map[string]int64 `json:"mirrored"`   // mirroring-proxy exchanges, by outcome
 	Queued     int              `json:"queued"`     // waiting now
 }
 
 // NewStats returns zeroed counters.
 func NewStats() *Stats {
-	return &Stats{rejected: map[string]int64{}, dropped: map[string]int64{}}
+	return &Stats{rejected: map[string]int64{}, dropped: map[string]int64{}, unsampled: map[string]int64{}, pii: map[string]int64{}, mirrored: map[string]int64{}}
 }
 
 func (s *Stats) reject(reason string) {
@@ -46,6 +52,29 @@ func (s *Stats) drop(reason string) {
 	s.mu.Unlock()
 }
 
+func (s *Stats) unsample(reason string) {
+	s.mu.Lock()
+	s.unsampled[reason]++
+	s.mu.Unlock()
+}
+
+func (s *Stats) mirror(outcome string) {
+	s.mu.Lock()
+	s.mirrored[outcome]++
+	s.mu.Unlock()
+}
+
+func (s *Stats) addPII(fired map[string]int) {
+	if len(fired) == 0 {
+		return
+	}
+	s.mu.Lock()
+	for k, n := range fired {
+		s.pii[k] += int64(n)
+	}
+	s.mu.Unlock()
+}
+
 // Snapshot copies the counters; queued is the queue's current length.
 func (s *Stats) Snapshot(queued int) StatsSnapshot {
 	s.mu.Lock()
@@ -57,6 +86,9 @@ func (s *Stats) Snapshot(queued int) StatsSnapshot {
 		Failed:     s.failed.Load(),
 		Rejected:   maps.Clone(s.rejected),
 		Dropped:    maps.Clone(s.dropped),
+		Unsampled:  maps.Clone(s.unsampled),
+		PII:        maps.Clone(s.pii),
+		Mirrored:   maps.Clone(s.mirrored),
 		Queued:     queued,
 	}
 }

@@ -1,11 +1,16 @@
 package ingest
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -15,26 +20,65 @@ import (
 // is queued. It never waits for the shadow side: a full queue drops the copy
 // (counted) and still answers at once.
 type Tap struct {
-	cfg   Config
-	queue Queue
-	stats *Stats
-	seen  *lru.Cache[string, struct{}] // recent request ids, for idempotency; nil when DedupWindow is 0
+	cfg     Config
+	queue   Queue
+	stats   *Stats
+	seen    *lru.Cache[string, struct{}] // recent request ids, for idempotency; nil when DedupWindow is 0
+	pii     *Pseudonymizer               // nil when PII.Enabled is false
+	sampler *Sampler
+
+	ephemeralSecret bool
+}
+
+// TapOption adjusts NewTap.
+type TapOption func(*tapOptions)
+
+type tapOptions struct {
+	secret []byte
+}
+
+// WithPIISecret sets the HMAC secret of the pseudonymizer instead of reading it
+// from $<PII.SecretEnv>.
+func WithPIISecret(secret []byte) TapOption {
+	return func(o *tapOptions) { o.secret = secret }
 }
 
 // TapResponse is the JSON body of every /v1/tap answer.
 type TapResponse struct {
-	Status    string `json:"status"` // "queued", "duplicate", "dropped" or "rejected"
+	Status    string `json:"status"` // "queued", "duplicate", "unsampled", "dropped" or "rejected"
 	RequestID string `json:"request_id,omitempty"`
 	Reason    string `json:"reason,omitempty"` // a Reason* constant or a drop reason
 	Error     string `json:"error,omitempty"`
 }
 
-// NewTap returns a tap publishing to q and counting into stats.
-func NewTap(cfg Config, q Queue, stats *Stats) (*Tap, error) {
+// NewTap returns a tap publishing to q and counting into stats. With PII enabled,
+// the secret is WithPIISecret's, else $<cfg.PII.SecretEnv>, else a random one drawn
+// now (EphemeralSecret then reports true: tokens change on restart).
+func NewTap(cfg Config, q Queue, stats *Stats, opts ...TapOption) (*Tap, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	t := &Tap{cfg: cfg, queue: q, stats: stats}
+	var o tapOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	t := &Tap{cfg: cfg, queue: q, stats: stats, sampler: NewSampler(cfg.Sampling)}
+	if cfg.PII.Enabled {
+		secret := o.secret
+		if len(secret) == 0 && cfg.PII.SecretEnv != "" {
+			secret = []byte(os.Getenv(cfg.PII.SecretEnv))
+		}
+		if len(secret) == 0 {
+			secret = make([]byte, 32)
+			_, _ = rand.Read(secret) // never fails (crypto/rand)
+			t.ephemeralSecret = true
+		}
+		p, err := NewPseudonymizer(cfg.PII, secret)
+		if err != nil {
+			return nil, err
+		}
+		t.pii = p
+	}
 	if cfg.DedupWindow > 0 {
 		seen, err := lru.New[string, struct{}](cfg.DedupWindow)
 		if err != nil {
@@ -45,20 +89,44 @@ func NewTap(cfg Config, q Queue, stats *Stats) (*Tap, error) {
 	return t, nil
 }
 
-// Register mounts POST /v1/tap on r.
+// EphemeralSecret reports whether the PII secret was drawn at random because none
+// was configured: pseudonyms are then stable only for this process's life.
+func (t *Tap) EphemeralSecret() bool { return t.ephemeralSecret }
+
+// Stats returns the counters the tap writes to.
+func (t *Tap) Stats() *Stats { return t.stats }
+
+// Register mounts POST /v1/tap and POST /v1/tap/batch on r.
 func (t *Tap) Register(r gin.IRouter) {
 	r.POST("/v1/tap", t.handle)
+	r.POST("/v1/tap/batch", t.handleBatch)
 }
 
-// Offer validates and queues one exchange; it is what the HTTP handler and the
-// mirroring proxy call. The returned status code is 202 (queued), 200 (duplicate),
-// 503 (dropped: queue full or closed) or 4xx (rejected, with a *DecodeError).
+// Offer samples, pseudonymizes and queues one validated exchange; it is what the
+// HTTP handlers and the mirroring proxy call, and it never blocks. The returned
+// status code is 202 (queued), 200 (duplicate or unsampled) or 503 (dropped: queue
+// full or closed). ex is pseudonymized before anything is queued: the raw values
+// never leave this call.
 func (t *Tap) Offer(ctx context.Context, ex Exchange) (int, TapResponse) {
+	if ok, reason := t.sampler.Keep(ex); !ok {
+		t.stats.unsample(reason)
+		return http.StatusOK, TapResponse{Status: "unsampled", RequestID: ex.RequestID, Reason: reason}
+	}
 	if t.seen != nil {
 		if found, _ := t.seen.ContainsOrAdd(ex.RequestID, struct{}{}); found {
 			t.stats.duplicates.Add(1)
 			return http.StatusOK, TapResponse{Status: "duplicate", RequestID: ex.RequestID}
 		}
+	}
+	if ok, reason := t.sampler.Admit(); !ok {
+		if t.seen != nil {
+			t.seen.Remove(ex.RequestID)
+		}
+		t.stats.unsample(reason)
+		return http.StatusOK, TapResponse{Status: "unsampled", RequestID: ex.RequestID, Reason: reason}
+	}
+	if t.pii != nil {
+		t.stats.addPII(t.pii.Exchange(&ex))
 	}
 	if err := t.queue.Publish(ctx, ex); err != nil {
 		if t.seen != nil {
@@ -102,4 +170,80 @@ func (t *Tap) handle(c *gin.Context) {
 func (t *Tap) reject(c *gin.Context, code int, de *DecodeError) {
 	t.stats.reject(de.Reason)
 	c.JSON(code, TapResponse{Status: "rejected", Reason: de.Reason, Error: de.Error()})
+}
+
+// BatchRequest is the body of POST /v1/tap/batch.
+type BatchRequest struct {
+	Exchanges []json.RawMessage `json:"exchanges"`
+}
+
+// BatchResponse answers POST /v1/tap/batch: one result per exchange, in order, and
+// how many ended in each status.
+type BatchResponse struct {
+	Results []TapResponse  `json:"results"`
+	Counts  map[string]int `json:"counts"` // by TapResponse.Status
+}
+
+// handleBatch takes many exchanges at once. The envelope must be valid (else 400 or
+// 413 and nothing is queued); each exchange is then validated and offered on its
+// own, and answered in results (a bad item never spoils the others). The status is
+// 200 when every item was answered.
+func (t *Tap) handleBatch(c *gin.Context) {
+	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, t.cfg.MaxBatchBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			t.reject(c, http.StatusRequestEntityTooLarge, &DecodeError{Reason: ReasonTooLarge, Detail: fmt.Sprintf("batch body exceeds %d bytes", t.cfg.MaxBatchBytes)})
+			return
+		}
+		t.reject(c, http.StatusBadRequest, &DecodeError{Reason: ReasonMalformedJSON, Detail: "reading body: " + err.Error()})
+		return
+	}
+	if !utf8.Valid(body) {
+		t.reject(c, http.StatusBadRequest, &DecodeError{Reason: ReasonInvalidUTF8, Detail: "body is not valid UTF-8"})
+		return
+	}
+	var req BatchRequest
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&req); err != nil || dec.More() {
+		detail := "want {\"exchanges\": [ ... ]}"
+		if err != nil {
+			detail += ": " + err.Error()
+		}
+		t.reject(c, http.StatusBadRequest, &DecodeError{Reason: ReasonMalformedJSON, Detail: detail})
+		return
+	}
+	switch {
+	case len(req.Exchanges) == 0:
+		t.reject(c, http.StatusBadRequest, &DecodeError{Reason: ReasonInvalid, Detail: "exchanges must hold at least one exchange"})
+		return
+	case len(req.Exchanges) > t.cfg.MaxBatchItems:
+		t.reject(c, http.StatusRequestEntityTooLarge, &DecodeError{Reason: ReasonTooLarge, Detail: fmt.Sprintf("batch holds %d exchanges, at most %d allowed", len(req.Exchanges), t.cfg.MaxBatchItems)})
+		return
+	}
+	resp := BatchResponse{Results: make([]TapResponse, len(req.Exchanges)), Counts: map[string]int{}}
+	for i, raw := range req.Exchanges {
+		var r TapResponse
+		switch {
+		case int64(len(raw)) > t.cfg.MaxBodyBytes:
+			de := &DecodeError{Reason: ReasonTooLarge, Detail: fmt.Sprintf("exchange exceeds %d bytes", t.cfg.MaxBodyBytes)}
+			t.stats.reject(de.Reason)
+			r = TapResponse{Status: "rejected", Reason: de.Reason, Error: de.Error()}
+		default:
+			ex, err := DecodeExchange(raw, t.cfg.MaxMessages, true)
+			if err != nil {
+				var de *DecodeError
+				if !errors.As(err, &de) {
+					de = &DecodeError{Reason: ReasonInvalid, Detail: err.Error()}
+				}
+				t.stats.reject(de.Reason)
+				r = TapResponse{Status: "rejected", Reason: de.Reason, Error: de.Error()}
+				break
+			}
+			_, r = t.Offer(c.Request.Context(), ex)
+		}
+		resp.Results[i] = r
+		resp.Counts[r.Status]++
+	}
+	c.JSON(http.StatusOK, resp)
 }

@@ -24,6 +24,12 @@ type Config struct {
 	Conductor ConductorConfig `yaml:"conductor"`
 	// CallTimeout bounds every single model call (the whole streamed response).
 	CallTimeout time.Duration `yaml:"call_timeout"`
+	// Resilience sets retries, per-worker limits and circuit breakers (zero
+	// fields: NewDefaultResilienceConfig).
+	Resilience ResilienceConfig `yaml:"resilience"`
+	// Budget caps every candidate run and all shadow spending per day; the zero
+	// value caps nothing.
+	Budget BudgetConfig `yaml:"budget"`
 }
 
 // WorkerConfig is one model endpoint reached through an OpenAI-compatible chat API.
@@ -39,6 +45,9 @@ type WorkerConfig struct {
 	// prompt / completion tokens.
 	InputUSDPerMTok  float64 `yaml:"input_usd_per_mtok"`
 	OutputUSDPerMTok float64 `yaml:"output_usd_per_mtok"`
+	// CachedInputUSDPerMTok is the price of prompt tokens served from the
+	// provider's cache, USD per 1M; 0: charged at InputUSDPerMTok.
+	CachedInputUSDPerMTok float64 `yaml:"cached_input_usd_per_mtok"`
 	// PricesAsOf is the date (YYYY-MM-DD) the prices are valid from.
 	PricesAsOf string `yaml:"prices_as_of"`
 	// Temperature is the sampling temperature (0..2). Reasoning-family models
@@ -47,11 +56,17 @@ type WorkerConfig struct {
 	Temperature float32 `yaml:"temperature"`
 	// MaxOutputTokens caps completion tokens per call; 0 sends no cap.
 	MaxOutputTokens int `yaml:"max_output_tokens"`
+	// MaxConcurrent, RequestsPerMinute and TokensPerMinute override the pool-wide
+	// values of Config.Resilience for this worker; 0 keeps them.
+	MaxConcurrent     int     `yaml:"max_concurrent"`
+	RequestsPerMinute float64 `yaml:"requests_per_minute"`
+	TokensPerMinute   float64 `yaml:"tokens_per_minute"`
 }
 
 // Price returns the worker's configured price.
 func (w WorkerConfig) Price() Price {
-	return Price{InputUSDPerMTok: w.InputUSDPerMTok, OutputUSDPerMTok: w.OutputUSDPerMTok, AsOf: w.PricesAsOf}
+	return Price{InputUSDPerMTok: w.InputUSDPerMTok, OutputUSDPerMTok: w.OutputUSDPerMTok,
+		CachedInputUSDPerMTok: w.CachedInputUSDPerMTok, AsOf: w.PricesAsOf}
 }
 
 // ConductorConfig configures the conductor pipeline.
@@ -66,7 +81,21 @@ type ConductorConfig struct {
 	Fallback string `yaml:"fallback"`
 	// MaxSteps caps the steps of one workflow (default 5, the paper's cap).
 	MaxSteps int `yaml:"max_steps"`
+	// MaxDepth caps recursion: a step may pick the conductor itself (when Pool
+	// lists it) only in workflows shallower than MaxDepth; the top level is depth
+	// 0 (default DefaultMaxDepth).
+	MaxDepth int `yaml:"max_depth"`
+	// MaxCalls caps the model calls of one request over all depths, planning
+	// calls included (default DefaultMaxCalls).
+	MaxCalls int `yaml:"max_calls"`
 }
+
+// DefaultMaxDepth and DefaultMaxCalls are the recursion caps: nested workflows
+// at most 2 levels deep, at most 10 model calls per request.
+const (
+	DefaultMaxDepth = 2
+	DefaultMaxCalls = 10
+)
 
 // NewDefaultConfig returns the paper's seven workers, the conductor model and
 // gpt-4-1106-preview (the incumbent of the shipped replay file, not in the
@@ -99,15 +128,16 @@ func NewDefaultConfig() Config {
 	for _, n := range append(append([]string{}, names...), "conductor", "gpt-4-1106-preview") {
 		p := prices[n]
 		workers = append(workers, WorkerConfig{
-			Name:             n,
-			Model:            n,
-			Description:      descriptions[n],
-			BaseURL:          DefaultPoolBaseURL,
-			InputUSDPerMTok:  p.InputUSDPerMTok,
-			OutputUSDPerMTok: p.OutputUSDPerMTok,
-			PricesAsOf:       p.AsOf,
-			Temperature:      0.2,
-			MaxOutputTokens:  4096,
+			Name:                  n,
+			Model:                 n,
+			Description:           descriptions[n],
+			BaseURL:               DefaultPoolBaseURL,
+			InputUSDPerMTok:       p.InputUSDPerMTok,
+			OutputUSDPerMTok:      p.OutputUSDPerMTok,
+			PricesAsOf:            p.AsOf,
+			CachedInputUSDPerMTok: p.CachedInputUSDPerMTok,
+			Temperature:           0.2,
+			MaxOutputTokens:       4096,
 		})
 	}
 	return Config{
@@ -117,8 +147,11 @@ func NewDefaultConfig() Config {
 			Pool:     names,
 			Fallback: "gpt-5",
 			MaxSteps: DefaultMaxSteps,
+			MaxDepth: DefaultMaxDepth,
+			MaxCalls: DefaultMaxCalls,
 		},
 		CallTimeout: 2 * time.Minute,
+		Resilience:  NewDefaultResilienceConfig(),
 	}
 }
 
@@ -152,6 +185,12 @@ func (c Config) Validate() error {
 	if c.CallTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("shadow config: call_timeout: must be > 0, got %v", c.CallTimeout))
 	}
+	if err := c.Resilience.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("shadow config: %w", err))
+	}
+	if err := c.Budget.Validate(c.Workers); err != nil {
+		errs = append(errs, fmt.Errorf("shadow config: %w", err))
+	}
 	if c.Conductor.Worker != "" {
 		if err := c.Conductor.Validate(c.Workers); err != nil {
 			errs = append(errs, fmt.Errorf("shadow config: %w", err))
@@ -172,7 +211,7 @@ func (w WorkerConfig) Validate() error {
 	if u, err := url.Parse(w.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		errs = append(errs, fmt.Errorf("worker %q: base_url: want an http(s) URL, got %q", w.Name, w.BaseURL))
 	}
-	if w.InputUSDPerMTok < 0 || w.OutputUSDPerMTok < 0 {
+	if w.InputUSDPerMTok < 0 || w.OutputUSDPerMTok < 0 || w.CachedInputUSDPerMTok < 0 {
 		errs = append(errs, fmt.Errorf("worker %q: prices: must be >= 0 USD per 1M tokens, got %g / %g",
 			w.Name, w.InputUSDPerMTok, w.OutputUSDPerMTok))
 	}
@@ -183,6 +222,9 @@ func (w WorkerConfig) Validate() error {
 	}
 	if w.Temperature < 0 || w.Temperature > 2 {
 		errs = append(errs, fmt.Errorf("worker %q: temperature: must be in [0, 2], got %g", w.Name, w.Temperature))
+	}
+	if w.MaxConcurrent < 0 || w.RequestsPerMinute < 0 || w.TokensPerMinute < 0 {
+		errs = append(errs, fmt.Errorf("worker %q: max_concurrent, requests_per_minute, tokens_per_minute: must be >= 0", w.Name))
 	}
 	if w.MaxOutputTokens < 0 {
 		errs = append(errs, fmt.Errorf("worker %q: max_output_tokens: must be >= 0, got %d", w.Name, w.MaxOutputTokens))
@@ -222,6 +264,9 @@ func (c ConductorConfig) Validate(workers []WorkerConfig) error {
 	}
 	if c.MaxSteps < 1 {
 		errs = append(errs, fmt.Errorf("conductor.max_steps: must be >= 1, got %d", c.MaxSteps))
+	}
+	if c.MaxDepth < 0 || c.MaxCalls < 0 {
+		errs = append(errs, fmt.Errorf("conductor.max_depth, conductor.max_calls: must be >= 0 (0: default), got %d, %d", c.MaxDepth, c.MaxCalls))
 	}
 	return errors.Join(errs...)
 }

@@ -19,7 +19,18 @@ type StepResult struct {
 	Call     Call                           // the call's measurements; zero when skipped
 	Status   string                         // store.StatusOK, store.StatusError or store.StatusSkipped
 	Err      error                          // why the step failed or was skipped
+	// Response is what later steps see as this step's response: Call.Output for a
+	// worker step; for a recursive conductor step, the nested workflow's answer
+	// (or the previous answer it kept).
+	Response string
+	// Nested are the steps of the workflow a recursive conductor step ran, one
+	// level deeper; nil for worker steps.
+	Nested []StepResult
 }
+
+// stepFunc runs one step with its messages and returns the call, the response
+// later steps see, and the nested steps it ran (recursive conductor steps only).
+type stepFunc func(ctx context.Context, i int, st PlanStep, msgs []openai.ChatCompletionMessage) (Call, string, []StepResult, error)
 
 // Execute runs a resolved plan (every step's Worker set) and returns one result per
 // step, in plan order.
@@ -32,6 +43,14 @@ type StepResult struct {
 // whose visible steps did not all succeed is skipped (store.StatusSkipped) without
 // a call. The final answer is the last step's response.
 func Execute(ctx context.Context, caller Caller, plan Plan) []StepResult {
+	return execute(ctx, plan, func(ctx context.Context, _ int, st PlanStep, msgs []openai.ChatCompletionMessage) (Call, string, []StepResult, error) {
+		c, err := caller.Call(ctx, st.Worker, msgs)
+		return c, c.Output, nil, err
+	})
+}
+
+// execute is Execute with the step runner given.
+func execute(ctx context.Context, plan Plan, run stepFunc) []StepResult {
 	n := len(plan.Steps)
 	res := make([]StepResult, n)
 	done := make([]chan struct{}, n)
@@ -61,19 +80,21 @@ func Execute(ctx context.Context, caller Caller, plan Plan) []StepResult {
 			for _, j := range visible {
 				msgs = append(msgs,
 					openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: plan.Steps[j].Subtask},
-					openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: res[j].Call.Output},
+					openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: res[j].Response},
 				)
 			}
 			msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: st.Subtask})
 			res[i].Messages = msgs
-			call, err := caller.Call(ctx, st.Worker, msgs)
+			call, response, nested, err := run(ctx, i, st, msgs)
 			res[i].Call = call
+			res[i].Nested = nested
 			if err != nil {
 				res[i].Status = store.StatusError
 				res[i].Err = fmt.Errorf("shadow: step %d (%s): %w", i, st.Worker, err)
 				return
 			}
 			res[i].Status = store.StatusOK
+			res[i].Response = response
 		}()
 	}
 	wg.Wait()

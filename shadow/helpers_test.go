@@ -17,6 +17,9 @@ func testConfig(baseURL string) Config {
 		cfg.Workers[i].BaseURL = baseURL
 	}
 	cfg.CallTimeout = 5 * time.Second
+	// One try per call: these tests count requests per pipeline step; the retry
+	// tests (resilience_test.go) set their own.
+	cfg.Resilience.MaxAttempts = 1
 	return cfg
 }
 

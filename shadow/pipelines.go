@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -90,7 +89,14 @@ type stepInput struct {
 
 // add records one step (a call, or a skipped step when status is StatusSkipped)
 // and adds its usage to the run totals.
+//
+// A step refused or stopped by the run's budget (errors.Is(err,
+// ErrBudgetExceeded)) is recorded with status store.StatusBudgetExceeded. Attempt
+// is the number of tries the call took (at least 1).
 func (r *runRecorder) add(in stepInput, call Call, status string, err error) store.Step {
+	if err != nil && status == store.StatusError && errors.Is(err, ErrBudgetExceeded) {
+		status = store.StatusBudgetExceeded
+	}
 	msgs := []byte("[]")
 	if in.msgs != nil {
 		if b, mErr := json.Marshal(in.msgs); mErr == nil {
@@ -116,7 +122,13 @@ func (r *runRecorder) add(in stepInput, call Call, status string, err error) sto
 		TTFTMs:       call.TTFTMs,
 		Status:       status,
 		Output:       call.Output,
-		Attempt:      1,
+		Attempt:      int32(max(1, call.Attempts)),
+
+		PriceVersion:                   call.PriceVersion,
+		CachedInputTokens:              call.CachedPromptTokens,
+		OrchestrationInputTokens:       call.OrchestrationInputTokens,
+		OrchestrationInputCachedTokens: call.OrchestrationInputCachedTokens,
+		OrchestrationOutputTokens:      call.OrchestrationOutputTokens,
 	}
 	switch {
 	case err != nil:
@@ -124,7 +136,8 @@ func (r *runRecorder) add(in stepInput, call Call, status string, err error) sto
 	case status == store.StatusOK && !call.UsageReported:
 		s.Error = "note: the API reported no token usage; tokens and cost are recorded as 0"
 	}
-	if status != store.StatusSkipped {
+	refused := status != store.StatusOK && call.Attempts == 0 // refused before sending (budget, call cap, breaker)
+	if status != store.StatusSkipped && !refused {
 		r.run.Calls++
 		r.run.TokensIn += call.PromptTokens
 		r.run.TokensOut += call.CompletionTokens
@@ -163,6 +176,7 @@ type singlePipeline struct {
 	worker  WorkerConfig
 	name    string
 	version string
+	role    string // the step's role: RoleWorker, or RoleOrchestrator for a black box
 }
 
 // NewSingle returns the pipeline "single:<worker>": one call of the worker with the
@@ -177,6 +191,7 @@ func NewSingle(pool *Pool, worker string) (Pipeline, error) {
 		worker:  w,
 		name:    "single:" + worker,
 		version: versionHash(struct{ Kind, Worker any }{"single", versionWorkers(pool, worker)}),
+		role:    RoleWorker,
 	}, nil
 }
 
@@ -192,7 +207,7 @@ func (s *singlePipeline) Run(ctx context.Context, req Request, mode string) Resu
 		return r.result()
 	}
 	call, err := s.pool.Call(ctx, s.worker.Name, req.Messages)
-	in := stepInput{role: RoleWorker, worker: s.worker.Name, model: s.worker.Model,
+	in := stepInput{role: s.role, worker: s.worker.Name, model: s.worker.Model,
 		subtask: lastUserText(req.Messages), access: "[]", msgs: req.Messages}
 	if err != nil {
 		r.add(in, call, store.StatusError, err)
@@ -218,6 +233,12 @@ type conductorPipeline struct {
 func NewConductor(pool *Pool, cfg ConductorConfig) (Pipeline, error) {
 	if cfg.MaxSteps == 0 {
 		cfg.MaxSteps = DefaultMaxSteps
+	}
+	if cfg.MaxDepth == 0 {
+		cfg.MaxDepth = DefaultMaxDepth
+	}
+	if cfg.MaxCalls == 0 {
+		cfg.MaxCalls = DefaultMaxCalls
 	}
 	cfg.Pool = slices.Clone(cfg.Pool)
 	if err := cfg.Validate(pool.Config().Workers); err != nil {
@@ -245,6 +266,14 @@ func (c *conductorPipeline) Version() string { return c.version }
 // fallback worker answers the request alone (role "fallback") and Run.Error says
 // why. A failed workflow step makes the run's status error; the final output is
 // then still the last step's response when that step succeeded.
+//
+// Recursion: when cfg.Pool lists the conductor worker, a step may pick it. That
+// step (role "worker", worker the conductor's) calls the conductor with the parent workflow and the
+// last response it sees; its reply is a corrective workflow, run one level deeper
+// (its steps are recorded after all top-level steps, with Depth and Parent = the
+// recursive step's Index), whose answer becomes the step's response, or three
+// empty lists, keeping the previous response. cfg.MaxDepth caps the nesting and
+// cfg.MaxCalls the model calls of the request (ErrCallCapReached).
 func (c *conductorPipeline) Run(ctx context.Context, req Request, mode string) Result {
 	r := newRunRecorder(ConductorPipelineName, c.version, mode, req)
 	prompt, err := BuildConductorPrompt(c.entries, req.Messages, c.cfg.MaxSteps)
@@ -253,7 +282,8 @@ func (c *conductorPipeline) Run(ctx context.Context, req Request, mode string) R
 		return r.result()
 	}
 	cw, _ := c.pool.Worker(c.cfg.Worker)
-	call, err := c.pool.Call(ctx, cw.Name, prompt)
+	wr := &workflowRun{c: c, req: req}
+	call, err := wr.call(ctx, cw.Name, prompt)
 	in := stepInput{role: RoleConductor, worker: cw.Name, model: cw.Model,
 		subtask: lastUserText(req.Messages), access: "[]", msgs: prompt}
 	if err != nil {
@@ -266,7 +296,7 @@ func (c *conductorPipeline) Run(ctx context.Context, req Request, mode string) R
 
 	plan, err := ParsePlan(call.Output)
 	if err == nil {
-		plan, err = plan.Resolve(c.cfg.Pool, c.cfg.Worker, c.cfg.MaxSteps)
+		plan, err = plan.resolve(c.cfg.Pool, c.cfg.Worker, c.cfg.MaxSteps, c.cfg.MaxDepth > 0)
 	}
 	if err != nil {
 		c.fallback(ctx, r, req, store.StatusPlanUnparsable, err)
@@ -274,24 +304,16 @@ func (c *conductorPipeline) Run(ctx context.Context, req Request, mode string) R
 	}
 	r.run.Plan = plan.JSON()
 
-	results := Execute(ctx, c.pool, plan)
-	var failed []string
-	for _, sr := range results {
-		w, _ := c.pool.Worker(sr.Step.Worker)
-		r.add(stepInput{role: RoleWorker, worker: sr.Step.Worker, model: w.Model,
-			subtask: sr.Step.Subtask, access: sr.Step.Access.String(), msgs: sr.Messages}, sr.Call, sr.Status, sr.Err)
-		if sr.Status == store.StatusError {
-			failed = append(failed, sr.Err.Error())
-		}
-	}
+	results := wr.execute(ctx, plan, call.Output, 0)
+	failed := wr.record(r, results, -1, 0)
 	last := results[len(results)-1]
 	if last.Status == store.StatusOK {
-		r.run.FinalOutput = last.Call.Output
+		r.run.FinalOutput = last.Response
 	} else if len(failed) == 0 { // cannot happen: a skip needs a failure
 		failed = append(failed, last.Err.Error())
 	}
 	if len(failed) > 0 {
-		r.fail(store.StatusError, errors.New(strings.Join(failed, "; ")))
+		r.fail(store.StatusError, joinErrors(failed))
 	}
 	return r.result()
 }

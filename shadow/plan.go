@@ -28,9 +28,9 @@ const (
 	PlanTooManySteps = "too_many_steps"
 	// PlanInvalidStep: a step is malformed (empty subtask, contradicting fields).
 	PlanInvalidStep = "invalid_step"
-	// PlanRecursionUnsupported: a step picks the conductor itself. The paper allows
-	// it (the inner call returns a corrective workflow); this executor does not run
-	// nested workflows yet, so such a plan is rejected and the fallback answers.
+	// PlanRecursionUnsupported: a step picks the conductor itself where recursion
+	// is not allowed: Resolve, or a nested workflow at the depth cap
+	// (ConductorConfig.MaxDepth).
 	PlanRecursionUnsupported = "recursion_unsupported"
 )
 
@@ -462,6 +462,12 @@ func (st *PlanStep) setJSONWorker(i int, raw json.RawMessage) error {
 // playing the conductor (a step that picks it is PlanRecursionUnsupported);
 // maxSteps > 0 caps the number of steps. Errors are *PlanError.
 func (p Plan) Resolve(pool []string, conductor string, maxSteps int) (Plan, error) {
+	return p.resolve(pool, conductor, maxSteps, false)
+}
+
+// resolve is Resolve; allowSelf lets steps pick the conductor (a recursive call
+// that the conductor pipeline runs as a nested workflow).
+func (p Plan) resolve(pool []string, conductor string, maxSteps int, allowSelf bool) (Plan, error) {
 	if len(p.Steps) == 0 {
 		return Plan{}, planErr(PlanEmpty, "the workflow has no steps")
 	}
@@ -485,8 +491,8 @@ func (p Plan) Resolve(pool []string, conductor string, maxSteps int) (Plan, erro
 			}
 			st.Worker = pool[st.ModelID]
 		}
-		if conductor != "" && st.Worker == conductor {
-			return Plan{}, planErr(PlanRecursionUnsupported, "step %d picks the conductor itself (Model %d); nested workflows are not run", i, st.ModelID)
+		if conductor != "" && st.Worker == conductor && !allowSelf {
+			return Plan{}, planErr(PlanRecursionUnsupported, "step %d picks the conductor itself (Model %d); recursion is not allowed here", i, st.ModelID)
 		}
 		if !st.Access.All {
 			st.Access = AccessSteps(st.Access.Steps...)

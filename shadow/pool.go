@@ -1,7 +1,9 @@
 package shadow
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+	"github.com/sony/gobreaker/v2"
 )
 
 // ErrUnknownWorker: the worker name is not configured in the pool. Test with
@@ -41,24 +44,39 @@ type Call struct {
 	TTFTMs           float64   // request sent → first content (or reasoning) token, ms; 0 if none arrived
 	Simulated        bool      // the system_fingerprint starts with SimulatedFingerprintPrefix
 	Fingerprint      string    // the response's system_fingerprint
+	Attempts         int       // tries made, the first included (1 when no retry); 0 when refused before any
+	// CachedPromptTokens and the Orchestration* counts are the usage's extra
+	// fields when reported (see Usage); 0 otherwise.
+	CachedPromptTokens             int64
+	OrchestrationInputTokens       int64
+	OrchestrationInputCachedTokens int64
+	OrchestrationOutputTokens      int64
+	PriceVersion                   string // PriceTableVersion of the pool's prices that CostUSD used
 }
 
 // Usage returns the call's token usage.
 func (c Call) Usage() Usage {
-	return Usage{PromptTokens: c.PromptTokens, CompletionTokens: c.CompletionTokens}
+	return Usage{PromptTokens: c.PromptTokens, CompletionTokens: c.CompletionTokens, CachedPromptTokens: c.CachedPromptTokens,
+		OrchestrationInputTokens: c.OrchestrationInputTokens, OrchestrationInputCachedTokens: c.OrchestrationInputCachedTokens,
+		OrchestrationOutputTokens: c.OrchestrationOutputTokens}
 }
 
 // Pool holds one OpenAI-compatible client per configured worker. Safe for
 // concurrent use. Close releases idle connections.
 type Pool struct {
 	cfg       Config
+	res       ResilienceConfig // cfg.Resilience with defaults filled
+	prices    string           // PriceTableVersion of the workers' prices
 	workers   map[string]poolWorker
 	transport *http.Transport
+	// sleep waits between retries; tests replace it to record the waits.
+	sleep func(ctx context.Context, d time.Duration) error
 }
 
 type poolWorker struct {
 	cfg    WorkerConfig
 	client *openai.Client
+	guard  *guard
 }
 
 // NewPool validates cfg and builds one client per worker: its base URL and the API
@@ -70,7 +88,14 @@ func NewPool(cfg Config) (*Pool, error) {
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 64
-	p := &Pool{cfg: cfg, workers: make(map[string]poolWorker, len(cfg.Workers)), transport: tr}
+	res := cfg.Resilience.withDefaults()
+	p := &Pool{cfg: cfg, res: res, workers: make(map[string]poolWorker, len(cfg.Workers)), transport: tr, sleep: sleepCtx}
+	client := &http.Client{Transport: hintTransport{base: tr}}
+	table := make(map[string]Price, len(cfg.Workers))
+	for _, w := range cfg.Workers {
+		table[w.Name] = w.Price()
+	}
+	p.prices = PriceTableVersion(table)
 	for _, w := range cfg.Workers {
 		key := ""
 		if w.APIKeyEnv != "" {
@@ -78,8 +103,8 @@ func NewPool(cfg Config) (*Pool, error) {
 		}
 		cc := openai.DefaultConfig(key)
 		cc.BaseURL = strings.TrimRight(w.BaseURL, "/")
-		cc.HTTPClient = &http.Client{Transport: tr}
-		p.workers[w.Name] = poolWorker{cfg: w, client: openai.NewClientWithConfig(cc)}
+		cc.HTTPClient = client
+		p.workers[w.Name] = poolWorker{cfg: w, client: openai.NewClientWithConfig(cc), guard: newGuard(w.Name, res, w)}
 	}
 	return p, nil
 }
@@ -130,44 +155,130 @@ func (w WorkerConfig) request(msgs []openai.ChatCompletionMessage) openai.ChatCo
 
 // Call sends msgs to the named worker as one streamed chat completion (with
 // stream_options.include_usage, so time to first token is measured and usage
-// arrives in the last chunk), bounded by the pool's CallTimeout. Errors:
-// ErrUnknownWorker for a name not in the pool; otherwise the API or transport
-// error, wrapped with the worker's name.
+// arrives in the last chunk). Each attempt waits for the worker's concurrency slot
+// and rate limits, passes its circuit breaker and is bounded by the pool's
+// CallTimeout. A 429, 5xx, attempt timeout or transport error is retried up to
+// Resilience.MaxAttempts tries, waiting the response's Retry-After when it sent
+// one (up to MaxRetryAfter), else an exponential backoff with jitter.
+//
+// The returned Call covers all attempts: StartedAt is the first send, LatencyMs
+// runs to the end of the last attempt, TTFTMs is measured from the last attempt's
+// send, Attempts counts the tries. Errors: ErrUnknownWorker for a name not in
+// the pool; ErrBudgetExceeded when the run's budget (see WithBudget) refuses the
+// call; ErrCircuitOpen when the worker's breaker is open; otherwise the last API or
+// transport error, wrapped with the worker's name and the attempt count.
 func (p *Pool) Call(ctx context.Context, worker string, msgs []openai.ChatCompletionMessage) (Call, error) {
 	w, ok := p.workers[worker]
 	if !ok {
 		return Call{Worker: worker}, fmt.Errorf("shadow: call %q: %w", worker, ErrUnknownWorker)
 	}
-	ctx, cancel := context.WithTimeout(ctx, p.cfg.CallTimeout)
-	defer cancel()
-
-	c := Call{Worker: worker, Model: w.cfg.Model, StartedAt: time.Now().UTC()}
+	c := Call{Worker: worker, Model: w.cfg.Model, StartedAt: time.Now().UTC(), PriceVersion: p.prices}
+	b := budgetFrom(ctx)
+	if err := b.admit(); err != nil {
+		return c, fmt.Errorf("shadow: call %q: %w", worker, err)
+	}
 	start := time.Now()
-
-	err := p.stream(ctx, w, msgs, start, &c)
+	err := p.callWithRetries(ctx, w, msgs, &c)
 	c.LatencyMs = msSince(start)
 	c.CostUSD = w.cfg.Price().Cost(c.Usage())
+	w.guard.charge(c.CompletionTokens)
+	b.charge(c)
 	if err != nil {
-		return c, fmt.Errorf("shadow: call %q: %w", worker, err)
+		if cause := context.Cause(ctx); cause != nil && errors.Is(cause, ErrBudgetExceeded) {
+			err = fmt.Errorf("%w (stopped: %w)", cause, err)
+		}
+		return c, fmt.Errorf("shadow: call %q after %d attempt(s): %w", worker, c.Attempts, err)
 	}
 	return c, nil
 }
 
+// callWithRetries runs the attempts of one call; see Call.
+func (p *Pool) callWithRetries(ctx context.Context, w poolWorker, msgs []openai.ChatCompletionMessage, c *Call) error {
+	bo := newBackOff(p.res)
+	prompt := estimateTokens(msgs)
+	for {
+		hint := &attemptHint{}
+		err := p.attempt(ctx, w, msgs, prompt, hint, c)
+		if err == nil || c.Attempts >= p.res.MaxAttempts || !retryable(err, hint) || ctx.Err() != nil {
+			return err
+		}
+		wait := bo.NextBackOff()
+		if hint.retryAfter > 0 {
+			if hint.retryAfter > p.res.MaxRetryAfter {
+				return fmt.Errorf("%w (Retry-After %v exceeds the %v the pool waits)", err, hint.retryAfter, p.res.MaxRetryAfter)
+			}
+			wait = hint.retryAfter
+		}
+		if serr := p.sleep(ctx, wait); serr != nil {
+			return fmt.Errorf("%w (gave up waiting to retry: %w)", err, serr)
+		}
+	}
+}
+
+// attempt is one try: limits, breaker, then the stream bounded by CallTimeout.
+func (p *Pool) attempt(ctx context.Context, w poolWorker, msgs []openai.ChatCompletionMessage, prompt int, hint *attemptHint, c *Call) error {
+	release, err := w.guard.admit(ctx, prompt)
+	if err != nil {
+		return err
+	}
+	defer release()
+	_, err = w.guard.breaker.Execute(func() (struct{}, error) {
+		*c = Call{Worker: c.Worker, Model: c.Model, StartedAt: c.StartedAt, Attempts: c.Attempts + 1, PriceVersion: c.PriceVersion}
+		actx, cancel := context.WithTimeoutCause(context.WithValue(ctx, hintKey{}, hint), p.cfg.CallTimeout, errAttemptTimeout)
+		defer cancel()
+		err := p.stream(actx, w, msgs, time.Now(), c)
+		if err != nil && ctx.Err() == nil && errors.Is(context.Cause(actx), errAttemptTimeout) && !errors.Is(err, errAttemptTimeout) {
+			err = fmt.Errorf("%w after %v: %w", errAttemptTimeout, p.cfg.CallTimeout, err)
+		}
+		return struct{}{}, err
+	})
+	if errors.Is(err, gobreaker.ErrOpenState) || errors.Is(err, gobreaker.ErrTooManyRequests) {
+		return fmt.Errorf("%w: %w", ErrCircuitOpen, err)
+	}
+	return err
+}
+
+// streamUsage is the usage object of a chunk, with the fields go-openai does not
+// decode (Fugu's orchestration counts).
+type streamUsage struct {
+	Usage *struct {
+		PromptTokens        int64 `json:"prompt_tokens"`
+		CompletionTokens    int64 `json:"completion_tokens"`
+		PromptTokensDetails *struct {
+			CachedTokens int64 `json:"cached_tokens"`
+		} `json:"prompt_tokens_details"`
+		OrchestrationInputTokens       int64 `json:"orchestration_input_tokens"`
+		OrchestrationInputCachedTokens int64 `json:"orchestration_input_cached_tokens"`
+		OrchestrationOutputTokens      int64 `json:"orchestration_output_tokens"`
+	} `json:"usage"`
+}
+
+var usageKey = []byte(`"usage"`)
+
 func (p *Pool) stream(ctx context.Context, w poolWorker, msgs []openai.ChatCompletionMessage, start time.Time, c *Call) error {
-	st, err := w.client.CreateChatCompletionStream(ctx, w.cfg.request(msgs))
+	cfg := w.cfg
+	if rem := budgetFrom(ctx).remainingOutput(); rem > 0 && (cfg.MaxOutputTokens == 0 || rem < int64(cfg.MaxOutputTokens)) {
+		cfg.MaxOutputTokens = int(rem) // never ask for more than the run's budget has left
+	}
+	st, err := w.client.CreateChatCompletionStream(ctx, cfg.request(msgs))
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	var out strings.Builder
 	for {
-		chunk, err := st.Recv()
+		raw, err := st.RecvRaw()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
 			c.Output = out.String()
 			return err
+		}
+		var chunk openai.ChatCompletionStreamResponse
+		if err := json.Unmarshal(raw, &chunk); err != nil {
+			c.Output = out.String()
+			return fmt.Errorf("decode stream chunk: %w", err)
 		}
 		if chunk.SystemFingerprint != "" {
 			c.Fingerprint = chunk.SystemFingerprint
@@ -181,10 +292,19 @@ func (p *Pool) stream(ctx context.Context, w poolWorker, msgs []openai.ChatCompl
 			}
 			out.WriteString(ch.Delta.Content)
 		}
-		if chunk.Usage != nil {
-			c.UsageReported = true
-			c.PromptTokens = int64(chunk.Usage.PromptTokens)
-			c.CompletionTokens = int64(chunk.Usage.CompletionTokens)
+		if chunk.Usage != nil && bytes.Contains(raw, usageKey) {
+			var u streamUsage
+			if err := json.Unmarshal(raw, &u); err == nil && u.Usage != nil {
+				c.UsageReported = true
+				c.PromptTokens = u.Usage.PromptTokens
+				c.CompletionTokens = u.Usage.CompletionTokens
+				if d := u.Usage.PromptTokensDetails; d != nil {
+					c.CachedPromptTokens = d.CachedTokens
+				}
+				c.OrchestrationInputTokens = u.Usage.OrchestrationInputTokens
+				c.OrchestrationInputCachedTokens = u.Usage.OrchestrationInputCachedTokens
+				c.OrchestrationOutputTokens = u.Usage.OrchestrationOutputTokens
+			}
 		}
 	}
 	c.Output = out.String()

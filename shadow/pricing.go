@@ -1,58 +1,159 @@
 package shadow
 
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"maps"
+	"slices"
+)
+
 // Price is a model's list price in USD per 1,000,000 tokens.
 type Price struct {
-	InputUSDPerMTok  float64 // USD per 1M prompt tokens
+	InputUSDPerMTok  float64 // USD per 1M prompt tokens (not served from cache)
 	OutputUSDPerMTok float64 // USD per 1M completion tokens
-	AsOf             string  // date the price is valid from, YYYY-MM-DD
-	Estimate         bool    // true when no single provider list price exists (open models)
-	Source           string  // where the figure comes from
+	// CachedInputUSDPerMTok is USD per 1M prompt tokens served from the
+	// provider's prompt cache; 0 means no cached price is known and cached tokens
+	// are charged at InputUSDPerMTok.
+	CachedInputUSDPerMTok float64
+	AsOf                  string // date the price is valid from, YYYY-MM-DD
+	Estimate              bool   // true when no single provider list price exists (open models)
+	Source                string // where the figure comes from
 }
 
 // Usage is the token usage of one call, as the API reported it.
 type Usage struct {
-	PromptTokens     int64 // input tokens
-	CompletionTokens int64 // output tokens, reasoning tokens included
+	PromptTokens       int64 // input tokens, cached ones included
+	CompletionTokens   int64 // output tokens, reasoning tokens included
+	CachedPromptTokens int64 // of PromptTokens, those served from the prompt cache (usage.prompt_tokens_details.cached_tokens)
+	// Orchestration* are the extra usage fields a black-box orchestrator API
+	// (Sakana's Fugu) reports for its own planning: usage.orchestration_input_tokens,
+	// orchestration_input_cached_tokens (a subset of the former) and
+	// orchestration_output_tokens. They are taken to be in addition to
+	// prompt_tokens / completion_tokens and priced at the same rates.
+	OrchestrationInputTokens       int64
+	OrchestrationInputCachedTokens int64
+	OrchestrationOutputTokens      int64
 }
 
 // Cost returns the USD cost of u at price p:
-// (prompt tokens × input price + completion tokens × output price) / 1e6.
+//
+//	( (prompt − cached + orchIn − orchCached) × input
+//	+ (cached + orchCached) × cachedInput
+//	+ (completion + orchOut) × output ) / 1e6
+//
+// where cachedInput is InputUSDPerMTok when CachedInputUSDPerMTok is 0.
 func (p Price) Cost(u Usage) float64 {
-	return (float64(u.PromptTokens)*p.InputUSDPerMTok + float64(u.CompletionTokens)*p.OutputUSDPerMTok) / 1e6
+	cachedRate := p.CachedInputUSDPerMTok
+	if cachedRate == 0 {
+		cachedRate = p.InputUSDPerMTok
+	}
+	cached := min(u.CachedPromptTokens, u.PromptTokens) + min(u.OrchestrationInputCachedTokens, u.OrchestrationInputTokens)
+	fresh := u.PromptTokens + u.OrchestrationInputTokens - cached
+	out := u.CompletionTokens + u.OrchestrationOutputTokens
+	return (float64(fresh)*p.InputUSDPerMTok + float64(cached)*cachedRate + float64(out)*p.OutputUSDPerMTok) / 1e6
 }
 
-// DefaultPrices returns the default list prices by worker name, used by
-// NewDefaultConfig; configuration overrides them. Figures are those of DESIGN.md
-// "Figures from the sources":
+// PriceTableVersion identifies a set of prices: "pt-" and the first 12 hex
+// characters of sha256 over the prices as JSON, by name in sorted order (the
+// input, cached-input and output rates and the valid-from date). It is stored on
+// every step so a cost can be traced to the prices it was computed with.
+func PriceTableVersion(prices map[string]Price) string {
+	type row struct {
+		Name            string
+		In, Cached, Out float64
+		AsOf            string
+	}
+	rows := make([]row, 0, len(prices))
+	for _, n := range slices.Sorted(maps.Keys(prices)) {
+		p := prices[n]
+		rows = append(rows, row{n, p.InputUSDPerMTok, p.CachedInputUSDPerMTok, p.OutputUSDPerMTok, p.AsOf})
+	}
+	b, _ := json.Marshal(rows) // plain structs: cannot fail
+	sum := sha256.Sum256(b)
+	return "pt-" + hex.EncodeToString(sum[:])[:12]
+}
+
+// DefaultPrices returns the default list prices by worker/model name: the
+// paper's seven workers, the conductor, the replay file's incumbent, and common
+// OpenAI, Anthropic, Google and open models. NewDefaultConfig uses the first
+// nine; configuration overrides them. Figures are list prices (USD per 1M
+// tokens: input / output, cached input) from the providers' pricing pages,
+// valid from AsOf (the model's release or the last price change known):
 //
-//   - gpt-5: 1.25 / 10, OpenAI API pricing (openai.com/api/pricing), from the
-//     model's release on 2025-08-07.
-//   - claude-sonnet-4: 3 / 15, Anthropic API pricing (anthropic.com/pricing), from
-//     the model's release on 2025-05-22.
-//   - gemini-2.5-pro: 1.25 / 10 for prompts up to 200k tokens (2.50 / 15 above;
-//     not modelled), Gemini API pricing (ai.google.dev/gemini-api/docs/pricing),
-//     from general availability on 2025-06-17.
-//   - gemma-3-27b, qwen3-32b, qwen3-32b-thinking, deepseek-r1-distill-qwen-32b:
-//     ESTIMATES. Open 27–32B models cost roughly 0.1–0.3 / 0.3–0.6 at hosting
-//     providers (late 2025); there is no single list price.
-//   - gpt-4-1106-preview: 10 / 30, OpenAI API pricing for GPT-4 Turbo, from its
-//     announcement on 2023-11-06 (the incumbent model of the shipped replay file).
-//   - conductor (the 7B conductor model): ESTIMATE, priced like a hosted 7B open
-//     model; the paper publishes no price for it.
+//   - OpenAI (openai.com/api/pricing): gpt-5 1.25/10, cached 0.125 (2025-08-07);
+//     gpt-5-mini 0.25/2, 0.025 and gpt-5-nano 0.05/0.40, 0.005 (2025-08-07);
+//     gpt-4.1 2/8, 0.50; gpt-4.1-mini 0.40/1.60, 0.10 (2025-04-14); gpt-4o
+//     2.50/10, 1.25 (2024-10-01); gpt-4o-mini 0.15/0.60, 0.075 (2024-10-01); o3
+//     2/8, 0.50 (price cut 2025-06-10); o4-mini 1.10/4.40, 0.275 (2025-04-16);
+//     gpt-4-1106-preview 10/30, no cache (DevDay 2023-11-06; the incumbent of the
+//     shipped replay file).
+//   - Anthropic (anthropic.com/pricing; cached = cache-read price): claude-sonnet-4
+//     3/15, 0.30 (2025-05-22); claude-opus-4 15/75, 1.50 (2025-05-22);
+//     claude-opus-4.1 15/75, 1.50 (2025-08-05); claude-sonnet-4.5 3/15, 0.30
+//     (2025-09-29); claude-haiku-4.5 1/5, 0.10 (2025-10-15); claude-3.5-haiku
+//     0.80/4, 0.08 (2024-11-04).
+//   - Google (ai.google.dev/gemini-api/docs/pricing; prompts up to 200k tokens,
+//     longer prompts cost more and are not modelled): gemini-2.5-pro 1.25/10,
+//     cached 0.31 (GA 2025-06-17); gemini-2.5-flash 0.30/2.50, 0.075
+//     (2025-06-17); gemini-2.5-flash-lite 0.10/0.40, 0.025 (2025-07-22).
+//   - DeepSeek API (api-docs.deepseek.com/quick_start/pricing; cached = cache
+//     hit): deepseek-chat (V3) 0.27/1.10, 0.07 and deepseek-reasoner (R1)
+//     0.55/2.19, 0.14 (standard hours, from 2025-02-09).
+//   - ESTIMATES (no single list price; hosted open models at inference providers,
+//     late 2025): gemma-3-27b 0.10/0.30; qwen3-32b and qwen3-32b-thinking
+//     0.20/0.60; deepseek-r1-distill-qwen-32b 0.30/0.60; llama-3.3-70b 0.60/0.60;
+//     llama-3.1-8b 0.05/0.08; conductor (the paper's 7B conductor model; the paper
+//     publishes no price) 0.05/0.10. No cached prices.
 func DefaultPrices() map[string]Price {
-	const openEstimate = "estimate: hosted open 27-32B models cost roughly 0.1-0.3 / 0.3-0.6 USD per 1M tokens (DESIGN.md)"
+	const (
+		openEstimate = "estimate: hosted open 27-32B models cost roughly 0.1-0.3 / 0.3-0.6 USD per 1M tokens (DESIGN.md)"
+		hosted       = "estimate: hosted open model at inference providers, late 2025"
+		oai          = "OpenAI API pricing, openai.com/api/pricing"
+		anth         = "Anthropic API pricing (cached = cache read), anthropic.com/pricing"
+		goog         = "Gemini API pricing (prompts <= 200k tokens), ai.google.dev/gemini-api/docs/pricing"
+		dsk          = "DeepSeek API pricing (cached = cache hit), api-docs.deepseek.com/quick_start/pricing"
+	)
+	p := func(in, out, cached float64, asOf, src string) Price {
+		return Price{InputUSDPerMTok: in, OutputUSDPerMTok: out, CachedInputUSDPerMTok: cached, AsOf: asOf, Source: src}
+	}
+	est := func(in, out float64, src string) Price {
+		return Price{InputUSDPerMTok: in, OutputUSDPerMTok: out, AsOf: "2025-12-01", Estimate: true, Source: src}
+	}
 	return map[string]Price{
-		"gpt-5":           {InputUSDPerMTok: 1.25, OutputUSDPerMTok: 10, AsOf: "2025-08-07", Source: "OpenAI API pricing, openai.com/api/pricing"},
-		"claude-sonnet-4": {InputUSDPerMTok: 3, OutputUSDPerMTok: 15, AsOf: "2025-05-22", Source: "Anthropic API pricing, anthropic.com/pricing"},
-		"gemini-2.5-pro":  {InputUSDPerMTok: 1.25, OutputUSDPerMTok: 10, AsOf: "2025-06-17", Source: "Gemini API pricing (prompts <= 200k tokens), ai.google.dev/gemini-api/docs/pricing"},
-
-		"gemma-3-27b":                  {InputUSDPerMTok: 0.10, OutputUSDPerMTok: 0.30, AsOf: "2025-12-01", Estimate: true, Source: openEstimate},
-		"qwen3-32b":                    {InputUSDPerMTok: 0.20, OutputUSDPerMTok: 0.60, AsOf: "2025-12-01", Estimate: true, Source: openEstimate},
-		"qwen3-32b-thinking":           {InputUSDPerMTok: 0.20, OutputUSDPerMTok: 0.60, AsOf: "2025-12-01", Estimate: true, Source: openEstimate},
-		"deepseek-r1-distill-qwen-32b": {InputUSDPerMTok: 0.30, OutputUSDPerMTok: 0.60, AsOf: "2025-12-01", Estimate: true, Source: openEstimate},
-
-		"gpt-4-1106-preview": {InputUSDPerMTok: 10, OutputUSDPerMTok: 30, AsOf: "2023-11-06", Source: "OpenAI API pricing for GPT-4 Turbo, announced at DevDay 2023-11-06"},
-
-		"conductor": {InputUSDPerMTok: 0.05, OutputUSDPerMTok: 0.10, AsOf: "2025-12-01", Estimate: true, Source: "estimate: hosted 7B open model; no published price"},
+		// The paper's seven workers.
+		"gpt-5":                        p(1.25, 10, 0.125, "2025-08-07", oai),
+		"claude-sonnet-4":              p(3, 15, 0.30, "2025-05-22", anth),
+		"gemini-2.5-pro":               p(1.25, 10, 0.31, "2025-06-17", goog),
+		"gemma-3-27b":                  est(0.10, 0.30, openEstimate),
+		"qwen3-32b":                    est(0.20, 0.60, openEstimate),
+		"qwen3-32b-thinking":           est(0.20, 0.60, openEstimate),
+		"deepseek-r1-distill-qwen-32b": est(0.30, 0.60, openEstimate),
+		// The conductor and the replay file's incumbent.
+		"conductor":          est(0.05, 0.10, "estimate: hosted 7B open model; no published price"),
+		"gpt-4-1106-preview": p(10, 30, 0, "2023-11-06", "OpenAI API pricing for GPT-4 Turbo, announced at DevDay 2023-11-06"),
+		// Common OpenAI models.
+		"gpt-5-mini":   p(0.25, 2, 0.025, "2025-08-07", oai),
+		"gpt-5-nano":   p(0.05, 0.40, 0.005, "2025-08-07", oai),
+		"gpt-4.1":      p(2, 8, 0.50, "2025-04-14", oai),
+		"gpt-4.1-mini": p(0.40, 1.60, 0.10, "2025-04-14", oai),
+		"gpt-4o":       p(2.50, 10, 1.25, "2024-10-01", oai),
+		"gpt-4o-mini":  p(0.15, 0.60, 0.075, "2024-10-01", oai),
+		"o3":           p(2, 8, 0.50, "2025-06-10", oai),
+		"o4-mini":      p(1.10, 4.40, 0.275, "2025-04-16", oai),
+		// Common Anthropic models.
+		"claude-opus-4":     p(15, 75, 1.50, "2025-05-22", anth),
+		"claude-opus-4.1":   p(15, 75, 1.50, "2025-08-05", anth),
+		"claude-sonnet-4.5": p(3, 15, 0.30, "2025-09-29", anth),
+		"claude-haiku-4.5":  p(1, 5, 0.10, "2025-10-15", anth),
+		"claude-3.5-haiku":  p(0.80, 4, 0.08, "2024-11-04", anth),
+		// Common Google models.
+		"gemini-2.5-flash":      p(0.30, 2.50, 0.075, "2025-06-17", goog),
+		"gemini-2.5-flash-lite": p(0.10, 0.40, 0.025, "2025-07-22", goog),
+		// Open models.
+		"deepseek-chat":     p(0.27, 1.10, 0.07, "2025-02-09", dsk),
+		"deepseek-reasoner": p(0.55, 2.19, 0.14, "2025-02-09", dsk),
+		"llama-3.3-70b":     est(0.60, 0.60, hosted),
+		"llama-3.1-8b":      est(0.05, 0.08, hosted),
 	}
 }

@@ -82,6 +82,17 @@ type Step struct {
 	Output       string    `json:"output"`
 	Error        string    `json:"error"`
 	Attempt      int32     `json:"attempt"` // 1 for the first try
+	// PriceVersion identifies the price table CostUSD was computed with
+	// (shadow.PriceTableVersion); empty when not priced by the shadow pool.
+	PriceVersion string `json:"price_version"`
+	// CachedInputTokens are the InputTokens served from the provider's prompt cache.
+	CachedInputTokens int64 `json:"cached_input_tokens"`
+	// Orchestration* are a black-box orchestrator API's own planning usage (Fugu's
+	// usage.orchestration_input_tokens, _input_cached_tokens, _output_tokens),
+	// in addition to InputTokens/OutputTokens; 0 when not reported.
+	OrchestrationInputTokens       int64 `json:"orchestration_input_tokens"`
+	OrchestrationInputCachedTokens int64 `json:"orchestration_input_cached_tokens"`
+	OrchestrationOutputTokens      int64 `json:"orchestration_output_tokens"`
 }
 
 // Score is one grader's verdict on one run. Key: (SuiteRunID, RunID, Grader).
@@ -114,6 +125,11 @@ type SuiteRun struct {
 	Headline       string    `json:"headline"`
 	ReportMarkdown string    `json:"report_markdown"`
 	ReportJSON     string    `json:"report_json"`
+	// Verdict is the gate verdict ("PASS", "FAIL", "INCONCLUSIVE"; the worst
+	// over candidates), empty while running or without candidates.
+	Verdict           string `json:"verdict"`
+	GatePolicyVersion string `json:"gate_policy_version"` // version of the gate policy that gave Verdict
+	ReportHTML        string `json:"report_html"`         // self-contained HTML report page
 }
 
 // Case is one regression-set case as it was when a suite run used it.
@@ -128,6 +144,7 @@ type Case struct {
 	Reference  string   `json:"reference"`
 	Choices    []string `json:"choices"`
 	Grader     string   `json:"grader"`
+	Extra      string   `json:"extra"` // the case's other keys as a JSON object ("" when none)
 }
 
 // TraceFilter selects and pages trace summaries. Zero values mean "any".

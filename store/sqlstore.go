@@ -232,10 +232,18 @@ func (s *sqlStore) GetTrace(ctx context.Context, requestID string) (Trace, error
 		selectList[Run](), s.db, id)); err != nil {
 		return Trace{}, fmt.Errorf("store: get trace %q: runs: %w", requestID, err)
 	}
-	if t.Steps, err = queryRows[Step](ctx, s.t, fmt.Sprintf(
-		"SELECT %[1]s FROM %[2]s.steps FINAL WHERE run_id IN (SELECT run_id FROM %[2]s.runs FINAL WHERE request_id = %[3]s) ORDER BY run_id, `index`",
-		selectList[Step](), s.db, id)); err != nil {
-		return Trace{}, fmt.Errorf("store: get trace %q: steps: %w", requestID, err)
+	// The runs' ids as a literal list: the steps' primary key prunes on it, where
+	// a subquery on runs would scan runs again.
+	runIDs := make([]string, len(t.Runs))
+	for i, r := range t.Runs {
+		runIDs[i] = quoteString(r.RunID)
+	}
+	if len(runIDs) > 0 {
+		if t.Steps, err = queryRows[Step](ctx, s.t, fmt.Sprintf(
+			"SELECT %s FROM %s.steps FINAL WHERE run_id IN (%s) ORDER BY run_id, `index`",
+			selectList[Step](), s.db, strings.Join(runIDs, ", "))); err != nil {
+			return Trace{}, fmt.Errorf("store: get trace %q: steps: %w", requestID, err)
+		}
 	}
 	if t.Scores, err = queryRows[Score](ctx, s.t, fmt.Sprintf(
 		"SELECT %s FROM %s.scores FINAL WHERE request_id = %s ORDER BY suite_run_id, run_id, grader",

@@ -14,11 +14,19 @@ type Config struct {
 	BasePath string `yaml:"base_path"`
 	// Title is the product name shown in the header and in every page title.
 	Title string `yaml:"title"`
+	// AuthTokenEnv names the environment variable holding the UI's token (see
+	// Auth); empty or unset means no token.
+	AuthTokenEnv string `yaml:"auth_token_env"`
+	// BasicAuthUser and BasicAuthPasswordEnv (the variable holding the password)
+	// enable HTTP basic auth when both are set.
+	BasicAuthUser        string `yaml:"basic_auth_user"`
+	BasicAuthPasswordEnv string `yaml:"basic_auth_password_env"`
 }
 
-// NewDefaultConfig returns the defaults: pages at the root, title "conductor-shadow".
+// NewDefaultConfig returns the defaults: pages at the root, title
+// "conductor-shadow", the token in $CONDUCTOR_SHADOW_WEB_TOKEN, no basic auth.
 func NewDefaultConfig() Config {
-	return Config{BasePath: "", Title: "conductor-shadow"}
+	return Config{BasePath: "", Title: "conductor-shadow", AuthTokenEnv: "CONDUCTOR_SHADOW_WEB_TOKEN"}
 }
 
 // Validate reports a bad BasePath (not starting with "/", ending with "/", or
@@ -40,6 +48,9 @@ func (c Config) Validate() error {
 				break
 			}
 		}
+	}
+	if (c.BasicAuthUser == "") != (c.BasicAuthPasswordEnv == "") {
+		errs = append(errs, errors.New("web: basic_auth_user and basic_auth_password_env go together"))
 	}
 	if strings.TrimSpace(c.Title) == "" {
 		errs = append(errs, errors.New("web: title must not be empty"))

@@ -3,7 +3,9 @@ package web
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"strconv"
 	"strings"
@@ -228,10 +230,65 @@ func parsePlan(plan string) (steps []planStep, ok bool) {
 type traceQuery struct {
 	App      string
 	Source   string
-	Q        string // text filter on the input
+	Q        string // text filter: the input, or any run's final output when the store searches
 	Limit    int    // rows per page as asked in the URL; 0 means the store default
 	Before   time.Time
 	BeforeID string
+
+	// Search filters (store.TraceSearch); the store must implement store.Analytics.
+	Candidate string    // a candidate pipeline that ran
+	Worker    string    // a worker some step called
+	Status    string    // a run status
+	MinCost   float64   // summed cost of the runs, USD
+	MaxCost   float64   // USD
+	MinMs     float64   // slowest run, ms
+	MaxMs     float64   // ms
+	From      time.Time // received at or after
+	To        time.Time // received before
+	Grade     string    // store.GradePassed, store.GradeFailed or ""
+}
+
+// searching reports whether q uses a filter only store.Analytics can apply.
+func (q traceQuery) searching() bool {
+	return q.Candidate != "" || q.Worker != "" || q.Status != "" || q.MinCost != 0 || q.MaxCost != 0 ||
+		q.MinMs != 0 || q.MaxMs != 0 || !q.From.IsZero() || !q.To.IsZero() || q.Grade != ""
+}
+
+// search turns q into the store's search.
+func (q traceQuery) search() store.TraceSearch {
+	return store.TraceSearch{TraceFilter: q.filter(), Candidate: q.Candidate, Worker: q.Worker, Status: q.Status,
+		MinCostUSD: q.MinCost, MaxCostUSD: q.MaxCost, MinLatencyMs: q.MinMs, MaxLatencyMs: q.MaxMs,
+		From: q.From, To: q.To, Grade: q.Grade}
+}
+
+// formTimeLayout is the value format of <input type="datetime-local"> (UTC here).
+const formTimeLayout = "2006-01-02T15:04:05"
+
+// fmtFormTime renders t for a datetime-local input and the URL, "" for zero.
+func fmtFormTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(formTimeLayout)
+}
+
+// parseFormTime reads a time filter: RFC 3339, or a datetime-local value
+// (minutes or seconds) taken as UTC.
+func parseFormTime(name, s string) (time.Time, error) {
+	for _, layout := range []string{time.RFC3339Nano, formTimeLayout, "2006-01-02T15:04"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t.UTC(), nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("%s %q is not a time (use 2006-01-02T15:04 in UTC or RFC 3339)", name, s)
+}
+
+// fmtFormFloat renders a bound for an input, "" for 0 (no bound).
+func fmtFormFloat(v float64) string {
+	if v == 0 {
+		return ""
+	}
+	return strconv.FormatFloat(v, 'g', -1, 64)
 }
 
 // values encodes q as URL query parameters, leaving out empty ones.
@@ -248,6 +305,16 @@ func (q traceQuery) values() url.Values {
 	if q.Limit > 0 {
 		v.Set("limit", strconv.Itoa(q.Limit))
 	}
+	set("candidate", q.Candidate)
+	set("worker", q.Worker)
+	set("status", q.Status)
+	set("min_cost", fmtFormFloat(q.MinCost))
+	set("max_cost", fmtFormFloat(q.MaxCost))
+	set("min_ms", fmtFormFloat(q.MinMs))
+	set("max_ms", fmtFormFloat(q.MaxMs))
+	set("from", fmtFormTime(q.From))
+	set("to", fmtFormTime(q.To))
+	set("grade", q.Grade)
 	if !q.Before.IsZero() {
 		v.Set("before", q.Before.UTC().Format(time.RFC3339Nano))
 		set("before_id", q.BeforeID)
@@ -256,7 +323,9 @@ func (q traceQuery) values() url.Values {
 }
 
 // parseTraceQuery reads the traces list's URL parameters: app, source, q, limit
-// (1..store.MaxListLimit), before (RFC 3339) and before_id (needs before).
+// (1..store.MaxListLimit), before (RFC 3339) and before_id (needs before), and
+// the search filters candidate, worker, status, grade (passed|failed), min_cost
+// and max_cost (USD), min_ms and max_ms (slowest run, ms), from and to (UTC).
 func parseTraceQuery(v url.Values) (traceQuery, error) {
 	q := traceQuery{
 		App:      strings.TrimSpace(v.Get("app")),
@@ -270,6 +339,39 @@ func parseTraceQuery(v url.Values) (traceQuery, error) {
 			return q, fmt.Errorf("limit %q must be a whole number from 1 to %d", s, store.MaxListLimit)
 		}
 		q.Limit = n
+	}
+	q.Candidate = strings.TrimSpace(v.Get("candidate"))
+	q.Worker = strings.TrimSpace(v.Get("worker"))
+	q.Status = strings.TrimSpace(v.Get("status"))
+	q.Grade = strings.TrimSpace(v.Get("grade"))
+	for _, f := range []struct {
+		name string
+		dst  *float64
+	}{{"min_cost", &q.MinCost}, {"max_cost", &q.MaxCost}, {"min_ms", &q.MinMs}, {"max_ms", &q.MaxMs}} {
+		s := strings.TrimSpace(v.Get(f.name))
+		if s == "" {
+			continue
+		}
+		n, err := strconv.ParseFloat(s, 64)
+		if err != nil || n < 0 || math.IsInf(n, 0) || math.IsNaN(n) {
+			return q, fmt.Errorf("%s %q must be a number of at least 0", f.name, s)
+		}
+		*f.dst = n
+	}
+	for _, f := range []struct {
+		name string
+		dst  *time.Time
+	}{{"from", &q.From}, {"to", &q.To}} {
+		if s := strings.TrimSpace(v.Get(f.name)); s != "" {
+			t, err := parseFormTime(f.name, s)
+			if err != nil {
+				return q, err
+			}
+			*f.dst = t
+		}
+	}
+	if err := q.search().Validate(); err != nil {
+		return q, errors.New(strings.TrimPrefix(err.Error(), "store: trace search: "))
 	}
 	if s := v.Get("before"); s != "" {
 		t, err := time.Parse(time.RFC3339Nano, s)

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/a-h/templ"
 
@@ -23,6 +24,7 @@ var update = flag.Bool("update", false, "rewrite testdata/*.golden.html from the
 func TestGolden(t *testing.T) {
 	tr := fixtureTrace()
 	sr := fixtureSuiteRun()
+	sr.Verdict, sr.GatePolicyVersion, sr.ReportHTML = "FAIL", "gates-v2", "<html><body>report</body></html>"
 	meta := func(title, nav string) pageMeta {
 		return pageMeta{Title: title, Product: "conductor-shadow", Base: "/ui", Nav: nav}
 	}
@@ -42,14 +44,20 @@ func TestGolden(t *testing.T) {
 	older.Before, older.BeforeID = rows[1].ReceivedAt, rows[1].RequestID
 	first := traceQuery{App: q.App, Q: q.Q, Limit: q.Limit}
 
+	casePipes, caseRows := suiteCases(sr, append(suiteScores(sr.SuiteRunID, "conductor", map[string][]float64{"c1": {1}, "c2": {0}}),
+		suiteScores(sr.SuiteRunID, "incumbent:gpt-5", map[string][]float64{"c1": {1}})...))
+	nestedDrill := newRunDrill(newMarkdown(), fixtureNestedTrace().Steps)
 	tests := []struct {
 		name string
 		comp templ.Component
 	}{
 		{"traces_page", tracesPage(tracesView{Meta: meta("Traces", navTraces), Query: q, Rows: rows,
 			OlderURL: urls{"/ui"}.tracesWith(older), FirstURL: urls{"/ui"}.tracesWith(first), Sources: traceSources()})},
+		{"traces_page_search", tracesPage(tracesView{Meta: meta("Traces", navTraces), Rows: rows[:1], Sources: traceSources(),
+			Searchable: true, Statuses: runStatuses(), Query: traceQuery{Q: "train", Candidate: "conductor", Worker: "gpt-5",
+				Status: store.StatusOK, Grade: store.GradePassed, MinCost: 0.001, MaxMs: 6000, From: t0.Add(-time.Hour), To: t0.Add(time.Hour)}})},
 		{"traces_page_empty", tracesPage(tracesView{Meta: meta("Traces", navTraces), Sources: traceSources()})},
-		{"trace_page", tracePage(newTraceView(meta("Trace "+tr.Request.RequestID, navTraces), tr))},
+		{"trace_page", tracePage(newTraceView(meta("Trace "+tr.Request.RequestID, navTraces), newMarkdown(), tr))},
 		{"step_row_nested", stepRow(store.Step{RunID: "r", Index: 4, Parent: 1, Depth: 1, Role: "conductor",
 			Worker: "conductor-7b", Model: "rl-conductor-7b", Subtask: "correct step 1", Access: "", Status: store.StatusBudgetExceeded,
 			Error: "budget: 4096 output tokens", Attempt: 2, LatencyMs: 3.25}, -1)},
@@ -59,7 +67,25 @@ func TestGolden(t *testing.T) {
 				Candidates: []string{"conductor"}, StartedAt: t0.AddDate(0, 0, -1), Status: "running", Cases: 20}},
 		}})},
 		{"suite_run_page", suiteRunPage(suiteRunView{Meta: meta("Suite run "+sr.SuiteRunID, navSuiteRuns), Run: sr,
-			Simulated: true, ReportHTML: reportHTML})},
+			Simulated: true, ReportHTML: reportHTML, PrevURL: urls{"/ui"}.compareSuiteRuns("sr-old", sr.SuiteRunID, "", false),
+			CasePipelines: casePipes, Cases: caseRows})},
+		{"workflow_graph_nested", workflowGraphSVG(nestedDrill.Graph)},
+		{"timeline_nested", timelineSVG(nestedDrill.Timeline)},
+		{"step_details_nested", stepDetails(nestedDrill.Details[3:5])},
+		{"answer_diffs", answerDiffs(newTraceView(meta("t", navTraces), newMarkdown(), tr).Diffs)},
+		{"overview_page", overviewPage(goldenOverview(meta("Overview", navOverview)))},
+		{"run_compare_page", runComparePage(newRunCompare(meta("Compare runs", navTraces), tr.Runs[0], tr.Runs[1], nil, tr.Steps))},
+		{"suite_compare_page", suiteComparePage(suiteCompareView{Meta: meta("Compare suite runs", navSuiteRuns), A: sr, B: sr,
+			Pipeline: "conductor", Pipelines: []string{"conductor", "moa:3"}, ChangedOnly: true,
+			Rows: []caseCompare{{CaseID: "c2", A: 0.5, B: 1, Outcome: outcomeBetter, RequestA: "req-a", RequestB: "req-b", PassedB: true},
+				{CaseID: "c9", A: 1, B: -1, Outcome: outcomeMissing, RequestA: "req-c"}},
+			Counts: map[string]int{outcomeBetter: 1, outcomeSame: 4, outcomeMissing: 1},
+			AllURL: "/ui/compare/suite-runs?a=x&b=y", ChangedURL: "/ui/compare/suite-runs?a=x&b=y&changed=1"})},
+		{"workers_page", workersPage(workersView{Meta: meta("Workers", navWorkers), Supported: true, Pipeline: "conductor",
+			Query:     overviewQuery{From: t0.Add(-time.Hour), To: t0.Add(time.Hour)},
+			Positions: []string{store.PositionFirst, store.PositionMiddle, store.PositionFinal, store.PositionOnly},
+			Rows: newWorkerRows([]store.WorkerUse{{Worker: "gpt-5", Category: "math", Position: store.PositionFinal, Steps: 3, CostUSD: 0.06, LatencyMs: 600},
+				{Worker: "<b>qwen</b>", Category: "qa", Position: store.PositionFirst, Steps: 1, CostUSD: 0.02, LatencyMs: 200}})})},
 		{"error_page", errorPage(errorView{Meta: meta("Not Found", ""), Status: 404, Message: `No trace with id "<x>".`})},
 	}
 	for _, tt := range tests {
@@ -97,4 +123,29 @@ func firstDiff(want, got string) string {
 	lo := max(0, i-80)
 	line := strings.Count(want[:i], "\n") + 1
 	return "line " + strconv.Itoa(line) + ":\n want …" + want[lo:min(len(want), i+80)] + "…\n  got …" + got[lo:min(len(got), i+80)] + "…"
+}
+
+// goldenOverview is the overview of the two fixture traces with a PASS verdict.
+func goldenOverview(meta pageMeta) overviewView {
+	ov := store.Overview{
+		Counts: store.OverviewCounts{Requests: 3, TapRequests: 2, IncumbentRuns: 2, ShadowRuns: 3, ErrorRuns: 1, ShadowRequests: 2},
+		Totals: []store.PipelinePoint{
+			{Pipeline: "incumbent:gpt-5", Mode: store.ModeIncumbent, Runs: 2, CostUSD: 0.004, CostPerRequestUSD: 0.002, P50Ms: 1500, P95Ms: 2200},
+			{Pipeline: "conductor", Mode: store.ModeCandidate, Runs: 2, CostUSD: 0.03, CostPerRequestUSD: 0.015, P50Ms: 3800, P95Ms: 4900},
+		},
+		Agreement: []store.Agreement{{Candidate: "conductor", Pairs: 2, Agree: 1}},
+	}
+	for i, b := range []time.Duration{0, time.Hour} {
+		for _, p := range ov.Totals {
+			p.Bucket = t0.Truncate(time.Hour).Add(b)
+			p.P95Ms += float64(i) * 100
+			ov.Series = append(ov.Series, p)
+		}
+	}
+	sr := fixtureSuiteRun()
+	sr.Verdict = "PASS"
+	q := overviewQuery{App: "support-bot", From: t0.Truncate(time.Hour).Add(-time.Hour), To: t0.Truncate(time.Hour).Add(2 * time.Hour)}
+	v := newOverviewView(meta, q, 3600, ov, []store.SuiteRun{sr})
+	v.ThisURL = urls{meta.Base}.overviewWith(q)
+	return v
 }

@@ -11,6 +11,8 @@ import (
 
 // Navigation sections of the header.
 const (
+	navOverview  = "overview"
+	navWorkers   = "workers"
 	navTraces    = "traces"
 	navSuiteRuns = "suite-runs"
 )
@@ -51,6 +53,9 @@ type tracesView struct {
 	OlderURL string               // the next (older) page, "" when this page is the last
 	FirstURL string               // the newest page with the same filters, "" on it
 	Sources  []string             // the choices of the source filter
+	// Searchable: the store implements store.Analytics, so the search filters show.
+	Searchable bool
+	Statuses   []string // the choices of the status filter
 }
 
 // runView is one run of a trace with what belongs to it.
@@ -60,6 +65,9 @@ type runView struct {
 	Plan       []planStep    // the parsed workflow
 	PlanParsed bool          // Plan decoded from Run.Plan
 	Scores     []store.Score // grader scores of this run
+	Drill      runDrill      // step details, workflow graph and timeline
+	// CompareURL compares the trace's incumbent run with this candidate run; "" for the incumbent.
+	CompareURL string
 }
 
 // traceView is the trace page.
@@ -71,6 +79,7 @@ type traceView struct {
 	Runs        []runView     // incumbent first, then candidates, as the store orders them
 	Simulated   bool          // some run's answers came from the simulated worker pool
 	Metadata    [][2]string   // Request.Metadata sorted by key
+	Diffs       []answerDiff  // each candidate's answer diffed against the incumbent's
 }
 
 // incumbents and candidates split Runs by mode; a run of another mode counts as a candidate.
@@ -87,8 +96,9 @@ func (t traceView) byMode(incumbent bool) []runView {
 	return out
 }
 
-// newTraceView groups a trace's steps and scores under their runs.
-func newTraceView(meta pageMeta, tr store.Trace) traceView {
+// newTraceView groups a trace's steps and scores under their runs and builds each
+// run's drill-down (md renders the steps' Markdown outputs) and the answer diffs.
+func newTraceView(meta pageMeta, md *markdown, tr store.Trace) traceView {
 	v := traceView{Meta: meta, Request: tr.Request}
 	v.Messages, v.InputParsed = parseMessages(tr.Request.Input)
 	for k, val := range tr.Request.Metadata {
@@ -108,9 +118,18 @@ func newTraceView(meta pageMeta, tr store.Trace) traceView {
 				rv.Scores = append(rv.Scores, s)
 			}
 		}
+		rv.Drill = newRunDrill(md, rv.Steps)
 		v.Simulated = v.Simulated || r.Simulated
 		v.Runs = append(v.Runs, rv)
 	}
+	if inc := v.incumbents(); len(inc) > 0 {
+		for i := range v.Runs {
+			if v.Runs[i].Run.Mode != store.ModeIncumbent {
+				v.Runs[i].CompareURL = urls{meta.Base}.compareRuns(inc[0].Run.RunID, v.Runs[i].Run.RunID)
+			}
+		}
+	}
+	v.Diffs = newAnswerDiffs(v)
 	return v
 }
 
@@ -132,6 +151,11 @@ type suiteRunView struct {
 	Run        store.SuiteRun
 	Simulated  bool   // the report JSON says the figures are simulated
 	ReportHTML string // the report Markdown rendered and sanitized
+	PrevURL    string // compares the previous suite run of the same set with this one; "" when none
+	// CasePipelines and Cases: every case's outcome per pipeline with links to the
+	// traces (empty when the store cannot list scores or none are stored).
+	CasePipelines []string
+	Cases         []suiteCaseRow
 }
 
 // reportSimulated reads the top-level "simulated" boolean of a suite run's JSON

@@ -1,9 +1,14 @@
 // Package web serves conductor-shadow's server-rendered UI (gin + templ) over a
-// store.Store: the traces list and a trace's drill-down (input, the incumbent's
-// answer beside each candidate's, the conductor's plan, every step with its access
-// list), and suite runs with their reports. Pages need no JavaScript and load no
-// third-party assets; all stored text is escaped, and the report Markdown is
-// rendered and sanitized before it is embedded.
+// store.Store: the overview (traffic, cost and latency over time, agreement,
+// latest verdicts), the traces list with search filters, a trace's drill-down
+// (answers side by side with text diffs, the plan, the workflow graph and the
+// timeline as inline SVG, every step's context and output), run and suite-run
+// comparisons, worker analytics, and suite runs with their reports. The richer
+// pages need the store to implement store.Analytics, store.OverviewAnalytics,
+// store.Comparisons or store.WorkerAnalytics and degrade without them. Pages need
+// no JavaScript and load no third-party assets; all stored text is escaped, and
+// Markdown is rendered and sanitized before it is embedded. Auth.Middleware
+// guards the pages when they are reachable beyond loopback.
 package web
 
 import (
@@ -31,6 +36,11 @@ var staticFiles embed.FS
 const contentSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'self' data:; " +
 	"form-action 'self'; base-uri 'none'; frame-ancestors 'self'"
 
+// runStatuses returns the choices of the traces list's status filter.
+func runStatuses() []string {
+	return []string{store.StatusOK, store.StatusError, store.StatusPlanUnparsable, store.StatusBudgetExceeded, store.StatusSkipped}
+}
+
 // traceSources returns the choices of the traces list's source filter.
 func traceSources() []string {
 	return []string{store.SourceTap, store.SourceReplay, store.SourceSuite}
@@ -47,14 +57,25 @@ type server struct {
 // Register mounts the UI on r under cfg.BasePath:
 //
 //	GET /                            302 to /traces
+//	GET /overview                    counts, per-pipeline cost/latency/agreement/verdict and charts for a
+//	                                 window; query: app, from, to (UTC; default the last 24 h)
+//	GET /workers                     worker usage by plan position and category with shares of steps,
+//	                                 cost and latency; query: app, pipeline, from, to (default the last 24 h)
 //	GET /traces                      traces list; query: app, source (tap|replay|suite), q (input text),
 //	                                 limit (1..store.MaxListLimit, default store.DefaultListLimit),
 //	                                 before (RFC 3339, received_at of the previous page's last row)
-//	                                 and before_id (its request_id)
+//	                                 and before_id (its request_id); when the store implements
+//	                                 store.Analytics also candidate, worker, status, grade,
+//	                                 min_cost/max_cost (USD), min_ms/max_ms (slowest run), from/to (UTC),
+//	                                 and q matches final outputs too
 //	GET /traces/:id                  one trace; 404 when the store has no such request
 //	GET /suite-runs                  suite runs, newest first (store.DefaultListLimit)
 //	GET /suite-runs/:id              one suite run with its rendered report; 404 when absent
 //	GET /suite-runs/:id/report.json  the stored JSON report (application/json); 404 when absent or empty
+//	GET /suite-runs/:id/report.html  the stored self-contained HTML report, sandboxed (no scripts, no
+//	                                 requests); 404 when absent or empty
+//	GET /compare/runs                two runs side by side; query: a, b (run ids); 501 without store.Comparisons
+//	GET /compare/suite-runs          two suite runs case by case; query: a, b (suite run ids), pipeline, changed=1
 //	GET /static/*file                the embedded stylesheet
 //
 // HTML pages answer 400 for bad query parameters and 500 with a short message
@@ -82,11 +103,16 @@ func Register(r gin.IRouter, st store.Store, cfg Config) error {
 		g.GET("", s.root)
 	}
 	g.GET("/", s.root)
+	g.GET("/overview", s.overview)
+	g.GET("/workers", s.workers)
 	g.GET("/traces", s.traces)
 	g.GET("/traces/:id", s.trace)
 	g.GET("/suite-runs", s.suiteRuns)
 	g.GET("/suite-runs/:id", s.suiteRun)
 	g.GET("/suite-runs/:id/report.json", s.reportJSON)
+	g.GET("/suite-runs/:id/report.html", s.reportHTML)
+	g.GET("/compare/runs", s.compareRuns)
+	g.GET("/compare/suite-runs", s.compareSuiteRuns)
 	g.GET("/static/*file", s.staticFile)
 	return nil
 }
@@ -154,7 +180,17 @@ func (s *server) traces(c *gin.Context) {
 	f := q.filter()
 	// Ask for one row more than shown to know whether an older page exists.
 	f.Limit = min(limit+1, store.MaxListLimit)
-	rows, err := s.st.ListTraces(c.Request.Context(), f)
+	var rows []store.TraceSummary
+	if an, ok := s.st.(store.Analytics); ok {
+		sq := q.search()
+		sq.Limit = f.Limit
+		rows, err = an.SearchTraces(c.Request.Context(), sq)
+	} else if q.searching() {
+		s.fail(c, http.StatusBadRequest, "This store cannot search by candidate, worker, status, cost, latency, time or grade.", nil)
+		return
+	} else {
+		rows, err = s.st.ListTraces(c.Request.Context(), f)
+	}
 	if err != nil {
 		s.storeFailed(c, "trace list", "", err)
 		return
@@ -162,7 +198,9 @@ func (s *server) traces(c *gin.Context) {
 	more := len(rows) > limit || (f.Limit == limit && len(rows) == limit)
 	rows = rows[:min(len(rows), limit)]
 
-	v := tracesView{Meta: s.meta("Traces", navTraces), Query: q, Rows: rows, Sources: traceSources()}
+	_, searchable := s.st.(store.Analytics)
+	v := tracesView{Meta: s.meta("Traces", navTraces), Query: q, Rows: rows, Sources: traceSources(),
+		Searchable: searchable, Statuses: runStatuses()}
 	if more && len(rows) > 0 {
 		next := q
 		last := rows[len(rows)-1]
@@ -184,7 +222,7 @@ func (s *server) trace(c *gin.Context) {
 		s.storeFailed(c, "trace", id, err)
 		return
 	}
-	s.render(c, http.StatusOK, tracePage(newTraceView(s.meta("Trace "+shortID(id, 24), navTraces), tr)))
+	s.render(c, http.StatusOK, tracePage(newTraceView(s.meta("Trace "+shortID(id, 24), navTraces), s.md, tr)))
 }
 
 func (s *server) suiteRuns(c *gin.Context) {
@@ -209,6 +247,23 @@ func (s *server) suiteRun(c *gin.Context) {
 	}
 	v := suiteRunView{Meta: s.meta("Suite run "+shortID(id, 24), navSuiteRuns), Run: run,
 		Simulated: reportSimulated(run.ReportJSON)}
+	if all, err := s.st.ListSuiteRuns(c.Request.Context(), store.MaxListLimit); err == nil {
+		if prev, ok := previousSuiteRun(all, run); ok {
+			v.PrevURL = s.urls().compareSuiteRuns(prev.SuiteRunID, run.SuiteRunID, "", false)
+		}
+	} else {
+		_ = c.Error(fmt.Errorf("web: list suite runs for the previous run: %w", err))
+	}
+	if cs, ok := s.st.(store.Comparisons); ok {
+		scores, err := cs.ListScores(c.Request.Context(), id)
+		if err != nil {
+			s.storeFailed(c, "suite run scores", id, err)
+			return
+		}
+		if len(scores) > 0 {
+			v.CasePipelines, v.Cases = suiteCases(run, scores)
+		}
+	}
 	if strings.TrimSpace(run.ReportMarkdown) != "" {
 		if v.ReportHTML, err = s.md.render(run.ReportMarkdown); err != nil {
 			s.fail(c, http.StatusInternalServerError, "The report could not be rendered.", err)
@@ -235,6 +290,28 @@ func (s *server) reportJSON(c *gin.Context) {
 	}
 	c.Header("X-Content-Type-Options", "nosniff")
 	c.Data(http.StatusOK, "application/json", []byte(run.ReportJSON))
+}
+
+// reportHTMLPolicy serves a stored HTML report: a sandbox (unique origin, no
+// scripts, forms or popups), its own inline styles and data: images only.
+const reportHTMLPolicy = "sandbox; default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
+
+func (s *server) reportHTML(c *gin.Context) {
+	id := c.Param("id")
+	run, err := s.st.GetSuiteRun(c.Request.Context(), id)
+	if err != nil {
+		s.storeFailed(c, "suite run", id, err)
+		return
+	}
+	if strings.TrimSpace(run.ReportHTML) == "" {
+		s.fail(c, http.StatusNotFound, fmt.Sprintf("Suite run %q has no HTML report.", id), nil)
+		return
+	}
+	h := c.Writer.Header()
+	h.Set("Content-Security-Policy", reportHTMLPolicy)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	c.Data(http.StatusOK, "text/html; charset=utf-8", []byte(run.ReportHTML))
 }
 
 func (s *server) staticFile(c *gin.Context) {

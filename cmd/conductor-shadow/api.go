@@ -31,6 +31,8 @@ type suiteResponse struct {
 	Markdown     string `json:"markdown"`
 	MarkdownPath string `json:"markdown_path"`
 	JSONPath     string `json:"json_path"`
+	HTMLPath     string `json:"html_path"`
+	Verdict      string `json:"verdict"` // PASS, FAIL, INCONCLUSIVE; "" without candidates
 }
 
 // api serves the read-only query endpoint, tap statistics and suite runs for the

@@ -14,6 +14,7 @@ type pipelines struct {
 	pool       *shadow.Pool
 	incumbent  shadow.Pipeline
 	candidates []shadow.Pipeline
+	spend      *shadow.SpendTracker // the daily shadow spending cap, shared by every candidate
 }
 
 // buildPipelines connects the worker pool and builds every configured pipeline.
@@ -27,7 +28,7 @@ func buildPipelines(cfg Config) (*pipelines, error) {
 		pool.Close()
 		return nil, fmt.Errorf("pipelines: incumbent: %w", err)
 	}
-	p := &pipelines{pool: pool, incumbent: inc}
+	p := &pipelines{pool: pool, incumbent: inc, spend: shadow.NewSpendTracker(cfg.Shadow.Budget.DailyUSD, nil)}
 	for _, name := range cfg.Pipelines.Candidates {
 		var c shadow.Pipeline
 		if worker, ok := strings.CutPrefix(name, "single:"); ok {
@@ -35,9 +36,23 @@ func buildPipelines(cfg Config) (*pipelines, error) {
 		} else {
 			c, err = shadow.NewConductor(pool, cfg.Shadow.Conductor)
 		}
+		if err == nil {
+			c, err = shadow.NewBudgetedFromConfig(pool, c, p.spend)
+		}
 		if err != nil {
 			pool.Close()
 			return nil, fmt.Errorf("pipelines: candidate %q: %w", name, err)
+		}
+		p.candidates = append(p.candidates, c)
+	}
+	for _, cc := range cfg.Pipelines.CandidatePipelines {
+		c, err := shadow.NewPipeline(pool, cc)
+		if err == nil {
+			c, err = shadow.NewBudgetedFromConfig(pool, c, p.spend)
+		}
+		if err != nil {
+			pool.Close()
+			return nil, fmt.Errorf("pipelines: candidate %q: %w", cc.CandidateName(), err)
 		}
 		p.candidates = append(p.candidates, c)
 	}

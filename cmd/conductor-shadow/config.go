@@ -13,6 +13,9 @@ import (
 	"github.com/caarlos0/env/v11"
 	"gopkg.in/yaml.v3"
 
+	"github.com/conductor-shadow/conductor-shadow/eval/gate"
+	"github.com/conductor-shadow/conductor-shadow/eval/judge"
+	"github.com/conductor-shadow/conductor-shadow/eval/schedule"
 	"github.com/conductor-shadow/conductor-shadow/ingest"
 	"github.com/conductor-shadow/conductor-shadow/shadow"
 	"github.com/conductor-shadow/conductor-shadow/store"
@@ -29,6 +32,7 @@ type Config struct {
 	Shadow    shadow.Config      `yaml:"shadow"`
 	Pipelines PipelinesConfig    `yaml:"pipelines"`
 	Suite     SuiteConfig        `yaml:"suite"`
+	Schedules schedule.Config    `yaml:"schedules"`
 	Web       web.Config         `yaml:"web"`
 	Telemetry TelemetryConfig    `yaml:"telemetry"`
 }
@@ -53,6 +57,10 @@ type PipelinesConfig struct {
 	// Candidates run in shadow on every tapped request and in every suite run:
 	// "conductor" or "single:<worker>".
 	Candidates []string `yaml:"candidates"`
+	// CandidatePipelines are further candidates of the kinds single, moa,
+	// self_refine, chain and blackbox (see shadow.CandidateConfig); they shadow
+	// the same traffic next to Candidates.
+	CandidatePipelines []shadow.CandidateConfig `yaml:"candidate_pipelines"`
 }
 
 // SuiteConfig sets the default suite run.
@@ -60,6 +68,10 @@ type SuiteConfig struct {
 	Set         string `yaml:"set"`        // regression-set JSONL file
 	ReportDir   string `yaml:"report_dir"` // where Markdown and JSON reports are written
 	Concurrency int    `yaml:"concurrency"`
+	Policy      string `yaml:"policy"`    // gate policy YAML (eval/gate); "" = gate.NewDefaultPolicy()
+	NoiseRun    bool   `yaml:"noise_run"` // also run the incumbent a second time (A′) for the noise floor
+	// Judge is the LLM judge of cases graded "judge" or "pairwise".
+	Judge judge.Config `yaml:"judge"`
 }
 
 // TelemetryConfig turns on OpenTelemetry tracing; empty OTLPEndpoint means a no-op
@@ -90,7 +102,8 @@ func NewDefaultConfig() Config {
 		Ingest:    ingest.NewDefaultConfig(),
 		Shadow:    shadow.NewDefaultConfig(),
 		Pipelines: PipelinesConfig{Incumbent: "gpt-5", Candidates: []string{"conductor"}},
-		Suite:     SuiteConfig{Set: "regression-sets/gsm8k-150.jsonl", ReportDir: "reports", Concurrency: 32},
+		Suite:     SuiteConfig{Set: "regression-sets/gsm8k-150.jsonl", ReportDir: "reports", Concurrency: 32, Judge: judge.NewDefaultConfig()},
+		Schedules: schedule.NewDefaultConfig(),
 		Web:       web.NewDefaultConfig(),
 		Telemetry: TelemetryConfig{ServiceName: "conductor-shadow"},
 	}
@@ -174,8 +187,24 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("config: pipelines.candidates[%d] %q: want \"conductor\" or \"single:<worker>\"", i, name))
 		}
 	}
+	if err := shadow.ValidateCandidates(c.Pipelines.CandidatePipelines, c.Pipelines.Candidates...); err != nil {
+		errs = append(errs, fmt.Errorf("config: pipelines: %w", err))
+	}
 	if c.Suite.Concurrency < 1 {
 		errs = append(errs, fmt.Errorf("config: suite.concurrency must be at least 1, got %d", c.Suite.Concurrency))
+	}
+	if c.Suite.Policy != "" {
+		if _, err := gate.Load(c.Suite.Policy); err != nil {
+			errs = append(errs, fmt.Errorf("config: suite.policy: %w", err))
+		}
+	}
+	if err := c.Suite.Judge.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("config: suite.%w", err))
+	} else if _, ok := c.Shadow.Worker(c.Suite.Judge.Worker); !ok {
+		errs = append(errs, fmt.Errorf("config: suite.judge.worker %q names no worker in shadow.workers", c.Suite.Judge.Worker))
+	}
+	if err := c.Schedules.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("config: %w", err))
 	}
 	return errors.Join(errs...)
 }

@@ -38,6 +38,7 @@ type globalFlags struct {
 	dataDir    string
 	dsn        string
 	addr       string
+	kafka      []string
 }
 
 // run executes one command line; only main exits.
@@ -58,6 +59,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	pf.StringVar(&gf.dataDir, "data", "", "embedded store folder (default ./data)")
 	pf.StringVar(&gf.dsn, "clickhouse-dsn", "", "ClickHouse server DSN, e.g. clickhouse://host:9000/db (replaces the embedded store)")
 	pf.StringVar(&gf.addr, "addr", "", "server listen address host:port (default 127.0.0.1:8080)")
+	pf.StringSliceVar(&gf.kafka, "kafka-brokers", nil, "Kafka brokers host:port,... carrying tapped exchanges to the shadow workers (default: in-process queue)")
 
 	load := func() (Config, error) {
 		cfg, err := LoadConfig(gf.configPath, env.ToMap(os.Environ()))
@@ -73,9 +75,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if gf.addr != "" {
 			cfg.Server.Addr = gf.addr
 		}
+		if len(gf.kafka) > 0 {
+			cfg.Ingest.Kafka.Brokers = gf.kafka
+		}
 		return cfg, cfg.Validate()
 	}
 	root.AddCommand(serveCmd(load, log), replayCmd(load, log), suiteCmd(load, log), queryCmd(load))
+	root.AddCommand(loadtestCmd(load, log))
+	root.AddCommand(generateCmd(load))
+	root.AddCommand(setCmd(load), exportCmd(load))
 	return root.ExecuteContext(ctx)
 }
 
@@ -202,7 +210,7 @@ func suiteCmd(load loader, log *slog.Logger) *cobra.Command {
 }
 
 func printSuite(w io.Writer, res suiteResponse) {
-	fmt.Fprintf(w, "%s\nsuite run %s\nreport: %s\n        %s\n", res.Headline, res.SuiteRunID, res.MarkdownPath, res.JSONPath)
+	fmt.Fprintf(w, "%s\nverdict: %s\nsuite run %s\nreport: %s\n        %s\n        %s\n", res.Headline, res.Verdict, res.SuiteRunID, res.MarkdownPath, res.JSONPath, res.HTMLPath)
 }
 
 func queryCmd(load loader) *cobra.Command {

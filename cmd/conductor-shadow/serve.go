@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/contrib/instrumentation/github.com/gin-gonic/gin/otelgin"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/conductor-shadow/conductor-shadow/eval/schedule"
 	"github.com/conductor-shadow/conductor-shadow/ingest"
 	"github.com/conductor-shadow/conductor-shadow/store"
 	"github.com/conductor-shadow/conductor-shadow/web"
@@ -34,8 +35,11 @@ type server struct {
 	pipes    *pipelines
 	queue    ingest.Queue
 	proc     *ingest.Processor
+	proxy    *ingest.Proxy
+	kafka    *ingest.KafkaQueue
 	stats    *ingest.Stats
 	http     *http.Server
+	sched    *schedule.Scheduler
 	serveErr chan error
 }
 
@@ -75,11 +79,23 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 	}
 	s.stats = ingest.NewStats()
 	s.queue = ingest.NewMemoryQueue(s.cfg.Ingest.QueueSize)
+	var shadowWriter ingest.BatchWriter = s.writer
+	if s.cfg.Ingest.Kafka.Enabled() {
+		// Offsets are committed once an exchange and its runs are stored, so the
+		// workers write synchronously rather than through the buffered writer.
+		if s.kafka, err = ingest.NewKafkaQueue(s.cfg.Ingest.Kafka, true, s.stats, s.log); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		s.queue, shadowWriter = s.kafka, ingest.StoreWriter{Store: st}
+	}
 	tap, err := ingest.NewTap(s.cfg.Ingest, s.queue, s.stats)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	s.proc = ingest.NewProcessor(s.cfg.Ingest, s.queue, s.writer, s.pipes.candidates, newPriceTable(s.cfg.Shadow), s.stats, s.log)
+	if tap.EphemeralSecret() {
+		s.log.Warn("PII pseudonyms change on restart: no secret in $" + s.cfg.Ingest.PII.SecretEnv)
+	}
+	s.proc = ingest.NewProcessor(s.cfg.Ingest, s.queue, shadowWriter, s.pipes.candidates, newPriceTable(s.cfg.Shadow), s.stats, s.log)
 	if err := s.proc.Start(ctx); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
@@ -97,7 +113,33 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 		writer: s.writer.Stats,
 	}
 	a.register(guarded)
-	if err := web.Register(router, st, s.cfg.Web); err != nil {
+	s.sched, err = schedule.New(s.cfg.Schedules, func(ctx context.Context, job schedule.Suite) (string, error) {
+		res, err := a.suites.runScheduled(ctx, job, nil)
+		return res.SuiteRunID, err
+	}, s.log)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	if err := s.sched.Start(ctx); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	if s.cfg.Ingest.Proxy.Enabled() {
+		// The mirroring proxy: production clients bring their own incumbent API key.
+		if s.proxy, err = ingest.NewProxy(s.cfg.Ingest.Proxy, tap, s.stats, nil, s.log); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		router.NoRoute(gin.WrapH(s.proxy)) // paths the server does not serve pass through
+	}
+	// The UI's own credentials; beyond loopback the API token (required above)
+	// also opens it, as the basic-auth password.
+	webAuth := s.cfg.Web.ResolveAuth(os.Getenv)
+	if webAuth.Token == "" && !loopbackOnly(s.cfg.Server.Addr) {
+		webAuth.Token = token
+	}
+	if err := web.CheckExposure(s.cfg.Server.Addr, webAuth); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	if err := web.Register(router.Group("/", webAuth.Middleware()), st, s.cfg.Web); err != nil {
 		return fmt.Errorf("serve: web: %w", err)
 	}
 
@@ -105,7 +147,11 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 	if err != nil {
 		return fmt.Errorf("serve: listen: %w", err)
 	}
-	s.http = &http.Server{Handler: router, ReadHeaderTimeout: 10 * time.Second}
+	var handler http.Handler = router
+	if s.proxy != nil {
+		handler = s.proxy.Front(router) // production calls skip the middleware
+	}
+	s.http = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	go func() { s.serveErr <- s.http.Serve(ln) }()
 	s.log.Info("serving", "url", "http://"+ln.Addr().String(), "store", where)
 	return nil
@@ -134,8 +180,23 @@ func (s *server) shutdownLocked(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("serve: http shutdown: %w", err))
 		}
 	}
+	if s.sched != nil {
+		if err := s.sched.Shutdown(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if s.proxy != nil {
+		if err := s.proxy.Shutdown(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if s.proc != nil {
 		if err := s.proc.Shutdown(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if s.kafka != nil {
+		if err := s.kafka.Shutdown(ctx); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -6,8 +6,12 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 
 	"github.com/conductor-shadow/conductor-shadow/eval"
+	"github.com/conductor-shadow/conductor-shadow/eval/gate"
+	"github.com/conductor-shadow/conductor-shadow/eval/judge"
+	"github.com/conductor-shadow/conductor-shadow/eval/schedule"
 	"github.com/conductor-shadow/conductor-shadow/store"
 )
 
@@ -24,8 +28,16 @@ type suiteRunner struct {
 }
 
 // run loads setPath (empty: the configured set), runs at most limit cases (0: all),
-// stores everything and writes the report as Markdown and JSON under the report dir.
+// stores everything and writes the report as Markdown, JSON and HTML under the
+// report dir, with the configured gate policy and noise run.
 func (s *suiteRunner) run(ctx context.Context, setPath string, limit int, progress io.Writer) (suiteResponse, error) {
+	return s.runScheduled(ctx, schedule.Suite{Set: setPath, Limit: limit, Policy: s.cfg.Suite.Policy, NoiseRun: s.cfg.Suite.NoiseRun}, progress)
+}
+
+// runScheduled is run with the set, limit, gate policy file ("" = built-in
+// default) and noise run of job.
+func (s *suiteRunner) runScheduled(ctx context.Context, job schedule.Suite, progress io.Writer) (suiteResponse, error) {
+	setPath := job.Set
 	if setPath == "" {
 		setPath = s.cfg.Suite.Set
 	}
@@ -33,10 +45,25 @@ func (s *suiteRunner) run(ctx context.Context, setPath string, limit int, progre
 	if err != nil {
 		return suiteResponse{}, fmt.Errorf("%w: %w", errBadSet, err)
 	}
+	var policy *gate.Policy
+	if job.Policy != "" {
+		p, err := gate.Load(job.Policy)
+		if err != nil {
+			return suiteResponse{}, err
+		}
+		policy = &p
+	}
+	graders, err := judge.Graders(s.p.pool, s.cfg.Suite.Judge)
+	if err != nil {
+		return suiteResponse{}, err
+	}
 	rep, err := eval.RunSuite(ctx, s.st, set, s.p.incumbent, s.p.candidates, eval.SuiteOptions{
+		Graders:     graders,
 		Concurrency: s.cfg.Suite.Concurrency,
-		Limit:       limit,
+		Limit:       job.Limit,
 		Progress:    progress,
+		Policy:      policy,
+		NoiseRun:    job.NoiseRun,
 	})
 	if err != nil {
 		return suiteResponse{}, fmt.Errorf("suite run %s: %w", filepath.Base(setPath), err)
@@ -45,5 +72,6 @@ func (s *suiteRunner) run(ctx context.Context, setPath string, limit int, progre
 	if err != nil {
 		return suiteResponse{}, err
 	}
-	return suiteResponse{SuiteRunID: rep.SuiteRunID, Headline: rep.Headline, Markdown: rep.Markdown(), MarkdownPath: md, JSONPath: js}, nil
+	return suiteResponse{SuiteRunID: rep.SuiteRunID, Headline: rep.Headline, Markdown: rep.Markdown(), MarkdownPath: md, JSONPath: js,
+		HTMLPath: strings.TrimSuffix(md, ".md") + ".html", Verdict: rep.Verdict}, nil
 }

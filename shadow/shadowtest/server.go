@@ -27,6 +27,11 @@ type Reply struct {
 	Chunks           int           // the content is streamed in this many pieces; default 3
 	Status           int           // non-zero: answer with this HTTP status and an OpenAI error body
 	ErrorMessage     string        // the error body's message (with Status)
+	Header           http.Header   // extra response headers, e.g. Retry-After
+	CachedTokens     int           // usage.prompt_tokens_details.cached_tokens, sent when > 0
+	// ExtraUsage adds fields to the streamed usage object, e.g. Fugu's
+	// "orchestration_input_tokens".
+	ExtraUsage map[string]int
 }
 
 // Request is one request the server received.
@@ -141,6 +146,11 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	if reply.Fingerprint == "" {
 		reply.Fingerprint = "fp_shadowtest"
 	}
+	for k, vs := range reply.Header {
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
+	}
 	if reply.Status != 0 {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(reply.Status)
@@ -178,18 +188,48 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 			flusher.Flush()
 		}
 	}
+	sendRaw := func(b []byte) {
+		fmt.Fprintf(w, "data: %s\n\n", b)
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
 	for _, piece := range split(reply.Content, reply.Chunks) {
 		send(openai.ChatCompletionStreamResponse{Choices: []openai.ChatCompletionStreamChoice{{
 			Delta: openai.ChatCompletionStreamChoiceDelta{Role: openai.ChatMessageRoleAssistant, Content: piece}}}})
 	}
 	send(openai.ChatCompletionStreamResponse{Choices: []openai.ChatCompletionStreamChoice{{FinishReason: openai.FinishReasonStop}}})
 	if req.IncludeUsage && !reply.OmitUsage {
-		send(openai.ChatCompletionStreamResponse{Choices: []openai.ChatCompletionStreamChoice{}, Usage: usage})
+		if reply.CachedTokens > 0 {
+			usage.PromptTokensDetails = &openai.PromptTokensDetails{CachedTokens: reply.CachedTokens}
+		}
+		if len(reply.ExtraUsage) == 0 {
+			send(openai.ChatCompletionStreamResponse{Choices: []openai.ChatCompletionStreamChoice{}, Usage: usage})
+		} else {
+			sendRaw(withExtraUsage(req, reply, usage))
+		}
 	}
 	fmt.Fprint(w, "data: [DONE]\n\n")
 	if flusher != nil {
 		flusher.Flush()
 	}
+}
+
+// withExtraUsage is the final usage chunk with reply.ExtraUsage merged into the
+// usage object.
+func withExtraUsage(req Request, reply Reply, usage *openai.Usage) []byte {
+	u := map[string]any{}
+	b, _ := json.Marshal(usage)
+	_ = json.Unmarshal(b, &u)
+	for k, v := range reply.ExtraUsage {
+		u[k] = v
+	}
+	chunk := map[string]any{
+		"id": fmt.Sprintf("chatcmpl-%d", req.Seq), "object": "chat.completion.chunk", "created": req.ReceivedAt.Unix(),
+		"model": req.Decoded.Model, "system_fingerprint": reply.Fingerprint, "choices": []any{}, "usage": u,
+	}
+	out, _ := json.Marshal(chunk)
+	return out
 }
 
 // split cuts s into n pieces on rune boundaries (n <= 0 means 3); empty s gives none.

@@ -1,0 +1,387 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"runtime/pprof"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+	"github.com/spf13/cobra"
+
+	"github.com/conductor-shadow/conductor-shadow/ingest"
+	"github.com/conductor-shadow/conductor-shadow/ingest/incumbenttest"
+	"github.com/conductor-shadow/conductor-shadow/shadow"
+	"github.com/conductor-shadow/conductor-shadow/store"
+	"github.com/conductor-shadow/conductor-shadow/store/storetest"
+)
+
+// loadtestOptions drive `conductor-shadow loadtest`.
+type loadtestOptions struct {
+	Rate        int           // requests/s sent directly and, at the same time, through the proxy
+	Duration    time.Duration // length of the proxy-overhead run
+	Delay       time.Duration // fake incumbent's answer time
+	StopStoreAt float64       // fraction of Duration after which the store fails every INSERT; 0: never
+	Stream      bool          // stream every answer (SSE)
+	Exchanges   int           // exchanges offered in the tap-throughput run; 0 skips it
+	RealStore   bool          // tap throughput into the configured store instead of an in-memory one
+	CPUProfile  string        // write a CPU profile of the whole run here
+	Sequential  bool          // run the direct load, then the proxied one, instead of both at once
+	NoMirror    bool          // the proxy forwards but offers nothing to the tap (isolates the hop's cost)
+}
+
+// nopOfferer takes nothing.
+type nopOfferer struct{}
+
+func (nopOfferer) Offer(context.Context, ingest.Exchange) (int, ingest.TapResponse) {
+	return http.StatusOK, ingest.TapResponse{Status: "unsampled"}
+}
+
+func loadtestCmd(load loader, log *slog.Logger) *cobra.Command {
+	opts := loadtestOptions{Rate: 1000, Duration: 30 * time.Second, Delay: 50 * time.Millisecond, StopStoreAt: 0.5, Exchanges: 100000}
+	cmd := &cobra.Command{
+		Use:   "loadtest",
+		Short: "Measure the mirroring proxy's added latency, the tap's throughput, and behaviour with the store stopped",
+		Long: `Runs on loopback, in one process:
+ 1. a fake incumbent answering in --delay; the same open-loop load (--rate requests/s
+    for --duration) is sent directly to it and, at the same time, through the
+    mirroring proxy with the real tap, PII pseudonymizer and shadow workers behind it.
+    After --stop-store-at of the run the store fails every INSERT. Prints p50/p95/p99
+    of each path and the difference, production errors, and the tap's accounting.
+ 2. tap throughput: --exchanges copies offered to the tap with zero-latency shadow
+    workers writing through the store writer; prints exchanges/s stored.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := load()
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			if opts.CPUProfile != "" {
+				f, err := os.Create(opts.CPUProfile)
+				if err != nil {
+					return fmt.Errorf("loadtest: %w", err)
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return fmt.Errorf("loadtest: %w", err)
+				}
+				defer pprof.StopCPUProfile()
+			}
+			if err := runProxyLoad(cmd.Context(), out, opts); err != nil {
+				return err
+			}
+			if opts.Exchanges > 0 {
+				return runTapThroughput(cmd.Context(), out, cfg, opts)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&opts.Rate, "rate", opts.Rate, "requests/s on each path (direct and proxied)")
+	f.DurationVar(&opts.Duration, "duration", opts.Duration, "length of the proxy run")
+	f.DurationVar(&opts.Delay, "delay", opts.Delay, "fake incumbent answer time")
+	f.Float64Var(&opts.StopStoreAt, "stop-store-at", opts.StopStoreAt, "fraction of the run after which the store fails (0: never)")
+	f.BoolVar(&opts.Stream, "stream", false, "stream every answer (SSE)")
+	f.IntVar(&opts.Exchanges, "exchanges", opts.Exchanges, "exchanges for the tap-throughput run (0: skip)")
+	f.BoolVar(&opts.Sequential, "sequential", false, "send the direct load first, then the proxied one (halves the peak load)")
+	f.BoolVar(&opts.NoMirror, "no-mirror", false, "forward without offering copies to the tap (the bare proxy hop)")
+	f.StringVar(&opts.CPUProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
+	f.BoolVar(&opts.RealStore, "real-store", false, "tap throughput into the configured store (embedded chDB or ClickHouse) instead of memory")
+	_ = log
+	return cmd
+}
+
+// stoppableStore inserts into a memory store until stopped, then fails.
+type stoppableStore struct {
+	*storetest.Memory
+	stopped atomic.Bool
+}
+
+var errStoreStopped = errors.New("loadtest: store stopped")
+
+func (s *stoppableStore) InsertRequests(ctx context.Context, r []store.Request) error {
+	if s.stopped.Load() {
+		return errStoreStopped
+	}
+	return s.Memory.InsertRequests(ctx, r)
+}
+
+func (s *stoppableStore) InsertRuns(ctx context.Context, r []store.Run) error {
+	if s.stopped.Load() {
+		return errStoreStopped
+	}
+	return s.Memory.InsertRuns(ctx, r)
+}
+
+// instantPipeline is a zero-latency candidate: it answers at once with one step.
+type instantPipeline struct{}
+
+func (instantPipeline) Name() string    { return "instant" }
+func (instantPipeline) Version() string { return "v1" }
+func (instantPipeline) Run(_ context.Context, req shadow.Request, mode string) shadow.Result {
+	id := shadow.RunID(req.RequestID, req.SuiteRunID, "instant")
+	return shadow.Result{
+		Run:   store.Run{RunID: id, RequestID: req.RequestID, Pipeline: "instant", PipelineVersion: "v1", Mode: mode, Status: store.StatusOK, FinalOutput: "ok", Calls: 1, StartedAt: time.Now().UTC()},
+		Steps: []store.Step{{RunID: id, Parent: -1, Worker: "instant", Access: `"all"`, Status: store.StatusOK, Output: "ok", Attempt: 1, StartedAt: time.Now().UTC()}},
+	}
+}
+
+// listen serves h on a fresh loopback port.
+func listen(h http.Handler) (*http.Server, string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, "", fmt.Errorf("loadtest: listen: %w", err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return srv, "http://" + ln.Addr().String(), nil
+}
+
+// pathResult is what one load path measured.
+type pathResult struct {
+	mu        sync.Mutex
+	latencies []time.Duration
+	errors    atomic.Int64
+}
+
+func (r *pathResult) add(d time.Duration) {
+	r.mu.Lock()
+	r.latencies = append(r.latencies, d)
+	r.mu.Unlock()
+}
+
+// percentile of sorted d, nearest rank.
+func percentile(d []time.Duration, p float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	i := int(float64(len(d))*p+0.5) - 1
+	return d[max(0, min(i, len(d)-1))]
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
+
+func runProxyLoad(ctx context.Context, out io.Writer, o loadtestOptions) error {
+	fake := &incumbenttest.Handler{Delay: o.Delay, Chunks: 5}
+	incSrv, incURL, err := listen(fake)
+	if err != nil {
+		return err
+	}
+	defer incSrv.Close()
+
+	cfg := ingest.NewDefaultConfig()
+	stats := ingest.NewStats()
+	q := ingest.NewMemoryQueue(cfg.QueueSize)
+	tap, err := ingest.NewTap(cfg, q, stats, ingest.WithPIISecret([]byte("loadtest-secret")))
+	if err != nil {
+		return err
+	}
+	st := &stoppableStore{Memory: storetest.NewMemory()}
+	proc := ingest.NewProcessor(cfg, q, ingest.StoreWriter{Store: st}, []shadow.Pipeline{instantPipeline{}}, nil, stats, nil)
+	if err := proc.Start(ctx); err != nil {
+		return err
+	}
+	pcfg := ingest.NewDefaultProxyConfig()
+	pcfg.IncumbentURL = incURL
+	var offerer ingest.Offerer = tap
+	if o.NoMirror {
+		offerer = nopOfferer{}
+	}
+	proxy, err := ingest.NewProxy(pcfg, offerer, stats, nil, nil)
+	if err != nil {
+		return err
+	}
+	pxSrv, pxURL, err := listen(proxy.Front(http.NotFoundHandler()))
+	if err != nil {
+		return err
+	}
+
+	newClient := func() *http.Client {
+		return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConns: 4096, MaxIdleConnsPerHost: 4096, IdleConnTimeout: time.Minute}}
+	}
+	direct, proxied := &pathResult{}, &pathResult{}
+	directClient, proxyClient := newClient(), newClient()
+	streamField := ""
+	if o.Stream {
+		streamField = `"stream":true,"stream_options":{"include_usage":true},`
+	}
+	send := func(c *http.Client, base string, i int, r *pathResult) {
+		body := fmt.Sprintf(`{"model":"gpt-4o",%s"messages":[{"role":"user","content":"Customer %d (user%d@example.com, +1 415 555 %04d) asks: what is %d * 7?"}]}`, streamField, i, i, i%10000, i)
+		start := time.Now()
+		resp, err := c.Post(base+"/v1/chat/completions", "application/json", strings.NewReader(body))
+		if err != nil {
+			r.errors.Add(1)
+			return
+		}
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			r.errors.Add(1)
+			return
+		}
+		r.add(time.Since(start))
+	}
+
+	mode := "at the same time"
+	if o.Sequential {
+		mode = "one after the other"
+	}
+	fmt.Fprintf(out, "proxy overhead: %d req/s for %s directly and through the proxy (%s), incumbent answers in %s, stream=%v\n", o.Rate, o.Duration, mode, o.Delay, o.Stream)
+	interval := time.Second / time.Duration(o.Rate)
+	total := int(o.Duration / interval)
+	var processedAtStop int64
+	// drive sends total requests on an open-loop schedule (it never waits for
+	// answers) to each target, stopping the store at the configured fraction.
+	drive := func(targets []func(i int)) time.Duration {
+		var wg sync.WaitGroup
+		start := time.Now()
+		stopAt := -1
+		if o.StopStoreAt > 0 {
+			stopAt = int(float64(total) * o.StopStoreAt)
+		}
+		for i := 0; i < total && ctx.Err() == nil; i++ {
+			if i == stopAt && len(targets) > 0 && !st.stopped.Load() {
+				st.stopped.Store(true)
+				processedAtStop = stats.Snapshot(0).Processed
+				fmt.Fprintf(out, "store stopped after %s\n", time.Since(start).Round(time.Millisecond))
+			}
+			time.Sleep(time.Until(start.Add(time.Duration(i) * interval)))
+			for _, send := range targets {
+				wg.Add(1)
+				go func() { defer wg.Done(); send(i) }()
+			}
+		}
+		wg.Wait()
+		return time.Since(start)
+	}
+	sendDirect := func(i int) { send(directClient, incURL, i, direct) }
+	sendProxied := func(i int) { send(proxyClient, pxURL, i, proxied) }
+	var elapsed time.Duration
+	if o.Sequential {
+		saved := o.StopStoreAt
+		o.StopStoreAt = 0 // the store only matters to the proxied run
+		elapsed = drive([]func(int){sendDirect})
+		o.StopStoreAt = saved
+		elapsed += drive([]func(int){sendProxied})
+	} else {
+		elapsed = drive([]func(int){sendDirect, sendProxied})
+	}
+	directClient.CloseIdleConnections()
+	proxyClient.CloseIdleConnections()
+
+	shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = pxSrv.Shutdown(shutCtx)
+	_ = proxy.Shutdown(shutCtx)
+	drainCtx, cancelDrain := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancelDrain()
+	_ = proc.Shutdown(drainCtx) // with the store stopped, the drain ends at its deadline
+
+	slices.Sort(direct.latencies)
+	slices.Sort(proxied.latencies)
+	fmt.Fprintf(out, "sent %d requests per path in %s\n", total, elapsed.Round(time.Millisecond))
+	fmt.Fprintf(out, "%-8s %10s %10s %10s %8s\n", "path", "p50", "p95", "p99", "errors")
+	for _, row := range []struct {
+		name string
+		r    *pathResult
+	}{{"direct", direct}, {"proxied", proxied}} {
+		d := row.r.latencies
+		fmt.Fprintf(out, "%-8s %10s %10s %10s %8d\n", row.name, ms(percentile(d, .50)), ms(percentile(d, .95)), ms(percentile(d, .99)), row.r.errors.Load())
+	}
+	fmt.Fprintf(out, "%-8s %10s %10s %10s\n", "added",
+		ms(percentile(proxied.latencies, .50)-percentile(direct.latencies, .50)),
+		ms(percentile(proxied.latencies, .95)-percentile(direct.latencies, .95)),
+		ms(percentile(proxied.latencies, .99)-percentile(direct.latencies, .99)))
+
+	snap := stats.Snapshot(q.Len())
+	var dropped int64
+	for _, n := range snap.Dropped {
+		dropped += n
+	}
+	// Every answered request yields a copy: offered to the tap, or dropped before it
+	// when every capture slot was busy.
+	offered := snap.Mirrored[ingest.ProxyOutcomeOffered] + snap.Mirrored[ingest.ProxyOutcomeCaptureBusy]
+	fmt.Fprintf(out, "production errors through the proxy: %d\n", proxied.errors.Load())
+	fmt.Fprintf(out, "tap: mirrored %v; accepted %d, processed %d (%d before the store stopped), dropped %d %v, unsampled %v, pii %v\n",
+		snap.Mirrored, snap.Accepted, snap.Processed, processedAtStop, dropped, snap.Dropped, snap.Unsampled, snap.PII)
+	fmt.Fprintf(out, "accounting: copies %d - processed %d = %d not stored; tap reports %d dropped: %s\n",
+		offered, snap.Processed, offered-snap.Processed, dropped, map[bool]string{true: "match", false: "MISMATCH"}[offered-snap.Processed == dropped])
+	fmt.Fprintf(out, "store holds %d requests\n\n", st.Memory.Counts().Requests)
+	return nil
+}
+
+func runTapThroughput(ctx context.Context, out io.Writer, cfg Config, o loadtestOptions) error {
+	var st store.Store
+	where := "in-memory store"
+	if o.RealStore {
+		s, w, err := openStore(ctx, cfg)
+		if err != nil {
+			return fmt.Errorf("loadtest: %w", err)
+		}
+		st, where = s, w
+		defer st.Close()
+	} else {
+		st = storetest.NewMemory()
+	}
+	icfg := ingest.NewDefaultConfig()
+	stats := ingest.NewStats()
+	q := ingest.NewMemoryQueue(icfg.QueueSize)
+	tap, err := ingest.NewTap(icfg, q, stats, ingest.WithPIISecret([]byte("loadtest-secret")))
+	if err != nil {
+		return err
+	}
+	w := store.NewWriter(st, cfg.Writer)
+	w.Start(ctx)
+	proc := ingest.NewProcessor(icfg, q, w, []shadow.Pipeline{instantPipeline{}}, nil, stats, nil)
+	if err := proc.Start(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "tap throughput: %d exchanges, zero-latency shadow workers, %s\n", o.Exchanges, where)
+	start := time.Now()
+	retries := 0
+	for i := 0; i < o.Exchanges && ctx.Err() == nil; i++ {
+		var ex ingest.Exchange
+		ex.SchemaVersion = ingest.SchemaVersion
+		ex.RequestID = fmt.Sprintf("load-%d-%d", start.UnixNano(), i)
+		ex.App = "loadtest"
+		ex.ReceivedAt = time.Now()
+		ex.Request.Model = "gpt-4o"
+		ex.Request.Messages = []openai.ChatCompletionMessage{{Role: "user", Content: fmt.Sprintf("Customer user%d@example.com asks: what is %d * 7?", i, i)}}
+		ex.Response = &ingest.ExchangeResponse{Model: "gpt-4o", Content: fmt.Sprintf("%d", i*7), LatencyMs: 50, Usage: ingest.Usage{PromptTokens: 20, CompletionTokens: 2}}
+		for {
+			code, _ := tap.Offer(ctx, ex)
+			if code != http.StatusServiceUnavailable {
+				break
+			}
+			retries++ // queue full: measure what is sustained, so wait for room
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+	offerDone := time.Since(start)
+	drainCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := proc.Shutdown(drainCtx); err != nil {
+		return err
+	}
+	if err := w.Shutdown(drainCtx); err != nil {
+		return err
+	}
+	elapsed := time.Since(start)
+	snap := stats.Snapshot(0)
+	ws := w.Stats()
+	fmt.Fprintf(out, "offered in %s (%d waits for a full queue); all stored in %s\n", offerDone.Round(time.Millisecond), retries, elapsed.Round(time.Millisecond))
+	fmt.Fprintf(out, "processed %d (refused offers, all retried: %v); writer wrote %d rows in %d flushes, dropped %d\n", snap.Processed, snap.Dropped, ws.Written, ws.Flushes, ws.Dropped)
+	fmt.Fprintf(out, "throughput: %.0f exchanges/s stored (%.0f rows/s)\n", float64(snap.Processed)/elapsed.Seconds(), float64(ws.Written)/elapsed.Seconds())
+	return nil
+}

@@ -1,0 +1,205 @@
+package eval
+
+import (
+	"fmt"
+	"hash/fnv"
+	"strings"
+
+	"github.com/conductor-shadow/conductor-shadow/eval/gate"
+	"github.com/conductor-shadow/conductor-shadow/eval/stats"
+)
+
+// CandidateComparison is one candidate against the incumbent on the cases both
+// ran: the paired statistics (stats.Compare) and the gate verdict.
+type CandidateComparison struct {
+	Candidate  string           `json:"candidate"`
+	Comparison stats.Comparison `json:"comparison"`
+	Verdict    gate.Verdict     `json:"verdict"`
+}
+
+// NoiseFloor is the incumbent's second run (A′) against its first (A) on the
+// same cases: how much the incumbent disagrees with itself.
+type NoiseFloor struct {
+	Pipeline string       `json:"pipeline"` // the A′ pipeline name
+	Quality  stats.Paired `json:"quality"`  // A′ − A
+}
+
+// AnalysisOptions tune Analyze.
+type AnalysisOptions struct {
+	// Policy decides the verdicts; nil uses gate.NewDefaultPolicy().
+	Policy *gate.Policy
+	// Seed seeds the bootstraps; 0 derives one from the suite run id (FNV-64a)
+	// so a report is reproducible from its id.
+	Seed uint64
+	// Resamples is the bootstrap resample count (default 2000).
+	Resamples int
+	// Rerun names the incumbent's A′ pipeline in the outcomes, "" for none.
+	Rerun string
+}
+
+// Analyze fills r.Policy, r.Comparisons (one per candidate, in order), r.Noise
+// (when opts.Rerun names a pipeline with outcomes) and r.Verdict (the worst
+// candidate verdict: FAIL over INCONCLUSIVE over PASS; "" without candidates).
+// Cases are paired by case id; a case missing on either side is left out.
+// Segments are "category:<c>", "app:<a>" (when the case has one) and
+// "tag:<t>". It returns an error only for an invalid policy.
+func (r *Report) Analyze(opts AnalysisOptions) error {
+	p := gate.NewDefaultPolicy()
+	if opts.Policy != nil {
+		p = *opts.Policy
+	}
+	if err := p.Validate(); err != nil {
+		return fmt.Errorf("eval: analyze: %w", err)
+	}
+	seed := opts.Seed
+	if seed == 0 {
+		h := fnv.New64a()
+		h.Write([]byte(r.SuiteRunID))
+		seed = h.Sum64()
+	}
+	sopts := stats.Options{Seed: seed, Resamples: opts.Resamples, Confidence: p.Confidence}
+	r.Policy = &p
+	r.Comparisons = []CandidateComparison{}
+	r.Noise = nil
+	r.Verdict = ""
+
+	var noise *stats.Paired
+	if opts.Rerun != "" {
+		inc, rer := r.paired(r.Incumbent, opts.Rerun)
+		if len(inc) > 0 {
+			c, err := stats.Compare(inc, rer, sopts)
+			if err != nil {
+				return fmt.Errorf("eval: analyze noise floor: %w", err)
+			}
+			r.Noise = &NoiseFloor{Pipeline: opts.Rerun, Quality: c.Quality}
+			noise = &r.Noise.Quality
+		}
+	}
+	rank := map[gate.Status]int{gate.Pass: 1, gate.Inconclusive: 2, gate.Fail: 3}
+	for _, name := range r.Candidates {
+		inc, cand := r.paired(r.Incumbent, name)
+		if len(inc) == 0 {
+			continue
+		}
+		c, err := stats.Compare(inc, cand, sopts)
+		if err != nil {
+			return fmt.Errorf("eval: analyze %s: %w", name, err)
+		}
+		v := gate.Evaluate(p, c, noise)
+		r.Comparisons = append(r.Comparisons, CandidateComparison{Candidate: name, Comparison: c, Verdict: v})
+		if rank[v.Verdict] > rank[gate.Status(r.Verdict)] {
+			r.Verdict = string(v.Verdict)
+		}
+	}
+	return nil
+}
+
+// paired returns the observations of pipelines a and b on the cases both ran,
+// in a's outcome order.
+func (r *Report) paired(a, b string) (as, bs []stats.Obs) {
+	other := map[string]Outcome{}
+	for _, o := range r.Outcomes {
+		if o.Pipeline == b {
+			other[o.CaseID] = o
+		}
+	}
+	for _, o := range r.Outcomes {
+		if o.Pipeline != a {
+			continue
+		}
+		ob, ok := other[o.CaseID]
+		if !ok {
+			continue
+		}
+		as = append(as, obsOf(o, true))
+		bs = append(bs, obsOf(ob, false))
+	}
+	return as, bs
+}
+
+func obsOf(o Outcome, segments bool) stats.Obs {
+	ob := stats.Obs{
+		Graded: o.GraderError == "", Passed: o.Passed && o.GraderError == "", CostUSD: o.CostUSD,
+		LatencyMs: o.LatencyMs, TokensIn: o.TokensIn, TokensOut: o.TokensOut, Calls: o.Calls,
+	}
+	if segments {
+		ob.Segments = append(ob.Segments, "category:"+o.Category)
+		if o.App != "" {
+			ob.Segments = append(ob.Segments, "app:"+o.App)
+		}
+		for _, t := range o.Tags {
+			ob.Segments = append(ob.Segments, "tag:"+t)
+		}
+	}
+	return ob
+}
+
+// analysisMarkdown renders the verdicts, the paired statistics per candidate,
+// the noise floor and the segment table.
+func (r *Report) analysisMarkdown(b *strings.Builder) {
+	if r.Policy == nil {
+		return
+	}
+	fmt.Fprintf(b, "\n## Verdict: %s\n\n", orDash(r.Verdict))
+	fmt.Fprintf(b, "Gate policy version %s.\n\n", mdCode(r.Policy.Version))
+	if r.Noise != nil {
+		q := r.Noise.Quality
+		fmt.Fprintf(b, "Noise floor: the incumbent re-run (%s) disagrees with itself on %d of %d cases (%.1f%%); A′ − A %s, 95%% CI %s, McNemar p %.4g.\n\n",
+			mdCode(r.Noise.Pipeline), q.IncumbentOnly+q.CandidateOnly, q.N, 100*q.DiscordantRate, signedPts(q.Diff), ptsInterval(q.DiffCI), q.McNemarP)
+	}
+	for _, cc := range r.Comparisons {
+		c := cc.Comparison
+		fmt.Fprintf(b, "### %s vs %s\n\n", mdText(cc.Candidate), mdText(r.Incumbent))
+		b.WriteString(cc.Verdict.Markdown())
+		q := c.Quality
+		fmt.Fprintf(b, "\n| figure | incumbent | candidate | candidate vs incumbent |\n|---|--:|--:|--:|\n")
+		fmt.Fprintf(b, "| accuracy (Wilson %.0f%% CI) | %s %s | %s %s | %s %s, McNemar exact p %.4g (b=%d, c=%d) |\n",
+			100*c.Confidence, pct(c.Incumbent.Accuracy), ptsInterval(c.Incumbent.AccuracyCI), pct(c.Candidate.Accuracy), ptsInterval(c.Candidate.AccuracyCI),
+			signedPts(q.Diff), ptsInterval(q.DiffCI), q.McNemarP, q.IncumbentOnly, q.CandidateOnly)
+		fmt.Fprintf(b, "| cost/request (USD) | %.6f | %.6f | ratio %.3f [%.3f, %.3f] |\n",
+			c.Incumbent.CostPerRequestUSD, c.Candidate.CostPerRequestUSD, c.CostRatio, c.CostRatioCI.Low, c.CostRatioCI.High)
+		fmt.Fprintf(b, "| total cost (USD) | %.4f | %.4f | |\n", c.Incumbent.TotalCostUSD, c.Candidate.TotalCostUSD)
+		for _, l := range []struct {
+			name     string
+			a, b     float64
+			aci, bci stats.Interval
+		}{
+			{"p50", c.Incumbent.P50LatencyMs, c.Candidate.P50LatencyMs, c.Incumbent.P50LatencyCI, c.Candidate.P50LatencyCI},
+			{"p95", c.Incumbent.P95LatencyMs, c.Candidate.P95LatencyMs, c.Incumbent.P95LatencyCI, c.Candidate.P95LatencyCI},
+			{"p99", c.Incumbent.P99LatencyMs, c.Candidate.P99LatencyMs, c.Incumbent.P99LatencyCI, c.Candidate.P99LatencyCI},
+		} {
+			extra := ""
+			if l.name == "p95" {
+				extra = fmt.Sprintf("ratio %.3f [%.3f, %.3f]", c.P95Ratio, c.P95RatioCI.Low, c.P95RatioCI.High)
+			}
+			fmt.Fprintf(b, "| %s latency (ms) | %.0f [%.0f, %.0f] | %.0f [%.0f, %.0f] | %s |\n",
+				l.name, l.a, l.aci.Low, l.aci.High, l.b, l.bci.Low, l.bci.High, extra)
+		}
+		fmt.Fprintf(b, "| tokens in/out per request | %.1f / %.1f | %.1f / %.1f | |\n",
+			c.Incumbent.MeanTokensIn, c.Incumbent.MeanTokensOut, c.Candidate.MeanTokensIn, c.Candidate.MeanTokensOut)
+		fmt.Fprintf(b, "| calls per request | %.2f | %.2f | |\n", c.Incumbent.MeanCalls, c.Candidate.MeanCalls)
+		fmt.Fprintf(b, "\nMinimum sample size to detect a %s difference at α = %.2f with %.0f%% power (McNemar, Connor 1987, observed discordance %.1f%%): %d paired cases; this run has %d.\n",
+			signedPts(c.SampleSize.Effect), c.SampleSize.Alpha, 100*c.SampleSize.Power, 100*c.SampleSize.Discordant, c.SampleSize.N, q.N)
+		if len(c.Segments) > 0 {
+			fmt.Fprintf(b, "\n| segment | n | incumbent | candidate | diff (%.0f%% CI) | McNemar p | adjusted p |\n|---|--:|--:|--:|--:|--:|--:|\n", 100*c.Confidence)
+			for _, s := range c.Segments {
+				fmt.Fprintf(b, "| %s | %d | %s | %s | %s %s | %.4g | %.4g |\n", mdText(s.Name), s.Quality.N,
+					pct(s.Incumbent.Accuracy), pct(s.Candidate.Accuracy), signedPts(s.Quality.Diff), ptsInterval(s.Quality.DiffCI), s.Quality.McNemarP, s.AdjustedP)
+			}
+			fmt.Fprintf(b, "\nSegment p-values are corrected for multiple comparisons: %s.\n\n", c.Correction)
+		}
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func signedPts(f float64) string { return fmt.Sprintf("%+.1f pts", 100*f) }
+
+func ptsInterval(iv stats.Interval) string {
+	return fmt.Sprintf("[%.1f, %.1f]", 100*iv.Low, 100*iv.High)
+}

@@ -1,0 +1,164 @@
+// Package gate reads a versioned cut-over gate policy (YAML) and turns a
+// stats.Comparison into a verdict: PASS, FAIL or INCONCLUSIVE, with each
+// gate's figure, interval, threshold and reason.
+package gate
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Policy is a gate policy file. Every gate section is optional; a policy must
+// enable at least one gate. Example (testdata/full.good.yaml):
+//
+//	version: "2026-11-30.1"     # required; stored with every suite run
+//	confidence: 0.95            # two-sided level of every interval (default 0.95)
+//	min_n: 100                  # fewer paired graded cases → INCONCLUSIVE
+//	quality:
+//	  margin_points: 1          # non-inferiority: lower bound of cand − inc ≥ −1 point
+//	cost:
+//	  max_ratio: 1.0            # cost/request ratio ceiling (candidate / incumbent)
+//	latency:
+//	  max_p95_ratio: 1.25       # p95 latency ratio ceiling
+//	segments:
+//	  must_not_regress: [category:math, app:support, tag:latex]
+//	  min_n: 20
+//	noise:
+//	  require_above_noise: true # a quality difference counts only beyond A-vs-A′
+type Policy struct {
+	Version    string        `yaml:"version" json:"version,omitempty"`
+	Confidence float64       `yaml:"confidence" json:"confidence,omitempty"`
+	MinN       int           `yaml:"min_n" json:"min_n,omitempty"`
+	Quality    *QualityGate  `yaml:"quality" json:"quality,omitempty"`
+	Cost       *CostGate     `yaml:"cost" json:"cost,omitempty"`
+	Latency    *LatencyGate  `yaml:"latency" json:"latency,omitempty"`
+	Segments   *SegmentsGate `yaml:"segments" json:"segments,omitempty"`
+	Noise      *NoiseGate    `yaml:"noise" json:"noise,omitempty"`
+}
+
+// QualityGate is the non-inferiority gate on the paired accuracy difference.
+type QualityGate struct {
+	// MarginPoints is the non-inferiority margin in accuracy points (0..100).
+	MarginPoints float64 `yaml:"margin_points" json:"margin_points,omitempty"`
+}
+
+// CostGate caps candidate cost per request / incumbent cost per request.
+type CostGate struct {
+	MaxRatio float64 `yaml:"max_ratio" json:"max_ratio,omitempty"` // > 0
+}
+
+// LatencyGate caps candidate p95 latency / incumbent p95 latency.
+type LatencyGate struct {
+	MaxP95Ratio float64 `yaml:"max_p95_ratio" json:"max_p95_ratio,omitempty"` // > 0
+}
+
+// SegmentsGate lists segments ("category:X", "app:X" or "tag:X") whose
+// accuracy must not regress significantly after Holm's correction.
+type SegmentsGate struct {
+	MustNotRegress []string `yaml:"must_not_regress" json:"must_not_regress,omitempty"`
+	// MinN: a segment with fewer paired graded cases is INCONCLUSIVE (default 0).
+	MinN int `yaml:"min_n" json:"min_n,omitempty"`
+}
+
+// NoiseGate requires the candidate's disagreement with the incumbent to be
+// judged against the incumbent's disagreement with itself (A vs A′).
+type NoiseGate struct {
+	RequireAboveNoise bool `yaml:"require_above_noise" json:"require_above_noise,omitempty"`
+}
+
+// NewDefaultPolicy returns version "default-1": 95% intervals, min n 100,
+// quality margin 1 point, cost ratio ≤ 1.0, p95 ratio ≤ 1.25.
+func NewDefaultPolicy() Policy {
+	return Policy{
+		Version: "default-1", Confidence: 0.95, MinN: 100,
+		Quality: &QualityGate{MarginPoints: 1},
+		Cost:    &CostGate{MaxRatio: 1.0},
+		Latency: &LatencyGate{MaxP95Ratio: 1.25},
+	}
+}
+
+// Load reads and validates a policy file.
+func Load(path string) (Policy, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Policy{}, fmt.Errorf("gate: load policy: %w", err)
+	}
+	p, err := Parse(b)
+	if err != nil {
+		return Policy{}, fmt.Errorf("gate: policy %s: %w", path, err)
+	}
+	return p, nil
+}
+
+// Parse decodes a policy (unknown keys are errors), fills Confidence 0.95 when
+// absent and validates it.
+func Parse(b []byte) (Policy, error) {
+	var p Policy
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&p); err != nil {
+		return Policy{}, fmt.Errorf("decode: %w", err)
+	}
+	if p.Confidence == 0 {
+		p.Confidence = 0.95
+	}
+	if err := p.Validate(); err != nil {
+		return Policy{}, err
+	}
+	return p, nil
+}
+
+// Validate reports every problem of p, joined.
+func (p Policy) Validate() error {
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if strings.TrimSpace(p.Version) == "" {
+		bad("version is required")
+	}
+	if p.Confidence <= 0 || p.Confidence >= 1 {
+		bad("confidence must be in (0, 1), got %g", p.Confidence)
+	}
+	if p.MinN < 0 {
+		bad("min_n must be >= 0, got %d", p.MinN)
+	}
+	if p.Quality != nil && (p.Quality.MarginPoints < 0 || p.Quality.MarginPoints > 100) {
+		bad("quality.margin_points must be in [0, 100], got %g", p.Quality.MarginPoints)
+	}
+	if p.Cost != nil && p.Cost.MaxRatio <= 0 {
+		bad("cost.max_ratio must be > 0, got %g", p.Cost.MaxRatio)
+	}
+	if p.Latency != nil && p.Latency.MaxP95Ratio <= 0 {
+		bad("latency.max_p95_ratio must be > 0, got %g", p.Latency.MaxP95Ratio)
+	}
+	if s := p.Segments; s != nil {
+		if len(s.MustNotRegress) == 0 {
+			bad("segments.must_not_regress must list at least one segment")
+		}
+		if s.MinN < 0 {
+			bad("segments.min_n must be >= 0, got %d", s.MinN)
+		}
+		seen := map[string]bool{}
+		for _, name := range s.MustNotRegress {
+			kind, val, ok := strings.Cut(name, ":")
+			if !ok || val == "" || (kind != "category" && kind != "app" && kind != "tag") {
+				bad("segments.must_not_regress: %q is not category:<name>, app:<name> or tag:<name>", name)
+			}
+			if seen[name] {
+				bad("segments.must_not_regress: %q listed twice", name)
+			}
+			seen[name] = true
+		}
+	}
+	if p.Quality == nil && p.Cost == nil && p.Latency == nil && p.Segments == nil && p.Noise == nil {
+		bad("no gate enabled: set at least one of quality, cost, latency, segments, noise")
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("gate: invalid policy: %w", errors.Join(errs...))
+	}
+	return nil
+}

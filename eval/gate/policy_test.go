@@ -1,0 +1,82 @@
+package gate
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestLoadPolicies(t *testing.T) {
+	tests := []struct {
+		file    string
+		check   func(t *testing.T, p Policy)
+		wantErr []string // substrings of the error
+	}{
+		{file: "full.good.yaml", check: func(t *testing.T, p Policy) {
+			if p.Version != "2026-11-30.1" || p.MinN != 100 || p.Quality.MarginPoints != 1 || p.Cost.MaxRatio != 1 ||
+				p.Latency.MaxP95Ratio != 1.25 || len(p.Segments.MustNotRegress) != 3 || p.Segments.MinN != 20 || !p.Noise.RequireAboveNoise {
+				t.Errorf("decoded %+v", p)
+			}
+		}},
+		{file: "quality-only.good.yaml", check: func(t *testing.T, p Policy) {
+			if p.Confidence != 0.95 || p.Cost != nil || p.Quality.MarginPoints != 2.5 {
+				t.Errorf("decoded %+v", p)
+			}
+		}},
+		{file: "no-version.bad.yaml", wantErr: []string{"version is required"}},
+		{file: "unknown-key.bad.yaml", wantErr: []string{"field margin not found"}},
+		{file: "bad-segment.bad.yaml", wantErr: []string{`"math" is not category:<name>`, `"category:math" listed twice`}},
+		{file: "bad-numbers.bad.yaml", wantErr: []string{"confidence must be in (0, 1), got 1.5", "min_n must be >= 0, got -3",
+			"quality.margin_points must be in [0, 100], got 150", "cost.max_ratio must be > 0, got 0", "latency.max_p95_ratio must be > 0, got -1"}},
+		{file: "no-gates.bad.yaml", wantErr: []string{"no gate enabled"}},
+		{file: "not-yaml.bad.yaml", wantErr: []string{"decode"}},
+	}
+	files, _ := filepath.Glob("testdata/*.yaml")
+	if len(files) != len(tests) {
+		t.Errorf("testdata has %d policy files, the table covers %d", len(files), len(tests))
+	}
+	for _, tc := range tests {
+		t.Run(tc.file, func(t *testing.T) {
+			p, err := Load(filepath.Join("testdata", tc.file))
+			good := strings.HasSuffix(tc.file, ".good.yaml")
+			if good {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				tc.check(t, p)
+				return
+			}
+			if err == nil {
+				t.Fatal("want error, got none")
+			}
+			if !strings.Contains(err.Error(), tc.file) {
+				t.Errorf("error %q does not name the file", err)
+			}
+			for _, w := range tc.wantErr {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestDefaultPolicyValid(t *testing.T) {
+	if err := NewDefaultPolicy().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(filepath.Join(t.TempDir(), "missing.yaml")); err == nil || !os.IsNotExist(unwrapAll(err)) {
+		t.Errorf("missing file: %v", err)
+	}
+}
+
+func unwrapAll(err error) error {
+	for {
+		u, ok := err.(interface{ Unwrap() error })
+		if !ok {
+			return err
+		}
+		err = u.Unwrap()
+	}
+}

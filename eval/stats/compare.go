@@ -1,0 +1,398 @@
+package stats
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+)
+
+// Obs is one pipeline's graded run on one case, the unit Compare pairs.
+// Graded is false when the grader could not judge (the case then leaves the
+// quality figures but still counts for cost, latency, tokens and calls).
+// Segments names the groups the case belongs to, e.g. "category:math",
+// "app:support", "tag:latex"; both sides of a pair are read from the
+// incumbent's observation.
+type Obs struct {
+	Graded    bool
+	Passed    bool
+	CostUSD   float64 // USD
+	LatencyMs float64 // ms
+	TokensIn  int64
+	TokensOut int64
+	Calls     int
+	Segments  []string
+}
+
+// Options tune Compare. Zero values take the defaults.
+type Options struct {
+	// Resamples is the number of bootstrap resamples (default 2000).
+	Resamples int
+	// Seed seeds the bootstrap (PCG); the same seed gives the same intervals.
+	Seed uint64
+	// Confidence is the two-sided level of every interval (default 0.95).
+	Confidence float64
+	// Effect is the accuracy difference (0..1) the minimum sample size is
+	// computed for (default 0.05, five points).
+	Effect float64
+	// Power is the power the minimum sample size is computed for (default 0.8).
+	Power float64
+}
+
+func (o *Options) defaults() {
+	if o.Resamples <= 0 {
+		o.Resamples = 2000
+	}
+	if o.Confidence <= 0 || o.Confidence >= 1 {
+		o.Confidence = 0.95
+	}
+	if o.Effect <= 0 || o.Effect > 1 {
+		o.Effect = 0.05
+	}
+	if o.Power <= 0 || o.Power >= 1 {
+		o.Power = 0.8
+	}
+}
+
+// Arm is one pipeline's figures over the compared cases.
+type Arm struct {
+	N                 int      `json:"n"`      // cases
+	Graded            int      `json:"graded"` // cases the grader judged
+	Passed            int      `json:"passed"`
+	Accuracy          float64  `json:"accuracy"`    // Passed/Graded, 0..1
+	AccuracyCI        Interval `json:"accuracy_ci"` // Wilson score interval
+	CostPerRequestUSD float64  `json:"cost_per_request_usd"`
+	TotalCostUSD      float64  `json:"total_cost_usd"`
+	P50LatencyMs      float64  `json:"p50_latency_ms"` // nearest rank
+	P95LatencyMs      float64  `json:"p95_latency_ms"`
+	P99LatencyMs      float64  `json:"p99_latency_ms"`
+	P50LatencyCI      Interval `json:"p50_latency_ci"` // bootstrap percentile interval, ms
+	P95LatencyCI      Interval `json:"p95_latency_ci"`
+	P99LatencyCI      Interval `json:"p99_latency_ci"`
+	MeanTokensIn      float64  `json:"mean_tokens_in"`
+	MeanTokensOut     float64  `json:"mean_tokens_out"`
+	MeanCalls         float64  `json:"mean_calls"`
+}
+
+// Paired is the candidate − incumbent accuracy difference over the cases both
+// sides' graders judged.
+type Paired struct {
+	N              int      `json:"n"`               // pairs graded on both sides
+	Both           int      `json:"both"`            // both passed
+	IncumbentOnly  int      `json:"incumbent_only"`  // McNemar b: incumbent passed, candidate failed
+	CandidateOnly  int      `json:"candidate_only"`  // McNemar c: candidate passed, incumbent failed
+	Neither        int      `json:"neither"`         // both failed
+	Diff           float64  `json:"diff"`            // (c − b)/N, accuracy points as 0..1
+	DiffCI         Interval `json:"diff_ci"`         // paired bootstrap percentile interval
+	McNemarP       float64  `json:"mcnemar_p"`       // exact two-sided
+	DiscordantRate float64  `json:"discordant_rate"` // (b + c)/N
+}
+
+// Segment is the paired comparison on one segment. AdjustedP is the McNemar
+// p-value after Holm's correction over all segments of the comparison.
+type Segment struct {
+	Name      string  `json:"name"`
+	Incumbent Arm     `json:"incumbent"`
+	Candidate Arm     `json:"candidate"`
+	Quality   Paired  `json:"quality"`
+	AdjustedP float64 `json:"adjusted_p"`
+}
+
+// SampleSize is the minimum number of paired cases to detect Effect with
+// McNemar's test at Alpha and Power, given the observed discordant fraction
+// (McNemarSampleSize).
+type SampleSize struct {
+	Effect     float64 `json:"effect"`
+	Alpha      float64 `json:"alpha"`
+	Power      float64 `json:"power"`
+	Discordant float64 `json:"discordant"`
+	N          int     `json:"n"`
+}
+
+// Comparison is a candidate against the incumbent on the same cases.
+//
+// CostRatio is candidate mean cost per request / incumbent's; P95Ratio is the
+// candidate's p95 latency / incumbent's; both with paired bootstrap percentile
+// intervals (cases resampled together). A ratio whose denominator is 0 is
+// MaxRatio when the numerator is positive and 1 when both are 0 (JSON has no
+// infinity).
+type Comparison struct {
+	Confidence  float64    `json:"confidence"`
+	Resamples   int        `json:"resamples"`
+	Seed        uint64     `json:"seed"`
+	Incumbent   Arm        `json:"incumbent"`
+	Candidate   Arm        `json:"candidate"`
+	Quality     Paired     `json:"quality"`
+	CostRatio   float64    `json:"cost_ratio"`
+	CostRatioCI Interval   `json:"cost_ratio_ci"`
+	P95Ratio    float64    `json:"p95_ratio"`
+	P95RatioCI  Interval   `json:"p95_ratio_ci"`
+	Segments    []Segment  `json:"segments"`   // sorted by name
+	Correction  string     `json:"correction"` // how segment p-values are adjusted
+	SampleSize  SampleSize `json:"sample_size"`
+}
+
+// Compare pairs inc[i] with cand[i] (the same case) and computes every figure
+// of a Comparison. It returns an error when the slices differ in length or are
+// empty.
+func Compare(inc, cand []Obs, opts Options) (Comparison, error) {
+	if len(inc) != len(cand) {
+		return Comparison{}, fmt.Errorf("stats: compare: %d incumbent and %d candidate observations", len(inc), len(cand))
+	}
+	if len(inc) == 0 {
+		return Comparison{}, fmt.Errorf("stats: compare: no observations")
+	}
+	opts.defaults()
+	rng := rand.New(rand.NewPCG(opts.Seed, 0x5eed))
+	z := ZFor(opts.Confidence)
+	c := Comparison{
+		Confidence: opts.Confidence, Resamples: opts.Resamples, Seed: opts.Seed,
+		Correction: "Holm (1979) step-down on segment McNemar exact p-values; family-wise α = 1 − confidence",
+		Segments:   []Segment{},
+	}
+	all := make([]int, len(inc))
+	for i := range all {
+		all[i] = i
+	}
+	c.Incumbent, c.Candidate, c.Quality, c.CostRatio, c.CostRatioCI, c.P95Ratio, c.P95RatioCI =
+		compareIdx(inc, cand, all, z, opts, rng, true)
+
+	bySeg := map[string][]int{}
+	for i, o := range inc {
+		for _, s := range o.Segments {
+			bySeg[s] = append(bySeg[s], i)
+		}
+	}
+	names := make([]string, 0, len(bySeg))
+	for s := range bySeg {
+		names = append(names, s)
+	}
+	slices.Sort(names)
+	ps := make([]float64, len(names))
+	for k, name := range names {
+		a, b, q, _, _, _, _ := compareIdx(inc, cand, bySeg[name], z, opts, rng, false)
+		c.Segments = append(c.Segments, Segment{Name: name, Incumbent: a, Candidate: b, Quality: q})
+		ps[k] = q.McNemarP
+	}
+	for k, adj := range Holm(ps) {
+		c.Segments[k].AdjustedP = adj
+	}
+
+	alpha := 1 - opts.Confidence
+	n, err := McNemarSampleSize(opts.Effect, c.Quality.DiscordantRate, alpha, opts.Power)
+	if err != nil {
+		return Comparison{}, fmt.Errorf("stats: compare: %w", err)
+	}
+	c.SampleSize = SampleSize{Effect: opts.Effect, Alpha: alpha, Power: opts.Power, Discordant: c.Quality.DiscordantRate, N: n}
+	return c, nil
+}
+
+// compareIdx computes both arms, the paired quality figures and the ratios over
+// the cases idx. With latency false it skips the latency bootstrap (segments
+// report point percentiles only).
+func compareIdx(inc, cand []Obs, idx []int, z float64, opts Options, rng *rand.Rand, latency bool) (a, b Arm, q Paired, costRatio float64, costCI Interval, p95Ratio float64, p95CI Interval) {
+	a = arm(inc, idx, z)
+	b = arm(cand, idx, z)
+	// Quality pairs: both graded.
+	var pairs []int
+	for _, i := range idx {
+		if inc[i].Graded && cand[i].Graded {
+			pairs = append(pairs, i)
+			switch {
+			case inc[i].Passed && cand[i].Passed:
+				q.Both++
+			case inc[i].Passed:
+				q.IncumbentOnly++
+			case cand[i].Passed:
+				q.CandidateOnly++
+			default:
+				q.Neither++
+			}
+		}
+	}
+	q.N = len(pairs)
+	q.McNemarP = McNemarExact(q.IncumbentOnly, q.CandidateOnly)
+	if q.N > 0 {
+		q.Diff = float64(q.CandidateOnly-q.IncumbentOnly) / float64(q.N)
+		q.DiscordantRate = float64(q.CandidateOnly+q.IncumbentOnly) / float64(q.N)
+	}
+	costRatio = ratio(b.CostPerRequestUSD, a.CostPerRequestUSD)
+	p95Ratio = ratio(b.P95LatencyMs, a.P95LatencyMs)
+
+	lo, hi := (1-opts.Confidence)/2*100, (1+opts.Confidence)/2*100
+	B := opts.Resamples
+	// Paired bootstrap of the accuracy difference: resample graded pairs.
+	if q.N > 0 {
+		d := make([]float64, len(pairs))
+		for k, i := range pairs {
+			d[k] = b2f(cand[i].Passed) - b2f(inc[i].Passed)
+		}
+		diffs := make([]float64, B)
+		for r := range B {
+			s := 0.0
+			for range d {
+				s += d[draw(rng, len(d))]
+			}
+			diffs[r] = s / float64(len(d))
+		}
+		slices.Sort(diffs)
+		q.DiffCI = Interval{Low: NearestRank(diffs, lo), High: NearestRank(diffs, hi)}
+	}
+	// Paired bootstrap of cost and p95 ratios and latency percentiles:
+	// resample cases, the same draw for both arms. A resample is held as a
+	// count per case; percentiles are read by walking each arm's cases in
+	// latency order until the nearest rank is reached (O(n) per resample).
+	n := len(idx)
+	costs := make([]float64, B)
+	var p95s []float64
+	var la, lb [3][]float64
+	var ordA, ordB []int
+	if latency {
+		p95s = make([]float64, B)
+		for k := range 3 {
+			la[k] = make([]float64, B)
+			lb[k] = make([]float64, B)
+		}
+		ordA, ordB = byLatency(inc, idx), byLatency(cand, idx)
+	}
+	ranks := [3]int{}
+	for k, p := range []float64{50, 95, 99} {
+		ranks[k] = max(1, min(n, int(math.Ceil(p/100*float64(n)))))
+	}
+	counts := make([]int, n)
+	for r := range B {
+		clear(counts)
+		var ca, cb float64
+		for range n {
+			k := draw(rng, n)
+			counts[k]++
+			ca += inc[idx[k]].CostUSD
+			cb += cand[idx[k]].CostUSD
+		}
+		costs[r] = ratio(cb, ca)
+		if !latency {
+			continue
+		}
+		walk(inc, idx, ordA, counts, ranks, la, r)
+		walk(cand, idx, ordB, counts, ranks, lb, r)
+		p95s[r] = ratio(lb[1][r], la[1][r])
+	}
+	ci := func(v []float64) Interval {
+		slices.Sort(v)
+		return Interval{Low: NearestRank(v, lo), High: NearestRank(v, hi)}
+	}
+	costCI = ci(costs)
+	if latency {
+		p95CI = ci(p95s)
+		a.P50LatencyCI, a.P95LatencyCI, a.P99LatencyCI = ci(la[0]), ci(la[1]), ci(la[2])
+		b.P50LatencyCI, b.P95LatencyCI, b.P99LatencyCI = ci(lb[0]), ci(lb[1]), ci(lb[2])
+	}
+	return a, b, q, costRatio, costCI, p95Ratio, p95CI
+}
+
+// byLatency returns positions 0..len(idx)-1 ordered by obs[idx[pos]].LatencyMs.
+func byLatency(obs []Obs, idx []int) []int {
+	ord := make([]int, len(idx))
+	for i := range ord {
+		ord[i] = i
+	}
+	slices.SortStableFunc(ord, func(a, b int) int {
+		return cmpFloat(obs[idx[a]].LatencyMs, obs[idx[b]].LatencyMs)
+	})
+	return ord
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// walk stores in out[k][r] the latency at 1-based rank ranks[k] of the
+// resample given by counts (ranks ascending).
+func walk(obs []Obs, idx, ord, counts []int, ranks [3]int, out [3][]float64, r int) {
+	seen, k := 0, 0
+	for _, pos := range ord {
+		seen += counts[pos]
+		for k < 3 && seen >= ranks[k] {
+			out[k][r] = obs[idx[pos]].LatencyMs
+			k++
+		}
+		if k == 3 {
+			return
+		}
+	}
+}
+
+// arm computes one side's point figures over idx.
+func arm(obs []Obs, idx []int, z float64) Arm {
+	var a Arm
+	a.N = len(idx)
+	if a.N == 0 {
+		a.AccuracyCI = Interval{0, 1}
+		return a
+	}
+	lat := make([]float64, 0, len(idx))
+	var tin, tout, calls int64
+	for _, i := range idx {
+		o := obs[i]
+		if o.Graded {
+			a.Graded++
+			if o.Passed {
+				a.Passed++
+			}
+		}
+		a.TotalCostUSD += o.CostUSD
+		tin += o.TokensIn
+		tout += o.TokensOut
+		calls += int64(o.Calls)
+		lat = append(lat, o.LatencyMs)
+	}
+	if a.Graded > 0 {
+		a.Accuracy = float64(a.Passed) / float64(a.Graded)
+	}
+	a.AccuracyCI = Wilson(a.Passed, a.Graded, z)
+	n := float64(a.N)
+	a.CostPerRequestUSD = a.TotalCostUSD / n
+	a.MeanTokensIn = float64(tin) / n
+	a.MeanTokensOut = float64(tout) / n
+	a.MeanCalls = float64(calls) / n
+	slices.Sort(lat)
+	a.P50LatencyMs = NearestRank(lat, 50)
+	a.P95LatencyMs = NearestRank(lat, 95)
+	a.P99LatencyMs = NearestRank(lat, 99)
+	a.P50LatencyCI = Interval{a.P50LatencyMs, a.P50LatencyMs}
+	a.P95LatencyCI = Interval{a.P95LatencyMs, a.P95LatencyMs}
+	a.P99LatencyCI = Interval{a.P99LatencyMs, a.P99LatencyMs}
+	return a
+}
+
+func ratio(num, den float64) float64 {
+	switch {
+	case den != 0:
+		return num / den
+	case num == 0:
+		return 1
+	}
+	return MaxRatio
+}
+
+// MaxRatio stands for a ratio over a zero denominator.
+const MaxRatio = 1e6
+
+// draw returns a uniform index in [0, n) from 32 random bits by Lemire's
+// multiply-shift (bias below n/2³², negligible for case counts).
+func draw(rng *rand.Rand, n int) int {
+	return int((uint64(rng.Uint32()) * uint64(n)) >> 32)
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,346 @@
+package ingest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+)
+
+// KafkaConfig sets the Kafka transport between the tap and the shadow workers.
+type KafkaConfig struct {
+	// Brokers are host:port addresses; empty: the in-process queue is used.
+	Brokers []string `yaml:"brokers"`
+	// Topic carries one message per exchange, keyed by request id.
+	Topic string `yaml:"topic"`
+	// Group is the consumer group of the shadow workers.
+	Group string `yaml:"group"`
+	// Buffer is how many exchanges wait to be published; when full, copies are
+	// dropped ("queue_full"), never waited for.
+	Buffer int `yaml:"buffer"`
+	// BatchTimeout is the longest a message waits to fill a produce batch.
+	BatchTimeout time.Duration `yaml:"batch_timeout"`
+	// CommitTimeout bounds one offset commit; a failed commit means re-delivery.
+	CommitTimeout time.Duration `yaml:"commit_timeout"`
+}
+
+// NewDefaultKafkaConfig returns Kafka off, topic "conductor-shadow.exchanges",
+// group "conductor-shadow", a 10,000-exchange buffer, 10 ms produce batches and
+// 10 s commits.
+func NewDefaultKafkaConfig() KafkaConfig {
+	return KafkaConfig{Topic: "conductor-shadow.exchanges", Group: "conductor-shadow", Buffer: 10000,
+		BatchTimeout: 10 * time.Millisecond, CommitTimeout: 10 * time.Second}
+}
+
+// Enabled reports whether brokers are configured.
+func (c KafkaConfig) Enabled() bool { return len(c.Brokers) > 0 }
+
+// Validate checks topic, group and limits when brokers are set.
+func (c KafkaConfig) Validate() error {
+	if !c.Enabled() {
+		return nil
+	}
+	var errs []error
+	for _, b := range c.Brokers {
+		if !strings.Contains(b, ":") {
+			errs = append(errs, fmt.Errorf("ingest: kafka.brokers: %q is not host:port", b))
+		}
+	}
+	if c.Topic == "" {
+		errs = append(errs, errors.New("ingest: kafka.topic must not be empty"))
+	}
+	if c.Group == "" {
+		errs = append(errs, errors.New("ingest: kafka.group must not be empty"))
+	}
+	if c.Buffer < 1 {
+		errs = append(errs, fmt.Errorf("ingest: kafka.buffer must be at least 1, got %d", c.Buffer))
+	}
+	if c.BatchTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("ingest: kafka.batch_timeout must be positive, got %s", c.BatchTimeout))
+	}
+	if c.CommitTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("ingest: kafka.commit_timeout must be positive, got %s", c.CommitTimeout))
+	}
+	return errors.Join(errs...)
+}
+
+// KafkaQueue is the Kafka transport: Publish hands the exchange to a bounded buffer
+// that a background producer writes to Topic (keyed by request id, the Exchange as
+// JSON with its schema_version), and Next reads the topic as a member of Group.
+// A delivery's Ack commits its offset once every earlier offset of its partition
+// was acked too, so a crash re-delivers (at least once) and never skips; the store
+// keys make re-delivery harmless.
+//
+// Lifecycle: Close stops Publish, flushes the producer and makes Next return
+// ErrQueueClosed (what is left stays in Kafka for the next consumer); Shutdown,
+// after the workers are done, closes the connections. Both are safe twice.
+type KafkaQueue struct {
+	cfg       KafkaConfig
+	stats     *Stats
+	log       *slog.Logger
+	writer    *kafka.Writer
+	transport *kafka.Transport // the producer's own, so Shutdown can close its connections
+	reader    *kafka.Reader    // nil for a producer-only queue
+
+	mu      sync.RWMutex
+	closed  bool
+	buf     chan Exchange
+	pubDone chan struct{}
+	stop    context.CancelFunc
+	stopCtx context.Context
+
+	ackMu   sync.Mutex
+	pending map[int]*partitionAcks
+
+	shutOnce sync.Once
+	shutErr  error
+}
+
+// partitionAcks tracks fetched offsets of one partition in fetch order.
+type partitionAcks struct {
+	offsets []int64 // fetched, not yet committed, ascending
+	acked   map[int64]kafka.Message
+}
+
+// NewKafkaQueue connects a producer and, when consume is true, a consumer-group
+// reader. Nothing is dialed until first use.
+func NewKafkaQueue(cfg KafkaConfig, consume bool, stats *Stats, log *slog.Logger) (*KafkaQueue, error) {
+	if !cfg.Enabled() {
+		return nil, errors.New("ingest: kafka: no brokers configured")
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	transport := &kafka.Transport{}
+	q := &KafkaQueue{
+		cfg: cfg, stats: stats, log: log, transport: transport,
+		writer: &kafka.Writer{
+			Transport:              transport,
+			Addr:                   kafka.TCP(cfg.Brokers...),
+			Topic:                  cfg.Topic,
+			Balancer:               &kafka.Hash{},
+			BatchTimeout:           cfg.BatchTimeout,
+			RequiredAcks:           kafka.RequireAll,
+			AllowAutoTopicCreation: true,
+		},
+		buf:     make(chan Exchange, cfg.Buffer),
+		pubDone: make(chan struct{}),
+		stop:    cancel,
+		stopCtx: ctx,
+		pending: map[int]*partitionAcks{},
+	}
+	if consume {
+		q.reader = kafka.NewReader(kafka.ReaderConfig{
+			Brokers:        cfg.Brokers,
+			GroupID:        cfg.Group,
+			Topic:          cfg.Topic,
+			MaxWait:        250 * time.Millisecond,
+			CommitInterval: 0, // synchronous commits: Ack returns once committed
+			StartOffset:    kafka.FirstOffset,
+		})
+	}
+	go q.publishLoop()
+	return q, nil
+}
+
+// kafkaMessage encodes ex for the topic.
+func kafkaMessage(ex Exchange) (kafka.Message, error) {
+	ex.SchemaVersion = SchemaVersion
+	b, err := json.Marshal(ex)
+	if err != nil {
+		return kafka.Message{}, fmt.Errorf("ingest: kafka: encode %s: %w", ex.RequestID, err)
+	}
+	return kafka.Message{Key: []byte(ex.RequestID), Value: b}, nil
+}
+
+// publishLoop writes buffered exchanges in batches until Close drains the buffer.
+func (q *KafkaQueue) publishLoop() {
+	defer close(q.pubDone)
+	const maxBatch = 500
+	batch := make([]kafka.Message, 0, maxBatch)
+	for ex := range q.buf {
+		batch = batch[:0]
+		add := func(ex Exchange) {
+			m, err := kafkaMessage(ex)
+			if err != nil {
+				q.stats.failed.Add(1)
+				return
+			}
+			batch = append(batch, m)
+		}
+		add(ex)
+	fill:
+		for len(batch) < maxBatch {
+			select {
+			case more, ok := <-q.buf:
+				if !ok {
+					break fill
+				}
+				add(more)
+			default:
+				break fill
+			}
+		}
+		if len(batch) == 0 {
+			continue
+		}
+		if err := q.writer.WriteMessages(q.stopCtx, batch...); err != nil {
+			q.log.Warn("kafka: publish failed", "messages", len(batch), "err", err)
+			for range batch {
+				q.stats.drop("kafka_unavailable")
+			}
+		}
+	}
+}
+
+// Publish implements Queue: it never blocks.
+func (q *KafkaQueue) Publish(_ context.Context, ex Exchange) error {
+	q.mu.RLock()
+	defer q.mu.RUnlock()
+	if q.closed {
+		return ErrQueueClosed
+	}
+	select {
+	case q.buf <- ex:
+		return nil
+	default:
+		return ErrQueueFull
+	}
+}
+
+// Next implements Queue: the next exchange of the group's partitions. A message
+// that is not a valid Exchange is counted as failed and committed (skipped).
+func (q *KafkaQueue) Next(ctx context.Context) (Delivery, error) {
+	if q.reader == nil {
+		return Delivery{}, errors.New("ingest: kafka: this queue only publishes")
+	}
+	for {
+		q.mu.RLock()
+		closed := q.closed
+		q.mu.RUnlock()
+		if closed {
+			return Delivery{}, ErrQueueClosed
+		}
+		// Stop fetching when the queue closes, not only when ctx ends.
+		fctx, cancel := context.WithCancel(ctx)
+		stop := context.AfterFunc(q.stopCtx, cancel)
+		m, err := q.reader.FetchMessage(fctx)
+		stop()
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return Delivery{}, ctx.Err()
+			}
+			if q.stopCtx.Err() != nil || errors.Is(err, io.EOF) {
+				return Delivery{}, ErrQueueClosed
+			}
+			return Delivery{}, fmt.Errorf("ingest: kafka: fetch: %w", err)
+		}
+		q.track(m)
+		var ex Exchange
+		if err := json.Unmarshal(m.Value, &ex); err != nil || (ex.SchemaVersion != 0 && ex.SchemaVersion != SchemaVersion) {
+			q.stats.failed.Add(1)
+			q.log.Error("kafka: message skipped", "partition", m.Partition, "offset", m.Offset, "schema_version", ex.SchemaVersion, "err", err)
+			q.ack(m)
+			continue
+		}
+		return Delivery{Exchange: ex, Ack: func() { q.ack(m) }}, nil
+	}
+}
+
+func (q *KafkaQueue) track(m kafka.Message) {
+	q.ackMu.Lock()
+	defer q.ackMu.Unlock()
+	p := q.pending[m.Partition]
+	if p == nil {
+		p = &partitionAcks{acked: map[int64]kafka.Message{}}
+		q.pending[m.Partition] = p
+	}
+	p.offsets = append(p.offsets, m.Offset)
+}
+
+// ack marks m done and commits the highest offset below which all are done.
+func (q *KafkaQueue) ack(m kafka.Message) {
+	q.ackMu.Lock()
+	p := q.pending[m.Partition]
+	if p == nil {
+		q.ackMu.Unlock()
+		return
+	}
+	p.acked[m.Offset] = m
+	var last *kafka.Message
+	for len(p.offsets) > 0 {
+		done, ok := p.acked[p.offsets[0]]
+		if !ok {
+			break
+		}
+		delete(p.acked, p.offsets[0])
+		p.offsets = p.offsets[1:]
+		last = &done
+	}
+	if last == nil {
+		q.ackMu.Unlock()
+		return
+	}
+	// Commit under the lock so commits of one partition never go backwards.
+	defer q.ackMu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), q.cfg.CommitTimeout)
+	defer cancel()
+	if err := q.reader.CommitMessages(ctx, *last); err != nil {
+		q.log.Warn("kafka: commit failed; the exchange will be re-delivered", "partition", last.Partition, "offset", last.Offset, "err", err)
+	}
+}
+
+// Len implements Queue: exchanges waiting to be published.
+func (q *KafkaQueue) Len() int { return len(q.buf) }
+
+// Close implements Queue: it stops Publish, waits (up to 10 s) for the producer to
+// write what is buffered, and makes Next stop fetching.
+func (q *KafkaQueue) Close() error {
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return nil
+	}
+	q.closed = true
+	close(q.buf)
+	q.mu.Unlock()
+	select {
+	case <-q.pubDone:
+	case <-time.After(10 * time.Second):
+	}
+	q.stop()
+	<-q.pubDone
+	return nil
+}
+
+// Shutdown closes the queue if needed, then the producer and the reader (commits
+// made by Ack are already done). Call it after the workers stopped.
+func (q *KafkaQueue) Shutdown(context.Context) error {
+	q.shutOnce.Do(func() {
+		_ = q.Close()
+		var errs []error
+		if err := q.writer.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("ingest: kafka: close producer: %w", err))
+		}
+		q.transport.CloseIdleConnections()
+		if q.reader != nil {
+			if err := q.reader.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("ingest: kafka: close reader: %w", err))
+			}
+		}
+		q.shutErr = errors.Join(errs...)
+	})
+	return q.shutErr
+}

@@ -1,0 +1,320 @@
+package ingest
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"maps"
+	"net/netip"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Built-in PII rule names, as stored in metadata["pii_rules"] and counted in Stats.
+const (
+	PIIEmail = "email"
+	PIIPhone = "phone"
+	PIIIBAN  = "iban"
+	PIICard  = "card"
+	PIIIP    = "ip"
+)
+
+// MetadataPIIRules is the metadata key under which the names of the rules that
+// fired on an exchange are stored, comma-separated and sorted ("card,email").
+// The raw values are never stored.
+const MetadataPIIRules = "pii_rules"
+
+// PIIConfig sets the pseudonymization applied to every tapped exchange before it is
+// queued, stored or sent to any worker.
+type PIIConfig struct {
+	// Enabled turns pseudonymization on (the default).
+	Enabled bool `yaml:"enabled"`
+	// SecretEnv names the environment variable holding the HMAC secret. When it is
+	// empty or unset, a random secret is drawn at start: tokens are then stable only
+	// for the life of the process.
+	SecretEnv string `yaml:"secret_env"`
+	// Rules are the built-in rules applied: any of email, phone, iban, card, ip.
+	Rules []string `yaml:"rules"`
+	// Custom are extra patterns, applied before the built-in rules.
+	Custom []CustomPIIRule `yaml:"custom"`
+}
+
+// CustomPIIRule is one configured pattern: every match of Pattern (RE2 syntax) is
+// replaced by <NAME_xxxxxxxx>.
+type CustomPIIRule struct {
+	Name    string `yaml:"name"`    // lower-case letters, digits and _; becomes the token's label
+	Pattern string `yaml:"pattern"` // RE2 regular expression
+}
+
+// NewDefaultPIIConfig enables every built-in rule with the secret in
+// $CONDUCTOR_SHADOW_PII_SECRET.
+func NewDefaultPIIConfig() PIIConfig {
+	return PIIConfig{
+		Enabled:   true,
+		SecretEnv: "CONDUCTOR_SHADOW_PII_SECRET",
+		Rules:     []string{PIIEmail, PIIIBAN, PIICard, PIIIP, PIIPhone},
+	}
+}
+
+var customNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
+
+// Validate reports unknown rules and custom rules with bad names or patterns.
+func (c PIIConfig) Validate() error {
+	var errs []error
+	for _, r := range c.Rules {
+		if _, ok := builtinRules[r]; !ok {
+			errs = append(errs, fmt.Errorf("ingest: pii.rules: unknown rule %q (want email, phone, iban, card or ip)", r))
+		}
+	}
+	for i, cr := range c.Custom {
+		if !customNameRE.MatchString(cr.Name) {
+			errs = append(errs, fmt.Errorf("ingest: pii.custom[%d].name %q: want 1-32 lower-case letters, digits or _", i, cr.Name))
+		}
+		if _, err := regexp.Compile(cr.Pattern); err != nil || cr.Pattern == "" {
+			errs = append(errs, fmt.Errorf("ingest: pii.custom[%d].pattern: %v", i, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// piiRule finds candidates with re and keeps those check accepts.
+type piiRule struct {
+	name  string
+	label string
+	re    *regexp.Regexp
+	check func(match string) bool // nil: every match counts
+	hint  string                  // a match holds one of these bytes; text without any is skipped
+}
+
+// The built-in patterns find candidates; checksums and parsers decide.
+var builtinRules = map[string]piiRule{
+	PIIEmail: {name: PIIEmail, label: "EMAIL", re: regexp.MustCompile(`[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}`), hint: "@"},
+	PIIIBAN:  {name: PIIIBAN, label: "IBAN", re: regexp.MustCompile(`\b[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b`), check: ibanValid, hint: digits},
+	PIICard:  {name: PIICard, label: "CARD", re: regexp.MustCompile(`\b[0-9](?:[ \-]?[0-9]){12,18}\b`), check: cardValid, hint: digits},
+	PIIIP:    {name: PIIIP, label: "IP", re: regexp.MustCompile(`\b(?:[0-9]{1,3}\.){3}[0-9]{1,3}\b|(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}`), check: ipValid, hint: ".:"},
+	PIIPhone: {name: PIIPhone, label: "PHONE", re: regexp.MustCompile(`(?:\+[0-9]{1,3}[ .\-]?(?:\([0-9]{1,4}\)[ .\-]?)?|\([0-9]{1,4}\)[ .\-]?|\b)[0-9]{2,4}(?:[ .\-][0-9]{2,4}){1,5}\b|\+[0-9]{8,15}\b`), check: phoneValid, hint: digits},
+}
+
+const digits = "0123456789"
+
+// builtinOrder applies the checksummed rules before the loose phone pattern, so a
+// card or IBAN is never half-eaten as a phone number.
+var builtinOrder = []string{PIIEmail, PIIIBAN, PIICard, PIIIP, PIIPhone}
+
+// ibanValid applies the ISO 13616 mod-97 check.
+func ibanValid(s string) bool {
+	s = strings.ReplaceAll(s, " ", "")
+	if len(s) < 15 || len(s) > 34 {
+		return false
+	}
+	s = s[4:] + s[:4]
+	rem := 0
+	for _, r := range s {
+		switch {
+		case r >= '0' && r <= '9':
+			rem = (rem*10 + int(r-'0')) % 97
+		case r >= 'A' && r <= 'Z':
+			rem = (rem*100 + int(r-'A'+10)) % 97
+		default:
+			return false
+		}
+	}
+	return rem == 1
+}
+
+// cardValid accepts 13-19 digits passing the Luhn check.
+func cardValid(s string) bool {
+	digits := make([]int, 0, 19)
+	for _, r := range s {
+		if r >= '0' && r <= '9' {
+			digits = append(digits, int(r-'0'))
+		}
+	}
+	if len(digits) < 13 || len(digits) > 19 {
+		return false
+	}
+	sum := 0
+	for i := range digits {
+		d := digits[len(digits)-1-i]
+		if i%2 == 1 {
+			d *= 2
+			if d > 9 {
+				d -= 9
+			}
+		}
+		sum += d
+	}
+	return sum%10 == 0
+}
+
+// ipValid accepts what net/netip parses as an IPv4 or IPv6 address. An IPv6
+// candidate needs three colons or a 4-digit first group ("fe80::1"), so that code
+// such as "abc::def" or "d::bad" is left alone; loopback and unspecified addresses
+// are not personal.
+func ipValid(s string) bool {
+	a, err := netip.ParseAddr(s)
+	if err != nil || a.IsUnspecified() || a.IsLoopback() {
+		return false
+	}
+	if a.Is6() && strings.Count(s, ":") < 3 {
+		first, _, _ := strings.Cut(s, ":")
+		return len(first) == 4
+	}
+	return true
+}
+
+// isoDateRE marks a date ("2026-11-30 09"), which the phone pattern would see as digits.
+var isoDateRE = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}`)
+
+// phoneValid accepts 9-15 digits written with a leading + or with separators
+// (E.164 allows at most 15 digits); bare digit runs are too often plain numbers.
+func phoneValid(s string) bool {
+	if isoDateRE.MatchString(s) {
+		return false
+	}
+	n := 0
+	for _, r := range s {
+		if r >= '0' && r <= '9' {
+			n++
+		}
+	}
+	return n >= 9 && n <= 15
+}
+
+// Pseudonymizer replaces PII by stable keyed tokens: <LABEL_xxxxxxxx>, where
+// xxxxxxxx is the first 4 bytes (hex) of HMAC-SHA256(secret, app ‖ rule ‖ value).
+// The same value gives the same token within an app (tenant) and a different one in
+// another app. Safe for concurrent use.
+type Pseudonymizer struct {
+	secret []byte
+	rules  []piiRule
+}
+
+// NewPseudonymizer compiles cfg's rules. secret must not be empty.
+func NewPseudonymizer(cfg PIIConfig, secret []byte) (*Pseudonymizer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if len(secret) == 0 {
+		return nil, errors.New("ingest: pii: the HMAC secret is empty")
+	}
+	p := &Pseudonymizer{secret: slices.Clone(secret)}
+	for _, cr := range cfg.Custom {
+		p.rules = append(p.rules, piiRule{name: cr.Name, label: strings.ToUpper(cr.Name), re: regexp.MustCompile(cr.Pattern)})
+	}
+	for _, name := range builtinOrder {
+		if slices.Contains(cfg.Rules, name) {
+			p.rules = append(p.rules, builtinRules[name])
+		}
+	}
+	return p, nil
+}
+
+// Token returns the pseudonym of value under rule for app.
+func (p *Pseudonymizer) Token(app, rule, label, value string) string {
+	mac := hmac.New(sha256.New, p.secret)
+	mac.Write([]byte(app))
+	mac.Write([]byte{0})
+	mac.Write([]byte(rule))
+	mac.Write([]byte{0})
+	mac.Write([]byte(value))
+	return "<" + label + "_" + hex.EncodeToString(mac.Sum(nil)[:4]) + ">"
+}
+
+// Text pseudonymizes s for app and adds to fired how many values each rule replaced.
+func (p *Pseudonymizer) Text(app, s string, fired map[string]int) string {
+	if s == "" {
+		return s
+	}
+	for _, r := range p.rules {
+		if r.hint != "" && !strings.ContainsAny(s, r.hint) {
+			continue
+		}
+		s = r.re.ReplaceAllStringFunc(s, func(m string) string {
+			if r.check != nil && !r.check(m) {
+				return m
+			}
+			fired[r.name]++
+			return p.Token(app, r.name, r.label, normalizePII(r.name, m))
+		})
+	}
+	return s
+}
+
+// normalizePII makes differently written forms of one value give one token.
+func normalizePII(rule, m string) string {
+	switch rule {
+	case PIIEmail:
+		return strings.ToLower(m)
+	case PIIIBAN:
+		return strings.ReplaceAll(m, " ", "")
+	case PIICard, PIIPhone:
+		var b strings.Builder
+		for _, r := range m {
+			if (r >= '0' && r <= '9') || r == '+' {
+				b.WriteRune(r)
+			}
+		}
+		return b.String()
+	}
+	return m
+}
+
+// Exchange pseudonymizes, in place, every text of ex that leaves the process: the
+// request messages (content, text parts, names, tool-call arguments), the
+// incumbent's answer and the metadata values. It records the rules that fired in
+// ex.Metadata[MetadataPIIRules] and returns the count of replacements per rule.
+func (p *Pseudonymizer) Exchange(ex *Exchange) map[string]int {
+	fired := map[string]int{}
+	app := ex.App
+	msgs := slices.Clone(ex.Request.Messages) // never write through a caller's backing array
+	for i := range msgs {
+		m := &msgs[i]
+		m.Content = p.Text(app, m.Content, fired)
+		if len(m.MultiContent) > 0 {
+			m.MultiContent = slices.Clone(m.MultiContent)
+			for j := range m.MultiContent {
+				m.MultiContent[j].Text = p.Text(app, m.MultiContent[j].Text, fired)
+			}
+		}
+		if len(m.ToolCalls) > 0 {
+			m.ToolCalls = slices.Clone(m.ToolCalls)
+			for j := range m.ToolCalls {
+				m.ToolCalls[j].Function.Arguments = p.Text(app, m.ToolCalls[j].Function.Arguments, fired)
+			}
+		}
+		if m.FunctionCall != nil {
+			fc := *m.FunctionCall
+			fc.Arguments = p.Text(app, fc.Arguments, fired)
+			m.FunctionCall = &fc
+		}
+	}
+	ex.Request.Messages = msgs
+	if ex.Response != nil {
+		r := *ex.Response
+		r.Content = p.Text(app, r.Content, fired)
+		ex.Response = &r
+	}
+	if len(ex.Metadata) > 0 {
+		md := make(map[string]string, len(ex.Metadata)+1)
+		for k, v := range ex.Metadata {
+			if k == MetadataPIIRules {
+				continue // a producer cannot claim which rules fired
+			}
+			md[k] = p.Text(app, v, fired)
+		}
+		ex.Metadata = md
+	}
+	if len(fired) > 0 {
+		if ex.Metadata == nil {
+			ex.Metadata = map[string]string{}
+		}
+		ex.Metadata[MetadataPIIRules] = strings.Join(slices.Sorted(maps.Keys(fired)), ",")
+	} else {
+		delete(ex.Metadata, MetadataPIIRules)
+	}
+	return fired
+}

@@ -1,0 +1,520 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Grade filters of TraceSearch.Grade.
+const (
+	GradePassed = "passed" // some grader passed some run of the request
+	GradeFailed = "failed" // some grader (that did not itself fail) failed some run
+)
+
+// TraceSearch selects trace summaries with the filters of the web UI's traces
+// page. Zero values mean "any". All filters combine with AND; run-level filters
+// are satisfied by the request's runs as a whole (see each field).
+type TraceSearch struct {
+	// TraceFilter holds App, Source, the keyset cursor (Before, BeforeID) and
+	// Limit as ListTraces reads them. Its Text matches the request's input OR
+	// any run's final output (case-insensitive substring).
+	TraceFilter
+	Candidate    string    // some candidate run has this pipeline name
+	Worker       string    // some step of some run called this worker
+	Status       string    // some run has this status
+	MinCostUSD   float64   // the runs' summed cost is at least this, USD; 0 = no bound
+	MaxCostUSD   float64   // the runs' summed cost is at most this, USD; 0 = no bound
+	MinLatencyMs float64   // the slowest run took at least this, ms; 0 = no bound
+	MaxLatencyMs float64   // the slowest run took at most this, ms; 0 = no bound
+	From         time.Time // received at or after this instant; zero = no bound
+	To           time.Time // received strictly before this instant; zero = no bound
+	Grade        string    // GradePassed, GradeFailed or "" (any)
+}
+
+// Validate reports negative bounds, a minimum above its maximum, To not after
+// From, and an unknown Grade.
+func (q TraceSearch) Validate() error {
+	var errs []error
+	for _, b := range []struct {
+		name     string
+		min, max float64
+	}{{"cost", q.MinCostUSD, q.MaxCostUSD}, {"latency", q.MinLatencyMs, q.MaxLatencyMs}} {
+		if b.min < 0 || b.max < 0 {
+			errs = append(errs, fmt.Errorf("store: trace search: %s bounds must not be negative", b.name))
+		}
+		if b.max > 0 && b.min > b.max {
+			errs = append(errs, fmt.Errorf("store: trace search: minimum %s %g is above the maximum %g", b.name, b.min, b.max))
+		}
+	}
+	if !q.From.IsZero() && !q.To.IsZero() && !q.To.After(q.From) {
+		errs = append(errs, errors.New("store: trace search: the time range's end must be after its start"))
+	}
+	if q.Grade != "" && q.Grade != GradePassed && q.Grade != GradeFailed {
+		errs = append(errs, fmt.Errorf("store: trace search: grade %q must be %q, %q or empty", q.Grade, GradePassed, GradeFailed))
+	}
+	return errors.Join(errs...)
+}
+
+// Analytics is the read side of the web dashboards, beyond Store's lists. The SQL
+// stores and storetest.Memory implement it.
+type Analytics interface {
+	// SearchTraces returns trace summaries, newest first by (ReceivedAt,
+	// RequestID), filtered by q and paginated by keyset (q.Before, q.BeforeID),
+	// at most ClampLimit(q.Limit). An invalid q returns its Validate error.
+	SearchTraces(ctx context.Context, q TraceSearch) ([]TraceSummary, error)
+}
+
+var _ Analytics = (*sqlStore)(nil)
+
+// floatLiteral renders v for SQL.
+func floatLiteral(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// searchTracesSQL builds the page query of SearchTraces: requests filtered by
+// their own columns, then by IN-subqueries on runs (aggregated with FINAL so a
+// re-delivered run counts once), steps and scores (existence only, no FINAL).
+//
+// floor, when not zero, bounds the scan to requests received at or after it and
+// to runs, steps and scores started or created at or after it (they all come
+// after their request is received), which SearchTraces uses to look at recent
+// data first.
+func (s *sqlStore) searchTracesSQL(q TraceSearch, floor time.Time) string {
+	var where []string
+	runsFloor, stepsFloor, scoresFloor := "", "", ""
+	if !floor.IsZero() {
+		where = append(where, "received_at >= "+timeLiteral(floor))
+		// Runs start when their request is received or later (the incumbent's run
+		// at ReceivedAt); searchSlack allows for clocks of other writers.
+		f := timeLiteral(floor.Add(-searchSlack))
+		runsFloor, stepsFloor, scoresFloor = " AND started_at >= "+f, " AND started_at >= "+f, " AND created_at >= "+f
+	}
+	if q.App != "" {
+		where = append(where, "app = "+quoteString(q.App))
+	}
+	if q.Source != "" {
+		where = append(where, "source = "+quoteString(q.Source))
+	}
+	if !q.From.IsZero() {
+		where = append(where, "received_at >= "+timeLiteral(q.From))
+	}
+	if !q.To.IsZero() {
+		where = append(where, "received_at < "+timeLiteral(q.To))
+	}
+	if q.Text != "" {
+		t := quoteString(q.Text)
+		where = append(where, fmt.Sprintf("(positionCaseInsensitiveUTF8(input, %[2]s) > 0 OR request_id IN "+
+			"(SELECT request_id FROM %[1]s.runs WHERE positionCaseInsensitiveUTF8(final_output, %[2]s) > 0%[3]s))", s.db, t, runsFloor))
+	}
+	var having []string
+	if q.Candidate != "" {
+		having = append(having, fmt.Sprintf("countIf(mode = 'candidate' AND pipeline = %s) > 0", quoteString(q.Candidate)))
+	}
+	if q.Status != "" {
+		having = append(having, fmt.Sprintf("countIf(status = %s) > 0", quoteString(q.Status)))
+	}
+	if q.MinCostUSD > 0 {
+		having = append(having, "sum(cost_usd) >= "+floatLiteral(q.MinCostUSD))
+	}
+	if q.MaxCostUSD > 0 {
+		having = append(having, "sum(cost_usd) <= "+floatLiteral(q.MaxCostUSD))
+	}
+	if q.MinLatencyMs > 0 {
+		having = append(having, "max(latency_ms) >= "+floatLiteral(q.MinLatencyMs))
+	}
+	if q.MaxLatencyMs > 0 {
+		having = append(having, "max(latency_ms) <= "+floatLiteral(q.MaxLatencyMs))
+	}
+	if len(having) > 0 {
+		where = append(where, fmt.Sprintf("request_id IN (SELECT request_id FROM %s.runs FINAL WHERE 1%s GROUP BY request_id HAVING %s)",
+			s.db, runsFloor, strings.Join(having, " AND ")))
+	}
+	if q.Worker != "" {
+		where = append(where, fmt.Sprintf("request_id IN (SELECT request_id FROM %[1]s.runs WHERE run_id IN "+
+			"(SELECT run_id FROM %[1]s.steps WHERE worker = %[2]s%[3]s)%[4]s)", s.db, quoteString(q.Worker), stepsFloor, runsFloor))
+	}
+	if q.Grade != "" {
+		passed := "1"
+		if q.Grade == GradeFailed {
+			passed = "0"
+		}
+		where = append(where, fmt.Sprintf("request_id IN (SELECT request_id FROM %s.scores WHERE error = '' AND passed = %s%s)", s.db, passed, scoresFloor))
+	}
+	if !q.Before.IsZero() {
+		t := timeLiteral(q.Before)
+		if q.BeforeID != "" {
+			where = append(where, fmt.Sprintf("(received_at < %s OR (received_at = %s AND request_id < %s))", t, t, quoteString(q.BeforeID)))
+		} else {
+			where = append(where, "received_at < "+t)
+		}
+	}
+	cond := ""
+	if len(where) > 0 {
+		cond = "\nWHERE " + strings.Join(where, "\n  AND ")
+	}
+	return fmt.Sprintf(`SELECT
+    request_id, received_at, source, app, category,
+    %[4]s AS user_msgs,
+    %[5]s AS input_preview
+FROM %[1]s.requests FINAL%[2]s
+ORDER BY received_at DESC, request_id DESC
+LIMIT %[3]d`, s.db, cond, ClampLimit(q.Limit), userMsgsExpr, previewExpr)
+}
+
+// searchSlack widens a search window's bound on runs, steps and scores.
+const searchSlack = time.Hour
+
+// searchWindows are the look-back spans SearchTraces tries, newest data first,
+// before it scans everything.
+var searchWindows = []time.Duration{time.Hour, 24 * time.Hour, 7 * 24 * time.Hour, 30 * 24 * time.Hour}
+
+// SearchTraces implements Analytics, as ListTraces with two statements: the page
+// of requests, then their runs' figures. With filters on runs, steps, scores or
+// text, the page is first looked for among requests received in the last hour
+// (before the cursor, To, or now), then day, week and month, then in all data:
+// a window that fills the page holds the newest matches, because everything
+// outside it is older, so the result equals the unbounded query's.
+func (s *sqlStore) SearchTraces(ctx context.Context, q TraceSearch) ([]TraceSummary, error) {
+	if err := q.Validate(); err != nil {
+		return nil, err
+	}
+	if err := s.check(ctx); err != nil {
+		return nil, fmt.Errorf("store: search traces: %w", err)
+	}
+	var floors []time.Time
+	if q.Text != "" || q.Candidate != "" || q.Worker != "" || q.Status != "" || q.Grade != "" ||
+		q.MinCostUSD > 0 || q.MaxCostUSD > 0 || q.MinLatencyMs > 0 || q.MaxLatencyMs > 0 {
+		ref := time.Now()
+		switch {
+		case !q.Before.IsZero():
+			ref = q.Before
+		case !q.To.IsZero():
+			ref = q.To
+		}
+		for _, w := range searchWindows {
+			if f := ref.Add(-w); q.From.IsZero() || f.After(q.From) {
+				floors = append(floors, f)
+			}
+		}
+	}
+	floors = append(floors, time.Time{}) // finally, everything
+	var page []TraceSummary
+	for _, floor := range floors {
+		var err error
+		if page, err = queryRows[TraceSummary](ctx, s.t, s.searchTracesSQL(q, floor)); err != nil {
+			return nil, fmt.Errorf("store: search traces: %w", err)
+		}
+		if len(page) >= ClampLimit(q.Limit) {
+			break
+		}
+	}
+	if len(page) == 0 {
+		return page, nil
+	}
+	ids := make([]string, len(page))
+	for i, p := range page {
+		ids[i] = p.RequestID
+	}
+	figs, err := queryRows[TraceSummary](ctx, s.t, s.runFiguresSQL(ids))
+	if err != nil {
+		return nil, fmt.Errorf("store: search traces: runs: %w", err)
+	}
+	byID := make(map[string]TraceSummary, len(figs))
+	for _, f := range figs {
+		byID[f.RequestID] = f
+	}
+	for i := range page {
+		if f, ok := byID[page[i].RequestID]; ok {
+			page[i].Runs, page[i].Statuses = f.Runs, f.Statuses
+			page[i].IncumbentMs, page[i].CandidateMs = f.IncumbentMs, f.CandidateMs
+			page[i].IncumbentCostUSD, page[i].CandidateCostUSD = f.IncumbentCostUSD, f.CandidateCostUSD
+		}
+	}
+	return page, nil
+}
+
+// OverviewQuery selects the overview's window: requests received in [From, To)
+// and runs started in it, optionally of one App. BucketSeconds is the width of
+// the series' time buckets (aligned to the Unix epoch); it must divide a day.
+type OverviewQuery struct {
+	App           string
+	From, To      time.Time
+	BucketSeconds int
+}
+
+// Validate reports an empty or inverted window and a bucket width that is not a
+// positive divisor of 86400 s.
+func (q OverviewQuery) Validate() error {
+	var errs []error
+	if q.From.IsZero() || q.To.IsZero() || !q.To.After(q.From) {
+		errs = append(errs, errors.New("store: overview: the window needs a start before its end"))
+	}
+	if q.BucketSeconds <= 0 || 86400%q.BucketSeconds != 0 {
+		errs = append(errs, fmt.Errorf("store: overview: bucket of %d s must divide a day", q.BucketSeconds))
+	}
+	return errors.Join(errs...)
+}
+
+// OverviewCounts are the window's totals. Drops are not here: the tap counts
+// them in process (ingest stats), not in the store.
+type OverviewCounts struct {
+	Requests       int64 `json:"requests"`        // requests received
+	TapRequests    int64 `json:"tap_requests"`    // of which tapped from production (source tap)
+	IncumbentRuns  int64 `json:"incumbent_runs"`  // incumbent runs started
+	ShadowRuns     int64 `json:"shadow_runs"`     // candidate runs started
+	ErrorRuns      int64 `json:"error_runs"`      // runs of either mode whose status is not ok
+	ShadowRequests int64 `json:"shadow_requests"` // distinct requests with a candidate run
+}
+
+// PipelinePoint is one pipeline's figures over one time bucket (or the whole
+// window when Bucket is zero). Latency quantiles are exact with linear
+// interpolation between ranks (ClickHouse quantileExactInclusive, numpy's default).
+type PipelinePoint struct {
+	Pipeline          string    `json:"pipeline"`
+	Mode              string    `json:"mode"`
+	Bucket            time.Time `json:"bucket"` // bucket start, UTC
+	Runs              int64     `json:"runs"`
+	Errors            int64     `json:"errors"`               // runs whose status is not ok
+	CostUSD           float64   `json:"cost_usd"`             // summed cost of the runs
+	CostPerRequestUSD float64   `json:"cost_per_request_usd"` // CostUSD / distinct requests
+	P50Ms             float64   `json:"p50_ms"`
+	P95Ms             float64   `json:"p95_ms"`
+}
+
+// Agreement counts, for one candidate pipeline, the requests where both it and
+// the incumbent answered (status ok) and how many of those answers are equal
+// after NormalizeAnswer.
+type Agreement struct {
+	Candidate string `json:"candidate"`
+	Pairs     int64  `json:"pairs"`
+	Agree     int64  `json:"agree"`
+}
+
+// Overview is the overview page's data for one window.
+type Overview struct {
+	Counts    OverviewCounts  `json:"counts"`
+	Totals    []PipelinePoint `json:"totals"` // per pipeline over the whole window (Bucket zero), incumbent first
+	Series    []PipelinePoint `json:"series"` // per pipeline and bucket, by pipeline then bucket
+	Agreement []Agreement     `json:"agreement"`
+}
+
+// OverviewAnalytics computes the overview page. The SQL stores and
+// storetest.Memory implement it.
+type OverviewAnalytics interface {
+	// Overview returns the window's counts, per-pipeline totals and series and
+	// the candidates' agreement with the incumbent. An invalid q returns its
+	// Validate error.
+	Overview(ctx context.Context, q OverviewQuery) (Overview, error)
+}
+
+var _ OverviewAnalytics = (*sqlStore)(nil)
+
+// normalizeSQL is NormalizeAnswer in SQL (RE2 in both).
+const normalizeSQL = `replaceRegexpAll(replaceRegexpAll(lowerUTF8(%s), '^\\s+|[\\s.]+$', ''), '\\s+', ' ')`
+
+// Overview implements OverviewAnalytics with three statements.
+func (s *sqlStore) Overview(ctx context.Context, q OverviewQuery) (Overview, error) {
+	var ov Overview
+	if err := q.Validate(); err != nil {
+		return ov, err
+	}
+	if err := s.check(ctx); err != nil {
+		return ov, fmt.Errorf("store: overview: %w", err)
+	}
+	from, to := timeLiteral(q.From), timeLiteral(q.To)
+	reqCond := fmt.Sprintf("received_at >= %s AND received_at < %s", from, to)
+	runCond := fmt.Sprintf("started_at >= %s AND started_at < %s", from, to)
+	if q.App != "" {
+		reqCond += " AND app = " + quoteString(q.App)
+		runCond += fmt.Sprintf(" AND request_id IN (SELECT request_id FROM %s.requests WHERE app = %s)", s.db, quoteString(q.App))
+	}
+	counts, err := queryRows[OverviewCounts](ctx, s.t, fmt.Sprintf(`SELECT
+    (SELECT count() FROM %[1]s.requests FINAL WHERE %[2]s) AS requests,
+    (SELECT count() FROM %[1]s.requests FINAL WHERE %[2]s AND source = 'tap') AS tap_requests,
+    countIf(mode = 'incumbent') AS incumbent_runs,
+    countIf(mode = 'candidate') AS shadow_runs,
+    countIf(status != 'ok') AS error_runs,
+    uniqExactIf(request_id, mode = 'candidate') AS shadow_requests
+FROM %[1]s.runs FINAL WHERE %[3]s`, s.db, reqCond, runCond))
+	if err != nil {
+		return ov, fmt.Errorf("store: overview: counts: %w", err)
+	}
+	if len(counts) > 0 {
+		ov.Counts = counts[0]
+	}
+	// Totals and series in one scan: the (pipeline) grouping set leaves bucket at
+	// its default, the epoch, which decodes to the zero time.
+	points, err := queryRows[PipelinePoint](ctx, s.t, fmt.Sprintf(`SELECT pipeline, any(mode) AS mode,
+    toDateTime64(toStartOfInterval(started_at, INTERVAL %[2]d SECOND), 3, 'UTC') AS bucket, count() AS runs,
+    countIf(status != 'ok') AS errors, sum(cost_usd) AS cost_usd,
+    cost_usd / uniqExact(request_id) AS cost_per_request_usd,
+    quantileExactInclusive(0.5)(latency_ms) AS p50_ms, quantileExactInclusive(0.95)(latency_ms) AS p95_ms
+FROM %[1]s.runs FINAL WHERE %[3]s
+GROUP BY GROUPING SETS ((pipeline), (pipeline, bucket))
+ORDER BY mode != 'incumbent', pipeline, bucket`, s.db, q.BucketSeconds, runCond))
+	if err != nil {
+		return ov, fmt.Errorf("store: overview: pipelines: %w", err)
+	}
+	for _, p := range points {
+		if p.Bucket.IsZero() {
+			ov.Totals = append(ov.Totals, p)
+		} else {
+			ov.Series = append(ov.Series, p)
+		}
+	}
+	// Agreement in one scan: per request the incumbent's answer and every
+	// candidate's, compared raw first and normalized only when they differ.
+	if ov.Agreement, err = queryRows[Agreement](ctx, s.t, fmt.Sprintf(`SELECT cand.1 AS candidate, count() AS pairs,
+    countIf(if(cand.2 = inc, 1, %[3]s = %[4]s)) AS agree
+FROM (
+    SELECT request_id, anyIf(final_output, mode = 'incumbent') AS inc,
+        groupArrayIf((pipeline, final_output), mode = 'candidate') AS cands
+    FROM %[1]s.runs FINAL
+    WHERE status = 'ok' AND %[2]s
+    GROUP BY request_id
+    HAVING countIf(mode = 'incumbent') > 0
+)
+ARRAY JOIN cands AS cand
+GROUP BY candidate ORDER BY candidate`, s.db, runCond,
+		fmt.Sprintf(normalizeSQL, "cand.2"), fmt.Sprintf(normalizeSQL, "inc"))); err != nil {
+		return ov, fmt.Errorf("store: overview: agreement: %w", err)
+	}
+	return ov, nil
+}
+
+// Comparisons reads what the web UI's comparison pages put side by side. The SQL
+// stores and storetest.Memory implement it.
+type Comparisons interface {
+	// GetRun returns one run and its steps ordered by Index. ErrNotFound when no
+	// run has that id.
+	GetRun(ctx context.Context, runID string) (Run, []Step, error)
+	// ListScores returns a suite run's grader scores ordered by (CaseID,
+	// Pipeline, Grader, RunID); empty for an unknown suite run.
+	ListScores(ctx context.Context, suiteRunID string) ([]Score, error)
+}
+
+var _ Comparisons = (*sqlStore)(nil)
+
+// GetRun implements Comparisons.
+func (s *sqlStore) GetRun(ctx context.Context, runID string) (Run, []Step, error) {
+	if err := s.check(ctx); err != nil {
+		return Run{}, nil, fmt.Errorf("store: get run: %w", err)
+	}
+	id := quoteString(runID)
+	runs, err := queryRows[Run](ctx, s.t, fmt.Sprintf("SELECT %s FROM %s.runs FINAL WHERE run_id = %s LIMIT 1",
+		selectList[Run](), s.db, id))
+	if err != nil {
+		return Run{}, nil, fmt.Errorf("store: get run %q: %w", runID, err)
+	}
+	if len(runs) == 0 {
+		return Run{}, nil, fmt.Errorf("store: get run %q: %w", runID, ErrNotFound)
+	}
+	steps, err := queryRows[Step](ctx, s.t, fmt.Sprintf("SELECT %s FROM %s.steps FINAL WHERE run_id = %s ORDER BY `index`",
+		selectList[Step](), s.db, id))
+	if err != nil {
+		return Run{}, nil, fmt.Errorf("store: get run %q: steps: %w", runID, err)
+	}
+	return runs[0], nilIfEmpty(steps), nil
+}
+
+// ListScores implements Comparisons.
+func (s *sqlStore) ListScores(ctx context.Context, suiteRunID string) ([]Score, error) {
+	if err := s.check(ctx); err != nil {
+		return nil, fmt.Errorf("store: list scores: %w", err)
+	}
+	scores, err := queryRows[Score](ctx, s.t, fmt.Sprintf(
+		"SELECT %s FROM %s.scores FINAL WHERE suite_run_id = %s ORDER BY case_id, pipeline, grader, run_id",
+		selectList[Score](), s.db, quoteString(suiteRunID)))
+	if err != nil {
+		return nil, fmt.Errorf("store: list scores of suite run %q: %w", suiteRunID, err)
+	}
+	return nilIfEmpty(scores), nil
+}
+
+// Positions of a workflow step in its plan, for WorkerUse.Position.
+const (
+	PositionOnly   = "only"   // the plan has one step
+	PositionFirst  = "first"  // the plan's first step
+	PositionMiddle = "middle" // neither first nor last
+	PositionFinal  = "final"  // the plan's last step (its output is the answer)
+)
+
+// WorkerQuery selects the candidate runs whose top-level workflow steps
+// WorkerUsage counts: started in [From, To), of App's requests when set, of
+// Pipeline when set.
+type WorkerQuery struct {
+	App      string
+	Pipeline string
+	From, To time.Time
+}
+
+// WorkerUse is how often one worker ran at one plan position on one request
+// category, with the summed cost (USD) and latency (ms) of those steps.
+type WorkerUse struct {
+	Worker    string  `json:"worker"`
+	Category  string  `json:"category"`
+	Position  string  `json:"position"` // PositionOnly, PositionFirst, PositionMiddle or PositionFinal
+	Steps     int64   `json:"steps"`
+	CostUSD   float64 `json:"cost_usd"`
+	LatencyMs float64 `json:"latency_ms"`
+}
+
+// WorkerAnalytics is the worker-usage read of the web UI. The SQL stores and
+// storetest.Memory implement it.
+type WorkerAnalytics interface {
+	// WorkerUsage counts the top-level workflow steps (role "worker", depth 0) of
+	// the selected candidate runs by worker, request category and plan position
+	// (by Step.Index among the run's such steps). Ordered by worker, category,
+	// position. An empty or inverted window is an error.
+	WorkerUsage(ctx context.Context, q WorkerQuery) ([]WorkerUse, error)
+}
+
+var _ WorkerAnalytics = (*sqlStore)(nil)
+
+// WorkerUsage implements WorkerAnalytics with one statement (window functions
+// find each run's first and last workflow step).
+func (s *sqlStore) WorkerUsage(ctx context.Context, q WorkerQuery) ([]WorkerUse, error) {
+	if q.From.IsZero() || q.To.IsZero() || !q.To.After(q.From) {
+		return nil, errors.New("store: worker usage: the window needs a start before its end")
+	}
+	if err := s.check(ctx); err != nil {
+		return nil, fmt.Errorf("store: worker usage: %w", err)
+	}
+	runCond := fmt.Sprintf("r.mode = 'candidate' AND r.started_at >= %s AND r.started_at < %s", timeLiteral(q.From), timeLiteral(q.To))
+	if q.Pipeline != "" {
+		runCond += " AND r.pipeline = " + quoteString(q.Pipeline)
+	}
+	if q.App != "" {
+		runCond += " AND q.app = " + quoteString(q.App)
+	}
+	rows, err := queryRows[WorkerUse](ctx, s.t, fmt.Sprintf(`SELECT worker, category, position, count() AS steps,
+    sum(cost_usd) AS cost_usd, sum(latency_ms) AS latency_ms
+FROM (
+    SELECT s.worker AS worker, c.category AS category, s.cost_usd AS cost_usd, s.latency_ms AS latency_ms,
+        multiIf(first_idx = last_idx, 'only', s.index = first_idx, 'first', s.index = last_idx, 'final', 'middle') AS position
+    FROM (
+        SELECT run_id, worker, cost_usd, latency_ms, `+"`index`"+` AS index,
+            min(`+"`index`"+`) OVER (PARTITION BY run_id) AS first_idx,
+            max(`+"`index`"+`) OVER (PARTITION BY run_id) AS last_idx
+        FROM %[1]s.steps FINAL
+        WHERE role = 'worker' AND depth = 0 AND run_id IN (
+            SELECT r.run_id FROM %[1]s.runs AS r
+            INNER JOIN %[1]s.requests AS q ON r.request_id = q.request_id
+            WHERE %[2]s)
+    ) AS s
+    INNER JOIN (
+        SELECT r.run_id AS run_id, q.category AS category
+        FROM %[1]s.runs AS r FINAL
+        INNER JOIN %[1]s.requests AS q FINAL ON r.request_id = q.request_id
+        WHERE %[2]s
+    ) AS c ON s.run_id = c.run_id
+)
+GROUP BY worker, category, position
+ORDER BY worker, category, position`, s.db, runCond))
+	if err != nil {
+		return nil, fmt.Errorf("store: worker usage: %w", err)
+	}
+	return nilIfEmpty(rows), nil
+}

@@ -1,0 +1,306 @@
+package web
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/conductor-shadow/conductor-shadow/store"
+)
+
+// Overview window defaults and chart geometry (px).
+const (
+	defaultOverviewWindow = 24 * time.Hour
+	maxOverviewBuckets    = 48 // the bucket width is the smallest choice giving at most this many
+
+	chartW     = 560.0
+	chartH     = 200.0
+	chartPadL  = 64.0 // room for the y labels
+	chartPadR  = 12.0
+	chartPadT  = 10.0
+	chartPadB  = 26.0 // room for the x labels
+	maxSeries  = 8    // series-0..7 colour classes in style.css
+	chartTicks = 4
+)
+
+// bucketChoices are the series' bucket widths in seconds; each divides a day.
+var bucketChoices = []int{60, 300, 900, 3600, 3 * 3600, 6 * 3600, 86400}
+
+// overviewQuery is the overview page's URL state.
+type overviewQuery struct {
+	App      string
+	From, To time.Time // UTC; zero in the URL means the default window
+}
+
+func (q overviewQuery) values() url.Values {
+	v := url.Values{}
+	if q.App != "" {
+		v.Set("app", q.App)
+	}
+	if !q.From.IsZero() {
+		v.Set("from", fmtFormTime(q.From))
+	}
+	if !q.To.IsZero() {
+		v.Set("to", fmtFormTime(q.To))
+	}
+	return v
+}
+
+// parseOverviewQuery reads app, from and to (UTC, datetime-local or RFC 3339).
+// Missing bounds default to the 24 h before to (to defaults to now).
+func parseOverviewQuery(v url.Values, now time.Time) (overviewQuery, error) {
+	q := overviewQuery{App: strings.TrimSpace(v.Get("app"))}
+	for _, f := range []struct {
+		name string
+		dst  *time.Time
+	}{{"from", &q.From}, {"to", &q.To}} {
+		if s := strings.TrimSpace(v.Get(f.name)); s != "" {
+			t, err := parseFormTime(f.name, s)
+			if err != nil {
+				return q, err
+			}
+			*f.dst = t
+		}
+	}
+	if q.To.IsZero() {
+		q.To = now.UTC().Truncate(time.Minute).Add(time.Minute)
+	}
+	if q.From.IsZero() {
+		q.From = q.To.Add(-defaultOverviewWindow)
+	}
+	if !q.To.After(q.From) {
+		return q, errors.New("the window's end must be after its start")
+	}
+	return q, nil
+}
+
+// bucketFor picks the narrowest bucket giving at most maxOverviewBuckets over span.
+func bucketFor(span time.Duration) int {
+	for _, b := range bucketChoices {
+		if span <= time.Duration(b*maxOverviewBuckets)*time.Second {
+			return b
+		}
+	}
+	return bucketChoices[len(bucketChoices)-1]
+}
+
+// pipelineRow is one pipeline in the overview's table.
+type pipelineRow struct {
+	Total        store.PipelinePoint
+	Agreement    *store.Agreement // nil for the incumbent or without pairs
+	Verdict      *suiteVerdict    // the latest suite run that evaluated this candidate, nil if none
+	SeriesClass  string           // colour class of its chart lines
+	AgreementPct string           // "87.5%" or "—"
+}
+
+// suiteVerdict is the latest verdict on a candidate.
+type suiteVerdict struct {
+	SuiteRunID string
+	Verdict    string // store.SuiteRun.Verdict, may be empty for older runs
+	Headline   string
+	StartedAt  time.Time
+}
+
+// chartSeries is one line of a chart: Points in SVG polyline syntax.
+type chartSeries struct {
+	Name   string
+	Class  string
+	Points string
+	Dots   [][2]float64 // the points again, drawn as markers (a lone point has no line)
+	Dashed bool
+}
+
+// chartTick is a labelled axis position in px.
+type chartTick struct {
+	Pos   float64
+	Label string
+}
+
+// lineChart is a server-drawn SVG line chart over the overview's window.
+type lineChart struct {
+	ID, Title, Unit string
+	Width, Height   float64
+	Series          []chartSeries
+	XTicks, YTicks  []chartTick
+}
+
+// overviewView is the overview page.
+type overviewView struct {
+	Meta      pageMeta
+	Query     overviewQuery
+	Supported bool // the store implements store.OverviewAnalytics
+	Bucket    string
+	Data      store.Overview
+	Rows      []pipelineRow
+	CostChart lineChart
+	LatChart  lineChart
+	ThisURL   string // deep link of this exact window
+}
+
+// newLineChart draws series of (bucket, value) per pipeline across [from, to).
+// value picks the figure; dashed adds a second, dashed line per pipeline.
+func newLineChart(id, title, unit string, from, to time.Time, classes map[string]string,
+	pts []store.PipelinePoint, lines []struct {
+		suffix string
+		value  func(store.PipelinePoint) float64
+		dashed bool
+	}, fmtY func(float64) string) lineChart {
+	c := lineChart{ID: id, Title: title, Unit: unit, Width: chartW, Height: chartH}
+	span := to.Sub(from).Seconds()
+	plotW, plotH := chartW-chartPadL-chartPadR, chartH-chartPadT-chartPadB
+	var maxY float64
+	for _, p := range pts {
+		for _, l := range lines {
+			maxY = max(maxY, l.value(p))
+		}
+	}
+	if maxY <= 0 {
+		maxY = 1
+	}
+	x := func(t time.Time) float64 { return chartPadL + plotW*max(0, min(1, t.Sub(from).Seconds()/span)) }
+	y := func(v float64) float64 { return chartPadT + plotH*(1-v/maxY) }
+	byPipe := map[string][]store.PipelinePoint{}
+	var order []string
+	for _, p := range pts {
+		if _, ok := byPipe[p.Pipeline]; !ok {
+			order = append(order, p.Pipeline)
+		}
+		byPipe[p.Pipeline] = append(byPipe[p.Pipeline], p)
+	}
+	for _, name := range order {
+		for _, l := range lines {
+			var b strings.Builder
+			var dots [][2]float64
+			for i, p := range byPipe[name] {
+				if i > 0 {
+					b.WriteByte(' ')
+				}
+				px, py := x(p.Bucket), y(l.value(p))
+				b.WriteString(fmtPx(px) + "," + fmtPx(py))
+				dots = append(dots, [2]float64{px, py})
+			}
+			c.Series = append(c.Series, chartSeries{Name: name + l.suffix, Class: classes[name], Points: b.String(),
+				Dots: dots, Dashed: l.dashed})
+		}
+	}
+	for k := 0; k <= chartTicks; k++ {
+		v := maxY * float64(k) / chartTicks
+		c.YTicks = append(c.YTicks, chartTick{Pos: y(v), Label: fmtY(v)})
+		t := from.Add(time.Duration(float64(to.Sub(from)) * float64(k) / chartTicks))
+		c.XTicks = append(c.XTicks, chartTick{Pos: x(t), Label: t.UTC().Format("01-02 15:04")})
+	}
+	return c
+}
+
+// latestVerdicts maps each candidate to the newest suite run that evaluated it.
+func latestVerdicts(runs []store.SuiteRun) map[string]*suiteVerdict {
+	out := map[string]*suiteVerdict{}
+	slices.SortStableFunc(runs, func(a, b store.SuiteRun) int { return b.StartedAt.Compare(a.StartedAt) })
+	for _, r := range runs {
+		if r.Status == "running" {
+			continue
+		}
+		for _, c := range r.Candidates {
+			if _, ok := out[c]; !ok {
+				out[c] = &suiteVerdict{SuiteRunID: r.SuiteRunID, Verdict: r.Verdict, Headline: r.Headline, StartedAt: r.StartedAt}
+			}
+		}
+	}
+	return out
+}
+
+// newOverviewView assembles the page from the store's overview and suite runs.
+func newOverviewView(meta pageMeta, q overviewQuery, bucket int, ov store.Overview, suiteRuns []store.SuiteRun) overviewView {
+	v := overviewView{Meta: meta, Query: q, Supported: true, Data: ov,
+		Bucket: (time.Duration(bucket) * time.Second).String()}
+	classes := map[string]string{}
+	for i, p := range ov.Totals {
+		classes[p.Pipeline] = "series-" + strconv.Itoa(i%maxSeries)
+	}
+	agree := map[string]*store.Agreement{}
+	for i := range ov.Agreement {
+		agree[ov.Agreement[i].Candidate] = &ov.Agreement[i]
+	}
+	verdicts := latestVerdicts(suiteRuns)
+	for _, p := range ov.Totals {
+		row := pipelineRow{Total: p, SeriesClass: classes[p.Pipeline], AgreementPct: "—"}
+		if p.Mode == store.ModeCandidate {
+			if a := agree[p.Pipeline]; a != nil && a.Pairs > 0 {
+				row.Agreement = a
+				row.AgreementPct = strconv.FormatFloat(100*float64(a.Agree)/float64(a.Pairs), 'f', 1, 64) + "%"
+			}
+			row.Verdict = verdicts[p.Pipeline]
+		}
+		v.Rows = append(v.Rows, row)
+	}
+	type line = struct {
+		suffix string
+		value  func(store.PipelinePoint) float64
+		dashed bool
+	}
+	v.CostChart = newLineChart("cost-chart", "Cost per request", "USD", q.From, q.To, classes, ov.Series,
+		[]line{{"", func(p store.PipelinePoint) float64 { return p.CostPerRequestUSD }, false}}, fmtUSD)
+	v.LatChart = newLineChart("latency-chart", "Latency p50 (solid) and p95 (dashed)", "ms", q.From, q.To, classes, ov.Series,
+		[]line{{" p50", func(p store.PipelinePoint) float64 { return p.P50Ms }, false},
+			{" p95", func(p store.PipelinePoint) float64 { return p.P95Ms }, true}},
+		func(v float64) string { return fmtMs(v) + " ms" })
+	return v
+}
+
+// overview serves GET /overview.
+func (s *server) overview(c *gin.Context) {
+	q, err := parseOverviewQuery(c.Request.URL.Query(), time.Now())
+	if err != nil {
+		s.fail(c, http.StatusBadRequest, "Bad window: "+err.Error()+".", nil)
+		return
+	}
+	meta := s.meta("Overview", navOverview)
+	an, ok := s.st.(store.OverviewAnalytics)
+	if !ok {
+		s.render(c, http.StatusOK, overviewPage(overviewView{Meta: meta, Query: q}))
+		return
+	}
+	bucket := bucketFor(q.To.Sub(q.From))
+	ov, err := an.Overview(c.Request.Context(), store.OverviewQuery{App: q.App, From: q.From, To: q.To, BucketSeconds: bucket})
+	if err != nil {
+		s.storeFailed(c, "overview", "", fmt.Errorf("web: overview: %w", err))
+		return
+	}
+	runs, err := s.st.ListSuiteRuns(c.Request.Context(), store.MaxListLimit)
+	if err != nil {
+		s.storeFailed(c, "suite run list", "", err)
+		return
+	}
+	v := newOverviewView(meta, q, bucket, ov, runs)
+	v.ThisURL = s.urls().overviewWith(q)
+	s.render(c, http.StatusOK, overviewPage(v))
+}
+
+// overviewWith links to the overview with q's window.
+func (u urls) overviewWith(q overviewQuery) string {
+	if enc := q.values().Encode(); enc != "" {
+		return u.overview() + "?" + enc
+	}
+	return u.overview()
+}
+
+func (u urls) overview() string { return u.base + "/overview" }
+
+// verdictClass maps a suite verdict to a status CSS class.
+func verdictClass(v string) string {
+	switch strings.ToUpper(v) {
+	case "PASS":
+		return statusClass(store.StatusOK)
+	case "FAIL":
+		return statusClass(store.StatusError)
+	}
+	return statusClass(cmp.Or(v, "unknown"))
+}

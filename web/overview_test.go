@@ -1,0 +1,131 @@
+package web
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/conductor-shadow/conductor-shadow/store"
+	"github.com/conductor-shadow/conductor-shadow/store/storetest"
+)
+
+func TestParseOverviewQuery(t *testing.T) {
+	now := time.Date(2025, 6, 2, 10, 30, 20, 0, time.UTC)
+	q, err := parseOverviewQuery(url.Values{}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := time.Date(2025, 6, 2, 10, 31, 0, 0, time.UTC); !q.To.Equal(want) || !q.From.Equal(want.Add(-24*time.Hour)) {
+		t.Errorf("default window = %v..%v", q.From, q.To)
+	}
+	in := overviewQuery{App: "support-bot", From: t0.Truncate(time.Second).Add(-time.Hour), To: t0.Truncate(time.Second)}
+	back, err := parseOverviewQuery(in.values(), now)
+	if err != nil || back != in {
+		t.Errorf("round trip = %+v, %v; want %+v", back, err, in)
+	}
+	for _, bad := range []string{"from=soon", "from=2025-06-02T00:00&to=2025-06-01T00:00"} {
+		v, _ := url.ParseQuery(bad)
+		if _, err := parseOverviewQuery(v, now); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+func TestBucketFor(t *testing.T) {
+	tests := []struct {
+		span time.Duration
+		want int
+	}{
+		{time.Minute, 60}, {48 * time.Minute, 60}, {49 * time.Minute, 300}, {24 * time.Hour, 1800 * 2},
+		{7 * 24 * time.Hour, 6 * 3600}, {365 * 24 * time.Hour, 86400},
+	}
+	for _, tt := range tests {
+		if got := bucketFor(tt.span); got != tt.want {
+			t.Errorf("bucketFor(%v) = %d, want %d", tt.span, got, tt.want)
+		}
+		if got := bucketFor(tt.span); 86400%got != 0 {
+			t.Errorf("bucket %d does not divide a day", got)
+		}
+	}
+}
+
+func TestOverviewPage(t *testing.T) {
+	st := storetest.NewMemory()
+	for _, tr := range browserTraces() {
+		seed(t, st, tr)
+	}
+	sr := fixtureSuiteRun()
+	sr.Verdict = "PASS"
+	if err := st.InsertSuiteRuns(context.Background(), []store.SuiteRun{sr}); err != nil {
+		t.Fatal(err)
+	}
+	h := newTestServer(t, st, NewDefaultConfig())
+	q := overviewQuery{From: t0.Add(-time.Hour), To: t0.Add(time.Hour)}
+	rec := get(t, h, urls{}.overviewWith(q))
+	mustStatus(t, rec, http.StatusOK)
+	doc := parseHTML(t, rec.Body.String())
+	if got := text(byTestID(doc, "count-requests")[0]); got != "3" {
+		t.Errorf("requests = %q, want 3", got)
+	}
+	if got := text(byTestID(doc, "count-shadow")[0]); got != "3" {
+		t.Errorf("shadow runs = %q, want 3 (two conductor runs, one single-model run)", got)
+	}
+	if got := text(byTestID(doc, "count-errors")[0]); got != "1" {
+		t.Errorf("runs not ok = %q, want 1", got)
+	}
+	rows := map[string][2]string{}
+	var order []string
+	for _, r := range byTestID(doc, "overview-row") {
+		p := attr(r, "data-pipeline")
+		order = append(order, p)
+		rows[p] = [2]string{text(byTestID(r, "agreement")[0]), text(byTestID(r, "verdict")[0])}
+	}
+	if want := []string{"incumbent:gpt-5", "conductor", "single:claude-sonnet-4"}; !slices.Equal(order, want) {
+		t.Fatalf("pipelines = %q, want %q", order, want)
+	}
+	// Neither conductor answer equals the incumbent's; the failed single-model run pairs with nothing.
+	if got := rows["conductor"][0]; got != "0.0% 0 of 2" {
+		t.Errorf("conductor agreement = %q", got)
+	}
+	if got := rows["single:claude-sonnet-4"][0]; got != "—" {
+		t.Errorf("single agreement = %q, want —", got)
+	}
+	if got := rows["conductor"][1]; !strings.HasPrefix(got, "PASS "+shortID(sr.SuiteRunID, 16)) || !strings.HasSuffix(got, sr.Headline) {
+		t.Errorf("conductor verdict = %q", got)
+	}
+	if got := rows["single:claude-sonnet-4"][1]; got != "no suite run" {
+		t.Errorf("single verdict = %q", got)
+	}
+	if n := len(byTestID(byTestID(doc, "cost-chart")[0], "chart-line")); n != 3 {
+		t.Errorf("cost chart lines = %d, want 3 (one per pipeline)", n)
+	}
+	if n := len(byTestID(byTestID(doc, "latency-chart")[0], "chart-line")); n != 6 {
+		t.Errorf("latency chart lines = %d, want 6 (p50 and p95 per pipeline)", n)
+	}
+
+	t.Run("app filter", func(t *testing.T) {
+		q := q
+		q.App = "billing"
+		doc := parseHTML(t, get(t, h, urls{}.overviewWith(q)).Body.String())
+		if got := text(byTestID(doc, "count-requests")[0]); got != "1" {
+			t.Errorf("billing requests = %q, want 1", got)
+		}
+		if len(byTestID(doc, "overview-empty")) != 1 {
+			t.Error("billing has no runs: the page should say so")
+		}
+	})
+	t.Run("bad window answers 400", func(t *testing.T) {
+		mustStatus(t, get(t, h, "/overview?from=2025-06-02T00:00&to=2025-06-01T00:00"), http.StatusBadRequest)
+	})
+	t.Run("a store without overview says so", func(t *testing.T) {
+		rec := get(t, newTestServer(t, hiddenAnalytics{st}, NewDefaultConfig()), "/overview")
+		mustStatus(t, rec, http.StatusOK)
+		if len(byTestID(parseHTML(t, rec.Body.String()), "overview-unsupported")) != 1 {
+			t.Error("no unsupported note")
+		}
+	})
+}
