@@ -210,27 +210,8 @@ func (s *sqlStore) SearchTraces(ctx context.Context, q TraceSearch) ([]TraceSumm
 			break
 		}
 	}
-	if len(page) == 0 {
-		return page, nil
-	}
-	ids := make([]string, len(page))
-	for i, p := range page {
-		ids[i] = p.RequestID
-	}
-	figs, err := queryRows[TraceSummary](ctx, s.t, s.runFiguresSQL(ids))
-	if err != nil {
+	if err := s.fillRunFigures(ctx, page); err != nil {
 		return nil, fmt.Errorf("store: search traces: runs: %w", err)
-	}
-	byID := make(map[string]TraceSummary, len(figs))
-	for _, f := range figs {
-		byID[f.RequestID] = f
-	}
-	for i := range page {
-		if f, ok := byID[page[i].RequestID]; ok {
-			page[i].Runs, page[i].Statuses = f.Runs, f.Statuses
-			page[i].IncumbentMs, page[i].CandidateMs = f.IncumbentMs, f.CandidateMs
-			page[i].IncumbentCostUSD, page[i].CandidateCostUSD = f.IncumbentCostUSD, f.CandidateCostUSD
-		}
 	}
 	return page, nil
 }

@@ -186,8 +186,17 @@ func (s *sqlStore) ListTraces(ctx context.Context, f TraceFilter) ([]TraceSummar
 	if err != nil {
 		return nil, fmt.Errorf("store: list traces: %w", err)
 	}
+	if err := s.fillRunFigures(ctx, page); err != nil {
+		return nil, fmt.Errorf("store: list traces: runs: %w", err)
+	}
+	return page, nil
+}
+
+// fillRunFigures sets each summary's run count, statuses, latencies (ms) and
+// costs (USD) from its runs, in one query over the page's request ids.
+func (s *sqlStore) fillRunFigures(ctx context.Context, page []TraceSummary) error {
 	if len(page) == 0 {
-		return page, nil
+		return nil
 	}
 	ids := make([]string, len(page))
 	for i, p := range page {
@@ -195,7 +204,7 @@ func (s *sqlStore) ListTraces(ctx context.Context, f TraceFilter) ([]TraceSummar
 	}
 	figs, err := queryRows[TraceSummary](ctx, s.t, s.runFiguresSQL(ids))
 	if err != nil {
-		return nil, fmt.Errorf("store: list traces: runs: %w", err)
+		return err
 	}
 	byID := make(map[string]TraceSummary, len(figs))
 	for _, f := range figs {
@@ -208,7 +217,7 @@ func (s *sqlStore) ListTraces(ctx context.Context, f TraceFilter) ([]TraceSummar
 			page[i].IncumbentCostUSD, page[i].CandidateCostUSD = f.IncumbentCostUSD, f.CandidateCostUSD
 		}
 	}
-	return page, nil
+	return nil
 }
 
 // GetTrace implements Store. Runs: incumbent first, then by pipeline name (run_id

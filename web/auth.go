@@ -43,16 +43,18 @@ var ErrExposedWithoutAuth = errors.New("web: listening beyond loopback needs a U
 // CheckExposure returns ErrExposedWithoutAuth when addr (host:port) is not a
 // loopback address (127.0.0.0/8, ::1, localhost) and a checks nothing.
 func CheckExposure(addr string, a Auth) error {
-	if a.Enabled() || isLoopback(addr) {
+	if a.Enabled() || IsLoopback(addr) {
 		return nil
 	}
 	return ErrExposedWithoutAuth
 }
 
-func isLoopback(addr string) bool {
+// IsLoopback reports whether addr — a listen address or a request's RemoteAddr,
+// "host:port" or a bare host — is on a loopback interface ("localhost" counts).
+func IsLoopback(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return false
+		host = addr
 	}
 	if host == "localhost" {
 		return true

@@ -3,7 +3,6 @@ package main
 import (
 	"crypto/subtle"
 	"errors"
-	"net"
 	"net/http"
 	"strings"
 
@@ -11,6 +10,7 @@ import (
 
 	"github.com/conductor-shadow/conductor-shadow/ingest"
 	"github.com/conductor-shadow/conductor-shadow/store"
+	"github.com/conductor-shadow/conductor-shadow/web"
 )
 
 // queryRequest is the body of POST /api/query.
@@ -95,7 +95,7 @@ func (a *api) runSuite(c *gin.Context) {
 // "Authorization: Bearer <token>". An empty token refuses every non-loopback call.
 func requireToken(token string) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		if isLoopback(c.Request.RemoteAddr) {
+		if web.IsLoopback(c.Request.RemoteAddr) {
 			c.Next()
 			return
 		}
@@ -106,13 +106,4 @@ func requireToken(token string) gin.HandlerFunc {
 		}
 		c.Next()
 	}
-}
-
-func isLoopback(remoteAddr string) bool {
-	host, _, err := net.SplitHostPort(remoteAddr)
-	if err != nil {
-		host = remoteAddr
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

@@ -208,16 +208,3 @@ func (c Config) Validate() error {
 	}
 	return errors.Join(errs...)
 }
-
-// loopbackOnly reports whether addr listens only on a loopback interface.
-func loopbackOnly(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -39,15 +40,11 @@ func setCmd(load loader) *cobra.Command {
 				return errors.New("set build: --out is required")
 			}
 			ctx := cmd.Context()
-			st, _, err := openStore(ctx, cfg)
+			st, h, err := openEvalHistory(ctx, cfg)
 			if err != nil {
-				return err
+				return fmt.Errorf("set build: %w", err)
 			}
 			defer st.Close()
-			h, ok := st.(store.EvalHistory)
-			if !ok {
-				return fmt.Errorf("set build: store %T cannot list captured requests", st)
-			}
 			q := store.SetSourceQuery{Limit: store.MaxSetSourceLimit}
 			if since > 0 {
 				q.Since = time.Now().Add(-since)
@@ -102,15 +99,11 @@ func exportCmd(load loader) *cobra.Command {
 				return errors.New("export rewards: name at least one --suite-run")
 			}
 			ctx := cmd.Context()
-			st, _, err := openStore(ctx, cfg)
+			st, h, err := openEvalHistory(ctx, cfg)
 			if err != nil {
-				return err
+				return fmt.Errorf("export rewards: %w", err)
 			}
 			defer st.Close()
-			h, ok := st.(store.EvalHistory)
-			if !ok {
-				return fmt.Errorf("export rewards: store %T cannot list suite runs", st)
-			}
 			var rows []rewards.Row
 			var total rewards.Summary
 			for _, id := range suiteRuns {
@@ -179,4 +172,20 @@ func writeFileWith(path string, fn func(io.Writer) error) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+// openEvalHistory opens the store directly (these commands read many rows, so
+// they do not go through a running server: with the embedded store, stop `serve`
+// first) with its suite-run history queries; the caller closes st.
+func openEvalHistory(ctx context.Context, cfg Config) (st store.Store, h store.EvalHistory, err error) {
+	st, _, err = openStore(ctx, cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	h, ok := st.(store.EvalHistory)
+	if !ok {
+		st.Close()
+		return nil, nil, fmt.Errorf("store %T has no suite-run history queries", st)
+	}
+	return st, h, nil
 }

@@ -63,7 +63,7 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 	}()
 
 	token := os.Getenv(s.cfg.Server.APITokenEnv)
-	if !loopbackOnly(s.cfg.Server.Addr) && token == "" {
+	if !web.IsLoopback(s.cfg.Server.Addr) && token == "" {
 		return fmt.Errorf("serve: listening on %s beyond loopback needs a bearer token in $%s", s.cfg.Server.Addr, s.cfg.Server.APITokenEnv)
 	}
 	st, where, err := openStore(ctx, s.cfg)
@@ -133,7 +133,7 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 	// The UI's own credentials; beyond loopback the API token (required above)
 	// also opens it, as the basic-auth password.
 	webAuth := s.cfg.Web.ResolveAuth(os.Getenv)
-	if webAuth.Token == "" && !loopbackOnly(s.cfg.Server.Addr) {
+	if webAuth.Token == "" && !web.IsLoopback(s.cfg.Server.Addr) {
 		webAuth.Token = token
 	}
 	if err := web.CheckExposure(s.cfg.Server.Addr, webAuth); err != nil {
