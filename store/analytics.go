@@ -292,8 +292,13 @@ type OverviewAnalytics interface {
 
 var _ OverviewAnalytics = (*sqlStore)(nil)
 
-// normalizeSQL is NormalizeAnswer in SQL (RE2 in both).
-const normalizeSQL = `replaceRegexpAll(replaceRegexpAll(lowerUTF8(%s), '^\\s+|[\\s.]+$', ''), '\\s+', ' ')`
+// normalizeSQL is NormalizeAnswer in SQL (RE2 in both); %[1]s is the answer.
+const normalizeSQL = `replaceRegexpAll(replaceRegexpAll(replaceRegexpAll(multiIf(` +
+	`notEmpty(extractAll(lowerUTF8(%[1]s), '\\\\boxed\\{([^{}]*)\\}')), ` +
+	`arrayElement(extractAll(lowerUTF8(%[1]s), '\\\\boxed\\{([^{}]*)\\}'), -1), ` +
+	`notEmpty(extractAll(lowerUTF8(%[1]s), 'answer(?: is)?\\s*[:=]?\\s*[($]*([a-z0-9.,/\\-]+)')), ` +
+	`arrayElement(extractAll(lowerUTF8(%[1]s), 'answer(?: is)?\\s*[:=]?\\s*[($]*([a-z0-9.,/\\-]+)'), -1), ` +
+	`lowerUTF8(%[1]s)), '[,$]', ''), '^\\s+|[\\s.]+$', ''), '\\s+', ' ')`
 
 // Overview implements OverviewAnalytics with three statements.
 func (s *sqlStore) Overview(ctx context.Context, q OverviewQuery) (Overview, error) {

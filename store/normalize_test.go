@@ -1,0 +1,44 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"testing"
+)
+
+func TestNormalizeAnswer(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"  It is   PARIS. ", "it is paris"},
+		{"The answer is $1,000.", "1000"},
+		{"Step 1 gives \\boxed{12}; checking again, \\boxed{18}.", "18"},
+		{"Let us compute.\nThe final answer is \\boxed{18}", "18"},
+		{"Answer: B", "b"},
+		{"answer = (C)", "c"},
+		{"\\boxed{\\frac{14}{3}}", "\\boxed{\\frac{14}{3}}"}, // nested braces: compared whole
+		{"", ""},
+	}
+	for _, tt := range tests {
+		if got := NormalizeAnswer(tt.in); got != tt.want {
+			t.Errorf("NormalizeAnswer(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestNormalizeSQLMatchesGo checks that the overview's SQL normalization gives
+// exactly NormalizeAnswer's result on the real engine.
+func TestNormalizeSQLMatchesGo(t *testing.T) {
+	s := openTestStore(t)
+	for _, in := range []string{
+		"  It is   PARIS. ", "The answer is $1,000.", "x \\boxed{12} y \\boxed{18}.", "Answer: B",
+		"answer = (C)", "\\boxed{\\frac{14}{3}}", "", "Ünïcode ÀNSWER is 7", "no marker here, 42 apples",
+		"The final answer is \\boxed{-3.5}", "tabs\tand\nnewlines",
+	} {
+		res, err := s.Query(context.Background(), "SELECT "+fmt.Sprintf(normalizeSQL, quoteString(in)))
+		if err != nil {
+			t.Fatalf("%q: %v", in, err)
+		}
+		if got, want := res.Rows[0][0], NormalizeAnswer(in); got != want {
+			t.Errorf("%q: SQL gives %q, Go gives %q", in, got, want)
+		}
+	}
+}
