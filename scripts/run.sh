@@ -66,7 +66,9 @@ bin/conductor-shadow --config "$CONFIG" suite run --set "$SET"
 cat <<MSG
 
 serving (SIMULATED worker pool, latencies x$LATENCY_SCALE):
+  overview    http://$ADDR/overview
   traces      http://$ADDR/traces
+  workers     http://$ADDR/workers
   suite runs  http://$ADDR/suite-runs
   SQL         bin/conductor-shadow query "SELECT pipeline, count(), round(avg(cost_usd), 5) FROM shadow.runs FINAL GROUP BY pipeline"
 press Ctrl-C to stop
