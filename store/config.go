@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"time"
 )
 
 // Config chooses and configures the transport. With DSN set the store talks to a
@@ -17,11 +18,19 @@ type Config struct {
 	// Database holds the tables (default "shadow"). A database in the DSN's path
 	// must be empty or equal to it.
 	Database string `yaml:"database"`
+	// QueryTimeout bounds one Store.Query statement on the engine
+	// (ClickHouse's max_execution_time, whole seconds; default 30s): a runaway
+	// ad-hoc query fails with a timeout instead of holding the store.
+	QueryTimeout time.Duration `yaml:"query_timeout"`
+	// QueryMaxRows caps the rows one Store.Query may return (max_result_rows,
+	// default 100,000); past it the query fails and asks for a LIMIT.
+	QueryMaxRows int `yaml:"query_max_rows"`
 }
 
-// NewDefaultConfig returns the embedded store in ./data, database "shadow".
+// NewDefaultConfig returns the embedded store in ./data, database "shadow", ad-hoc
+// queries bounded to 30 s and 100,000 rows.
 func NewDefaultConfig() Config {
-	return Config{Path: "./data", Database: "shadow"}
+	return Config{Path: "./data", Database: "shadow", QueryTimeout: 30 * time.Second, QueryMaxRows: 100000}
 }
 
 var databaseName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
@@ -31,6 +40,12 @@ func (c Config) Validate() error {
 	var errs []error
 	if !databaseName.MatchString(c.Database) {
 		errs = append(errs, fmt.Errorf("store: database %q: want letters, digits and '_', not starting with a digit, at most 64", c.Database))
+	}
+	if c.QueryTimeout < time.Second {
+		errs = append(errs, fmt.Errorf("store: query_timeout %v: want at least 1s", c.QueryTimeout))
+	}
+	if c.QueryMaxRows < 1 {
+		errs = append(errs, fmt.Errorf("store: query_max_rows %d: want at least 1", c.QueryMaxRows))
 	}
 	if c.DSN == "" {
 		if c.Path == "" {
@@ -69,7 +84,7 @@ func open(ctx context.Context, cfg Config) (*sqlStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &sqlStore{t: t, db: quoteIdent(cfg.Database)}
+	s := &sqlStore{t: t, db: quoteIdent(cfg.Database), queryLimits: queryLimits{timeout: cfg.QueryTimeout, maxRows: cfg.QueryMaxRows}}
 	if err := s.migrate(ctx); err != nil {
 		t.close()
 		return nil, err

@@ -30,7 +30,7 @@ func TestMigrationsTwiceAreNoOp(t *testing.T) {
 	}
 	// Reopening the same database migrates nothing either.
 	db := strings.Trim(s.db, "`")
-	again, err := open(ctx, Config{Path: testEngine.dir, Database: db})
+	again, err := open(ctx, testConfig(testEngine.dir, db))
 	if err != nil {
 		t.Fatalf("reopen: %v", err)
 	}
@@ -191,7 +191,7 @@ func TestQueryEngineReadOnly(t *testing.T) {
 
 func TestSecondDataFolderRejected(t *testing.T) {
 	needEngine(t)
-	_, err := Open(context.Background(), Config{Path: t.TempDir(), Database: "x"})
+	_, err := Open(context.Background(), testConfig(t.TempDir(), "x"))
 	if err == nil || !strings.Contains(err.Error(), "one data folder per process") {
 		t.Fatalf("second folder: err = %v; want a clear one-folder error", err)
 	}

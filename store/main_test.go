@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		testEngine.dir = dir
-		keeper, err := open(context.Background(), Config{Path: dir, Database: "keeper"})
+		keeper, err := open(context.Background(), testConfig(dir, "keeper"))
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "store tests: open embedded engine:", err)
 			os.Exit(1)
@@ -74,10 +74,17 @@ func testDatabase(t testing.TB) string {
 func openTestStore(t testing.TB) *sqlStore {
 	t.Helper()
 	needEngine(t)
-	s, err := open(context.Background(), Config{Path: testEngine.dir, Database: testDatabase(t)})
+	s, err := open(context.Background(), testConfig(testEngine.dir, testDatabase(t)))
 	if err != nil {
 		t.Fatalf("open test store: %v", err)
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
+}
+
+// testConfig is the default store config on path and database.
+func testConfig(path, database string) Config {
+	c := NewDefaultConfig()
+	c.Path, c.Database = path, database
+	return c
 }

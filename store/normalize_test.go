@@ -3,7 +3,9 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestNormalizeAnswer(t *testing.T) {
@@ -40,5 +42,33 @@ func TestNormalizeSQLMatchesGo(t *testing.T) {
 		if got, want := res.Rows[0][0], NormalizeAnswer(in); got != want {
 			t.Errorf("%q: SQL gives %q, Go gives %q", in, got, want)
 		}
+	}
+}
+
+// TestQueryLimits checks that an ad-hoc query is bounded by time and rows on the
+// real engine, and fails with the engine's reason instead of holding the store.
+func TestQueryLimits(t *testing.T) {
+	needEngine(t)
+	cfg := testConfig(testEngine.dir, testDatabase(t))
+	cfg.QueryTimeout, cfg.QueryMaxRows = time.Second, 10
+	s, err := open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	start := time.Now()
+	_, err = s.Query(context.Background(), "SELECT sum(sipHash64(number)) FROM numbers(100000000000)")
+	if err == nil || !strings.Contains(err.Error(), "TIMEOUT_EXCEEDED") {
+		t.Fatalf("a runaway query must time out, got %v", err)
+	}
+	if took := time.Since(start); took > 20*time.Second {
+		t.Fatalf("the timeout did not stop the query: it ran %v", took)
+	}
+	if _, err := s.Query(context.Background(), "SELECT number FROM numbers(100)"); err == nil || !strings.Contains(err.Error(), "TOO_MANY_ROWS") {
+		t.Fatalf("100 rows over a cap of 10 must fail, got %v", err)
+	}
+	res, err := s.Query(context.Background(), "SELECT number FROM numbers(10)")
+	if err != nil || len(res.Rows) != 10 {
+		t.Fatalf("10 rows within the cap: %v, %v", res.Rows, err)
 	}
 }

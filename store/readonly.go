@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // readKeywords are the statement kinds Query accepts: the first keyword of the statement.
@@ -17,7 +18,7 @@ var readKeywords = map[string]bool{
 // ErrReadOnly otherwise, or a plain error for empty or unterminated text. Comments
 // and quoted text are skipped, so "SELECT ';'" is one statement.
 func CheckReadOnly(sql string) error {
-	_, err := readOnlyStatement(sql)
+	_, err := readOnlyStatement(sql, queryLimits{})
 	return err
 }
 
@@ -25,7 +26,7 @@ func CheckReadOnly(sql string) error {
 // run: trailing semicolons dropped and "SETTINGS readonly = 1" appended on a new
 // line (so a trailing line comment cannot swallow it), which makes the engine
 // itself refuse writes, table functions and setting changes.
-func readOnlyStatement(sql string) (string, error) {
+func readOnlyStatement(sql string, lim queryLimits) (string, error) {
 	toks, err := lexSQL(sql)
 	if err != nil {
 		return "", fmt.Errorf("store: query: %w", err)
@@ -70,7 +71,26 @@ func readOnlyStatement(sql string) (string, error) {
 			return "", fmt.Errorf("%w: a SETTINGS clause is not allowed; the store sets them", ErrReadOnly)
 		}
 	}
-	return sql[:end] + "\nSETTINGS readonly = 1", nil
+	return sql[:end] + "\nSETTINGS " + lim.settings() + "readonly = 1", nil
+}
+
+// queryLimits bound an ad-hoc query; zero fields set nothing.
+type queryLimits struct {
+	timeout time.Duration // max_execution_time, whole seconds
+	maxRows int           // max_result_rows
+}
+
+// settings renders the limits as "name = value, " pairs. They come before
+// readonly = 1, which forbids changing settings after it.
+func (l queryLimits) settings() string {
+	var b strings.Builder
+	if secs := int64(l.timeout / time.Second); secs > 0 {
+		fmt.Fprintf(&b, "max_execution_time = %d, timeout_overflow_mode = 'throw', ", secs)
+	}
+	if l.maxRows > 0 {
+		fmt.Fprintf(&b, "max_result_rows = %d, result_overflow_mode = 'throw', ", l.maxRows)
+	}
+	return b.String()
 }
 
 type tokKind int

@@ -61,7 +61,7 @@ func TestReadOnlyStatementAppendsSettings(t *testing.T) {
 		{"SELECT 1 -- note", "SELECT 1 -- note\nSETTINGS readonly = 1"},
 	}
 	for _, tc := range tests {
-		got, err := readOnlyStatement(tc.in)
+		got, err := readOnlyStatement(tc.in, queryLimits{})
 		if err != nil || got != tc.want {
 			t.Errorf("readOnlyStatement(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
 		}

@@ -11,9 +11,10 @@ import (
 // sqlStore implements Store over a transport; all SQL text lives here and in
 // migrations/, shared by both transports.
 type sqlStore struct {
-	t      transport
-	db     string // quoted database identifier
-	closed atomic.Bool
+	t           transport
+	db          string // quoted database identifier
+	queryLimits queryLimits
+	closed      atomic.Bool
 }
 
 var _ Store = (*sqlStore)(nil)
@@ -310,7 +311,7 @@ func (s *sqlStore) Query(ctx context.Context, sql string) (QueryResult, error) {
 	if err := s.check(ctx); err != nil {
 		return QueryResult{}, fmt.Errorf("store: query: %w", err)
 	}
-	stmt, err := readOnlyStatement(sql)
+	stmt, err := readOnlyStatement(sql, s.queryLimits)
 	if err != nil {
 		return QueryResult{}, err
 	}
