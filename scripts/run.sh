@@ -25,6 +25,8 @@ pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
+  # The server's drain summary: how many copies were stored or dropped.
+  grep -E 'msg=(shutting down|stopped)' logs/serve.log 2>/dev/null | tail -n 2 || true
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM

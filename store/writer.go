@@ -71,12 +71,12 @@ func (b *Batch) add(o Batch) {
 
 // WriterStats are the Writer's counters since NewWriter. Rows are records of any table.
 type WriterStats struct {
-	Queued   int64 // rows accepted and not yet written or dropped
-	Written  int64 // rows stored
-	Dropped  int64 // rows given up: INSERT failed after MaxRetries, or unwritten at Shutdown
-	Rejected int64 // batches refused by Enqueue (ErrQueueFull or after Shutdown)
-	Failed   int64 // INSERT attempts that failed (each retry counts)
-	Flushes  int64 // flushes that wrote at least one row
+	Queued   int64 `json:"queued"`   // rows accepted and not yet written or dropped
+	Written  int64 `json:"written"`  // rows stored
+	Dropped  int64 `json:"dropped"`  // rows given up: INSERT failed after MaxRetries, or unwritten at Shutdown
+	Rejected int64 `json:"rejected"` // batches refused by Enqueue (ErrQueueFull or after Shutdown)
+	Failed   int64 `json:"failed"`   // INSERT attempts that failed (each retry counts)
+	Flushes  int64 `json:"flushes"`  // flushes that wrote at least one row
 }
 
 // Writer batches records and writes them to a Store in the background: pending

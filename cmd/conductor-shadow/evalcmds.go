@@ -180,6 +180,9 @@ func writeFileWith(path string, fn func(io.Writer) error) error {
 func openEvalHistory(ctx context.Context, cfg Config) (st store.Store, h store.EvalHistory, err error) {
 	st, _, err = openStore(ctx, cfg)
 	if err != nil {
+		if cfg.Store.DSN == "" {
+			return nil, nil, fmt.Errorf("%w\n(the embedded store in %s has one owner: stop `serve` first, or use a ClickHouse server)", err, cfg.Store.Path)
+		}
 		return nil, nil, err
 	}
 	h, ok := st.(store.EvalHistory)

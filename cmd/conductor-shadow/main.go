@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -174,6 +175,12 @@ func suiteCmd(load loader, log *slog.Logger) *cobra.Command {
 			}
 			ctx := cmd.Context()
 			out := cmd.OutOrStdout()
+			// The server resolves paths in its own folder: send an absolute one.
+			if set != "" {
+				if abs, err := filepath.Abs(set); err == nil {
+					set = abs
+				}
+			}
 			// The embedded store has one owner: ask a running server first.
 			var res suiteResponse
 			if answered, err := askServer(ctx, cfg, local, "/api/suite-runs", 0, suiteRequest{Set: set, Limit: limit}, &res); answered {

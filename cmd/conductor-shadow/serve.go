@@ -191,7 +191,12 @@ func (s *server) shutdownLocked(ctx context.Context) error {
 		}
 	}
 	if s.proc != nil {
-		if err := s.proc.Shutdown(ctx); err != nil {
+		// The shadow workers get half of the time left and the writer the rest, so
+		// what the workers finished is stored rather than dropped at the deadline.
+		procCtx, cancel := halfOfRemaining(ctx)
+		err := s.proc.Shutdown(procCtx)
+		cancel()
+		if err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -218,4 +223,14 @@ func (s *server) shutdownLocked(ctx context.Context) error {
 		s.log.Info("stopped", "processed", snap.Processed, "dropped", snap.Dropped, "writer", s.writer.Stats())
 	}
 	return errors.Join(errs...)
+}
+
+// halfOfRemaining returns a context ending halfway to ctx's deadline (ctx itself
+// when it has none).
+func halfOfRemaining(ctx context.Context) (context.Context, context.CancelFunc) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, time.Until(deadline)/2)
 }

@@ -72,6 +72,15 @@ func (s *suiteRunner) runScheduled(ctx context.Context, job schedule.Suite, prog
 	if err != nil {
 		return suiteResponse{}, err
 	}
+	md, js = absPath(md), absPath(js)
 	return suiteResponse{SuiteRunID: rep.SuiteRunID, Headline: rep.Headline, Markdown: rep.Markdown(), MarkdownPath: md, JSONPath: js,
 		HTMLPath: strings.TrimSuffix(md, ".md") + ".html", Verdict: rep.Verdict}, nil
+}
+
+// absPath makes a report path absolute, so a CLI in another folder finds it.
+func absPath(p string) string {
+	if abs, err := filepath.Abs(p); err == nil {
+		return abs
+	}
+	return p
 }
