@@ -216,8 +216,9 @@ func (s *sqlStore) SearchTraces(ctx context.Context, q TraceSearch) ([]TraceSumm
 	return page, nil
 }
 
-// OverviewQuery selects the overview's window: requests received in [From, To)
-// and runs started in it, optionally of one App. BucketSeconds is the width of
+// OverviewQuery selects the overview's window: traffic requests (not suite
+// cases) received in [From, To) and their runs started in it (suite runs'
+// runs are left out: the suite-run pages show those), optionally of one App. BucketSeconds is the width of
 // the series' time buckets (aligned to the Unix epoch); it must divide a day.
 type OverviewQuery struct {
 	App           string
@@ -310,8 +311,8 @@ func (s *sqlStore) Overview(ctx context.Context, q OverviewQuery) (Overview, err
 		return ov, fmt.Errorf("store: overview: %w", err)
 	}
 	from, to := timeLiteral(q.From), timeLiteral(q.To)
-	reqCond := fmt.Sprintf("received_at >= %s AND received_at < %s", from, to)
-	runCond := fmt.Sprintf("started_at >= %s AND started_at < %s", from, to)
+	reqCond := fmt.Sprintf("received_at >= %s AND received_at < %s AND source != 'suite'", from, to)
+	runCond := fmt.Sprintf("started_at >= %s AND started_at < %s AND suite_run_id = ''", from, to)
 	if q.App != "" {
 		reqCond += " AND app = " + quoteString(q.App)
 		runCond += fmt.Sprintf(" AND request_id IN (SELECT request_id FROM %s.requests WHERE app = %s)", s.db, quoteString(q.App))

@@ -248,6 +248,25 @@ func contractOverview(t *testing.T, st store.Store, an store.OverviewAnalytics) 
 	minute := T0().Truncate(time.Minute)
 	assertEqual(t, "incumbent buckets", incBuckets, []time.Time{minute, minute.Add(time.Minute)})
 
+	t.Run("suite cases are not traffic", func(t *testing.T) {
+		suite := NewFixture("suite-run-1/case-1", T0())
+		suite.Request.Source = store.SourceSuite
+		for i := range suite.Runs {
+			suite.Runs[i].RunID += "-suite"
+			suite.Runs[i].SuiteRunID = "suite-run-1"
+		}
+		for i := range suite.Steps {
+			suite.Steps[i].RunID += "-suite"
+		}
+		suite.Scores = nil
+		mustInsert(t, st, suite)
+		again, err := an.Overview(ctx, window)
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertEqual(t, "counts with a suite case stored", again.Counts, ov.Counts)
+		assertEqual(t, "agreement with a suite case stored", again.Agreement, ov.Agreement)
+	})
 	t.Run("app and window narrow everything", func(t *testing.T) {
 		q := window
 		q.App = "search"

@@ -146,7 +146,7 @@ func (m *Memory) Overview(ctx context.Context, q store.OverviewQuery) (store.Ove
 	from, to := ms(q.From), ms(q.To)
 	inWindow := func(t time.Time) bool { return !t.Before(from) && t.Before(to) }
 	for _, r := range m.requests {
-		if inWindow(r.ReceivedAt) && (q.App == "" || r.App == q.App) {
+		if inWindow(r.ReceivedAt) && r.Source != store.SourceSuite && (q.App == "" || r.App == q.App) {
 			ov.Counts.Requests++
 			if r.Source == store.SourceTap {
 				ov.Counts.TapRequests++
@@ -155,7 +155,7 @@ func (m *Memory) Overview(ctx context.Context, q store.OverviewQuery) (store.Ove
 	}
 	var runs []store.Run
 	for _, r := range m.runs {
-		if !inWindow(r.StartedAt) {
+		if !inWindow(r.StartedAt) || r.SuiteRunID != "" {
 			continue
 		}
 		if req, ok := m.requests[r.RequestID]; q.App != "" && (!ok || req.App != q.App) {
