@@ -261,8 +261,11 @@ type PipelinePoint struct {
 	Errors            int64     `json:"errors"`               // runs whose status is not ok
 	CostUSD           float64   `json:"cost_usd"`             // summed cost of the runs
 	CostPerRequestUSD float64   `json:"cost_per_request_usd"` // CostUSD / distinct requests
-	P50Ms             float64   `json:"p50_ms"`
-	P95Ms             float64   `json:"p95_ms"`
+	// P50Ms and P95Ms are latency percentiles (ms, linear interpolation) over the
+	// runs with a known latency: 0 means unknown (a recorded exchange without
+	// one) and is left out rather than counted as instant.
+	P50Ms float64 `json:"p50_ms"`
+	P95Ms float64 `json:"p95_ms"`
 }
 
 // Agreement counts, for one candidate pipeline, the requests where both it and
@@ -337,7 +340,8 @@ FROM %[1]s.runs FINAL WHERE %[3]s`, s.db, reqCond, runCond))
     toDateTime64(toStartOfInterval(started_at, INTERVAL %[2]d SECOND), 3, 'UTC') AS bucket, count() AS runs,
     countIf(status != 'ok') AS errors, sum(cost_usd) AS cost_usd,
     cost_usd / uniqExact(request_id) AS cost_per_request_usd,
-    quantileExactInclusive(0.5)(latency_ms) AS p50_ms, quantileExactInclusive(0.95)(latency_ms) AS p95_ms
+    quantileExactInclusiveIf(0.5)(latency_ms, latency_ms > 0) AS p50_ms,
+    quantileExactInclusiveIf(0.95)(latency_ms, latency_ms > 0) AS p95_ms
 FROM %[1]s.runs FINAL WHERE %[3]s
 GROUP BY GROUPING SETS ((pipeline), (pipeline, bucket))
 ORDER BY mode != 'incumbent', pipeline, bucket`, s.db, q.BucketSeconds, runCond))

@@ -248,7 +248,7 @@ func contractOverview(t *testing.T, st store.Store, an store.OverviewAnalytics) 
 	minute := T0().Truncate(time.Minute)
 	assertEqual(t, "incumbent buckets", incBuckets, []time.Time{minute, minute.Add(time.Minute)})
 
-	t.Run("suite cases are not traffic", func(t *testing.T) {
+	t.Run("suite cases are not traffic and unknown latencies are not percentiles", func(t *testing.T) {
 		suite := NewFixture("suite-run-1/case-1", T0())
 		suite.Request.Source = store.SourceSuite
 		for i := range suite.Runs {
@@ -260,11 +260,26 @@ func contractOverview(t *testing.T, st store.Store, an store.OverviewAnalytics) 
 		}
 		suite.Scores = nil
 		mustInsert(t, st, suite)
+		// A recorded exchange without a latency (0 = unknown) counts as a run but
+		// not in the percentiles.
+		unknown := NewFixture("no-latency", T0())
+		unknown.Runs = unknown.Runs[:1]
+		unknown.Runs[0].RunID, unknown.Runs[0].LatencyMs = "no-latency-incumbent", 0
+		unknown.Steps, unknown.Scores = nil, nil
+		mustInsert(t, st, unknown)
+		if unknown.Runs[0].Mode != store.ModeIncumbent {
+			t.Fatalf("fixture's first run is %s, want the incumbent", unknown.Runs[0].Mode)
+		}
 		again, err := an.Overview(ctx, window)
 		if err != nil {
 			t.Fatal(err)
 		}
-		assertEqual(t, "counts with a suite case stored", again.Counts, ov.Counts)
+		want := ov.Counts
+		want.Requests, want.TapRequests, want.IncumbentRuns = want.Requests+1, want.TapRequests+1, want.IncumbentRuns+1
+		assertEqual(t, "counts with a suite case and an unknown latency stored", again.Counts, want)
+		if again.Totals[0].Runs != ov.Totals[0].Runs+1 || again.Totals[0].P50Ms != ov.Totals[0].P50Ms || again.Totals[0].P95Ms != ov.Totals[0].P95Ms {
+			t.Errorf("incumbent totals %+v, want one more run and the same percentiles as %+v", again.Totals[0], ov.Totals[0])
+		}
 		assertEqual(t, "agreement with a suite case stored", again.Agreement, ov.Agreement)
 	})
 	t.Run("app and window narrow everything", func(t *testing.T) {

@@ -206,7 +206,9 @@ func points(runs []store.Run, bucket func(time.Time) time.Time) []store.Pipeline
 		for _, r := range rs {
 			p.CostUSD += r.CostUSD
 			reqs[r.RequestID] = true
-			lat = append(lat, r.LatencyMs)
+			if r.LatencyMs > 0 {
+				lat = append(lat, r.LatencyMs)
+			}
 			if r.Status != store.StatusOK {
 				p.Errors++
 			}
