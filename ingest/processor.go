@@ -231,6 +231,7 @@ func RequestRecord(ex Exchange) (store.Request, error) {
 	if err != nil {
 		return store.Request{}, fmt.Errorf("ingest: encode messages: %w", err)
 	}
+	input = unescapeHTMLInJSON(input)
 	sum := sha256.Sum256(input)
 	source := store.SourceTap
 	if ex.Metadata["source"] == store.SourceReplay {
