@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/conductor-shadow/conductor-shadow/eval/gate"
+	"github.com/conductor-shadow/conductor-shadow/eval/stats"
 	"github.com/conductor-shadow/conductor-shadow/store"
 )
 
@@ -208,15 +208,8 @@ func computeStats(runs []Outcome) Stats {
 
 // NearestRank returns the p-th percentile (0 < p <= 100) of sorted values by the
 // nearest-rank method: the value at 1-based rank ceil(p/100·n). 0 for no values.
-func NearestRank(sorted []float64, p float64) float64 {
-	n := len(sorted)
-	if n == 0 {
-		return 0
-	}
-	rank := int(math.Ceil(p / 100 * float64(n)))
-	rank = max(1, min(n, rank))
-	return sorted[rank-1]
-}
+// It is stats.NearestRank, kept here for the report's callers.
+func NearestRank(sorted []float64, p float64) float64 { return stats.NearestRank(sorted, p) }
 
 // headline is one line: set, case count, simulation, then per candidate its
 // accuracy, cost per request and p95 latency against the incumbent's.

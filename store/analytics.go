@@ -143,12 +143,7 @@ func (s *sqlStore) searchTracesSQL(q TraceSearch, floor time.Time) string {
 		where = append(where, fmt.Sprintf("request_id IN (SELECT request_id FROM %s.scores WHERE error = '' AND passed = %s%s)", s.db, passed, scoresFloor))
 	}
 	if !q.Before.IsZero() {
-		t := timeLiteral(q.Before)
-		if q.BeforeID != "" {
-			where = append(where, fmt.Sprintf("(received_at < %s OR (received_at = %s AND request_id < %s))", t, t, quoteString(q.BeforeID)))
-		} else {
-			where = append(where, "received_at < "+t)
-		}
+		where = append(where, keysetCond(q.Before, q.BeforeID))
 	}
 	cond := ""
 	if len(where) > 0 {

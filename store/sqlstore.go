@@ -136,12 +136,7 @@ func (s *sqlStore) listTracesSQL(f TraceFilter) string {
 		where = append(where, "(position(input, "+q+") > 0 OR positionCaseInsensitiveUTF8(input, "+q+") > 0)")
 	}
 	if !f.Before.IsZero() {
-		t := timeLiteral(f.Before)
-		if f.BeforeID != "" {
-			where = append(where, fmt.Sprintf("(received_at < %s OR (received_at = %s AND request_id < %s))", t, t, quoteString(f.BeforeID)))
-		} else {
-			where = append(where, "received_at < "+t)
-		}
+		where = append(where, keysetCond(f.Before, f.BeforeID))
 	}
 	cond := ""
 	if len(where) > 0 {
@@ -334,4 +329,14 @@ func (s *sqlStore) Close() error {
 		return fmt.Errorf("store: close: %w", err)
 	}
 	return nil
+}
+
+// keysetCond is the WHERE condition of a newest-first page that starts after the
+// cursor (before, beforeID): strictly older, or as old with a smaller request id.
+func keysetCond(before time.Time, beforeID string) string {
+	t := timeLiteral(before)
+	if beforeID == "" {
+		return "received_at < " + t
+	}
+	return fmt.Sprintf("(received_at < %s OR (received_at = %s AND request_id < %s))", t, t, quoteString(beforeID))
 }
