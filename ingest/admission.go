@@ -200,8 +200,8 @@ func (a *Admission) Start(context.Context) error {
 	return nil
 }
 
-// Shutdown stops the loop and lets every waiting shadow worker through, so the
-// processor's own shutdown decides what happens to their work.
+// Shutdown stops the adjusting loop; the limit stays where it is. Shut the
+// processor down first: its workers may be waiting for a slot.
 func (a *Admission) Shutdown(context.Context) error {
 	a.lifeMu.Lock()
 	defer a.lifeMu.Unlock()

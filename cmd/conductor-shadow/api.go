@@ -42,6 +42,8 @@ type api struct {
 	suites *suiteRunner
 	stats  func() ingest.StatsSnapshot
 	writer func() store.WriterStats
+	// admission is the adaptive shadow-run limit's state; nil in the tap role.
+	admission func() ingest.AdmissionSnapshot
 }
 
 func (a *api) register(r gin.IRouter) {
@@ -68,7 +70,11 @@ func (a *api) query(c *gin.Context) {
 }
 
 func (a *api) statsHandler(c *gin.Context) {
-	c.JSON(http.StatusOK, gin.H{"tap": a.stats(), "writer": a.writer()})
+	body := gin.H{"tap": a.stats(), "writer": a.writer()}
+	if a.admission != nil {
+		body["admission"] = a.admission()
+	}
+	c.JSON(http.StatusOK, body)
 }
 
 func (a *api) runSuite(c *gin.Context) {

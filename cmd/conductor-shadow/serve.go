@@ -17,38 +17,41 @@ import (
 
 	"github.com/conductor-shadow/conductor-shadow/eval/schedule"
 	"github.com/conductor-shadow/conductor-shadow/ingest"
+	"github.com/conductor-shadow/conductor-shadow/shadow"
 	"github.com/conductor-shadow/conductor-shadow/store"
 	"github.com/conductor-shadow/conductor-shadow/web"
 )
 
-// server is `conductor-shadow serve`: the tap, the shadow workers, the web UI and
-// the API on one listener, over one store.
+// server is `conductor-shadow serve`: by role (server.role), the tap and proxy,
+// the shadow workers, the web UI and the API on one listener, over one store.
 type server struct {
 	cfg Config
 	log *slog.Logger
 
-	mu       sync.Mutex
-	started  bool
-	stopped  bool
-	st       store.Store
-	writer   *store.Writer
-	pipes    *pipelines
-	queue    ingest.Queue
-	proc     *ingest.Processor
-	proxy    *ingest.Proxy
-	kafka    *ingest.KafkaQueue
-	stats    *ingest.Stats
-	http     *http.Server
-	sched    *schedule.Scheduler
-	serveErr chan error
+	mu        sync.Mutex
+	started   bool
+	stopped   bool
+	st        store.Store
+	writer    *store.Writer
+	pipes     *pipelines
+	queue     ingest.Queue
+	proc      *ingest.Processor
+	admission *ingest.Admission
+	proxy     *ingest.Proxy
+	kafka     *ingest.KafkaQueue
+	stats     *ingest.Stats
+	http      *http.Server
+	sched     *schedule.Scheduler
+	serveErr  chan error
 }
 
 func newServer(cfg Config, log *slog.Logger) *server {
 	return &server{cfg: cfg, log: log, serveErr: make(chan error, 1)}
 }
 
-// Start opens the store, starts the writer and the shadow workers, and listens.
-// On error everything already started is shut down.
+// Start opens what the role needs (server.role): the store, the writer and the
+// shadow workers unless the role is tap; the tap and the proxy unless it is
+// shadow; then listens. On error everything already started is shut down.
 func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -62,85 +65,134 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 		}
 	}()
 
+	role := s.cfg.Server.Role
 	token := os.Getenv(s.cfg.Server.APITokenEnv)
 	if !web.IsLoopback(s.cfg.Server.Addr) && token == "" {
 		return fmt.Errorf("serve: listening on %s beyond loopback needs a bearer token in $%s", s.cfg.Server.Addr, s.cfg.Server.APITokenEnv)
 	}
-	st, where, err := openStore(ctx, s.cfg)
-	if err != nil {
-		return fmt.Errorf("serve: %w", err)
-	}
-	s.st = st
-	s.writer = store.NewWriter(st, s.cfg.Writer)
-	s.writer.Start(ctx)
-	s.pipes, err = buildPipelines(s.cfg)
-	if err != nil {
-		return fmt.Errorf("serve: %w", err)
-	}
 	s.stats = ingest.NewStats()
-	s.queue = ingest.NewMemoryQueue(s.cfg.Ingest.QueueSize)
+	where := "none (tap role: copies go to Kafka)"
+	if role != RoleTap {
+		st, w, err := openStore(ctx, s.cfg)
+		if err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		s.st, where = st, w
+		s.writer = store.NewWriter(st, s.cfg.Writer)
+		s.writer.Start(ctx)
+		s.pipes, err = buildPipelines(s.cfg)
+		if err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+	}
 	var shadowWriter ingest.BatchWriter = s.writer
 	if s.cfg.Ingest.Kafka.Enabled() {
 		// Offsets are committed once an exchange and its runs are stored, so the
 		// workers write synchronously rather than through the buffered writer.
-		if s.kafka, err = ingest.NewKafkaQueue(s.cfg.Ingest.Kafka, true, s.stats, s.log); err != nil {
+		// The tap role only produces.
+		if s.kafka, err = ingest.NewKafkaQueue(s.cfg.Ingest.Kafka, role != RoleTap, s.stats, s.log); err != nil {
 			return fmt.Errorf("serve: %w", err)
 		}
-		s.queue, shadowWriter = s.kafka, ingest.StoreWriter{Store: st}
+		s.queue = s.kafka
+		if s.st != nil {
+			shadowWriter = ingest.StoreWriter{Store: s.st}
+		}
+	} else {
+		s.queue = ingest.NewMemoryQueue(s.cfg.Ingest.QueueSize)
 	}
-	tap, err := ingest.NewTap(s.cfg.Ingest, s.queue, s.stats)
-	if err != nil {
-		return fmt.Errorf("serve: %w", err)
+	var tap *ingest.Tap
+	if role != RoleShadow {
+		if tap, err = ingest.NewTap(s.cfg.Ingest, s.queue, s.stats); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		if tap.EphemeralSecret() {
+			s.log.Warn("PII pseudonyms change on restart: no secret in $" + s.cfg.Ingest.PII.SecretEnv)
+		}
 	}
-	if tap.EphemeralSecret() {
-		s.log.Warn("PII pseudonyms change on restart: no secret in $" + s.cfg.Ingest.PII.SecretEnv)
-	}
-	s.proc = ingest.NewProcessor(s.cfg.Ingest, s.queue, shadowWriter, s.pipes.candidates, newPriceTable(s.cfg.Shadow), s.stats, s.log)
-	if err := s.proc.Start(ctx); err != nil {
-		return fmt.Errorf("serve: %w", err)
+	if role != RoleTap {
+		// Shadow runs take a slot of the adaptive limit first, so they back off
+		// when production (the proxy, the CPU) shows pressure.
+		if s.admission, err = ingest.NewAdmission(s.cfg.Ingest.Admission, s.stats, s.log); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		if err := s.admission.Start(ctx); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		candidates := make([]shadow.Pipeline, len(s.pipes.candidates))
+		for i, c := range s.pipes.candidates {
+			candidates[i] = s.admission.Pipeline(c)
+		}
+		s.proc = ingest.NewProcessor(s.cfg.Ingest, s.queue, shadowWriter, candidates, newPriceTable(s.cfg.Shadow), s.stats, s.log)
+		if err := s.proc.Start(ctx); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
 	}
 
 	gin.SetMode(gin.ReleaseMode)
 	router := gin.New()
 	router.Use(gin.Recovery(), otelgin.Middleware(s.cfg.Telemetry.ServiceName, otelgin.WithTracerProvider(tp)))
-	router.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok", "store": where}) })
+	router.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok", "role": role, "store": where}) })
 	guarded := router.Group("/", requireToken(token))
-	tap.Register(guarded)
+	if tap != nil {
+		tap.Register(guarded)
+	}
 	a := &api{
-		st:     st,
-		suites: &suiteRunner{cfg: s.cfg, st: st, p: s.pipes},
+		st:     s.st,
 		stats:  func() ingest.StatsSnapshot { return s.stats.Snapshot(s.queue.Len()) },
-		writer: s.writer.Stats,
+		writer: func() store.WriterStats { return store.WriterStats{} },
 	}
-	a.register(guarded)
-	s.sched, err = schedule.New(s.cfg.Schedules, func(ctx context.Context, job schedule.Suite) (string, error) {
-		res, err := a.suites.runScheduled(ctx, job, nil)
-		return res.SuiteRunID, err
-	}, s.log)
-	if err != nil {
-		return fmt.Errorf("serve: %w", err)
+	if s.writer != nil {
+		a.writer = s.writer.Stats
 	}
-	if err := s.sched.Start(ctx); err != nil {
-		return fmt.Errorf("serve: %w", err)
+	if s.admission != nil {
+		a.admission = s.admission.Snapshot
 	}
-	if s.cfg.Ingest.Proxy.Enabled() {
-		// The mirroring proxy: production clients bring their own incumbent API key.
-		if s.proxy, err = ingest.NewProxy(s.cfg.Ingest.Proxy, tap, s.stats, nil, s.log); err != nil {
+	if role == RoleTap {
+		guarded.GET("/api/stats", a.statsHandler)
+	} else {
+		a.suites = &suiteRunner{cfg: s.cfg, st: s.st, p: s.pipes}
+		a.register(guarded)
+	}
+	if role == RoleAll {
+		// Schedules run in one place: with several shadow workers, each would run them.
+		s.sched, err = schedule.New(s.cfg.Schedules, func(ctx context.Context, job schedule.Suite) (string, error) {
+			res, err := a.suites.runScheduled(ctx, job, nil)
+			return res.SuiteRunID, err
+		}, s.log)
+		if err != nil {
 			return fmt.Errorf("serve: %w", err)
+		}
+		if err := s.sched.Start(ctx); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+	}
+	if s.cfg.Ingest.Proxy.Enabled() && tap != nil {
+		// The mirroring proxy: production clients bring their own incumbent API key.
+		var offerer ingest.Offerer = tap
+		if s.admission != nil {
+			offerer = s.admission.Offerer(tap, s.queue.Len)
+		}
+		if s.proxy, err = ingest.NewProxy(s.cfg.Ingest.Proxy, offerer, s.stats, nil, s.log); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		if s.admission != nil {
+			s.proxy.ObserveAddedLatency(s.admission)
 		}
 		router.NoRoute(gin.WrapH(s.proxy)) // paths the server does not serve pass through
 	}
-	// The UI's own credentials; beyond loopback the API token (required above)
-	// also opens it, as the basic-auth password.
-	webAuth := s.cfg.Web.ResolveAuth(os.Getenv)
-	if webAuth.Token == "" && !web.IsLoopback(s.cfg.Server.Addr) {
-		webAuth.Token = token
-	}
-	if err := web.CheckExposure(s.cfg.Server.Addr, webAuth); err != nil {
-		return fmt.Errorf("serve: %w", err)
-	}
-	if err := web.Register(router.Group("/", webAuth.Middleware()), st, s.cfg.Web); err != nil {
-		return fmt.Errorf("serve: web: %w", err)
+	if s.st != nil {
+		// The UI's own credentials; beyond loopback the API token (required above)
+		// also opens it, as the basic-auth password.
+		webAuth := s.cfg.Web.ResolveAuth(os.Getenv)
+		if webAuth.Token == "" && !web.IsLoopback(s.cfg.Server.Addr) {
+			webAuth.Token = token
+		}
+		if err := web.CheckExposure(s.cfg.Server.Addr, webAuth); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		if err := web.Register(router.Group("/", webAuth.Middleware()), s.st, s.cfg.Web); err != nil {
+			return fmt.Errorf("serve: web: %w", err)
+		}
 	}
 
 	ln, err := net.Listen("tcp", s.cfg.Server.Addr)
@@ -153,7 +205,7 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 	}
 	s.http = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	go func() { s.serveErr <- s.http.Serve(ln) }()
-	s.log.Info("serving", "url", "http://"+ln.Addr().String(), "store", where)
+	s.log.Info("serving", "url", "http://"+ln.Addr().String(), "role", role, "store", where)
 	return nil
 }
 
@@ -200,6 +252,9 @@ func (s *server) shutdownLocked(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	if s.admission != nil {
+		_ = s.admission.Shutdown(ctx)
+	}
 	if s.kafka != nil {
 		if err := s.kafka.Shutdown(ctx); err != nil {
 			errs = append(errs, err)
@@ -220,7 +275,11 @@ func (s *server) shutdownLocked(ctx context.Context) error {
 	}
 	if s.stats != nil {
 		snap := s.stats.Snapshot(0)
-		s.log.Info("stopped", "processed", snap.Processed, "dropped", snap.Dropped, "writer", s.writer.Stats())
+		var ws store.WriterStats
+		if s.writer != nil {
+			ws = s.writer.Stats()
+		}
+		s.log.Info("stopped", "processed", snap.Processed, "dropped", snap.Dropped, "writer", ws)
 	}
 	return errors.Join(errs...)
 }
