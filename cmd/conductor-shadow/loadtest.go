@@ -19,6 +19,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 	"github.com/spf13/cobra"
 
+	"github.com/conductor-shadow/conductor-shadow/eval/stats"
 	"github.com/conductor-shadow/conductor-shadow/ingest"
 	"github.com/conductor-shadow/conductor-shadow/ingest/incumbenttest"
 	"github.com/conductor-shadow/conductor-shadow/shadow"
@@ -38,6 +39,9 @@ type loadtestOptions struct {
 	CPUProfile  string        // write a CPU profile of the whole run here
 	Sequential  bool          // run the direct load, then the proxied one, instead of both at once
 	NoMirror    bool          // the proxy forwards but offers nothing to the tap (isolates the hop's cost)
+	InProcess   bool          // run the in-process proxy-overhead run (1.)
+	Roles       []string      // roles for the side-by-side run against a bare proxy; empty skips it
+	PoolURL     string        // worker pool of the all-in-one server; "" = the configured workers' base URL
 }
 
 // nopOfferer takes nothing.
@@ -48,17 +52,27 @@ func (nopOfferer) Offer(context.Context, ingest.Exchange) (int, ingest.TapRespon
 }
 
 func loadtestCmd(load loader, log *slog.Logger) *cobra.Command {
-	opts := loadtestOptions{Rate: 1000, Duration: 30 * time.Second, Delay: 50 * time.Millisecond, StopStoreAt: 0.5, Exchanges: 100000}
+	opts := loadtestOptions{Rate: 1000, Duration: 30 * time.Second, Delay: 50 * time.Millisecond, StopStoreAt: 0.5, Exchanges: 100000,
+		InProcess: true, Roles: []string{RoleAll, RoleTap}}
 	cmd := &cobra.Command{
 		Use:   "loadtest",
-		Short: "Measure the mirroring proxy's added latency, the tap's throughput, and behaviour with the store stopped",
+		Short: "Measure the mirroring proxy's added latency by role against a bare reverse proxy, the tap's throughput, and behaviour with the store stopped",
 		Long: `Runs on loopback, in one process:
  1. a fake incumbent answering in --delay; the same open-loop load (--rate requests/s
     for --duration) is sent directly to it and, at the same time, through the
     mirroring proxy with the real tap, PII pseudonymizer and shadow workers behind it.
     After --stop-store-at of the run the store fails every INSERT. Prints p50/p95/p99
     of each path and the difference, production errors, and the tap's accounting.
- 2. tap throughput: --exchanges copies offered to the tap with zero-latency shadow
+    (--inprocess=false skips it.)
+ 2. roles (--roles all,tap): the same open-loop load at once to the fake
+    incumbent directly, to a bare httputil.ReverseProxy and to ` + "`serve`" + ` in each
+    role, every one its own process: the all-in-one server (embedded store,
+    candidates calling the worker pool at --pool, which must be running) and the
+    tap-only server (copies to a Kafka peer). Prints p50/p95/p99, the added
+    latency over direct, its ratio to the bare proxy's and the target (all-in-one
+    ≤ 2× bare + 0.5 ms at p95 and + 1 ms at p99; tap-only ≤ 1.5× with the same
+    allowances), and each server's shadow-side accounting.
+ 3. tap throughput: --exchanges copies offered to the tap with zero-latency shadow
     workers writing through the store writer; prints exchanges/s stored.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -78,8 +92,20 @@ func loadtestCmd(load loader, log *slog.Logger) *cobra.Command {
 				}
 				defer pprof.StopCPUProfile()
 			}
-			if err := runProxyLoad(cmd.Context(), out, opts); err != nil {
-				return err
+			if opts.InProcess {
+				if err := runProxyLoad(cmd.Context(), out, opts); err != nil {
+					return err
+				}
+			}
+			if len(opts.Roles) > 0 {
+				pool := opts.PoolURL
+				if pool == "" && len(cfg.Shadow.Workers) > 0 {
+					pool = cfg.Shadow.Workers[0].BaseURL
+				}
+				ro := roleLoadOptions{Roles: opts.Roles, Rate: opts.Rate, Duration: opts.Duration, Delay: opts.Delay, PoolURL: pool}
+				if err := runRoleLoad(cmd.Context(), out, ro); err != nil {
+					return err
+				}
 			}
 			if opts.Exchanges > 0 {
 				return runTapThroughput(cmd.Context(), out, cfg, opts)
@@ -96,9 +122,13 @@ func loadtestCmd(load loader, log *slog.Logger) *cobra.Command {
 	f.IntVar(&opts.Exchanges, "exchanges", opts.Exchanges, "exchanges for the tap-throughput run (0: skip)")
 	f.BoolVar(&opts.Sequential, "sequential", false, "send the direct load first, then the proxied one (halves the peak load)")
 	f.BoolVar(&opts.NoMirror, "no-mirror", false, "forward without offering copies to the tap (the bare proxy hop)")
+	f.BoolVar(&opts.InProcess, "inprocess", opts.InProcess, "run the in-process proxy-overhead run")
+	f.StringSliceVar(&opts.Roles, "roles", opts.Roles, "serve roles compared side by side with a bare reverse proxy: all, tap (empty: skip)")
+	f.StringVar(&opts.PoolURL, "pool", "", "worker pool base URL of the all-in-one server (default: the configured workers')")
 	f.StringVar(&opts.CPUProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	f.BoolVar(&opts.RealStore, "real-store", false, "tap throughput into the configured store (embedded chDB or ClickHouse) instead of memory")
 	_ = log
+	cmd.AddCommand(bareProxyCmd())
 	return cmd
 }
 
@@ -161,13 +191,14 @@ func (r *pathResult) add(d time.Duration) {
 	r.mu.Unlock()
 }
 
-// percentile of sorted d, nearest rank.
+// percentile of sorted d (p in 0–1) by the product's one definition,
+// stats.NearestRank.
 func percentile(d []time.Duration, p float64) time.Duration {
-	if len(d) == 0 {
-		return 0
+	v := make([]float64, len(d))
+	for i, x := range d {
+		v[i] = float64(x)
 	}
-	i := int(float64(len(d))*p+0.5) - 1
-	return d[max(0, min(i, len(d)-1))]
+	return time.Duration(stats.NearestRank(v, p*100))
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
