@@ -3,11 +3,20 @@ package ingest
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/conductor-shadow/conductor-shadow/ingest/incumbenttest"
+	"github.com/conductor-shadow/conductor-shadow/shadow"
+	"github.com/conductor-shadow/conductor-shadow/store"
 )
 
 func newTestAdmission(t *testing.T, mut func(*AdmissionConfig)) (*Admission, *Stats) {
@@ -221,4 +230,96 @@ func TestAdmissionStartShutdown(t *testing.T) {
 	time.Sleep(30 * time.Millisecond)
 	_ = b.Shutdown(context.Background())
 	_ = b.Shutdown(context.Background())
+}
+
+// countingObserver counts ObserveAdded calls.
+type countingObserver struct{ n atomic.Int64 }
+
+func (c *countingObserver) ObserveAdded(d time.Duration) {
+	if d > 0 {
+		c.n.Add(1)
+	}
+}
+
+func TestProxyReportsAddedLatencyOfMirroredRequests(t *testing.T) {
+	f := newProxyFixture(t, &incumbenttest.Handler{}, &recordingTap{})
+	obs := &countingObserver{}
+	f.proxy.ObserveAddedLatency(obs)
+	for _, path := range []string{"/v1/chat/completions", "/v1/chat/completions", "/v1/models"} {
+		method := http.MethodPost
+		if path == "/v1/models" {
+			method = http.MethodGet
+		}
+		req, _ := http.NewRequest(method, f.front.URL+path, strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`))
+		resp, err := f.client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	if got := obs.n.Load(); got != 2 {
+		t.Fatalf("observed %d mirrored requests, want 2 (pass-through requests are not measured)", got)
+	}
+}
+
+// gatePipeline records how many runs execute at once.
+type gatePipeline struct {
+	now, peak atomic.Int64
+	release   chan struct{}
+}
+
+func (p *gatePipeline) Name() string    { return "gate" }
+func (p *gatePipeline) Version() string { return "v1" }
+func (p *gatePipeline) Run(ctx context.Context, req shadow.Request, mode string) shadow.Result {
+	n := p.now.Add(1)
+	for {
+		old := p.peak.Load()
+		if n <= old || p.peak.CompareAndSwap(old, n) {
+			break
+		}
+	}
+	select {
+	case <-p.release:
+	case <-ctx.Done():
+	}
+	p.now.Add(-1)
+	return shadow.Result{Run: store.Run{RequestID: req.RequestID, Status: store.StatusOK}}
+}
+
+func TestAdmittedPipelineRunsAtMostTheLimit(t *testing.T) {
+	a, _ := newTestAdmission(t, func(c *AdmissionConfig) { c.InitialLimit = 3 })
+	inner := &gatePipeline{release: make(chan struct{})}
+	p := a.Pipeline(inner)
+	if p.Name() != "gate" || p.Version() != "v1" {
+		t.Fatalf("the wrapper must keep the candidate's name and version, got %s %s", p.Name(), p.Version())
+	}
+	var wg sync.WaitGroup
+	for i := range 10 {
+		wg.Add(1)
+		go func() { defer wg.Done(); p.Run(context.Background(), shadow.Request{RequestID: fmt.Sprint(i)}, store.ModeCandidate) }()
+	}
+	waitFor(t, "3 runs in flight", func() bool { return inner.now.Load() == 3 })
+	time.Sleep(20 * time.Millisecond)
+	if s := a.Snapshot(); s.InFlight != 3 || s.Waiting != 7 {
+		t.Fatalf("snapshot %+v, want 3 in flight and 7 waiting", s)
+	}
+	close(inner.release)
+	wg.Wait()
+	if peak := inner.peak.Load(); peak != 3 {
+		t.Fatalf("%d runs executed at once, limit 3", peak)
+	}
+
+	// A run whose context ends while waiting still returns the pipeline's own
+	// (cancelled) result, without taking a slot.
+	b, _ := newTestAdmission(t, func(c *AdmissionConfig) { c.InitialLimit = 1 })
+	release, _ := b.Acquire(context.Background())
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	blocked := &gatePipeline{release: make(chan struct{})}
+	res := b.Pipeline(blocked).Run(ctx, shadow.Request{RequestID: "late"}, store.ModeCandidate)
+	if res.Run.RequestID != "late" || b.Snapshot().InFlight != 1 {
+		t.Fatalf("cancelled wait: %+v, %+v", res.Run, b.Snapshot())
+	}
+	release()
 }
