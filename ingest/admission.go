@@ -139,8 +139,9 @@ type Admission struct {
 	waiters  []chan struct{}
 	pressure Pressure
 
-	sched *schedReader
-	cpu   *cpuReader
+	sched   *schedReader
+	cpu     *cpuReader
+	lastLog time.Time // of the pressure log line, at most one per 10 s
 
 	lifeMu  sync.Mutex
 	started bool
@@ -283,7 +284,8 @@ func (a *Admission) adjust(p Pressure) {
 	a.grantLocked()
 	a.mu.Unlock()
 	prevReason, _ := a.reason.Swap(p.Reason).(string)
-	if p.Reason != "" && prevReason == "" {
+	if p.Reason != "" && prevReason == "" && time.Since(a.lastLog) >= 10*time.Second {
+		a.lastLog = time.Now()
 		a.log.Info("admission: production under pressure, shadow runs backing off", "reason", p.Reason, "limit", a.limit, "from", prev,
 			"sched_p99_ms", p.SchedP99Ms, "cpu", p.CPU)
 	}
