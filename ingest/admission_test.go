@@ -297,7 +297,10 @@ func TestAdmittedPipelineRunsAtMostTheLimit(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range 10 {
 		wg.Add(1)
-		go func() { defer wg.Done(); p.Run(context.Background(), shadow.Request{RequestID: fmt.Sprint(i)}, store.ModeCandidate) }()
+		go func() {
+			defer wg.Done()
+			p.Run(context.Background(), shadow.Request{RequestID: fmt.Sprint(i)}, store.ModeCandidate)
+		}()
 	}
 	waitFor(t, "3 runs in flight", func() bool { return inner.now.Load() == 3 })
 	time.Sleep(20 * time.Millisecond)
