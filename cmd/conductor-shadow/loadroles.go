@@ -44,6 +44,7 @@ type roleLoadOptions struct {
 	Duration time.Duration // ≤ 30 s is plenty
 	Delay    time.Duration // the fake incumbent's answer time
 	PoolURL  string        // the worker pool the all-in-one server's candidates call
+	Repeat   int           // rounds; with more than one, medians are printed too
 }
 
 // bareProxyCmd is the hidden `loadtest bare-proxy`: a plain httputil.ReverseProxy
@@ -235,6 +236,90 @@ func runRoleLoad(ctx context.Context, out io.Writer, o roleLoadOptions) error {
 		o.Rate, len(rows), o.Duration, o.Delay)
 	fmt.Fprintf(out, "every path is its own process on loopback; the all-in-one server's candidates call the pool at %s\n", o.PoolURL)
 
+	var rounds []map[string][2]float64 // per round: path -> added p95, p99 (ms)
+	for round := 1; round <= max(1, o.Repeat) && ctx.Err() == nil; round++ {
+		for _, r := range rows {
+			r.result = &pathResult{}
+		}
+		if o.Repeat > 1 {
+			fmt.Fprintf(out, "round %d of %d\n", round, o.Repeat)
+		}
+		rounds = append(rounds, measureRoles(ctx, out, rows, o))
+	}
+	for _, r := range rows[2:] {
+		fmt.Fprintf(out, "%s: %s\n", r.name, serverStats(r.url))
+	}
+	if len(rounds) > 1 {
+		// Medians over the rounds (nearest rank), then the same target check.
+		med := func(name string, i int) float64 {
+			v := make([]float64, 0, len(rounds))
+			for _, m := range rounds {
+				v = append(v, m[name][i])
+			}
+			slices.Sort(v)
+			return stats.NearestRank(v, 50)
+		}
+		fmt.Fprintf(out, "medians over %d rounds (ms added over direct):\n", len(rounds))
+		b95, b99 := med("bare proxy", 0), med("bare proxy", 1)
+		fmt.Fprintf(out, "%-11s %11s %11s %9s %9s\n", "path", "added p95", "added p99", "×bare p95", "×bare p99")
+		fmt.Fprintf(out, "%-11s %11.2f %11.2f\n", "bare proxy", b95, b99)
+		for _, r := range rows[2:] {
+			a95, a99 := med(r.name, 0), med(r.name, 1)
+			fmt.Fprintf(out, "%-11s %11.2f %11.2f %9s %9s  %s\n", r.name, a95, a99, ratio(a95, b95), ratio(a99, b99), verdict(r.role, a95, a99, b95, b99))
+		}
+	}
+	fmt.Fprintln(out)
+	return nil
+}
+
+func ratio(a, b float64) string {
+	if b <= 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2f×", a/b)
+}
+
+// poolAnswers checks the worker pool is up before the all-in-one server needs it.
+func poolAnswers(base string) error {
+	c := &http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get(strings.TrimSuffix(base, "/") + "/models")
+	if err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			return nil
+		}
+		err = fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return fmt.Errorf("loadtest: the worker pool at %s does not answer (%v): start it first, e.g. `bin/simllm --latency-scale 0.2`, or pass --pool", base, err)
+}
+
+// serverStats summarises GET /api/stats of a role's server: shadowed, dropped by
+// reason, and the adaptive limit.
+func serverStats(base string) string {
+	c := &http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get(base + "/api/stats")
+	if err != nil {
+		return "stats unavailable: " + err.Error()
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Tap       ingest.StatsSnapshot      `json:"tap"`
+		Admission *ingest.AdmissionSnapshot `json:"admission"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return "stats unreadable: " + err.Error()
+	}
+	s := fmt.Sprintf("mirrored %v; accepted %d, shadowed %d, queued %d, dropped %v", body.Tap.Mirrored, body.Tap.Accepted, body.Tap.Processed, body.Tap.Queued, body.Tap.Dropped)
+	if a := body.Admission; a != nil {
+		s += fmt.Sprintf("; shadow-run limit %d (in flight %d, waiting %d; last: sched p99 %.2f ms, cpu %.0f%%, pressure %q)",
+			a.Limit, a.InFlight, a.Waiting, a.Pressure.SchedP99Ms, a.Pressure.CPU*100, a.Pressure.Reason)
+	}
+	return s
+}
+
+// measureRoles runs one round of the open-loop load on every row, prints its
+// table and returns each path's added p95 and p99 over direct, ms.
+func measureRoles(ctx context.Context, out io.Writer, rows []*roleRow, o roleLoadOptions) map[string][2]float64 {
 	clients := make([]*http.Client, len(rows))
 	for i := range rows {
 		clients[i] = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConns: 4096, MaxIdleConnsPerHost: 4096, IdleConnTimeout: time.Minute}}
@@ -289,6 +374,7 @@ func runRoleLoad(ctx context.Context, out io.Writer, o roleLoadOptions) error {
 	}
 	direct95, direct99 := pct(rows[0].result, 95), pct(rows[0].result, 99)
 	bare95, bare99 := pct(rows[1].result, 95)-direct95, pct(rows[1].result, 99)-direct99
+	added := map[string][2]float64{}
 	fmt.Fprintf(out, "sent %d requests per path in %s\n", total, elapsed.Round(time.Millisecond))
 	fmt.Fprintf(out, "%-11s %9s %9s %9s %7s %11s %11s %9s %9s  %s\n", "path", "p50 ms", "p95 ms", "p99 ms", "errors", "added p95", "added p99", "×bare p95", "×bare p99", "target")
 	for k, r := range rows {
@@ -296,67 +382,23 @@ func runRoleLoad(ctx context.Context, out io.Writer, o roleLoadOptions) error {
 		line := fmt.Sprintf("%-11s %9.2f %9.2f %9.2f %7d", r.name, p50, p95, p99, r.result.errors.Load())
 		if k > 0 {
 			a95, a99 := p95-direct95, p99-direct99
+			added[r.name] = [2]float64{a95, a99}
 			line += fmt.Sprintf(" %11.2f %11.2f", a95, a99)
 			if k > 1 {
-				factor := allInOneFactor
-				if r.role == RoleTap {
-					factor = tapOnlyFactor
-				}
-				ok := a95 <= factor*bare95+p95AllowanceMs && a99 <= factor*bare99+p99AllowanceMs
-				line += fmt.Sprintf(" %9s %9s  ≤ %.1f× bare + %.1f ms (p95), + %.1f ms (p99): %s",
-					ratio(a95, bare95), ratio(a99, bare99), factor, p95AllowanceMs, p99AllowanceMs, map[bool]string{true: "PASS", false: "FAIL"}[ok])
+				line += fmt.Sprintf(" %9s %9s  %s", ratio(a95, bare95), ratio(a99, bare99), verdict(r.role, a95, a99, bare95, bare99))
 			}
 		}
 		fmt.Fprintln(out, line)
 	}
-	for _, r := range rows[2:] {
-		fmt.Fprintf(out, "%s: %s\n", r.name, serverStats(r.url))
-	}
-	fmt.Fprintln(out)
-	return nil
+	return added
 }
 
-func ratio(a, b float64) string {
-	if b <= 0 {
-		return "n/a"
+// verdict checks a role's added latency against its target.
+func verdict(role string, a95, a99, bare95, bare99 float64) string {
+	factor := allInOneFactor
+	if role == RoleTap {
+		factor = tapOnlyFactor
 	}
-	return fmt.Sprintf("%.2f×", a/b)
-}
-
-// poolAnswers checks the worker pool is up before the all-in-one server needs it.
-func poolAnswers(base string) error {
-	c := &http.Client{Timeout: 2 * time.Second}
-	resp, err := c.Get(strings.TrimSuffix(base, "/") + "/models")
-	if err == nil {
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusOK {
-			return nil
-		}
-		err = fmt.Errorf("status %d", resp.StatusCode)
-	}
-	return fmt.Errorf("loadtest: the worker pool at %s does not answer (%v): start it first, e.g. `bin/simllm --latency-scale 0.2`, or pass --pool", base, err)
-}
-
-// serverStats summarises GET /api/stats of a role's server: shadowed, dropped by
-// reason, and the adaptive limit.
-func serverStats(base string) string {
-	c := &http.Client{Timeout: 5 * time.Second}
-	resp, err := c.Get(base + "/api/stats")
-	if err != nil {
-		return "stats unavailable: " + err.Error()
-	}
-	defer resp.Body.Close()
-	var body struct {
-		Tap       ingest.StatsSnapshot      `json:"tap"`
-		Admission *ingest.AdmissionSnapshot `json:"admission"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		return "stats unreadable: " + err.Error()
-	}
-	s := fmt.Sprintf("mirrored %v; accepted %d, shadowed %d, queued %d, dropped %v", body.Tap.Mirrored, body.Tap.Accepted, body.Tap.Processed, body.Tap.Queued, body.Tap.Dropped)
-	if a := body.Admission; a != nil {
-		s += fmt.Sprintf("; shadow-run limit %d (in flight %d, waiting %d; last: sched p99 %.2f ms, cpu %.0f%%, pressure %q)",
-			a.Limit, a.InFlight, a.Waiting, a.Pressure.SchedP99Ms, a.Pressure.CPU*100, a.Pressure.Reason)
-	}
-	return s
+	ok := a95 <= factor*bare95+p95AllowanceMs && a99 <= factor*bare99+p99AllowanceMs
+	return fmt.Sprintf("≤ %.1f× bare + %.1f ms (p95), + %.1f ms (p99): %s", factor, p95AllowanceMs, p99AllowanceMs, map[bool]string{true: "PASS", false: "FAIL"}[ok])
 }

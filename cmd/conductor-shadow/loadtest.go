@@ -42,6 +42,7 @@ type loadtestOptions struct {
 	InProcess   bool          // run the in-process proxy-overhead run (1.)
 	Roles       []string      // roles for the side-by-side run against a bare proxy; empty skips it
 	PoolURL     string        // worker pool of the all-in-one server; "" = the configured workers' base URL
+	Repeat      int           // rounds of the role run (medians printed when > 1)
 }
 
 // nopOfferer takes nothing.
@@ -102,7 +103,7 @@ func loadtestCmd(load loader, log *slog.Logger) *cobra.Command {
 				if pool == "" && len(cfg.Shadow.Workers) > 0 {
 					pool = cfg.Shadow.Workers[0].BaseURL
 				}
-				ro := roleLoadOptions{Roles: opts.Roles, Rate: opts.Rate, Duration: opts.Duration, Delay: opts.Delay, PoolURL: pool}
+				ro := roleLoadOptions{Roles: opts.Roles, Rate: opts.Rate, Duration: opts.Duration, Delay: opts.Delay, PoolURL: pool, Repeat: opts.Repeat}
 				if err := runRoleLoad(cmd.Context(), out, ro); err != nil {
 					return err
 				}
@@ -124,6 +125,7 @@ func loadtestCmd(load loader, log *slog.Logger) *cobra.Command {
 	f.BoolVar(&opts.NoMirror, "no-mirror", false, "forward without offering copies to the tap (the bare proxy hop)")
 	f.BoolVar(&opts.InProcess, "inprocess", opts.InProcess, "run the in-process proxy-overhead run")
 	f.StringSliceVar(&opts.Roles, "roles", opts.Roles, "serve roles compared side by side with a bare reverse proxy: all, tap (empty: skip)")
+	f.IntVar(&opts.Repeat, "repeat", 1, "rounds of the role run, each --duration long; medians are printed when > 1")
 	f.StringVar(&opts.PoolURL, "pool", "", "worker pool base URL of the all-in-one server (default: the configured workers')")
 	f.StringVar(&opts.CPUProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	f.BoolVar(&opts.RealStore, "real-store", false, "tap throughput into the configured store (embedded chDB or ClickHouse) instead of memory")
