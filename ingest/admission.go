@@ -102,7 +102,7 @@ func (c AdmissionConfig) Validate() error {
 
 // Pressure is one interval's reading of production's health.
 type Pressure struct {
-	AddedP95Ms float64 // the proxy's own added latency, p95 bound, ms (0: no requests)
+	SlowShare  float64 // share of the interval's proxied requests above max_added_latency (0–1)
 	SchedP99Ms float64 // Go scheduler delay p99, ms
 	CPU        float64 // machine CPU busy fraction, 0–1 (-1: unknown)
 	Reason     string  // ShedLatency, ShedCPU or "" when healthy
@@ -244,9 +244,9 @@ func (a *Admission) read() Pressure {
 	p := Pressure{CPU: -1}
 	if n := a.observed.Swap(0); n > 0 {
 		slow := a.slow.Swap(0)
-		// The p95 bound: above the threshold when more than 5% were slower.
-		if float64(slow) > 0.05*float64(n) {
-			p.AddedP95Ms = float64(a.cfg.MaxAddedLatency.Microseconds())/1000 + 0.001
+		// p95 above the threshold: more than 5% were slower.
+		p.SlowShare = float64(slow) / float64(n)
+		if p.SlowShare > 0.05 {
 			p.Reason = ShedLatency
 		}
 	}
@@ -287,7 +287,7 @@ func (a *Admission) adjust(p Pressure) {
 	if p.Reason != "" && prevReason == "" && time.Since(a.lastLog) >= 10*time.Second {
 		a.lastLog = time.Now()
 		a.log.Info("admission: production under pressure, shadow runs backing off", "reason", p.Reason, "limit", a.limit, "from", prev,
-			"sched_p99_ms", p.SchedP99Ms, "cpu", p.CPU)
+			"slow_share", p.SlowShare, "sched_p99_ms", p.SchedP99Ms, "cpu", p.CPU)
 	}
 }
 

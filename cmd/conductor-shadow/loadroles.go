@@ -311,8 +311,8 @@ func serverStats(base string) string {
 	}
 	s := fmt.Sprintf("mirrored %v; accepted %d, shadowed %d, queued %d, dropped %v", body.Tap.Mirrored, body.Tap.Accepted, body.Tap.Processed, body.Tap.Queued, body.Tap.Dropped)
 	if a := body.Admission; a != nil {
-		s += fmt.Sprintf("; shadow-run limit %d (in flight %d, waiting %d; last: sched p99 %.2f ms, cpu %.0f%%, pressure %q)",
-			a.Limit, a.InFlight, a.Waiting, a.Pressure.SchedP99Ms, a.Pressure.CPU*100, a.Pressure.Reason)
+		s += fmt.Sprintf("; shadow-run limit %d (in flight %d, waiting %d; last interval: %.0f%% of requests above max_added_latency, sched p99 %.2f ms, cpu %.0f%%, pressure %q)",
+			a.Limit, a.InFlight, a.Waiting, a.Pressure.SlowShare*100, a.Pressure.SchedP99Ms, a.Pressure.CPU*100, a.Pressure.Reason)
 	}
 	return s
 }
