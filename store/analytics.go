@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/conductor-shadow/conductor-shadow/store/percentile"
 )
 
 // Grade filters of TraceSearch.Grade.
@@ -246,8 +248,9 @@ type OverviewCounts struct {
 }
 
 // PipelinePoint is one pipeline's figures over one time bucket (or the whole
-// window when Bucket is zero). Latency quantiles are exact with linear
-// interpolation between ranks (ClickHouse quantileExactInclusive, numpy's default).
+// window when Bucket is zero). Latency percentiles are nearest-rank
+// (percentile.NearestRank, computed in SQL by percentile.SQL), the one
+// definition reports, gates, load commands and dashboards use.
 type PipelinePoint struct {
 	Pipeline          string    `json:"pipeline"`
 	Mode              string    `json:"mode"`
@@ -255,8 +258,10 @@ type PipelinePoint struct {
 	Runs              int64     `json:"runs"`
 	Errors            int64     `json:"errors"`               // runs whose status is not ok
 	CostUSD           float64   `json:"cost_usd"`             // summed cost of the runs
-	CostPerRequestUSD float64   `json:"cost_per_request_usd"` // CostUSD / distinct requests
-	// P50Ms and P95Ms are latency percentiles (ms, linear interpolation) over the
+	// CostPerRequestUSD is cost per request: the pipeline's runs' cost summed per
+	// request_id, averaged over those requests (= CostUSD / distinct requests).
+	CostPerRequestUSD float64 `json:"cost_per_request_usd"`
+	// P50Ms and P95Ms are nearest-rank latency percentiles (ms) over the
 	// runs with a known latency: 0 means unknown (a recorded exchange without
 	// one) and is left out rather than counted as instant.
 	P50Ms float64 `json:"p50_ms"`
@@ -335,11 +340,12 @@ FROM %[1]s.runs FINAL WHERE %[3]s`, s.db, reqCond, runCond))
     toDateTime64(toStartOfInterval(started_at, INTERVAL %[2]d SECOND), 3, 'UTC') AS bucket, count() AS runs,
     countIf(status != 'ok') AS errors, sum(cost_usd) AS cost_usd,
     cost_usd / uniqExact(request_id) AS cost_per_request_usd,
-    quantileExactInclusiveIf(0.5)(latency_ms, latency_ms > 0) AS p50_ms,
-    quantileExactInclusiveIf(0.95)(latency_ms, latency_ms > 0) AS p95_ms
+    %[4]s AS p50_ms,
+    %[5]s AS p95_ms
 FROM %[1]s.runs FINAL WHERE %[3]s
 GROUP BY GROUPING SETS ((pipeline), (pipeline, bucket))
-ORDER BY mode != 'incumbent', pipeline, bucket`, s.db, q.BucketSeconds, runCond))
+ORDER BY mode != 'incumbent', pipeline, bucket`, s.db, q.BucketSeconds, runCond,
+		percentile.SQL("latency_ms", "latency_ms > 0", 50), percentile.SQL("latency_ms", "latency_ms > 0", 95)))
 	if err != nil {
 		return ov, fmt.Errorf("store: overview: pipelines: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/conductor-shadow/conductor-shadow/store"
+	"github.com/conductor-shadow/conductor-shadow/store/percentile"
 )
 
 var _ store.Analytics = (*Memory)(nil)
@@ -215,7 +216,7 @@ func points(runs []store.Run, bucket func(time.Time) time.Time) []store.Pipeline
 		}
 		p.CostPerRequestUSD = p.CostUSD / float64(len(reqs))
 		slices.Sort(lat)
-		p.P50Ms, p.P95Ms = quantileInclusive(lat, 0.5), quantileInclusive(lat, 0.95)
+		p.P50Ms, p.P95Ms = percentile.NearestRank(lat, 50), percentile.NearestRank(lat, 95)
 		out = append(out, p)
 	}
 	slices.SortFunc(out, func(a, b store.PipelinePoint) int {
@@ -232,20 +233,6 @@ func points(runs []store.Run, bucket func(time.Time) time.Time) []store.Pipeline
 		return a.Bucket.Compare(b.Bucket)
 	})
 	return out
-}
-
-// quantileInclusive is the p-quantile of sorted xs with linear interpolation
-// between ranks (R7, ClickHouse quantileExactInclusive); 0 for no values.
-func quantileInclusive(xs []float64, p float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	h := float64(len(xs)-1) * p
-	lo := int(h)
-	if lo+1 >= len(xs) {
-		return xs[len(xs)-1]
-	}
-	return xs[lo] + (h-float64(lo))*(xs[lo+1]-xs[lo])
 }
 
 // agreement pairs every ok candidate run with its request's ok incumbent answer.
