@@ -12,6 +12,8 @@ import (
 	"slices"
 
 	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/conductor-shadow/conductor-shadow/store/percentile"
 )
 
 // Z95 is the two-sided 95% standard normal quantile, Φ⁻¹(0.975).
@@ -79,23 +81,12 @@ func McNemarExact(b, c int) float64 {
 }
 
 // NearestRank returns the p-th percentile (0 < p ≤ 100) of sorted values by
-// the nearest-rank method: the value at 1-based rank ⌈p/100·n⌉. 0 for none.
-func NearestRank(sorted []float64, p float64) float64 {
-	n := len(sorted)
-	if n == 0 {
-		return 0
-	}
-	rank := int(math.Ceil(p / 100 * float64(n)))
-	rank = max(1, min(n, rank))
-	return sorted[rank-1]
-}
+// the nearest-rank method: the value at 1-based rank ⌈p/100·n⌉; 0 for none.
+// It is percentile.NearestRank, the project's one definition of p50/p95/p99.
+func NearestRank(sorted []float64, p float64) float64 { return percentile.NearestRank(sorted, p) }
 
 // Percentile sorts a copy of values and returns NearestRank(copy, p).
-func Percentile(values []float64, p float64) float64 {
-	s := slices.Clone(values)
-	slices.Sort(s)
-	return NearestRank(s, p)
-}
+func Percentile(values []float64, p float64) float64 { return percentile.Of(values, p) }
 
 // Holm returns Holm's (1979) step-down adjusted p-values, in the input order:
 // with p sorted ascending p(1) ≤ … ≤ p(m), adj(i) = max over j ≤ i of
