@@ -149,6 +149,29 @@ func planFor(p Policy, c stats.Comparison) *Plan {
 //   - noise: without an A′ run → INCONCLUSIVE; candidate diff CI entirely below
 //     the A′ − A diff CI → FAIL; otherwise PASS (overlap: within noise).
 func Evaluate(p Policy, c stats.Comparison, noise *stats.Paired) Verdict {
+	return evaluate(p, c, noise, true)
+}
+
+// Decide is Evaluate without Verdict.Plan (the plan's exact error rates cost
+// milliseconds; simulations of thousands of suites need only the verdicts).
+func Decide(p Policy, c stats.Comparison, noise *stats.Paired) Verdict {
+	return evaluate(p, c, noise, false)
+}
+
+// SequentialConfig is the quality gate of p as an anytime-valid sequential
+// test (stats.Sequential) looking after every lookEvery cases: the same
+// margin, FAIL threshold, planned effect, confidence and min_n. ok is false
+// without a quality gate.
+func SequentialConfig(p Policy, lookEvery int) (cfg stats.SequentialConfig, ok bool) {
+	g := p.Quality
+	if g == nil {
+		return cfg, false
+	}
+	return stats.SequentialConfig{Margin: g.MarginPoints / 100, FailAt: g.Fail() / 100, Effect: g.Effect() / 100,
+		Confidence: p.Confidence, MinN: p.MinN, LookEvery: lookEvery}, true
+}
+
+func evaluate(p Policy, c stats.Comparison, noise *stats.Paired, plan bool) Verdict {
 	v := Verdict{PolicyVersion: p.Version, Gates: []Result{}}
 	alpha := 1 - p.Confidence
 	q := c.Quality
@@ -163,7 +186,9 @@ func Evaluate(p Policy, c stats.Comparison, noise *stats.Paired) Verdict {
 		}
 		v.Gates = append(v.Gates, r)
 	}
-	v.Plan = planFor(p, c)
+	if plan {
+		v.Plan = planFor(p, c)
+	}
 	if g := p.Quality; g != nil {
 		m, f := g.MarginPoints/100, g.Fail()/100
 		r := Result{Gate: "quality", Figure: q.Diff, Interval: ci(q.DiffCI), Threshold: -m}

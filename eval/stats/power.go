@@ -168,23 +168,6 @@ func window(n int, p float64) (lo, hi int) {
 	return max(0, int(math.Floor(mu-9*sd-1))), min(n, int(math.Ceil(mu+9*sd+1)))
 }
 
-func binomPMF(n, k int, p float64) float64 {
-	switch {
-	case p <= 0:
-		if k == 0 {
-			return 1
-		}
-		return 0
-	case p >= 1:
-		if k == n {
-			return 1
-		}
-		return 0
-	}
-	lg := func(x int) float64 { v, _ := math.Lgamma(float64(x) + 1); return v }
-	return math.Exp(lg(n) - lg(k) - lg(n-k) + float64(k)*math.Log(p) + float64(n-k)*math.Log1p(-p))
-}
-
 // Target is the verdict a plan aims for under its scenario: FAIL when the
 // effect is below −FailAt (worse than the FAIL threshold), else PASS.
 func (d Design) Target(s Scenario) string {

@@ -245,3 +245,7 @@ func (s *Sequential) cs() Interval {
 	}
 	return iv
 }
+
+// Verdict is "PASS" or "FAIL" once decided, "" while running (cheaper than
+// State, which also computes the confidence sequence).
+func (s *Sequential) Verdict() string { return s.verdict }
