@@ -173,26 +173,26 @@ feed:
 	}
 	r := Rates{Suites: cfg.Suites, N: cfg.Cases, Sequential: cfg.LookEvery > 0, LookEvery: cfg.LookEvery,
 		Policy: cfg.Policy.Version, PIncumbent: cfg.PIncumbent, Discordance: cfg.Discordance, Effect: cfg.Effect}
-	f := 1 / float64(cfg.Suites)
 	var all, pass, fail []int
+	var undecided int
 	for s, o := range out {
 		if o.err != nil {
 			return Rates{}, fmt.Errorf("validity: suite %d: %w", s, o.err)
 		}
 		switch o.verdict {
 		case gate.Pass:
-			r.Pass += f
 			pass = append(pass, o.cases)
 			all = append(all, o.cases)
 		case gate.Fail:
-			r.Fail += f
 			fail = append(fail, o.cases)
 			all = append(all, o.cases)
 		default:
-			r.Inconclusive += f
+			undecided++
 		}
-		r.MeanDiff += o.diff * f
+		r.MeanDiff += o.diff / float64(cfg.Suites)
 	}
+	k := float64(cfg.Suites)
+	r.Pass, r.Fail, r.Inconclusive = float64(len(pass))/k, float64(len(fail))/k, float64(undecided)/k
 	r.MedianCasesToDecision, r.MedianCasesToPass, r.MedianCasesToFail = median(all), median(pass), median(fail)
 	return r, nil
 }
