@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/conductor-shadow/conductor-shadow/eval/charts"
+	"github.com/conductor-shadow/conductor-shadow/eval/gate"
 	"github.com/conductor-shadow/conductor-shadow/eval/stats"
 )
 
@@ -23,6 +24,8 @@ var reportTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 	"f0":    func(f float64) string { return fmt.Sprintf("%.0f", f) },
 	"p":     func(f float64) string { return fmt.Sprintf("%.4g", f) },
 	"lower": strings.ToLower,
+	"method": gate.MethodName,
+	"running": func(st *stats.SequentialState) string { return gate.RunningVerdict(*st) },
 	"short": shortHash,
 	"time":  mdTime,
 	"iv": func(iv *stats.Interval) string {

@@ -192,7 +192,7 @@ func evaluate(p Policy, c stats.Comparison, noise *stats.Paired, plan bool) Verd
 	if g := p.Quality; g != nil {
 		m, f := g.MarginPoints/100, g.Fail()/100
 		r := Result{Gate: "quality", Figure: q.Diff, Interval: ci(q.DiffCI), Threshold: -m}
-		test := methodName(q.Method)
+		test := MethodName(q.Method)
 		switch {
 		case q.N == 0:
 			r.Status, r.Reason = Inconclusive, "no case was graded on both sides"
@@ -303,8 +303,8 @@ func ratioGate(name, what string, fig float64, iv stats.Interval, ceiling float6
 	return r
 }
 
-// methodName describes a stats.Method* for reasons.
-func methodName(m string) string {
+// MethodName describes a stats.Method* in words.
+func MethodName(m string) string {
 	switch m {
 	case stats.MethodTango:
 		return "Tango score interval, paired pass/fail"
@@ -345,8 +345,8 @@ func (v Verdict) Markdown() string {
 // this n, the detectable drop and the sample sizes.
 func (pl Plan) Markdown() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Quality test: %s; %d pairs, %.1f%% discordant. Error rates at this n (PASS if the lower bound ≥ −%g pts, FAIL if the upper bound < −%g pts):\n\n",
-		methodName(pl.Test), pl.N, 100*pl.Discordance, pl.MarginPoints, pl.FailPoints)
+	fmt.Fprintf(&b, "Quality test: %s; %d pairs, %.1f%% discordant. Error rates at this n (PASS if the lower bound ≥ %s, FAIL if the upper bound < %s):\n\n",
+		MethodName(pl.Test), pl.N, 100*pl.Discordance, pts(-pl.MarginPoints/100), pts(-pl.FailPoints/100))
 	b.WriteString("| truth | P(PASS) | P(FAIL) | P(INCONCLUSIVE) |\n|---|--:|--:|--:|\n")
 	fmt.Fprintf(&b, "| as good as the incumbent | %.1f%% | %.1f%% (false alarm) | %.1f%% |\n", 100*pl.IfEqual.Pass, 100*pl.IfEqual.Fail, 100*pl.IfEqual.Inconclusive)
 	fmt.Fprintf(&b, "| worse by %g pts | %.1f%% (missed regression) | %.1f%% (power) | %.1f%% |\n\n", pl.EffectPoints, 100*pl.IfWorse.Pass, 100*pl.IfWorse.Fail, 100*pl.IfWorse.Inconclusive)
@@ -361,4 +361,45 @@ func (pl Plan) Markdown() string {
 	}
 	b.WriteString(".\n")
 	return b.String()
+}
+
+// Advice is the sample-size advice in words: "N more cases, or about D days
+// of shadow traffic at the current sampling rate (R shadowed cases/day)".
+// perDay ≤ 0 (no recent shadow traffic) leaves the days out; more ≤ 0 says
+// the run already has enough cases.
+func Advice(more int, perDay float64) string {
+	switch {
+	case more <= 0:
+		return "enough cases for the planned error rates"
+	case perDay <= 0:
+		return fmt.Sprintf("%d more cases (no recent shadow traffic to estimate days)", more)
+	}
+	days := float64(more) / perDay
+	var d string
+	switch {
+	case days < 1.0/24:
+		d = "less than an hour"
+	case days < 1:
+		d = fmt.Sprintf("%.0f hours", math.Ceil(days*24))
+	default:
+		d = fmt.Sprintf("%.1f days", days)
+	}
+	return fmt.Sprintf("%d more cases, or about %s of shadow traffic at the current sampling rate (%.0f shadowed cases/day)", more, d, perDay)
+}
+
+// RunningVerdict states a sequential test's state in one line: the running
+// verdict, how far each test is on its way to deciding and the projection.
+func RunningVerdict(st stats.SequentialState) string {
+	if st.Verdict != string(Inconclusive) {
+		return fmt.Sprintf("%s after %d cases (anytime-valid; confidence sequence [%s, %s])", st.Verdict, st.DecidedAt, pts(st.CS.Low), pts(st.CS.High))
+	}
+	s := fmt.Sprintf("undecided after %d cases: PASS evidence %.0f%%, FAIL evidence %.0f%% of the way (confidence sequence [%s, %s])",
+		st.N, 100*st.PassProgress, 100*st.FailProgress, pts(st.CS.Low), pts(st.CS.High))
+	if st.Config.PassOnly {
+		s = fmt.Sprintf("undecided after %d cases: PASS evidence %.0f%% of the way (lower confidence bound %s)", st.N, 100*st.PassProgress, pts(st.CS.Low))
+	}
+	if st.MoreCases > 0 {
+		s += fmt.Sprintf("; at the evidence's growth so far, about %d more cases", st.MoreCases)
+	}
+	return s
 }

@@ -231,19 +231,10 @@ func compareIdx(inc, cand []Obs, idx []int, z float64, opts Options, rng *rand.R
 	if q.N > 0 {
 		q.Diff = float64(q.CandidateOnly-q.IncumbentOnly) / float64(q.N)
 		q.DiscordantRate = float64(q.CandidateOnly+q.IncumbentOnly) / float64(q.N)
-		d := make([]float64, len(pairs))
+		d, continuous := differences(inc, cand, pairs)
 		strata := make([]string, len(pairs))
-		continuous := false
 		for k, i := range pairs {
-			continuous = continuous || (inc[i].Score > 0 && inc[i].Score < 1) || (cand[i].Score > 0 && cand[i].Score < 1)
 			strata[k] = stratum(inc[i].Segments)
-		}
-		for k, i := range pairs {
-			if continuous {
-				d[k] = cand[i].Score - inc[i].Score
-			} else {
-				d[k] = b2f(cand[i].Passed) - b2f(inc[i].Passed)
-			}
 		}
 		q.DiffSD = sd(d)
 		if continuous {
@@ -386,6 +377,36 @@ func arm(obs []Obs, idx []int, z float64) Arm {
 	a.P95LatencyCI = Interval{a.P95LatencyMs, a.P95LatencyMs}
 	a.P99LatencyCI = Interval{a.P99LatencyMs, a.P99LatencyMs}
 	return a
+}
+
+// Differences returns the per-case quality differences candidate − incumbent
+// over the cases both sides' graders judged, in input order: the score
+// difference when some such case has a score strictly between 0 and 1
+// (continuous is then true), else +1/0/−1 from the pass/fail grades. It is
+// what Compare's quality interval and the sequential test are computed on.
+func Differences(inc, cand []Obs) (d []float64, continuous bool) {
+	var pairs []int
+	for i := range min(len(inc), len(cand)) {
+		if inc[i].Graded && cand[i].Graded {
+			pairs = append(pairs, i)
+		}
+	}
+	return differences(inc, cand, pairs)
+}
+
+func differences(inc, cand []Obs, pairs []int) (d []float64, continuous bool) {
+	for _, i := range pairs {
+		continuous = continuous || (inc[i].Score > 0 && inc[i].Score < 1) || (cand[i].Score > 0 && cand[i].Score < 1)
+	}
+	d = make([]float64, len(pairs))
+	for k, i := range pairs {
+		if continuous {
+			d[k] = cand[i].Score - inc[i].Score
+		} else {
+			d[k] = b2f(cand[i].Passed) - b2f(inc[i].Passed)
+		}
+	}
+	return d, continuous
 }
 
 // stratum is the case's "category:" segment, "" without one.

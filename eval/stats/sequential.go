@@ -152,8 +152,8 @@ type SequentialState struct {
 	PassProgress float64 `json:"pass_progress"`
 	FailProgress float64 `json:"fail_progress"`
 	// MoreCases projects the cases still needed by the test that is closer to
-	// deciding, from its capital's growth per case so far; -1 when neither
-	// grows (no projection), 0 once decided.
+	// deciding, from its capital's growth per case so far; -1 before MinN
+	// cases or when neither grows (no projection), 0 once decided.
 	MoreCases int `json:"more_cases"`
 	// CS is the anytime-valid confidence sequence for θ at this time (see
 	// Sequential); with PassOnly only its lower end is meaningful.
@@ -177,14 +177,14 @@ func (s *Sequential) State() SequentialState {
 	st.MoreCases = -1
 	if s.verdict != "" {
 		st.MoreCases = 0
-	} else if n := float64(len(s.d)); n > 0 {
+	} else if n := float64(len(s.d)); n > 0 && len(s.d) >= s.cfg.MinN {
 		lead := s.logPass
 		if !s.cfg.PassOnly && s.logFail > lead {
 			lead = s.logFail
 		}
 		if lead > 0 {
 			more := int(math.Ceil((s.threshold - lead) / (lead / n)))
-			st.MoreCases = max(more, s.cfg.MinN-len(s.d), 0)
+			st.MoreCases = max(more, 0)
 		}
 	}
 	st.CS = s.cs()
