@@ -510,3 +510,65 @@ ORDER BY worker, category, position`, s.db, runCond))
 	}
 	return nilIfEmpty(rows), nil
 }
+
+// AgreementPair is one production request both the incumbent and a candidate
+// answered (status ok): whether their final answers agree after
+// NormalizeAnswer. The pairs are what the overview's running verdict reads.
+type AgreementPair struct {
+	Candidate string    `json:"candidate"`
+	RequestID string    `json:"request_id"`
+	StartedAt time.Time `json:"started_at"` // the candidate run's start, UTC
+	Agree     bool      `json:"agree"`
+}
+
+// MaxAgreementPairs caps the pairs AgreementSequence returns per call; the
+// earliest pairs are kept and the caller is told (truncated) so a running
+// verdict says it covers only them.
+const MaxAgreementPairs = 200_000
+
+// LiveAgreement reads the candidates' agreement with the incumbent request by
+// request, in time order. The SQL stores and storetest.Memory implement it.
+type LiveAgreement interface {
+	// AgreementSequence returns the window's pairs (the same ones Overview's
+	// Agreement counts) ordered by candidate, then the candidate run's start,
+	// then request id; at most MaxAgreementPairs, truncated true when more
+	// exist. An invalid q returns its Validate error.
+	AgreementSequence(ctx context.Context, q OverviewQuery) (pairs []AgreementPair, truncated bool, err error)
+}
+
+var _ LiveAgreement = (*sqlStore)(nil)
+
+// AgreementSequence implements LiveAgreement with one statement.
+func (s *sqlStore) AgreementSequence(ctx context.Context, q OverviewQuery) ([]AgreementPair, bool, error) {
+	if err := q.Validate(); err != nil {
+		return nil, false, err
+	}
+	if err := s.check(ctx); err != nil {
+		return nil, false, fmt.Errorf("store: agreement sequence: %w", err)
+	}
+	runCond := fmt.Sprintf("started_at >= %s AND started_at < %s AND suite_run_id = ''", timeLiteral(q.From), timeLiteral(q.To))
+	if q.App != "" {
+		runCond += fmt.Sprintf(" AND request_id IN (SELECT request_id FROM %s.requests WHERE app = %s)", s.db, quoteString(q.App))
+	}
+	pairs, err := queryRows[AgreementPair](ctx, s.t, fmt.Sprintf(`SELECT cand.1 AS candidate, request_id, cand.3 AS started_at,
+    if(cand.2 = inc, 1, %[3]s = %[4]s) AS agree
+FROM (
+    SELECT request_id, anyIf(final_output, mode = 'incumbent') AS inc,
+        groupArrayIf((pipeline, final_output, started_at), mode = 'candidate') AS cands
+    FROM %[1]s.runs FINAL
+    WHERE status = 'ok' AND %[2]s
+    GROUP BY request_id
+    HAVING countIf(mode = 'incumbent') > 0
+)
+ARRAY JOIN cands AS cand
+ORDER BY candidate, started_at, request_id
+LIMIT %[5]d`, s.db, runCond, fmt.Sprintf(normalizeSQL, "cand.2"), fmt.Sprintf(normalizeSQL, "inc"), MaxAgreementPairs+1))
+	if err != nil {
+		return nil, false, fmt.Errorf("store: agreement sequence: %w", err)
+	}
+	truncated := len(pairs) > MaxAgreementPairs
+	if truncated {
+		pairs = pairs[:MaxAgreementPairs]
+	}
+	return pairs, truncated, nil
+}

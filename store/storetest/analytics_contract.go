@@ -210,6 +210,32 @@ func contractOverview(t *testing.T, st store.Store, an store.OverviewAnalytics) 
 		ShadowRuns: 4, ErrorRuns: 1, ShadowRequests: 2})
 	assertEqual(t, "agreement", ov.Agreement, []store.Agreement{{Candidate: "conductor", Pairs: 2, Agree: 2},
 		{Candidate: "moa:3", Pairs: 1, Agree: 0}})
+	if la, ok := st.(store.LiveAgreement); ok {
+		// The sequence holds the same pairs, in candidate then time order.
+		seq, truncated, err := la.AgreementSequence(ctx, window)
+		if err != nil || truncated {
+			t.Fatalf("agreement sequence: %v (truncated %v)", err, truncated)
+		}
+		var got []store.Agreement
+		for i, p := range seq {
+			if i > 0 && p.Candidate == seq[i-1].Candidate && p.StartedAt.Before(seq[i-1].StartedAt) {
+				t.Errorf("pair %d out of time order: %+v after %+v", i, p, seq[i-1])
+			}
+			if len(got) == 0 || got[len(got)-1].Candidate != p.Candidate {
+				got = append(got, store.Agreement{Candidate: p.Candidate})
+			}
+			got[len(got)-1].Pairs++
+			if p.Agree {
+				got[len(got)-1].Agree++
+			}
+		}
+		assertEqual(t, "agreement sequence counts", got, ov.Agreement)
+		if _, _, err := la.AgreementSequence(ctx, store.OverviewQuery{}); err == nil {
+			t.Error("agreement sequence without a window: want error")
+		}
+	} else {
+		t.Errorf("%T does not implement store.LiveAgreement", st)
+	}
 	var names []string
 	for _, p := range ov.Totals {
 		names = append(names, p.Pipeline)

@@ -267,6 +267,59 @@ func agreement(runs []store.Run) []store.Agreement {
 	return out
 }
 
+var _ store.LiveAgreement = (*Memory)(nil)
+
+// AgreementSequence implements store.LiveAgreement as the SQL stores compute it.
+func (m *Memory) AgreementSequence(ctx context.Context, q store.OverviewQuery) ([]store.AgreementPair, bool, error) {
+	if err := q.Validate(); err != nil {
+		return nil, false, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var runs []store.Run
+	for _, r := range m.runs {
+		if r.StartedAt.Before(q.From) || !r.StartedAt.Before(q.To) || r.SuiteRunID != "" || r.Status != store.StatusOK {
+			continue
+		}
+		if req, ok := m.requests[r.RequestID]; q.App != "" && (!ok || req.App != q.App) {
+			continue
+		}
+		runs = append(runs, r)
+	}
+	inc := map[string]string{}
+	for _, r := range runs {
+		if r.Mode == store.ModeIncumbent {
+			inc[r.RequestID] = store.NormalizeAnswer(r.FinalOutput)
+		}
+	}
+	var out []store.AgreementPair
+	for _, r := range runs {
+		want, ok := inc[r.RequestID]
+		if r.Mode != store.ModeCandidate || !ok {
+			continue
+		}
+		out = append(out, store.AgreementPair{Candidate: r.Pipeline, RequestID: r.RequestID, StartedAt: r.StartedAt.UTC(),
+			Agree: store.NormalizeAnswer(r.FinalOutput) == want})
+	}
+	slices.SortFunc(out, func(a, b store.AgreementPair) int {
+		if c := strings.Compare(a.Candidate, b.Candidate); c != 0 {
+			return c
+		}
+		if c := a.StartedAt.Compare(b.StartedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.RequestID, b.RequestID)
+	})
+	truncated := len(out) > store.MaxAgreementPairs
+	if truncated {
+		out = out[:store.MaxAgreementPairs]
+	}
+	return out, truncated, nil
+}
+
 var _ store.Comparisons = (*Memory)(nil)
 
 // GetRun implements store.Comparisons.
