@@ -375,7 +375,11 @@ func (s *server) overview(c *gin.Context) {
 			s.storeFailed(c, "agreement sequence", "", fmt.Errorf("web: overview: %w", err))
 			return
 		}
-		live = liveVerdicts(pairs, truncated, q.To.Sub(q.From), gate.NewDefaultPolicy())
+		pol := gate.NewDefaultPolicy()
+		if s.cfg.GatePolicy != nil {
+			pol = *s.cfg.GatePolicy
+		}
+		live = liveVerdicts(pairs, truncated, q.To.Sub(q.From), pol)
 	}
 	v := newOverviewView(meta, q, bucket, ov, runs, live)
 	v.ThisURL = s.urls().overviewWith(q)
