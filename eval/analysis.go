@@ -104,15 +104,15 @@ func (r *Report) Analyze(opts AnalysisOptions) error {
 		cc := CandidateComparison{Candidate: name, Comparison: c, Verdict: v, ShadowCasesPerDay: opts.ShadowCasesPerDay[name]}
 		if scfg, ok := gate.SequentialConfig(p, 1); ok {
 			d, _ := stats.Differences(inc, cand)
-			sq, err := stats.NewSequential(scfg)
-			if err != nil {
-				return fmt.Errorf("eval: analyze %s: %w", name, err)
+			// The policy validated, so the config is valid; a failure leaves
+			// the running verdict out rather than the report.
+			if sq, err := stats.NewSequential(scfg); err == nil {
+				for _, x := range d {
+					sq.Add(x)
+				}
+				st := sq.State()
+				cc.Running = &st
 			}
-			for _, x := range d {
-				sq.Add(x)
-			}
-			st := sq.State()
-			cc.Running = &st
 		}
 		if v.Plan != nil {
 			cc.Advice = gate.Advice(v.Plan.MoreCases, cc.ShadowCasesPerDay)

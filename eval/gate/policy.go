@@ -58,8 +58,9 @@ type QualityGate struct {
 	// FailPoints is the FAIL threshold in points (0..MarginPoints); nil means
 	// MarginPoints (FAIL only beyond the margin, the default-1 rule).
 	FailPoints *float64 `yaml:"fail_points" json:"fail_points,omitempty"`
-	// EffectPoints is the drop in points the gate is planned to catch (> 0;
-	// default 5): the sample-size advice and the sequential test's bets use it.
+	// EffectPoints is the drop in points the gate is planned to catch (above
+	// the FAIL threshold; default 5, or the FAIL threshold + 1 when that is
+	// higher): the sample-size advice and the sequential test's bets use it.
 	EffectPoints float64 `yaml:"effect_points" json:"effect_points,omitempty"`
 }
 
@@ -71,12 +72,12 @@ func (g QualityGate) Fail() float64 {
 	return g.MarginPoints
 }
 
-// Effect returns EffectPoints, 5 when unset.
+// Effect returns EffectPoints, or when unset 5 (at least the FAIL threshold + 1).
 func (g QualityGate) Effect() float64 {
 	if g.EffectPoints > 0 {
 		return g.EffectPoints
 	}
-	return 5
+	return max(5, g.Fail()+1)
 }
 
 // Design is the gate's rule as stats.Design at confidence conf (0..1 units).

@@ -150,6 +150,10 @@ func TestShippedPolicies(t *testing.T) {
 	if p := NewPolicyV1(); p.Quality.Fail() != 1 {
 		t.Errorf("default-1 fails beyond its margin, got %g", p.Quality.Fail())
 	}
+	wide := QualityGate{MarginPoints: 10} // FAIL beyond 10 points: the planned drop must exceed it
+	if cfg, _ := SequentialConfig(Policy{Confidence: 0.95, Quality: &wide}, 1); cfg.Validate() != nil || wide.Effect() != 11 {
+		t.Errorf("margin 10 without effect: effect %g, %v", wide.Effect(), cfg.Validate())
+	}
 	if _, ok := Shipped("nope"); ok {
 		t.Error("unknown version found")
 	}
