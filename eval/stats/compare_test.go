@@ -113,3 +113,31 @@ func TestCompareErrorsAndGraderErrors(t *testing.T) {
 		t.Errorf("0/0 cost ratio = %v, want 1", c.CostRatio)
 	}
 }
+
+// TestCompareJudgeScores: with continuous scores the quality difference is
+// the mean score difference with a stratified paired t interval; with 0/1
+// scores it stays the pass/fail difference with Tango's interval.
+func TestCompareJudgeScores(t *testing.T) {
+	var inc, cand []Obs
+	for i := range 120 {
+		cat := []string{"category:math", "category:code"}[i%2]
+		s := 0.4 + 0.5*float64(i%7)/6
+		inc = append(inc, Obs{Graded: true, Passed: s >= 0.5, Score: s, Segments: []string{cat}})
+		cand = append(cand, Obs{Graded: true, Passed: s-0.02 >= 0.5, Score: s - 0.02 + 0.01*float64(i%3-1)})
+	}
+	c, err := Compare(inc, cand, Options{Seed: 1, Resamples: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := c.Quality
+	if q.Method != MethodPairedTStratified || math.Abs(q.Diff+0.02) > 1e-9 || !q.DiffCI.Contains(-0.02) || q.DiffCI.High-q.DiffCI.Low > 0.01 {
+		t.Errorf("judge scores: method %s diff %v CI %v", q.Method, q.Diff, q.DiffCI)
+	}
+	for i := range inc {
+		inc[i].Score, cand[i].Score = b2f(inc[i].Passed), b2f(cand[i].Passed)
+	}
+	c, _ = Compare(inc, cand, Options{Seed: 1, Resamples: 50})
+	if c.Quality.Method != MethodTango || c.Quality.DiffCI != TangoInterval(c.Quality.CandidateOnly, c.Quality.IncumbentOnly, c.Quality.N, Z95) {
+		t.Errorf("pass/fail scores: %+v", c.Quality)
+	}
+}
