@@ -1,7 +1,10 @@
 // Package stats holds the statistics a suite report and its gates are built
-// from: Wilson score intervals for accuracy, a seeded paired bootstrap for
-// differences and ratios, McNemar's exact test, nearest-rank percentiles,
-// Holm's multiple-comparison correction and the McNemar sample size.
+// from: Wilson score intervals for accuracy; Tango's score interval for the
+// paired accuracy difference and a stratified paired t for judge scores; a
+// seeded paired bootstrap for cost and latency ratios; McNemar's exact test;
+// nearest-rank percentiles (store/percentile); Holm's correction; the exact
+// operating characteristics and sample sizes of the three-way quality rule
+// (Operating, Plan, DetectableDrop); and the anytime-valid Sequential test.
 //
 // Every function is pure and deterministic for a given seed.
 package stats
