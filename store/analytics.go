@@ -252,12 +252,12 @@ type OverviewCounts struct {
 // (percentile.NearestRank, computed in SQL by percentile.SQL), the one
 // definition reports, gates, load commands and dashboards use.
 type PipelinePoint struct {
-	Pipeline          string    `json:"pipeline"`
-	Mode              string    `json:"mode"`
-	Bucket            time.Time `json:"bucket"` // bucket start, UTC
-	Runs              int64     `json:"runs"`
-	Errors            int64     `json:"errors"`               // runs whose status is not ok
-	CostUSD           float64   `json:"cost_usd"`             // summed cost of the runs
+	Pipeline string    `json:"pipeline"`
+	Mode     string    `json:"mode"`
+	Bucket   time.Time `json:"bucket"` // bucket start, UTC
+	Runs     int64     `json:"runs"`
+	Errors   int64     `json:"errors"`   // runs whose status is not ok
+	CostUSD  float64   `json:"cost_usd"` // summed cost of the runs
 	// CostPerRequestUSD is cost per request: the pipeline's runs' cost summed per
 	// request_id, averaged over those requests (= CostUSD / distinct requests).
 	CostPerRequestUSD float64 `json:"cost_per_request_usd"`

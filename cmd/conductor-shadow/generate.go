@@ -129,4 +129,3 @@ func measurePages(ctx context.Context, out io.Writer, st store.Store, cfg web.Co
 	}
 	return nil
 }
-

@@ -162,7 +162,6 @@ func (r *pathResult) add(d time.Duration) {
 	r.mu.Unlock()
 }
 
-
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
 
 func runProxyLoad(ctx context.Context, out io.Writer, o loadtestOptions) error {

@@ -66,16 +66,16 @@ func (c SequentialConfig) Validate() error {
 // The confidence sequence (CS) is the set of θ₀ whose one-sided tests, with
 // bets sized the same way around θ₀, have not reached 2/α at any time so far.
 type Sequential struct {
-	cfg         SequentialConfig
-	d           []float64
-	logPass     float64 // log K⁺
-	logFail     float64 // log K⁻
-	maxPass     float64 // running max of log K⁺
-	maxFail     float64
-	mean, m2    float64 // Welford over the d's
-	verdict     string
-	decidedAt   int
-	threshold   float64 // log(2/α)
+	cfg       SequentialConfig
+	d         []float64
+	logPass   float64 // log K⁺
+	logFail   float64 // log K⁻
+	maxPass   float64 // running max of log K⁺
+	maxFail   float64
+	mean, m2  float64 // Welford over the d's
+	verdict   string
+	decidedAt int
+	threshold float64 // log(2/α)
 }
 
 // NewSequential starts a test; it returns cfg's Validate error.
