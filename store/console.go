@@ -303,7 +303,10 @@ func checkCanonical(sql string) error {
 	if err != nil {
 		return fmt.Errorf("store: query: %w", err)
 	}
-	for _, t := range toks {
+	for i, t := range toks {
+		if t.text == "{" && i+2 < len(toks) && toks[i+1].kind == tokWord && toks[i+2].text == ":" {
+			return fmt.Errorf("%w: query parameters ({name:Type}) are not allowed", ErrReadOnly)
+		}
 		if t.kind == tokQuotedIdent && !plainName(t.text[1:len(t.text)-1]) {
 			return fmt.Errorf("%w: quoted name %s: names are letters, digits and '_'", ErrReadOnly, t.text)
 		}

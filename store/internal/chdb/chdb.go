@@ -225,6 +225,7 @@ func (c *Conn) queryLocked(sql, format string) ([]byte, error) {
 	}
 	defer c.l.destroyResult(res)
 	if msg := c.l.resultError(res); msg != "" {
+		c.drainLocked()
 		return nil, errors.New(msg)
 	}
 	n := c.l.resultLength(res)
@@ -279,6 +280,16 @@ func (r *Ref) Classify(sql string) (Analysis, error) {
 		return Analysis{}, errors.New("chdb: chdb_classify_query_n could not analyse the statement")
 	}
 	return Analysis{Statements: int(out.statements), Class: QueryClass(out.class)}, nil
+}
+
+// drainLocked runs a throw-away statement after a failed one. The engine keeps
+// what a failed statement had already written to its output (a header line,
+// say) and hands it out at the start of the next statement's answer; this
+// statement takes it, so the next caller gets only its own rows.
+func (c *Conn) drainLocked() {
+	if res := c.l.query(c.c.internal, "SELECT 1", "TabSeparated"); res != nil {
+		c.l.destroyResult(res)
+	}
 }
 
 // Close releases this reference; the last one closes the engine's connection.
