@@ -1,12 +1,12 @@
 package ingest
 
 import (
-	"fmt"
 	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"maps"
 	"os"
 	"regexp"
