@@ -60,6 +60,12 @@ func (a *api) query(c *gin.Context) {
 	switch {
 	case errors.Is(err, store.ErrReadOnly):
 		c.JSON(http.StatusBadRequest, gin.H{"error": err.Error()})
+	case errors.Is(err, store.ErrQueryBusy):
+		c.Header("Retry-After", "1")
+		c.JSON(http.StatusTooManyRequests, gin.H{"error": err.Error()})
+	case errors.Is(err, store.ErrClosed):
+		_ = c.Error(err)
+		c.JSON(http.StatusServiceUnavailable, gin.H{"error": err.Error()})
 	case err != nil:
 		c.JSON(http.StatusUnprocessableEntity, gin.H{"error": err.Error()})
 	default:
@@ -84,6 +90,8 @@ func (a *api) runSuite(c *gin.Context) {
 		code := http.StatusInternalServerError
 		if errors.Is(err, errBadSet) {
 			code = http.StatusBadRequest
+		} else {
+			_ = c.Error(err)
 		}
 		c.JSON(code, gin.H{"error": err.Error()})
 		return

@@ -47,6 +47,12 @@ type ServerConfig struct {
 	// ShutdownTimeout bounds draining: in-flight HTTP requests, the tap's queue and
 	// the store writer.
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// AllowedHosts are the further names the server answers under (Host
+	// header), beside localhost, IP addresses and the name in Addr: e.g. the
+	// name of a reverse proxy in front of it, or ".example.com" for every name
+	// under example.com. Browsers' state-changing requests from these origins
+	// are accepted too. Other names get 421 (DNS rebinding protection).
+	AllowedHosts []string `yaml:"allowed_hosts"`
 }
 
 // PipelinesConfig names what runs on every request.
@@ -161,6 +167,9 @@ func (c Config) Validate() error {
 	var errs []error
 	if _, _, err := net.SplitHostPort(c.Server.Addr); err != nil {
 		errs = append(errs, fmt.Errorf("config: server.addr %q: want host:port", c.Server.Addr))
+	}
+	if err := validateAllowedHosts(c.Server.AllowedHosts); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Server.ShutdownTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("config: server.shutdown_timeout must be > 0, got %v", c.Server.ShutdownTimeout))

@@ -102,7 +102,8 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 
 	gin.SetMode(gin.ReleaseMode)
 	router := gin.New()
-	router.Use(gin.Recovery(), otelgin.Middleware(s.cfg.Telemetry.ServiceName, otelgin.WithTracerProvider(tp)))
+	router.Use(gin.Recovery(), otelgin.Middleware(s.cfg.Telemetry.ServiceName, otelgin.WithTracerProvider(tp)),
+		logServerErrors(s.log), browserGuard(newHostRules(s.cfg.Server.Addr, s.cfg.Server.AllowedHosts), s.log))
 	router.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok", "store": where}) })
 	guarded := router.Group("/", requireToken(token))
 	tap.Register(guarded)
@@ -152,6 +153,8 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 		handler = s.proxy.Front(router) // production calls skip the middleware
 	}
 	s.http = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	// Everything that reads a secret from the environment has read it.
+	scrubSecrets(s.cfg)
 	go func() { s.serveErr <- s.http.Serve(ln) }()
 	s.log.Info("serving", "url", "http://"+ln.Addr().String(), "store", where)
 	return nil
