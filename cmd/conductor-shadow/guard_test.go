@@ -36,7 +36,7 @@ func TestBrowserGuard(t *testing.T) {
 	const js = "application/json"
 	tests := []struct {
 		name, method, path, host, origin, fetchSite, ctype, body string
-		want                                                    int
+		want                                                     int
 	}{
 		{name: "loopback ip", method: "GET", path: "/traces", host: "127.0.0.1:8080", want: 200},
 		{name: "localhost", method: "GET", path: "/traces", host: "localhost:8080", want: 200},
