@@ -135,6 +135,10 @@ func open(ctx context.Context, cfg Config) (*sqlStore, error) {
 			return nil, fmt.Errorf("store: console_dsn: %w", err)
 		}
 		s.consoleT = ct
+		if s.console.userReadonly, err = userReadonly(ctx, ct); err != nil {
+			s.Close()
+			return nil, err
+		}
 	}
 	return s, nil
 }

@@ -83,8 +83,34 @@ type consoleGuard struct {
 	mu         sync.Mutex
 	tableOnly  map[string]bool
 	slots      chan struct{}
-	database   string // unquoted: qualified table names must name it
-	classifier func(ctx context.Context, sql string) error
+	database string // unquoted: qualified table names must name it
+	// userReadonly is the readonly setting the console's ClickHouse user has
+	// by its profile: 0 (the store's own connection) appends readonly = 1 and
+	// the limits to every statement; 2 appends the limits only (the engine
+	// refuses any change of readonly); 1 appends nothing (the engine refuses
+	// every setting; the profile holds the limits).
+	userReadonly int
+}
+
+// userReadonly reads the readonly setting of the console connection's user
+// and refuses a user that may write.
+func userReadonly(ctx context.Context, t transport) (int, error) {
+	type row struct {
+		R string `json:"r"`
+	}
+	rows, err := queryRows[row](ctx, t, "SELECT toString(getSetting('readonly')) AS r")
+	if err != nil {
+		return 0, fmt.Errorf("store: console_dsn: read the user's readonly setting: %w", err)
+	}
+	if len(rows) == 1 {
+		switch rows[0].R {
+		case "1":
+			return 1, nil
+		case "2":
+			return 2, nil
+		}
+	}
+	return 0, fmt.Errorf("store: console_dsn: the user is not read-only (readonly = %v); give it a settings profile with readonly = 2 (see README, Security)", rows)
 }
 
 func newConsoleGuard(database string, concurrency int) *consoleGuard {
@@ -365,6 +391,12 @@ func (g *consoleGuard) prepare(ctx context.Context, t transport, sql string, lim
 	}
 	if err := g.checkAST(canon, nodes, tableOnly); err != nil {
 		return "", err
+	}
+	switch g.userReadonly {
+	case 1:
+		return canon, nil
+	case 2:
+		return canon + "\nSETTINGS " + strings.TrimSuffix(lim.settings(), ", "), nil
 	}
 	return canon + "\nSETTINGS " + lim.settings() + "readonly = 1", nil
 }

@@ -276,3 +276,31 @@ func TestConsoleBusy(t *testing.T) {
 		t.Fatalf("Query with the slot free again: %v", err)
 	}
 }
+
+// TestConsoleReadonlyUser: with a console user whose profile is readonly = 2
+// the statement carries the limits but not readonly (the engine refuses any
+// change of it); with readonly = 1 it carries no settings at all.
+func TestConsoleReadonlyUser(t *testing.T) {
+	f := newConsoleFixture(t)
+	ctx := context.Background()
+	lim := queryLimits{timeout: 5 * time.Second, maxRows: 10}
+	for _, tc := range []struct {
+		readonly int
+		want     string
+	}{
+		{0, "SELECT 1\nSETTINGS " + lim.settings() + "readonly = 1"},
+		{2, "SELECT 1\nSETTINGS " + strings.TrimSuffix(lim.settings(), ", ")},
+		{1, "SELECT 1"},
+	} {
+		g := newConsoleGuard(strings.Trim(f.s.db, "`"), 1)
+		g.userReadonly = tc.readonly
+		got, err := g.prepare(ctx, f.s.t, "select 1;", lim)
+		if err != nil || got != tc.want {
+			t.Errorf("readonly %d: prepare = %q, %v; want %q", tc.readonly, got, err, tc.want)
+			continue
+		}
+		if _, err := f.s.t.queryText(ctx, got); err != nil {
+			t.Errorf("readonly %d: the engine refuses %q: %v", tc.readonly, got, err)
+		}
+	}
+}

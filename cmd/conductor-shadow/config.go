@@ -93,6 +93,7 @@ type envOverrides struct {
 	Addr          string `env:"CONDUCTOR_SHADOW_ADDR"`
 	DataDir       string `env:"CONDUCTOR_SHADOW_DATA"`
 	ClickHouseDSN string `env:"CONDUCTOR_SHADOW_CLICKHOUSE_DSN"`
+	ConsoleDSN    string `env:"CONDUCTOR_SHADOW_CONSOLE_DSN"` // store.console_dsn: the SQL console's read-only user
 	PoolURL       string `env:"CONDUCTOR_SHADOW_POOL_URL"` // base URL of every worker, e.g. http://127.0.0.1:9090/v1
 	OTLPEndpoint  string `env:"CONDUCTOR_SHADOW_OTLP_ENDPOINT"`
 }
@@ -151,6 +152,9 @@ func (c *Config) applyOverrides(ov envOverrides) {
 	}
 	if ov.ClickHouseDSN != "" {
 		c.Store.DSN = ov.ClickHouseDSN
+	}
+	if ov.ConsoleDSN != "" {
+		c.Store.ConsoleDSN = ov.ConsoleDSN
 	}
 	if ov.PoolURL != "" {
 		for i := range c.Shadow.Workers {
