@@ -80,10 +80,10 @@ var consoleExplainKinds = map[string]bool{
 // consoleGuard holds what the console check learns from the engine once: the
 // names of table functions that are not also scalar functions (lower case).
 type consoleGuard struct {
-	mu         sync.Mutex
-	tableOnly  map[string]bool
-	slots      chan struct{}
-	database string // unquoted: qualified table names must name it
+	mu        sync.Mutex
+	tableOnly map[string]bool
+	slots     chan struct{}
+	database  string // unquoted: qualified table names must name it
 	// userReadonly is the readonly setting the console's ClickHouse user has
 	// by its profile: 0 (the store's own connection) appends readonly = 1 and
 	// the limits to every statement; 2 appends the limits only (the engine
