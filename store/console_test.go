@@ -304,3 +304,26 @@ func TestConsoleReadonlyUser(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkConsoleQuery prints what the console's checks cost on the embedded
+// engine: a console query (lexer, formatQuery, EXPLAIN AST, classify, run)
+// against the same statement run directly.
+func BenchmarkConsoleQuery(b *testing.B) {
+	f := newConsoleFixture(b)
+	ctx := context.Background()
+	const q = "SELECT pipeline, count() FROM runs GROUP BY pipeline"
+	b.Run("console", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := f.s.Query(ctx, q); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("direct", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := f.s.t.queryText(ctx, q); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

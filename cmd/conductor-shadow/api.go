@@ -50,8 +50,12 @@ func (a *api) register(r gin.IRouter) {
 	r.POST("/api/suite-runs", a.runSuite)
 }
 
+// maxQueryBodyBytes bounds the body of POST /api/query (1 MiB of SQL).
+const maxQueryBodyBytes = 1 << 20
+
 func (a *api) query(c *gin.Context) {
 	var req queryRequest
+	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, maxQueryBodyBytes)
 	if err := c.ShouldBindJSON(&req); err != nil || strings.TrimSpace(req.SQL) == "" {
 		c.JSON(http.StatusBadRequest, gin.H{"error": "want a JSON body {\"sql\": \"SELECT ...\"}"})
 		return
