@@ -191,6 +191,11 @@ func TestServeRefusesAttacks(t *testing.T) {
 		t.Errorf("runaway query answered %d %s; want 422 with the engine's limit", a.status, a.body)
 	}
 	schemaWhole("the runaway query")
+	for _, want := range []string{"console query", "TOO_MANY_ROWS", "only read-only statements", "attacker.example", "evil.example"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("the log lacks %q", want)
+		}
+	}
 	if strings.Contains(logs.String(), token) || strings.Contains(logs.String(), piiKey) {
 		t.Error("the log shows a secret")
 	}

@@ -112,6 +112,7 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 		suites: &suiteRunner{cfg: s.cfg, st: st, p: s.pipes},
 		stats:  func() ingest.StatsSnapshot { return s.stats.Snapshot(s.queue.Len()) },
 		writer: s.writer.Stats,
+		log:    s.log,
 	}
 	a.register(guarded)
 	s.sched, err = schedule.New(s.cfg.Schedules, func(ctx context.Context, job schedule.Suite) (string, error) {
