@@ -23,9 +23,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/conductor-shadow/conductor-shadow/eval/stats"
 	"github.com/conductor-shadow/conductor-shadow/ingest"
 	"github.com/conductor-shadow/conductor-shadow/ingest/incumbenttest"
+	"github.com/conductor-shadow/conductor-shadow/store/percentile"
 )
 
 // Targets of the role load run: a role's added latency may be at most
@@ -257,7 +257,7 @@ func runRoleLoad(ctx context.Context, out io.Writer, o roleLoadOptions) error {
 				v = append(v, m[name][i])
 			}
 			slices.Sort(v)
-			return stats.NearestRank(v, 50)
+			return percentile.NearestRank(v, 50)
 		}
 		fmt.Fprintf(out, "medians over %d rounds (ms added over direct):\n", len(rounds))
 		b95, b99 := med("bare proxy", 0), med("bare proxy", 1)
@@ -370,7 +370,7 @@ func measureRoles(ctx context.Context, out io.Writer, rows []*roleRow, o roleLoa
 			v[i] = float64(d.Microseconds()) / 1000
 		}
 		slices.Sort(v)
-		return stats.NearestRank(v, p)
+		return percentile.NearestRank(v, p)
 	}
 	direct95, direct99 := pct(rows[0].result, 95), pct(rows[0].result, 99)
 	bare95, bare99 := pct(rows[1].result, 95)-direct95, pct(rows[1].result, 99)-direct99

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -41,24 +40,6 @@ type osProcess struct {
 	exited     chan error    // the exit, once (waitHTTP reads it while starting)
 	done       chan struct{} // closed at exit
 	log        *syncBuffer
-}
-
-// syncBuffer is a bytes.Buffer safe for the child's output and the test's reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func startServe(t *testing.T, bin string, env []string, name string, args ...string) *osProcess {

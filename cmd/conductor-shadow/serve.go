@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/contrib/instrumentation/github.com/gin-gonic/gin/otelgin"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/conductor-shadow/conductor-shadow/eval/gate"
 	"github.com/conductor-shadow/conductor-shadow/eval/schedule"
 	"github.com/conductor-shadow/conductor-shadow/ingest"
 	"github.com/conductor-shadow/conductor-shadow/shadow"
@@ -130,7 +131,8 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 
 	gin.SetMode(gin.ReleaseMode)
 	router := gin.New()
-	router.Use(gin.Recovery(), otelgin.Middleware(s.cfg.Telemetry.ServiceName, otelgin.WithTracerProvider(tp)))
+	router.Use(gin.Recovery(), otelgin.Middleware(s.cfg.Telemetry.ServiceName, otelgin.WithTracerProvider(tp)),
+		logServerErrors(s.log), browserGuard(newHostRules(s.cfg.Server.Addr, s.cfg.Server.AllowedHosts), s.log))
 	router.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok", "role": role, "store": where}) })
 	guarded := router.Group("/", requireToken(token))
 	if tap != nil {
@@ -140,6 +142,7 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 		st:     s.st,
 		stats:  func() ingest.StatsSnapshot { return s.stats.Snapshot(s.queue.Len()) },
 		writer: func() store.WriterStats { return store.WriterStats{} },
+		log:    s.log,
 	}
 	if s.writer != nil {
 		a.writer = s.writer.Stats
@@ -190,7 +193,15 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 		if err := web.CheckExposure(s.cfg.Server.Addr, webAuth); err != nil {
 			return fmt.Errorf("serve: %w", err)
 		}
-		if err := web.Register(router.Group("/", webAuth.Middleware()), s.st, s.cfg.Web); err != nil {
+		webCfg := s.cfg.Web
+		if s.cfg.Suite.Policy != "" { // the overview's running verdicts use the suites' policy
+			p, err := gate.Load(s.cfg.Suite.Policy)
+			if err != nil {
+				return fmt.Errorf("serve: %w", err)
+			}
+			webCfg.GatePolicy = &p
+		}
+		if err := web.Register(router.Group("/", webAuth.Middleware()), s.st, webCfg); err != nil {
 			return fmt.Errorf("serve: web: %w", err)
 		}
 	}
@@ -204,6 +215,8 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 		handler = s.proxy.Front(router) // production calls skip the middleware
 	}
 	s.http = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	// Everything that reads a secret from the environment has read it.
+	scrubSecrets(s.cfg)
 	go func() { s.serveErr <- s.http.Serve(ln) }()
 	s.log.Info("serving", "url", "http://"+ln.Addr().String(), "role", role, "store", where)
 	return nil
