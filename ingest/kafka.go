@@ -33,14 +33,17 @@ type KafkaConfig struct {
 	// before the group hands its partitions to the others; heartbeats go every
 	// third of it.
 	SessionTimeout time.Duration `yaml:"session_timeout"`
+	// AckTimeout bounds how long a POST /v1/tap waits for the broker to
+	// acknowledge its copy before answering 503 (kafka_unavailable).
+	AckTimeout time.Duration `yaml:"ack_timeout"`
 }
 
 // NewDefaultKafkaConfig returns Kafka off, topic "conductor-shadow.exchanges",
 // group "conductor-shadow", a 10,000-exchange buffer, 10 ms produce batches,
-// 10 s commits and a 10 s session.
+// 10 s commits, a 10 s session and 10 s for a produce acknowledgement.
 func NewDefaultKafkaConfig() KafkaConfig {
 	return KafkaConfig{Topic: "conductor-shadow.exchanges", Group: "conductor-shadow", Buffer: 10000,
-		BatchTimeout: 10 * time.Millisecond, CommitTimeout: 10 * time.Second, SessionTimeout: 10 * time.Second}
+		BatchTimeout: 10 * time.Millisecond, CommitTimeout: 10 * time.Second, SessionTimeout: 10 * time.Second, AckTimeout: 10 * time.Second}
 }
 
 // Enabled reports whether brokers are configured.
@@ -72,6 +75,9 @@ func (c KafkaConfig) Validate() error {
 	if c.CommitTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("ingest: kafka.commit_timeout must be positive, got %s", c.CommitTimeout))
 	}
+	if c.AckTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("ingest: kafka.ack_timeout must be positive, got %s", c.AckTimeout))
+	}
 	if c.SessionTimeout < time.Second {
 		errs = append(errs, fmt.Errorf("ingest: kafka.session_timeout must be at least 1s, got %s", c.SessionTimeout))
 	}
@@ -98,7 +104,7 @@ type KafkaQueue struct {
 
 	mu      sync.RWMutex
 	closed  bool
-	buf     chan Exchange
+	buf     chan pubItem
 	pubDone chan struct{}
 	stop    context.CancelFunc
 	stopCtx context.Context
@@ -141,7 +147,7 @@ func NewKafkaQueue(cfg KafkaConfig, consume bool, stats *Stats, log *slog.Logger
 			RequiredAcks:           kafka.RequireAll,
 			AllowAutoTopicCreation: true,
 		},
-		buf:     make(chan Exchange, cfg.Buffer),
+		buf:     make(chan pubItem, cfg.Buffer),
 		pubDone: make(chan struct{}),
 		stop:    cancel,
 		stopCtx: ctx,
@@ -173,22 +179,53 @@ func kafkaMessage(ex Exchange) (kafka.Message, error) {
 	return kafka.Message{Key: []byte(ex.RequestID), Value: b}, nil
 }
 
+// ErrKafkaUnavailable is returned by an acknowledged Publish (see WithAck) when
+// the broker did not acknowledge the exchange in time: the copy may be lost, so
+// the tap answers 503 and the sender retries (the request id deduplicates).
+var ErrKafkaUnavailable = errors.New("ingest: kafka unavailable")
+
+type ackKey struct{}
+
+// WithAck marks ctx so that KafkaQueue.Publish returns only once the broker has
+// acknowledged the exchange (RequiredAcks=all), or with ErrKafkaUnavailable. The
+// tap's HTTP handlers use it, so 202 means the copy is in Kafka; the mirroring
+// proxy's copies are published without waiting (no client waits for them).
+// Queues that are not Kafka ignore it.
+func WithAck(ctx context.Context) context.Context { return context.WithValue(ctx, ackKey{}, true) }
+
+func ackWanted(ctx context.Context) bool { v, _ := ctx.Value(ackKey{}).(bool); return v }
+
+// pubItem is one exchange waiting to be produced; done, when set, receives the
+// produce result.
+type pubItem struct {
+	ex   Exchange
+	done chan error
+}
+
 // publishLoop writes buffered exchanges in batches until Close drains the buffer.
+// A failed write is counted as dropped ("kafka_unavailable") for the exchanges
+// nobody waits for; the waiting ones get the error (their caller counts it).
 func (q *KafkaQueue) publishLoop() {
 	defer close(q.pubDone)
 	const maxBatch = 500
 	batch := make([]kafka.Message, 0, maxBatch)
-	for ex := range q.buf {
-		batch = batch[:0]
-		add := func(ex Exchange) {
-			m, err := kafkaMessage(ex)
+	waiting := make([]chan error, 0, maxBatch)
+	for it := range q.buf {
+		batch, waiting = batch[:0], waiting[:0]
+		add := func(it pubItem) {
+			m, err := kafkaMessage(it.ex)
 			if err != nil {
-				q.stats.failed.Add(1)
+				if it.done != nil {
+					it.done <- err
+				} else {
+					q.stats.failed.Add(1)
+				}
 				return
 			}
 			batch = append(batch, m)
+			waiting = append(waiting, it.done)
 		}
-		add(ex)
+		add(it)
 	fill:
 		for len(batch) < maxBatch {
 			select {
@@ -204,27 +241,53 @@ func (q *KafkaQueue) publishLoop() {
 		if len(batch) == 0 {
 			continue
 		}
-		if err := q.writer.WriteMessages(q.stopCtx, batch...); err != nil {
+		err := q.writer.WriteMessages(q.stopCtx, batch...)
+		if err != nil {
 			q.log.Warn("kafka: publish failed", "messages", len(batch), "err", err)
-			for range batch {
+			err = fmt.Errorf("%w: %w", ErrKafkaUnavailable, err)
+		}
+		for _, done := range waiting {
+			switch {
+			case done != nil:
+				done <- err
+			case err != nil:
 				q.stats.drop("kafka_unavailable")
 			}
 		}
 	}
 }
 
-// Publish implements Queue: it never blocks.
-func (q *KafkaQueue) Publish(_ context.Context, ex Exchange) error {
+// Publish implements Queue: it never blocks, unless ctx carries WithAck; then it
+// waits for the broker's acknowledgement, at most AckTimeout.
+func (q *KafkaQueue) Publish(ctx context.Context, ex Exchange) error {
+	it := pubItem{ex: ex}
+	if ackWanted(ctx) {
+		it.done = make(chan error, 1)
+	}
 	q.mu.RLock()
-	defer q.mu.RUnlock()
 	if q.closed {
+		q.mu.RUnlock()
 		return ErrQueueClosed
 	}
 	select {
-	case q.buf <- ex:
-		return nil
+	case q.buf <- it:
 	default:
+		q.mu.RUnlock()
 		return ErrQueueFull
+	}
+	q.mu.RUnlock()
+	if it.done == nil {
+		return nil
+	}
+	t := time.NewTimer(q.cfg.AckTimeout)
+	defer t.Stop()
+	select {
+	case err := <-it.done:
+		return err
+	case <-t.C:
+		return fmt.Errorf("%w: no acknowledgement within %s", ErrKafkaUnavailable, q.cfg.AckTimeout)
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %w", ErrKafkaUnavailable, ctx.Err())
 	}
 }
 

@@ -2,7 +2,10 @@ package ingest
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
+	"net/http"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -154,4 +157,75 @@ func TestKafkaConfigValidate(t *testing.T) {
 	if _, err := NewKafkaQueue(NewDefaultKafkaConfig(), true, NewStats(), nil); err == nil {
 		t.Fatal("a queue without brokers must be refused")
 	}
+}
+
+// TestKafkaPublishWithAckWaitsForTheBroker: an acknowledged Publish returns once
+// the exchange is in the topic, and with ErrKafkaUnavailable when no broker
+// answers; a copy nobody waits for is counted as dropped instead.
+func TestKafkaPublishWithAckWaitsForTheBroker(t *testing.T) {
+	kcfg := newKafkaCluster(t, "acked", 1)
+	stats := NewStats()
+	prod, err := NewKafkaQueue(kcfg, false, stats, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Shutdown(context.Background())
+	if err := prod.Publish(WithAck(context.Background()), exchange("acked-1", "question")); err != nil {
+		t.Fatalf("acknowledged publish: %v", err)
+	}
+	// It is in the topic already: a consumer reads it.
+	cons, err := NewKafkaQueue(kcfg, true, NewStats(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cons.Shutdown(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	d, err := cons.Next(ctx)
+	if err != nil || d.Exchange.RequestID != "acked-1" {
+		t.Fatalf("next: %v %q", err, d.Exchange.RequestID)
+	}
+
+	// No broker: the acknowledged publish fails within ack_timeout.
+	down := kcfg
+	down.Brokers = []string{closedAddr(t)}
+	down.AckTimeout = 500 * time.Millisecond
+	dstats := NewStats()
+	dq, err := NewKafkaQueue(down, false, dstats, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dq.Shutdown(context.Background())
+	start := time.Now()
+	err = dq.Publish(WithAck(context.Background()), exchange("lost-1", "question"))
+	if !errors.Is(err, ErrKafkaUnavailable) {
+		t.Fatalf("publish without a broker: %v, want ErrKafkaUnavailable", err)
+	}
+	if time.Since(start) > 5*time.Second {
+		t.Fatalf("the acknowledged publish took %s, ack_timeout is 500ms", time.Since(start))
+	}
+	// Through the tap: 503 kafka_unavailable, counted once.
+	tap, err := NewTap(NewDefaultConfig(), dq, dstats, WithPIISecret([]byte("s")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, resp := tap.Offer(WithAck(context.Background()), exchange("lost-2", "question"))
+	if code != http.StatusServiceUnavailable || resp.Reason != "kafka_unavailable" {
+		t.Fatalf("tap answered %d %+v", code, resp)
+	}
+	if n := dstats.Snapshot(0).Dropped["kafka_unavailable"]; n != 1 {
+		t.Fatalf("kafka_unavailable counted %d, want 1 (the waiting caller counts it, the producer does not)", n)
+	}
+}
+
+// closedAddr is a loopback address nothing listens on.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
 }

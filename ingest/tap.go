@@ -133,8 +133,11 @@ func (t *Tap) Offer(ctx context.Context, ex Exchange) (int, TapResponse) {
 			t.seen.Remove(ex.RequestID) // not queued: a retry must get through
 		}
 		reason := "queue_full"
-		if errors.Is(err, ErrQueueClosed) {
+		switch {
+		case errors.Is(err, ErrQueueClosed):
 			reason = "shutting_down"
+		case errors.Is(err, ErrKafkaUnavailable):
+			reason = "kafka_unavailable"
 		}
 		t.stats.drop(reason)
 		return http.StatusServiceUnavailable, TapResponse{Status: "dropped", RequestID: ex.RequestID, Reason: reason, Error: err.Error()}
@@ -163,7 +166,8 @@ func (t *Tap) handle(c *gin.Context) {
 		t.reject(c, http.StatusBadRequest, de)
 		return
 	}
-	code, resp := t.Offer(c.Request.Context(), ex)
+	// 202 means kept: with Kafka, once the broker acknowledged the copy.
+	code, resp := t.Offer(WithAck(c.Request.Context()), ex)
 	c.JSON(code, resp)
 }
 
@@ -240,7 +244,7 @@ func (t *Tap) handleBatch(c *gin.Context) {
 				r = TapResponse{Status: "rejected", Reason: de.Reason, Error: de.Error()}
 				break
 			}
-			_, r = t.Offer(c.Request.Context(), ex)
+			_, r = t.Offer(WithAck(c.Request.Context()), ex)
 		}
 		resp.Results[i] = r
 		resp.Counts[r.Status]++
