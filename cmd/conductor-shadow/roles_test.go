@@ -158,6 +158,14 @@ writer:
 	if h := get(t, "http://"+tap.addr+"/healthz"); !strings.Contains(h, `"role":"tap"`) || !strings.Contains(h, "none") {
 		t.Fatalf("tap healthz: %s", h)
 	}
+	resp, err := http.Get("http://" + tap.addr + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("the tap role serves no web UI: GET / = %s", resp.Status)
+	}
 
 	const n = 150
 	ids := make(map[string]bool, n)
