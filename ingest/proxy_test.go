@@ -128,10 +128,10 @@ func TestProxyAnswersUnchangedAndMirrors(t *testing.T) {
 		wantUsage                Usage
 		wantRoute                string
 	}{
-		{"chat", "POST", "/v1/chat/completions", `{"model":"gpt-4o","messages":[{"role":"user","content":"what is 2+2?"}]}`, true, "echo: what is 2+2?", Usage{12, 5}, "/v1/chat/completions"},
-		{"chat streamed with usage", "POST", "/v1/chat/completions", `{"model":"gpt-4o","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"name a prime"}]}`, true, "echo: name a prime", Usage{12, 5}, "/v1/chat/completions"},
-		{"responses", "POST", "/v1/responses", `{"model":"gpt-4o","instructions":"be brief","input":"hello there"}`, true, "echo: hello there", Usage{12, 5}, "/v1/responses"},
-		{"responses streamed", "POST", "/v1/responses", `{"model":"gpt-4o","stream":true,"input":[{"role":"user","content":[{"type":"input_text","text":"stream me"}]}]}`, true, "echo: stream me", Usage{12, 4}, "/v1/responses"},
+		{"chat", "POST", "/v1/chat/completions", `{"model":"gpt-4o","messages":[{"role":"user","content":"what is 2+2?"}]}`, true, "echo: what is 2+2?", Usage{PromptTokens: 12, CompletionTokens: 5}, "/v1/chat/completions"},
+		{"chat streamed with usage", "POST", "/v1/chat/completions", `{"model":"gpt-4o","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"name a prime"}]}`, true, "echo: name a prime", Usage{PromptTokens: 12, CompletionTokens: 5}, "/v1/chat/completions"},
+		{"responses", "POST", "/v1/responses", `{"model":"gpt-4o","instructions":"be brief","input":"hello there"}`, true, "echo: hello there", Usage{PromptTokens: 12, CompletionTokens: 5}, "/v1/responses"},
+		{"responses streamed", "POST", "/v1/responses", `{"model":"gpt-4o","stream":true,"input":[{"role":"user","content":[{"type":"input_text","text":"stream me"}]}]}`, true, "echo: stream me", Usage{PromptTokens: 12, CompletionTokens: 4}, "/v1/responses"},
 		{"models passes through", "GET", "/v1/models", ``, false, "", Usage{}, ""},
 		{"unknown path passes through", "POST", "/v1/embeddings", `{"input":"x"}`, false, "", Usage{}, ""},
 	}
