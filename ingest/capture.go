@@ -236,7 +236,7 @@ func (c capture) exchange() (Exchange, error) {
 		}
 		resp.Usage = a.usage
 		if !a.hasUsage {
-			resp.Usage, resp.UsageEstimated = estimateUsage(req.Messages, resp.Content+resp.Reasoning), true
+			resp.Usage, resp.UsageEstimated = estimateUsage(req.Messages, a.generated()), true
 		}
 	} else {
 		if bodyErr != nil {
@@ -330,6 +330,21 @@ func (a answer) reasoning() string {
 		return c.Reasoning
 	}
 	return ""
+}
+
+// generated is every text the model wrote, over all choices: content,
+// reasoning, tool names and arguments (for estimating completion tokens).
+func (a answer) generated() string {
+	var b strings.Builder
+	for _, c := range a.choices {
+		b.WriteString(c.Content)
+		b.WriteString(c.Reasoning)
+		for _, tc := range c.ToolCalls {
+			b.WriteString(tc.Name)
+			b.WriteString(tc.Arguments)
+		}
+	}
+	return b.String()
 }
 
 // detailed reports whether the answer needs its choices stored: more than one,

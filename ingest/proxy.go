@@ -317,4 +317,3 @@ func (p *Proxy) offer(c capture) {
 	p.tap.Offer(context.Background(), ex)
 	p.stats.mirror(ProxyOutcomeOffered)
 }
-

@@ -221,7 +221,7 @@ func TestProxyStreamsChunkByChunk(t *testing.T) {
 	}
 }
 
-func TestProxyForwardsIncumbentErrorsWithoutMirroring(t *testing.T) {
+func TestProxyForwardsAndMirrorsIncumbentErrors(t *testing.T) {
 	tap := &recordingTap{}
 	f := newProxyFixture(t, &incumbenttest.Handler{Status: http.StatusTooManyRequests}, tap)
 	a := f.do(t, f.front.URL, "POST", "/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"x"}]}`, nil)
@@ -229,8 +229,9 @@ func TestProxyForwardsIncumbentErrorsWithoutMirroring(t *testing.T) {
 		t.Fatalf("got %d %s", a.status, a.body)
 	}
 	waitFor(t, "the outcome counted", func() bool { return f.stats.Snapshot(0).Mirrored[ProxyOutcomeNotOK] == 1 })
-	if len(tap.all()) != 0 {
-		t.Fatalf("an incumbent error was offered to the tap")
+	waitFor(t, "the failure offered", func() bool { return len(tap.all()) == 1 })
+	if r := tap.all()[0].Response; r.Status != http.StatusTooManyRequests || !strings.Contains(r.Error, "scripted failure") {
+		t.Fatalf("offered %+v, want the 429 and its error body", r)
 	}
 }
 
