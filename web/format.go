@@ -50,6 +50,24 @@ func fmtMs(ms float64) string {
 	return strconv.FormatFloat(ms, 'f', 0, 64)
 }
 
+// fmtLatency renders a latency with its unit, or "unknown" when it was not
+// measured (stored as 0).
+func fmtLatency(ms float64) string {
+	if ms <= 0 {
+		return "unknown"
+	}
+	return fmtMs(ms) + " ms"
+}
+
+// fmtMsOrUnknown is fmtMs, or "unknown" when the latency was not measured (0),
+// for cells under a "ms" heading.
+func fmtMsOrUnknown(ms float64) string {
+	if ms <= 0 {
+		return "unknown"
+	}
+	return fmtMs(ms)
+}
+
 // fmtMsOrDash is fmtMs, or "—" when ms is 0 (no such run).
 func fmtMsOrDash(ms float64) string {
 	if ms == 0 {
@@ -132,7 +150,7 @@ func statusClass(status string) string {
 		return "status status-ok"
 	case store.StatusError:
 		return "status status-error"
-	case store.StatusPlanUnparsable, store.StatusBudgetExceeded:
+	case store.StatusPlanUnparsable, store.StatusBudgetExceeded, store.StatusCancelledByClient:
 		return "status status-warn"
 	case store.StatusSkipped:
 		return "status status-skipped"

@@ -139,7 +139,7 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 	if err := web.CheckExposure(s.cfg.Server.Addr, webAuth); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	if err := web.Register(router.Group("/", webAuth.Middleware()), st, s.cfg.Web); err != nil {
+	if err := web.Register(router.Group("/", webAuth.Middleware()), st, s.cfg.Web, web.WithLogger(s.log)); err != nil {
 		return fmt.Errorf("serve: web: %w", err)
 	}
 
