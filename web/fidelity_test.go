@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -228,5 +230,49 @@ func TestTracePageShowsWhatHappened(t *testing.T) {
 	}
 	if strings.Contains(body, "0.0–") {
 		t.Error("the timeline shows a 0.0 ms span for a step of unknown latency")
+	}
+}
+
+// TestOverviewNamesItsTimeBases: requests count by received time, runs by start
+// time; when runs in the window belong to requests received before it (a
+// replay), the page says how many and why the two counts differ.
+func TestOverviewNamesItsTimeBases(t *testing.T) {
+	st := storetest.NewMemory()
+	ctx := context.Background()
+	window := overviewQuery{From: t0, To: t0.Add(time.Hour)}
+	var reqs []store.Request
+	var runs []store.Run
+	for i := range 5 {
+		id := fmt.Sprintf("r%d", i)
+		received := t0.Add(10 * time.Minute)
+		if i >= 2 {
+			received = t0.Add(-72 * time.Hour) // recorded days ago, replayed now
+		}
+		reqs = append(reqs, store.Request{RequestID: id, ReceivedAt: received, Source: store.SourceReplay, App: "a", Input: `[{"role":"user","content":"q"}]`})
+		runs = append(runs, store.Run{RunID: id + "/c", RequestID: id, Pipeline: "conductor", Mode: store.ModeCandidate,
+			StartedAt: t0.Add(20 * time.Minute), LatencyMs: 100, Status: store.StatusOK})
+	}
+	if err := st.InsertRequests(ctx, reqs); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.InsertRuns(ctx, runs); err != nil {
+		t.Fatal(err)
+	}
+	doc := parseHTML(t, get(t, newTestServer(t, st, NewDefaultConfig()), urls{}.overviewWith(window)).Body.String())
+	if got := text(byTestID(doc, "count-requests")[0]); got != "2" {
+		t.Errorf("requests received = %q, want 2", got)
+	}
+	if got := text(byTestID(doc, "count-shadow")[0]); got != "5" {
+		t.Errorf("shadow runs = %q, want 5", got)
+	}
+	note := byTestID(doc, "count-basis-note")
+	if len(note) != 1 || !strings.Contains(text(note[0]), "the other 3 were received earlier") {
+		t.Errorf("no note naming the 3 requests received before the window")
+	}
+	cards := text(byTestID(doc, "overview-counts")[0])
+	for _, want := range []string{"Requests received", "by received time", "Shadow runs started", "by start time"} {
+		if !strings.Contains(cards, want) {
+			t.Errorf("the counts do not name their time basis %q: %q", want, cards)
+		}
 	}
 }
