@@ -9,7 +9,9 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -23,6 +25,24 @@ var ErrUnknownWorker = errors.New("shadow: unknown worker")
 // SimulatedFingerprintPrefix marks responses of the simulated worker pool: their
 // system_fingerprint starts with it.
 const SimulatedFingerprintPrefix = "simllm"
+
+// SimulatedLatencyScaleHeader is the response header with which the simulated
+// pool (shadow/simpool, LatencyScaleHeader) says by what factor it scaled its
+// latencies; 1 = realistic.
+const SimulatedLatencyScaleHeader = "X-Simulated-Latency-Scale"
+
+// SimulatedLatencyScales returns the latency scales the simulated pool reported
+// on this pool's answers so far (distinct, sorted, e.g. ["0.2"]); empty when no
+// answer carried one.
+func (p *Pool) SimulatedLatencyScales() []string {
+	var out []string
+	p.scales.Range(func(k, _ any) bool {
+		out = append(out, k.(string))
+		return true
+	})
+	slices.Sort(out)
+	return out
+}
 
 // Caller makes one chat call to a named worker. *Pool implements it.
 type Caller interface {
@@ -72,6 +92,8 @@ type Pool struct {
 	transport *http.Transport
 	// sleep waits between retries; tests replace it to record the waits.
 	sleep func(ctx context.Context, d time.Duration) error
+	// scales are the distinct SimulatedLatencyScaleHeader values seen (string → struct{}).
+	scales sync.Map
 }
 
 type poolWorker struct {
@@ -266,6 +288,9 @@ func (p *Pool) stream(ctx context.Context, w poolWorker, msgs []openai.ChatCompl
 		return err
 	}
 	defer st.Close()
+	if v := st.Header().Get(SimulatedLatencyScaleHeader); v != "" {
+		p.scales.Store(v, struct{}{})
+	}
 	var out, reasoning strings.Builder
 	defer func() { c.Output, c.Reasoning = out.String(), reasoning.String() }()
 	for {

@@ -69,6 +69,8 @@ func (s *suiteRunner) runScheduled(ctx context.Context, job schedule.Suite, prog
 		Progress:    progress,
 		Policy:      policy,
 		NoiseRun:    job.NoiseRun,
+		// The simulated pool says by what factor it scaled latencies; the report repeats it.
+		LatencyScales: s.p.pool.SimulatedLatencyScales,
 	})
 	if err != nil {
 		return suiteResponse{}, fmt.Errorf("suite run %s: %w", filepath.Base(setPath), err)
