@@ -3,6 +3,7 @@ package web
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -273,6 +274,30 @@ func TestOverviewNamesItsTimeBases(t *testing.T) {
 	for _, want := range []string{"Requests received", "by received time", "Shadow runs started", "by start time"} {
 		if !strings.Contains(cards, want) {
 			t.Errorf("the counts do not name their time basis %q: %q", want, cards)
+		}
+	}
+}
+
+// TestTracesSearchFindsQuotesAndTabs: the input is stored as JSON, yet a search
+// for text holding a quote, a tab or a backslash finds it as typed.
+func TestTracesSearchFindsQuotesAndTabs(t *testing.T) {
+	st := storetest.NewMemory()
+	ctx := context.Background()
+	texts := map[string]string{"q-quote": `she said "hello there"`, "q-tab": "a\tb\tc", "q-bs": `C:\Users\ada`, "q-plain": "plain"}
+	var reqs []store.Request
+	for id, text := range texts {
+		in, _ := json.Marshal([]map[string]string{{"role": "user", "content": text}})
+		reqs = append(reqs, store.Request{RequestID: id, ReceivedAt: t0, Source: store.SourceTap, App: "a", Input: string(in)})
+	}
+	if err := st.InsertRequests(ctx, reqs); err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []http.Handler{newTestServer(t, st, NewDefaultConfig()), newTestServer(t, hiddenAnalytics{st}, NewDefaultConfig())} {
+		for _, tt := range []struct{ q, want string }{{`"hello there"`, "q-quote"}, {"b\tc", "q-tab"}, {`\Users\`, "q-bs"}} {
+			ids, _ := listPage(t, h, "/traces?q="+url.QueryEscape(tt.q))
+			if len(ids) != 1 || ids[0] != tt.want {
+				t.Errorf("search %q found %v, want [%s]", tt.q, ids, tt.want)
+			}
 		}
 	}
 }
