@@ -261,8 +261,11 @@ func TestProxyBareCRStreams(t *testing.T) {
 	for _, f := range []struct{ file, route, body, want string }{
 		{"chat_stream_reasoning.sse", "/v1/chat/completions", `{"model":"m","stream":true,"messages":[{"role":"user","content":"2+2?"}]}`, "The answer is 4."},
 		{"responses_stream_reasoning.sse", "/v1/responses", `{"model":"m","stream":true,"input":"2+2?"}`, "The answer is 4."},
+		{"chat_stream_reasoning_content.sse", "/openai/deployments/prod/chat/completions?api-version=2025-04-01-preview",
+			`{"stream":true,"messages":[{"role":"user","content":"2+2?"}]}`, "The answer is 4."},
+		{"responses_stream_reasoning.sse", "/api/v1/responses/", `{"model":"m","stream":true,"input":[{"role":"user","content":"2+2?"}]}`, "The answer is 4."},
 	} {
-		t.Run(f.route, func(t *testing.T) {
+		t.Run(f.file+" "+f.route, func(t *testing.T) {
 			raw, err := os.ReadFile(filepath.Join("testdata", "capture", f.file))
 			if err != nil {
 				t.Fatal(err)
@@ -282,7 +285,7 @@ func TestProxyBareCRStreams(t *testing.T) {
 			}
 			waitFor(t, "the copy", func() bool { return len(tap.all()) == 1 })
 			r := tap.all()[0].Response
-			if r.Content != f.want || r.Reasoning != "Two plus two is four." || r.Usage != cached {
+			if r.Content != f.want || r.Reasoning != "Two plus two is four." || r.Usage != cached || r.Status != 200 || r.Failed() {
 				t.Fatalf("stored %+v", r)
 			}
 		})
@@ -392,5 +395,48 @@ func TestProxyStoresWhatArrivedWhenTheClientHangsUp(t *testing.T) {
 				t.Fatalf("run status %q partial %v output %q", run.Status, run.Partial, run.FinalOutput)
 			}
 		})
+	}
+}
+
+// brokenIncumbent streams first and then drops the connection mid-answer.
+type brokenIncumbent struct{ first string }
+
+func (h brokenIncumbent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(200)
+	_, _ = io.WriteString(w, h.first)
+	w.(http.Flusher).Flush()
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err == nil {
+		conn.Close()
+	}
+}
+
+// TestProxyStoresWhatArrivedWhenTheIncumbentBreaksOff: the incumbent drops the
+// connection mid-stream; the copy holds what arrived, partial, as an incumbent
+// failure (not a client cancellation).
+func TestProxyStoresWhatArrivedWhenTheIncumbentBreaksOff(t *testing.T) {
+	tap := &recordingTap{}
+	first := "data: {\"id\":\"c1\",\"model\":\"gpt-5\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"The answer \"}}]}\r\r"
+	_, front, stats := newRawProxy(t, brokenIncumbent{first: first}, tap)
+	resp, err := http.Post(front.URL+"/v1/chat/completions", "application/json",
+		strings.NewReader(`{"model":"gpt-5","stream":true,"messages":[{"role":"user","content":"2+2?"}]}`))
+	if err == nil {
+		_, _ = io.ReadAll(resp.Body) // ends with an error: the answer was cut
+		resp.Body.Close()
+	}
+	waitFor(t, "the partial copy", func() bool { return len(tap.all()) == 1 })
+	ex := tap.all()[0]
+	r := ex.Response
+	if r.Content != "The answer " || !r.Partial || r.CancelledByClient || r.Error != "the incumbent broke off mid-answer" {
+		t.Fatalf("stored %+v", r)
+	}
+	run, _ := IncumbentRun(ex, nil)
+	if run.Status != store.StatusError || !run.Partial {
+		t.Fatalf("run status %q partial %v", run.Status, run.Partial)
+	}
+	if stats.Snapshot(0).Mirrored[ProxyOutcomeClientGone] != 1 {
+		t.Errorf("outcomes %v", stats.Snapshot(0).Mirrored)
 	}
 }
