@@ -440,3 +440,21 @@ func TestProxyStoresWhatArrivedWhenTheIncumbentBreaksOff(t *testing.T) {
 		t.Errorf("outcomes %v", stats.Snapshot(0).Mirrored)
 	}
 }
+
+// BenchmarkCaptureExchange measures turning one captured streamed answer (tool
+// calls, reasoning, usage; bare CR line ends) into a tap copy, the capture
+// workers' per-copy CPU cost: go test -run '^$' -bench CaptureExchange ./ingest/
+func BenchmarkCaptureExchange(b *testing.B) {
+	raw, err := os.ReadFile("testdata/capture/chat_stream_tools.sse")
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := capture{path: "/v1/chat/completions", app: "a", reqBody: []byte(`{"model":"gpt-5","stream":true,"messages":[{"role":"user","content":"weather?"}]}`),
+		respBody: reframe(raw, "\r"), status: 200, respHeader: http.Header{"Content-Type": {"text/event-stream"}}, start: time.Now(), latency: time.Second}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.exchange(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
