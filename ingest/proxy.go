@@ -89,10 +89,13 @@ type Offerer interface {
 // Proxy fronts the incumbent. Every request is forwarded to IncumbentURL and the
 // answer goes back unchanged: status, headers, body, and SSE streams chunk by chunk
 // as they arrive (each chunk flushed at once). POST /v1/chat/completions and POST
-// /v1/responses are also mirrored: once the answer is complete, the request, the
-// answer text (reassembled from SSE deltas when streamed), latency, time to first
-// byte, usage and model go to the tap in the background, so the client never waits
-// for the shadow side. Shutdown waits for the background copies.
+// /v1/responses are also mirrored: once the answer has ended, the request, the
+// answer (reassembled from SSE deltas when streamed: text, reasoning, every choice
+// and tool call), latency, time to first byte, usage and model go to the tap in the
+// background, so the client never waits for the shadow side. A non-2xx answer goes
+// with its status, error body and rate-limit headers; an answer broken off (client
+// or incumbent gone) with what arrived, marked partial (see capture.go).
+// Shutdown waits for the background copies.
 type Proxy struct {
 	cfg      ProxyConfig
 	tap      Offerer
