@@ -301,3 +301,20 @@ func TestTracesSearchFindsQuotesAndTabs(t *testing.T) {
 		}
 	}
 }
+
+// TestCompareShowsIncumbentFailure: a candidate is compared against an incumbent
+// that failed (HTTP 429): the comparison names the failure beside the answer.
+func TestCompareShowsIncumbentFailure(t *testing.T) {
+	st := storetest.NewMemory()
+	tr := fixtureTrace()
+	inc := &tr.Runs[0]
+	inc.Status, inc.HTTPStatus, inc.FinalOutput = store.StatusError, 429, ""
+	inc.Error = "the incumbent answered HTTP 429 Too Many Requests (Retry-After: 20)"
+	seed(t, st, tr)
+	rec := get(t, newTestServer(t, st, NewDefaultConfig()), urls{}.compareRuns(inc.RunID, tr.Runs[1].RunID))
+	mustStatus(t, rec, http.StatusOK)
+	row := byTestID(parseHTML(t, rec.Body.String()), "compare-failure")
+	if len(row) != 1 || !strings.Contains(text(row[0]), "HTTP 429 · the incumbent answered HTTP 429") {
+		t.Fatalf("the comparison does not name the incumbent's failure")
+	}
+}

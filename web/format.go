@@ -428,3 +428,20 @@ func planStepIndex(steps []store.Step, i int) int {
 	}
 	return n
 }
+
+// failureText is how a run failed, for the comparison table: the HTTP status the
+// incumbent answered with (when not 2xx), "partial" for an answer cut off, and the
+// error text; "" for a run that did not fail.
+func failureText(r store.Run) string {
+	var parts []string
+	if r.HTTPStatus != 0 && (r.HTTPStatus < 200 || r.HTTPStatus > 299) {
+		parts = append(parts, "HTTP "+strconv.Itoa(int(r.HTTPStatus)))
+	}
+	if r.Partial {
+		parts = append(parts, "partial")
+	}
+	if r.Error != "" {
+		parts = append(parts, r.Error)
+	}
+	return strings.Join(parts, " · ")
+}
