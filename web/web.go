@@ -84,8 +84,9 @@ type server struct {
 // HEAD like GET, without a body.
 //
 // HTML pages answer 400 for bad query parameters and 500 with a short message
-// when the store fails; the cause of every 5xx answer is logged (WithLogger,
-// else slog.Default()) with the method and path.
+// when the store fails; the cause is attached to the gin context, and with
+// WithLogger it is logged with the method and path (serve logs every 5xx
+// router-wide instead).
 // It returns an error for a nil router or store and for an invalid cfg.
 func Register(r gin.IRouter, st store.Store, cfg Config, opts ...Option) error {
 	if r == nil {
@@ -101,13 +102,17 @@ func Register(r gin.IRouter, st store.Store, cfg Config, opts ...Option) error {
 	if err != nil {
 		return fmt.Errorf("web: register: static files: %w", err)
 	}
-	o := options{log: slog.Default()}
+	var o options
 	for _, opt := range opts {
 		opt(&o)
 	}
 	s := &server{st: st, cfg: cfg, md: newMarkdown(), static: static}
 
-	g := r.Group(cfg.BasePath, logServerErrors(o.log))
+	var mw []gin.HandlerFunc
+	if o.log != nil {
+		mw = append(mw, logServerErrors(o.log))
+	}
+	g := r.Group(cfg.BasePath, mw...)
 	get := func(path string, h gin.HandlerFunc) {
 		g.GET(path, h)
 		g.HEAD(path, h)
@@ -135,7 +140,8 @@ type options struct {
 	log *slog.Logger
 }
 
-// WithLogger sets the logger of 5xx causes (default slog.Default()).
+// WithLogger logs the cause of every 5xx page to l (default: not logged here, for
+// a router that logs server errors itself).
 func WithLogger(l *slog.Logger) Option {
 	return func(o *options) {
 		if l != nil {

@@ -102,7 +102,8 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 
 	gin.SetMode(gin.ReleaseMode)
 	router := gin.New()
-	router.Use(gin.Recovery(), otelgin.Middleware(s.cfg.Telemetry.ServiceName, otelgin.WithTracerProvider(tp)))
+	router.Use(gin.Recovery(), otelgin.Middleware(s.cfg.Telemetry.ServiceName, otelgin.WithTracerProvider(tp)),
+		logServerErrors(s.log), browserGuard(newHostRules(s.cfg.Server.Addr, s.cfg.Server.AllowedHosts), s.log))
 	health := serverHealth{Status: "ok", Store: where}
 	if s.cfg.Store.DSN == "" {
 		health.StorePath = absPath(s.cfg.Store.Path)
@@ -115,6 +116,7 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 		suites: &suiteRunner{cfg: s.cfg, st: st, p: s.pipes, where: where + " (through the server at " + s.cfg.Server.Addr + ")"},
 		stats:  func() ingest.StatsSnapshot { return s.stats.Snapshot(s.queue.Len()) },
 		writer: s.writer.Stats,
+		log:    s.log,
 	}
 	a.register(guarded)
 	s.sched, err = schedule.New(s.cfg.Schedules, func(ctx context.Context, job schedule.Suite) (string, error) {
@@ -143,7 +145,7 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 	if err := web.CheckExposure(s.cfg.Server.Addr, webAuth); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	if err := web.Register(router.Group("/", webAuth.Middleware()), st, s.cfg.Web, web.WithLogger(s.log)); err != nil {
+	if err := web.Register(router.Group("/", webAuth.Middleware()), st, s.cfg.Web); err != nil {
 		return fmt.Errorf("serve: web: %w", err)
 	}
 
@@ -156,6 +158,8 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 		handler = s.proxy.Front(router) // production calls skip the middleware
 	}
 	s.http = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	// Everything that reads a secret from the environment has read it.
+	scrubSecrets(s.cfg)
 	go func() { s.serveErr <- s.http.Serve(ln) }()
 	s.log.Info("serving", "url", "http://"+ln.Addr().String(), "store", where)
 	return nil
