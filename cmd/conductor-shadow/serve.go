@@ -133,7 +133,11 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 	router := gin.New()
 	router.Use(gin.Recovery(), otelgin.Middleware(s.cfg.Telemetry.ServiceName, otelgin.WithTracerProvider(tp)),
 		logServerErrors(s.log), browserGuard(newHostRules(s.cfg.Server.Addr, s.cfg.Server.AllowedHosts), s.log))
-	router.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok", "role": role, "store": where}) })
+	health := serverHealth{Status: "ok", Role: role, Store: where}
+	if s.cfg.Store.DSN == "" && s.st != nil {
+		health.StorePath = absPath(s.cfg.Store.Path)
+	}
+	router.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, health) })
 	guarded := router.Group("/", requireToken(token))
 	if tap != nil {
 		tap.Register(guarded)
@@ -153,7 +157,7 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 	if role == RoleTap {
 		guarded.GET("/api/stats", a.statsHandler)
 	} else {
-		a.suites = &suiteRunner{cfg: s.cfg, st: s.st, p: s.pipes}
+		a.suites = &suiteRunner{cfg: s.cfg, st: s.st, p: s.pipes, where: where + " (through the server at " + s.cfg.Server.Addr + ")"}
 		a.register(guarded)
 	}
 	if role == RoleAll {
