@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"sync"
+
+	"github.com/conductor-shadow/conductor-shadow/store"
 )
 
 // ErrQueueFull is returned by Queue.Publish when the queue has no room: the copy is
@@ -19,6 +21,13 @@ var ErrQueueClosed = errors.New("ingest: queue closed")
 type Delivery struct {
 	Exchange Exchange
 	Ack      func()
+	// Stored is true when the request and the incumbent run are already in the
+	// store (StoreQueue): the worker stores only the candidates' runs and marks
+	// their store.Work done.
+	Stored bool
+	// Owed are the candidate versions still owed a run; nil means every
+	// configured candidate.
+	Owed []store.WorkKey
 }
 
 // Queue carries tapped exchanges from the tap to the shadow workers. Publish never

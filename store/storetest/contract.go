@@ -35,6 +35,7 @@ func RunContract(t *testing.T, newStore NewStoreFunc) {
 		{"NotFound", contractNotFound},
 		{"QueryReadOnly", contractQueryReadOnly},
 		{"HostileText", contractHostileText},
+		{"ShadowWorkBacklog", contractWorkBacklog},
 		{"Close", contractClose},
 	}
 	for _, c := range cases {
