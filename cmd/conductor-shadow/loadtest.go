@@ -341,7 +341,10 @@ func runTapThroughput(ctx context.Context, out io.Writer, cfg Config, o loadtest
 	if err != nil {
 		return err
 	}
-	w := store.NewWriter(st, cfg.Writer)
+	w, err := store.NewWriter(st, cfg.Writer, nil)
+	if err != nil {
+		return err
+	}
 	w.Start(ctx)
 	proc := ingest.NewProcessor(icfg, q, w, []shadow.Pipeline{instantPipeline{}}, nil, stats, nil)
 	if err := proc.Start(ctx); err != nil {
