@@ -29,7 +29,10 @@ func (w syncWriter) Enqueue(b store.Batch) error {
 	if err := w.st.InsertRuns(ctx, b.Runs); err != nil {
 		return err
 	}
-	return w.st.InsertSteps(ctx, b.Steps)
+	if err := w.st.InsertSteps(ctx, b.Steps); err != nil {
+		return err
+	}
+	return w.st.InsertWork(ctx, b.Work)
 }
 
 // echoPipeline answers with the last user message in one step; it can be made to
@@ -59,7 +62,7 @@ func (p *echoPipeline) Run(ctx context.Context, req shadow.Request, mode string)
 		status = store.StatusError
 	}
 	return shadow.Result{
-		Run:   store.Run{RunID: id, RequestID: req.RequestID, Pipeline: p.Name(), Mode: mode, Status: status, FinalOutput: out, Calls: 1},
+		Run:   store.Run{RunID: id, RequestID: req.RequestID, Pipeline: p.Name(), PipelineVersion: p.Version(), Mode: mode, Status: status, FinalOutput: out, Calls: 1},
 		Steps: []store.Step{{RunID: id, Index: 0, Parent: -1, Worker: "echo", Access: `"all"`, Output: out, Status: status}},
 	}
 }
