@@ -223,10 +223,20 @@ func (w *Writer) writeLocked(ctx context.Context) error {
 	}
 	var errs []error
 	errs = append(errs, writeChunks(ctx, w, "requests", p.Requests, w.st.InsertRequests))
-	errs = append(errs, writeChunks(ctx, w, "runs", p.Runs, w.st.InsertRuns))
+	runsErr := writeChunks(ctx, w, "runs", p.Runs, w.st.InsertRuns)
+	errs = append(errs, runsErr)
 	errs = append(errs, writeChunks(ctx, w, "steps", p.Steps, w.st.InsertSteps))
 	errs = append(errs, writeChunks(ctx, w, "scores", p.Scores, w.st.InsertScores))
-	errs = append(errs, writeChunks(ctx, w, "shadow_work", p.Work, w.st.InsertWork))
+	if runsErr != nil && len(p.Work) > 0 {
+		// A work row marked done whose run was dropped would hide the loss: the
+		// marks are held back, so the work stays pending and is done again.
+		n := int64(len(p.Work))
+		w.queued.Add(-n)
+		w.dropped.Add(n)
+		errs = append(errs, fmt.Errorf("store: writer: %d shadow_work rows held back: their runs were not stored", n))
+	} else {
+		errs = append(errs, writeChunks(ctx, w, "shadow_work", p.Work, w.st.InsertWork))
+	}
 	w.flushes.Add(1)
 	err := errors.Join(errs...)
 	if err != nil {

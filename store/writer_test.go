@@ -396,3 +396,42 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.b.Write(p)
 }
+
+// failRuns fails every INSERT into runs and records the work rows it got.
+type failRuns struct {
+	store.Store
+	mu   sync.Mutex
+	work int
+}
+
+func (f *failRuns) InsertRuns(context.Context, []store.Run) error { return errors.New("runs: disk full") }
+func (f *failRuns) InsertWork(ctx context.Context, w []store.Work) error {
+	f.mu.Lock()
+	f.work += len(w)
+	f.mu.Unlock()
+	return f.Store.InsertWork(ctx, w)
+}
+
+// A work row is never marked done when its run could not be stored: the work
+// stays pending (to be done again) and the held-back rows are counted as dropped.
+func TestWriterHoldsBackWorkMarksOfDroppedRuns(t *testing.T) {
+	f := &failRuns{Store: storetest.NewMemory()}
+	cfg := writerConfig()
+	cfg.MaxRetries = 0
+	w := newWriter(t, f, cfg)
+	b := fixtureBatch("held")
+	b.Work = []store.Work{{RequestID: "held", Pipeline: "conductor", PipelineVersion: "v3", Status: store.WorkDone}}
+	if err := w.Enqueue(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(context.Background()); err == nil || !contains(err.Error(), "held back") {
+		t.Fatalf("Flush = %v; want the runs' failure and the held-back work rows", err)
+	}
+	if f.work != 0 {
+		t.Errorf("%d work rows written although their runs were dropped", f.work)
+	}
+	if s := w.Stats(); s.Dropped != 3+1 || s.Queued != 0 {
+		t.Errorf("stats = %+v; want 3 runs + 1 work row dropped, none queued", s)
+	}
+	shutdown(t, w)
+}
