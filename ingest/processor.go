@@ -196,12 +196,16 @@ func (p *Processor) process(ctx context.Context, d Delivery) {
 		}
 	}
 	if interrupted {
-		if d.Stored {
+		_, redelivered := p.queue.(DurableQueue) // Kafka re-delivers what is not acked
+		switch {
+		case d.Stored:
 			p.stats.leftPending.Add(1)
 			if d.Ack != nil {
 				d.Ack() // frees the slot; the work row stays pending
 			}
-		} else {
+		case redelivered:
+			p.stats.leftPending.Add(1) // not acked: delivered again to the next consumer
+		default:
 			p.stats.drop("shutdown")
 		}
 		p.log.Info("shadow: stopped by shutdown; the work stays owed", "request_id", ex.RequestID)

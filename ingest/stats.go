@@ -35,8 +35,9 @@ type StatsSnapshot struct {
 	// Recovered are stored copies whose shadow work was left pending by an earlier
 	// run of the server (a crash or a stop) and was picked up at start.
 	Recovered int64 `json:"recovered"`
-	// LeftPending are stored copies still queued at shutdown: not lost, their
-	// work stays pending in the store for the next start.
+	// LeftPending are copies not shadowed (or cut short) at shutdown but not lost:
+	// their work stays pending in the store, or Kafka delivers them again, and
+	// the next start shadows them.
 	LeftPending int64 `json:"left_pending"`
 	// Unconfirmed are copies answered 503 because the store did not confirm the
 	// write within ingest.accept_timeout; such a write may still land, and a

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -401,13 +402,17 @@ const backlogPage = 256
 // nothing more. A failed read is retried every second.
 func (q *StoreQueue) readBacklog(ctx context.Context) {
 	var cur store.WorkCursor
-	recovered := 0
+	recovered, stale := 0, 0
 	defer func() {
 		q.mu.Lock()
 		q.seen = nil
 		q.mu.Unlock()
 		if recovered > 0 {
 			q.log.Info("shadow backlog picked up from the store", "requests", recovered)
+		}
+		if stale > 0 {
+			q.log.Warn("pending shadow work left in the store: its candidate versions are no longer configured",
+				"requests", stale, "configured", q.candidates)
 		}
 	}()
 	for ctx.Err() == nil {
@@ -439,6 +444,16 @@ func (q *StoreQueue) readBacklog(ctx context.Context) {
 			if mine {
 				continue // accepted by this process: already on its way
 			}
+			owed := make([]store.WorkKey, 0, len(p.Owed))
+			for _, k := range p.Owed {
+				if slices.Contains(q.candidates, k) {
+					owed = append(owed, k)
+				}
+			}
+			if len(owed) == 0 {
+				stale++
+				continue
+			}
 			ex, err := exchangeFromStored(p.Request)
 			if err != nil {
 				q.stats.failed.Add(1)
@@ -451,7 +466,7 @@ func (q *StoreQueue) readBacklog(ctx context.Context) {
 				}
 			}
 			select {
-			case q.ch <- Delivery{Exchange: ex, Stored: true, Owed: p.Owed, Ack: q.release}:
+			case q.ch <- Delivery{Exchange: ex, Stored: true, Owed: owed, Ack: q.release}:
 				recovered++
 				q.stats.recovered.Add(1)
 			case <-ctx.Done():

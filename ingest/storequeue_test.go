@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -268,4 +269,49 @@ func (l lockedBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.Write(p)
+}
+
+// Work owed to a candidate version that is no longer configured is not run by
+// another version: it stays pending and is reported.
+func TestStoreQueueBacklogSkipsUnconfiguredVersions(t *testing.T) {
+	ctx := context.Background()
+	mem := storetest.NewMemory()
+	cfg := storeFirstConfig()
+	first := startStoreFirst(t, mem, cfg, nil, nil) // owes echo v1
+	if code, _ := first.tap.Offer(ctx, exchange("old", "q")); code != http.StatusAccepted {
+		t.Fatal("offer refused")
+	}
+	first.stop(t, time.Second)
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	cand := &versionedEcho{version: "v2"}
+	second := startStoreFirst(t, mem, cfg, cand, slog.New(slog.NewTextHandler(lockedBuffer{&mu, &logs}, nil)))
+	time.Sleep(100 * time.Millisecond)
+	second.stop(t, time.Second)
+	if n := cand.runs.Load(); n != 0 {
+		t.Errorf("candidate v2 ran %d times on work owed to v1", n)
+	}
+	mu.Lock()
+	out := logs.String()
+	mu.Unlock()
+	if !strings.Contains(out, "no longer configured") {
+		t.Errorf("log = %q; want the stale work reported", out)
+	}
+	if pending, _ := mem.PendingWork(ctx, store.WorkCursor{}, 10); len(pending) != 1 {
+		t.Errorf("pending = %d; want the v1 work still pending", len(pending))
+	}
+}
+
+// versionedEcho is an echo candidate with a chosen version that counts its runs.
+type versionedEcho struct {
+	version string
+	runs    atomic.Int64
+}
+
+func (p *versionedEcho) Name() string    { return "echo" }
+func (p *versionedEcho) Version() string { return p.version }
+func (p *versionedEcho) Run(_ context.Context, req shadow.Request, mode string) shadow.Result {
+	p.runs.Add(1)
+	id := shadow.RunID(req.RequestID, "", "echo")
+	return shadow.Result{Run: store.Run{RunID: id, RequestID: req.RequestID, Pipeline: "echo", PipelineVersion: p.version, Mode: mode, Status: store.StatusOK}}
 }

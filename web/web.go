@@ -38,7 +38,7 @@ const contentSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'se
 
 // runStatuses returns the choices of the traces list's status filter.
 func runStatuses() []string {
-	return []string{store.StatusOK, store.StatusError, store.StatusPlanUnparsable, store.StatusBudgetExceeded, store.StatusSkipped}
+	return []string{store.StatusOK, store.StatusError, store.StatusPlanUnparsable, store.StatusBudgetExceeded, store.StatusSkipped, store.StatusCancelled}
 }
 
 // traceSources returns the choices of the traces list's source filter.
