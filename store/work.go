@@ -44,9 +44,11 @@ func (s *sqlStore) StoredRequests(ctx context.Context, ids []string) ([]string, 
 	return out, nil
 }
 
-// pendingWorkSQL selects one page of the backlog: requests with pending work rows
-// whose candidate version has no stored run other than a cancelled one (a run
-// stored while its done mark was lost to a crash counts as done).
+// pendingWorkSQL selects one page of the backlog: stored requests with pending
+// work rows whose candidate version has no stored run other than a cancelled one
+// (a run stored while its done mark was lost to a crash counts as done). Work rows
+// of a commit cut short before its request row (the copy was refused) are left
+// out before the LIMIT, so they never fill a page.
 func (s *sqlStore) pendingWorkSQL(after WorkCursor, limit int) string {
 	cond := ""
 	if !after.ReceivedAt.IsZero() || after.RequestID != "" {
@@ -57,6 +59,9 @@ func (s *sqlStore) pendingWorkSQL(after WorkCursor, limit int) string {
     groupArray(pipeline) AS pipelines, groupArray(pipeline_version) AS versions
 FROM %[1]s.shadow_work FINAL
 WHERE status = 'pending'%[2]s
+  AND request_id IN (
+    SELECT request_id FROM %[1]s.requests
+    WHERE request_id IN (SELECT request_id FROM %[1]s.shadow_work FINAL WHERE status = 'pending'))
   AND (request_id, pipeline, pipeline_version) NOT IN (
     SELECT request_id, pipeline, pipeline_version FROM %[1]s.runs FINAL
     WHERE mode = 'candidate' AND status != 'cancelled'

@@ -53,6 +53,16 @@ func contractWorkBacklog(t *testing.T, st store.Store) {
 	if err := st.InsertWork(ctx, []store.Work{{RequestID: "w1", Pipeline: "conductor", PipelineVersion: "v1", Status: store.WorkDone, ReceivedAt: reqs[1].ReceivedAt}}); err != nil {
 		t.Fatal(err)
 	}
+	// Work rows of refused copies (no request row), older than everything: they
+	// must not fill a page.
+	var orphans []store.Work
+	for i := range 3 {
+		orphans = append(orphans, store.Work{RequestID: fmt.Sprintf("orphan%d", i), Pipeline: "conductor", PipelineVersion: "v1",
+			Status: store.WorkPending, ReceivedAt: t0.Add(-time.Hour)})
+	}
+	if err := st.InsertWork(ctx, orphans); err != nil {
+		t.Fatal(err)
+	}
 	both := []store.WorkKey{{Pipeline: "conductor", PipelineVersion: "v1"}, {Pipeline: "single:gpt-5", PipelineVersion: "v1"}}
 	single := []store.WorkKey{{Pipeline: "single:gpt-5", PipelineVersion: "v1"}}
 	conductor := []store.WorkKey{{Pipeline: "conductor", PipelineVersion: "v1"}}
