@@ -312,7 +312,22 @@ func runTapThroughput(ctx context.Context, out io.Writer, cfg Config, o loadtest
 	}
 	icfg := ingest.NewDefaultConfig()
 	stats := ingest.NewStats()
-	q := ingest.NewMemoryQueue(icfg.QueueSize)
+	var q ingest.Queue = ingest.NewMemoryQueue(icfg.QueueSize)
+	offer := func(tap *ingest.Tap, ex ingest.Exchange) int { code, _ := tap.Offer(ctx, ex); return code }
+	if o.RealStore {
+		// The server's own path: store first, each copy durable before it counts.
+		sq, err := ingest.NewStoreQueue(icfg, st, []store.WorkKey{{Pipeline: "instant", PipelineVersion: "v1"}}, nil, stats, nil)
+		if err != nil {
+			return err
+		}
+		if err := sq.Start(ctx); err != nil {
+			return err
+		}
+		defer sq.Shutdown(context.Background())
+		q = sq
+		offer = func(tap *ingest.Tap, ex ingest.Exchange) int { code, _ := tap.Mirror(ex); return code }
+		where += ", store-first queue (copies offered as the mirroring proxy does)"
+	}
 	tap, err := ingest.NewTap(icfg, q, stats, ingest.WithPIISecret([]byte("loadtest-secret")))
 	if err != nil {
 		return err
@@ -339,7 +354,7 @@ func runTapThroughput(ctx context.Context, out io.Writer, cfg Config, o loadtest
 		ex.Request.Messages = []openai.ChatCompletionMessage{{Role: "user", Content: fmt.Sprintf("Customer user%d@example.com asks: what is %d * 7?", i, i)}}
 		ex.Response = &ingest.ExchangeResponse{Model: "gpt-4o", Content: fmt.Sprintf("%d", i*7), LatencyMs: 50, Usage: ingest.Usage{PromptTokens: 20, CompletionTokens: 2}}
 		for {
-			code, _ := tap.Offer(ctx, ex)
+			code := offer(tap, ex)
 			if code != http.StatusServiceUnavailable {
 				break
 			}
@@ -350,6 +365,17 @@ func runTapThroughput(ctx context.Context, out io.Writer, cfg Config, o loadtest
 	offerDone := time.Since(start)
 	drainCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	if o.RealStore {
+		// A stop leaves the store-first queue's copies pending: wait for them.
+		for drainCtx.Err() == nil {
+			snap := stats.Snapshot(0)
+			// queue_full refusals were retried; a failed commit is not.
+			if snap.Processed+snap.Dropped[ingest.ReasonStoreUnavailable] >= int64(o.Exchanges) {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
 	if err := proc.Shutdown(drainCtx); err != nil {
 		return err
 	}
