@@ -33,17 +33,14 @@ type KafkaConfig struct {
 	// before the group hands its partitions to the others; heartbeats go every
 	// third of it.
 	SessionTimeout time.Duration `yaml:"session_timeout"`
-	// AckTimeout bounds how long a POST /v1/tap waits for the broker to
-	// acknowledge its copy before answering 503 (kafka_unavailable).
-	AckTimeout time.Duration `yaml:"ack_timeout"`
 }
 
 // NewDefaultKafkaConfig returns Kafka off, topic "conductor-shadow.exchanges",
 // group "conductor-shadow", a 10,000-exchange buffer, 10 ms produce batches,
-// 10 s commits, a 10 s session and 10 s for a produce acknowledgement.
+// 10 s commits and a 10 s session.
 func NewDefaultKafkaConfig() KafkaConfig {
 	return KafkaConfig{Topic: "conductor-shadow.exchanges", Group: "conductor-shadow", Buffer: 10000,
-		BatchTimeout: 10 * time.Millisecond, CommitTimeout: 10 * time.Second, SessionTimeout: 10 * time.Second, AckTimeout: 10 * time.Second}
+		BatchTimeout: 10 * time.Millisecond, CommitTimeout: 10 * time.Second, SessionTimeout: 10 * time.Second}
 }
 
 // Enabled reports whether brokers are configured.
@@ -75,9 +72,6 @@ func (c KafkaConfig) Validate() error {
 	if c.CommitTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("ingest: kafka.commit_timeout must be positive, got %s", c.CommitTimeout))
 	}
-	if c.AckTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("ingest: kafka.ack_timeout must be positive, got %s", c.AckTimeout))
-	}
 	if c.SessionTimeout < time.Second {
 		errs = append(errs, fmt.Errorf("ingest: kafka.session_timeout must be at least 1s, got %s", c.SessionTimeout))
 	}
@@ -104,13 +98,17 @@ type KafkaQueue struct {
 
 	mu      sync.RWMutex
 	closed  bool
-	buf     chan pubItem
+	buf     chan kafkaOp
 	pubDone chan struct{}
 	stop    context.CancelFunc
 	stopCtx context.Context
 
 	ackMu   sync.Mutex
 	pending map[int]*partitionAcks
+
+	failMu       sync.Mutex
+	failingSince time.Time
+	lastError    string
 
 	shutOnce sync.Once
 	shutErr  error
@@ -147,7 +145,7 @@ func NewKafkaQueue(cfg KafkaConfig, consume bool, stats *Stats, log *slog.Logger
 			RequiredAcks:           kafka.RequireAll,
 			AllowAutoTopicCreation: true,
 		},
-		buf:     make(chan pubItem, cfg.Buffer),
+		buf:     make(chan kafkaOp, cfg.Buffer),
 		pubDone: make(chan struct{}),
 		stop:    cancel,
 		stopCtx: ctx,
@@ -179,53 +177,32 @@ func kafkaMessage(ex Exchange) (kafka.Message, error) {
 	return kafka.Message{Key: []byte(ex.RequestID), Value: b}, nil
 }
 
-// ErrKafkaUnavailable is returned by an acknowledged Publish (see WithAck) when
-// the broker did not acknowledge the exchange in time: the copy may be lost, so
-// the tap answers 503 and the sender retries (the request id deduplicates).
-var ErrKafkaUnavailable = errors.New("ingest: kafka unavailable")
-
-type ackKey struct{}
-
-// WithAck marks ctx so that KafkaQueue.Publish returns only once the broker has
-// acknowledged the exchange (RequiredAcks=all), or with ErrKafkaUnavailable. The
-// tap's HTTP handlers use it, so 202 means the copy is in Kafka; the mirroring
-// proxy's copies are published without waiting (no client waits for them).
-// Queues that are not Kafka ignore it.
-func WithAck(ctx context.Context) context.Context { return context.WithValue(ctx, ackKey{}, true) }
-
-func ackWanted(ctx context.Context) bool { v, _ := ctx.Value(ackKey{}).(bool); return v }
-
-// pubItem is one exchange waiting to be produced; done, when set, receives the
-// produce result.
-type pubItem struct {
+// kafkaOp is one exchange waiting to be published and who to tell the outcome.
+type kafkaOp struct {
 	ex   Exchange
-	done chan error
+	done func(error)
 }
 
-// publishLoop writes buffered exchanges in batches until Close drains the buffer.
-// A failed write is counted as dropped ("kafka_unavailable") for the exchanges
-// nobody waits for; the waiting ones get the error (their caller counts it).
+// publishLoop writes buffered exchanges in batches until Close drains the buffer,
+// and tells each op the outcome once the brokers acknowledged (RequireAll) or
+// refused the batch.
 func (q *KafkaQueue) publishLoop() {
 	defer close(q.pubDone)
 	const maxBatch = 500
 	batch := make([]kafka.Message, 0, maxBatch)
-	waiting := make([]chan error, 0, maxBatch)
-	for it := range q.buf {
-		batch, waiting = batch[:0], waiting[:0]
-		add := func(it pubItem) {
-			m, err := kafkaMessage(it.ex)
+	ops := make([]kafkaOp, 0, maxBatch)
+	for op := range q.buf {
+		batch, ops = batch[:0], ops[:0]
+		add := func(op kafkaOp) {
+			m, err := kafkaMessage(op.ex)
 			if err != nil {
-				if it.done != nil {
-					it.done <- err
-				} else {
-					q.stats.failed.Add(1)
-				}
+				q.stats.failed.Add(1)
+				op.done(err)
 				return
 			}
-			batch = append(batch, m)
-			waiting = append(waiting, it.done)
+			batch, ops = append(batch, m), append(ops, op)
 		}
-		add(it)
+		add(op)
 	fill:
 		for len(batch) < maxBatch {
 			select {
@@ -242,52 +219,71 @@ func (q *KafkaQueue) publishLoop() {
 			continue
 		}
 		err := q.writer.WriteMessages(q.stopCtx, batch...)
+		q.notePublish(err)
 		if err != nil {
-			q.log.Warn("kafka: publish failed", "messages", len(batch), "err", err)
 			err = fmt.Errorf("%w: %w", ErrKafkaUnavailable, err)
 		}
-		for _, done := range waiting {
-			switch {
-			case done != nil:
-				done <- err
-			case err != nil:
-				q.stats.drop("kafka_unavailable")
-			}
+		for _, op := range ops {
+			op.done(err)
 		}
 	}
 }
 
-// Publish implements Queue: it never blocks, unless ctx carries WithAck; then it
-// waits for the broker's acknowledgement, at most AckTimeout.
-func (q *KafkaQueue) Publish(ctx context.Context, ex Exchange) error {
-	it := pubItem{ex: ex}
-	if ackWanted(ctx) {
-		it.done = make(chan error, 1)
+func (q *KafkaQueue) notePublish(err error) {
+	q.failMu.Lock()
+	defer q.failMu.Unlock()
+	if err == nil {
+		q.failingSince, q.lastError = time.Time{}, ""
+		return
 	}
+	if q.failingSince.IsZero() {
+		q.failingSince = time.Now()
+	}
+	q.lastError = err.Error()
+}
+
+// Ready reports why copies cannot be published now: the last publish failed
+// (Kafka unreachable) or the buffer is full. nil when they can.
+func (q *KafkaQueue) Ready() error {
+	q.failMu.Lock()
+	since, last := q.failingSince, q.lastError
+	q.failMu.Unlock()
+	if !since.IsZero() {
+		return fmt.Errorf("kafka unreachable since %s: %s", since.UTC().Format(time.RFC3339), last)
+	}
+	if len(q.buf) >= cap(q.buf) {
+		return fmt.Errorf("%w: kafka buffer of %d", ErrQueueFull, cap(q.buf))
+	}
+	return nil
+}
+
+// PublishDurable implements DurableQueue: done is told once the brokers
+// acknowledged the exchange (nil) or the publish failed (ErrKafkaUnavailable).
+func (q *KafkaQueue) PublishDurable(ex Exchange, done func(error)) error {
 	q.mu.RLock()
+	defer q.mu.RUnlock()
 	if q.closed {
-		q.mu.RUnlock()
 		return ErrQueueClosed
 	}
 	select {
-	case q.buf <- it:
+	case q.buf <- kafkaOp{ex: ex, done: done}:
+		return nil
 	default:
-		q.mu.RUnlock()
 		return ErrQueueFull
 	}
-	q.mu.RUnlock()
-	if it.done == nil {
-		return nil
-	}
-	t := time.NewTimer(q.cfg.AckTimeout)
-	defer t.Stop()
-	select {
-	case err := <-it.done:
+}
+
+// Publish implements Queue: PublishDurable, waiting for the acknowledgement or ctx.
+func (q *KafkaQueue) Publish(ctx context.Context, ex Exchange) error {
+	res := make(chan error, 1)
+	if err := q.PublishDurable(ex, func(err error) { res <- err }); err != nil {
 		return err
-	case <-t.C:
-		return fmt.Errorf("%w: no acknowledgement within %s", ErrKafkaUnavailable, q.cfg.AckTimeout)
+	}
+	select {
+	case err := <-res:
+		return err
 	case <-ctx.Done():
-		return fmt.Errorf("%w: %w", ErrKafkaUnavailable, ctx.Err())
+		return fmt.Errorf("ingest: kafka: waiting for the acknowledgement: %w", ctx.Err())
 	}
 }
 

@@ -2,10 +2,9 @@ package ingest
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -159,73 +158,45 @@ func TestKafkaConfigValidate(t *testing.T) {
 	}
 }
 
-// TestKafkaPublishWithAckWaitsForTheBroker: an acknowledged Publish returns once
-// the exchange is in the topic, and with ErrKafkaUnavailable when no broker
-// answers; a copy nobody waits for is counted as dropped instead.
-func TestKafkaPublishWithAckWaitsForTheBroker(t *testing.T) {
-	kcfg := newKafkaCluster(t, "acked", 1)
+// The tap answers 202 only once the brokers acknowledged the copy: with Kafka
+// gone every copy is refused with 503 (never accepted), counted, and Ready names
+// Kafka once a publish failed.
+func TestKafkaTapAcceptsOnlyAcknowledgedCopies(t *testing.T) {
+	ctx := context.Background()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "acks"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kcfg := NewDefaultKafkaConfig()
+	kcfg.Brokers, kcfg.Topic = c.ListenAddrs(), "acks"
+	cfg := NewDefaultConfig()
+	cfg.Kafka = kcfg
+	cfg.AcceptTimeout = 20 * time.Second
 	stats := NewStats()
-	prod, err := NewKafkaQueue(kcfg, false, stats, nil)
+	q, err := NewKafkaQueue(kcfg, false, stats, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer prod.Shutdown(context.Background())
-	if err := prod.Publish(WithAck(context.Background()), exchange("acked-1", "question")); err != nil {
-		t.Fatalf("acknowledged publish: %v", err)
-	}
-	// It is in the topic already: a consumer reads it.
-	cons, err := NewKafkaQueue(kcfg, true, NewStats(), nil)
+	defer q.Shutdown(ctx)
+	tap, err := NewTap(cfg, q, stats, WithPIISecret([]byte("s")))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cons.Shutdown(context.Background())
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	d, err := cons.Next(ctx)
-	if err != nil || d.Exchange.RequestID != "acked-1" {
-		t.Fatalf("next: %v %q", err, d.Exchange.RequestID)
+	if code, resp := tap.Offer(ctx, exchange("acked", "q")); code != http.StatusAccepted {
+		t.Fatalf("offer with Kafka up = %d %+v; want 202", code, resp)
 	}
-
-	// No broker: the acknowledged publish fails within ack_timeout.
-	down := kcfg
-	down.Brokers = []string{closedAddr(t)}
-	down.AckTimeout = 500 * time.Millisecond
-	dstats := NewStats()
-	dq, err := NewKafkaQueue(down, false, dstats, nil)
-	if err != nil {
-		t.Fatal(err)
+	if err := q.Ready(); err != nil {
+		t.Fatalf("Ready with Kafka up: %v", err)
 	}
-	defer dq.Shutdown(context.Background())
-	start := time.Now()
-	err = dq.Publish(WithAck(context.Background()), exchange("lost-1", "question"))
-	if !errors.Is(err, ErrKafkaUnavailable) {
-		t.Fatalf("publish without a broker: %v, want ErrKafkaUnavailable", err)
+	c.Close()
+	code, resp := tap.Offer(ctx, exchange("lost", "q"))
+	if code != http.StatusServiceUnavailable || resp.Reason != ReasonKafkaUnavailable {
+		t.Errorf("offer with Kafka down = %d %+v; want 503 kafka_unavailable", code, resp)
 	}
-	if time.Since(start) > 5*time.Second {
-		t.Fatalf("the acknowledged publish took %s, ack_timeout is 500ms", time.Since(start))
+	if err := q.Ready(); err == nil || !strings.Contains(err.Error(), "kafka unreachable") {
+		t.Errorf("Ready with Kafka down = %v; want kafka unreachable", err)
 	}
-	// Through the tap: 503 kafka_unavailable, counted once.
-	tap, err := NewTap(NewDefaultConfig(), dq, dstats, WithPIISecret([]byte("s")))
-	if err != nil {
-		t.Fatal(err)
+	if snap := stats.Snapshot(0); snap.Accepted != 1 || snap.Dropped[ReasonKafkaUnavailable] != 1 {
+		t.Errorf("stats = %+v; want 1 accepted, 1 dropped kafka_unavailable", snap)
 	}
-	code, resp := tap.Offer(WithAck(context.Background()), exchange("lost-2", "question"))
-	if code != http.StatusServiceUnavailable || resp.Reason != "kafka_unavailable" {
-		t.Fatalf("tap answered %d %+v", code, resp)
-	}
-	if n := dstats.Snapshot(0).Dropped["kafka_unavailable"]; n != 1 {
-		t.Fatalf("kafka_unavailable counted %d, want 1 (the waiting caller counts it, the producer does not)", n)
-	}
-}
-
-// closedAddr is a loopback address nothing listens on.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
 }

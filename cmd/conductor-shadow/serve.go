@@ -36,6 +36,7 @@ type server struct {
 	writer    *store.Writer
 	pipes     *pipelines
 	queue     ingest.Queue
+	sq        *ingest.StoreQueue // the store-first queue; nil with Kafka
 	proc      *ingest.Processor
 	admission *ingest.Admission
 	proxy     *ingest.Proxy
@@ -79,7 +80,9 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 			return fmt.Errorf("serve: %w", err)
 		}
 		s.st, where = st, w
-		s.writer = store.NewWriter(st, s.cfg.Writer)
+		if s.writer, err = store.NewWriter(st, s.cfg.Writer, s.log); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
 		s.writer.Start(ctx)
 		s.pipes, err = buildPipelines(s.cfg)
 		if err != nil {
@@ -99,11 +102,19 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 			shadowWriter = ingest.StoreWriter{Store: s.st}
 		}
 	} else {
-		s.queue = ingest.NewMemoryQueue(s.cfg.Ingest.QueueSize)
+		// Store first: a copy is stored before the tap answers 202, and the work
+		// left pending by a crash or a stop is picked up here.
+		if s.sq, err = ingest.NewStoreQueue(s.cfg.Ingest, s.st, s.pipes.workKeys(), newPriceTable(s.cfg.Shadow), s.stats, s.log); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		if err := s.sq.Start(ctx); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		s.queue = s.sq
 	}
 	var tap *ingest.Tap
 	if role != RoleShadow {
-		if tap, err = ingest.NewTap(s.cfg.Ingest, s.queue, s.stats); err != nil {
+		if tap, err = ingest.NewTap(s.cfg.Ingest, s.queue, s.stats, ingest.WithLogger(s.log)); err != nil {
 			return fmt.Errorf("serve: %w", err)
 		}
 		if tap.EphemeralSecret() {
@@ -138,6 +149,7 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 		health.StorePath = absPath(s.cfg.Store.Path)
 	}
 	router.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, health) })
+	router.GET("/readyz", s.readyz)
 	guarded := router.Group("/", requireToken(token))
 	if tap != nil {
 		tap.Register(guarded)
@@ -272,6 +284,11 @@ func (s *server) shutdownLocked(ctx context.Context) error {
 	if s.admission != nil {
 		_ = s.admission.Shutdown(ctx)
 	}
+	if s.sq != nil {
+		if err := s.sq.Shutdown(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if s.kafka != nil {
 		if err := s.kafka.Shutdown(ctx); err != nil {
 			errs = append(errs, err)
@@ -290,13 +307,14 @@ func (s *server) shutdownLocked(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	if s.stats != nil {
+	if s.stats != nil && s.writer != nil {
 		snap := s.stats.Snapshot(0)
 		var ws store.WriterStats
 		if s.writer != nil {
 			ws = s.writer.Stats()
 		}
-		s.log.Info("stopped", "processed", snap.Processed, "dropped", snap.Dropped, "writer", ws)
+		s.log.Info("stopped", "accepted", snap.Accepted, "processed", snap.Processed, "left_pending", snap.LeftPending,
+			"cancelled_runs", snap.CancelledRuns, "dropped", snap.Dropped, "writer", ws)
 	}
 	return errors.Join(errs...)
 }
@@ -309,4 +327,42 @@ func halfOfRemaining(ctx context.Context) (context.Context, context.CancelFunc) 
 		return context.WithCancel(ctx)
 	}
 	return context.WithTimeout(ctx, time.Until(deadline)/2)
+}
+
+// readiness is the body of GET /readyz.
+type readiness struct {
+	Status  string            `json:"status"`            // "ready" or "not_ready"
+	Reasons map[string]string `json:"reasons,omitempty"` // by part: "store", "queue", "kafka"
+}
+
+// readyz answers 200 while copies can be taken and stored, else 503 naming why:
+// the store cannot be written (its last write failed), the queue is full, or
+// Kafka is unreachable. /healthz stays a liveness check.
+func (s *server) readyz(c *gin.Context) {
+	r := readiness{Status: "ready", Reasons: map[string]string{}}
+	if s.writer != nil { // the tap role has no store
+		if err := s.writer.Ready(); err != nil {
+			r.Reasons["store"] = err.Error()
+		}
+	}
+	if s.sq != nil {
+		if err := s.sq.Ready(); err != nil {
+			if errors.Is(err, ingest.ErrQueueFull) {
+				r.Reasons["queue"] = err.Error()
+			} else {
+				r.Reasons["store"] = err.Error()
+			}
+		}
+	}
+	if s.kafka != nil {
+		if err := s.kafka.Ready(); err != nil {
+			r.Reasons["kafka"] = err.Error()
+		}
+	}
+	if len(r.Reasons) > 0 {
+		r.Status = "not_ready"
+		c.JSON(http.StatusServiceUnavailable, r)
+		return
+	}
+	c.JSON(http.StatusOK, r)
 }
