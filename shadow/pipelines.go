@@ -276,7 +276,7 @@ func (c *conductorPipeline) Version() string { return c.version }
 // cfg.MaxCalls the model calls of the request (ErrCallCapReached).
 func (c *conductorPipeline) Run(ctx context.Context, req Request, mode string) Result {
 	r := newRunRecorder(ConductorPipelineName, c.version, mode, req)
-	prompt, err := BuildConductorPrompt(c.entries, req.Messages, c.cfg.MaxSteps)
+	prompt, err := BuildConductorPrompt(c.menu(0), req.Messages, c.cfg.MaxSteps)
 	if err != nil {
 		r.fail(store.StatusError, err)
 		return r.result()
@@ -296,7 +296,7 @@ func (c *conductorPipeline) Run(ctx context.Context, req Request, mode string) R
 
 	plan, err := ParsePlan(call.Output)
 	if err == nil {
-		plan, err = plan.resolve(c.cfg.Pool, c.cfg.Worker, c.cfg.MaxSteps, c.cfg.MaxDepth > 0)
+		plan, err = c.resolveAt(plan, 0)
 	}
 	if err != nil {
 		c.fallback(ctx, r, req, store.StatusPlanUnparsable, err)
@@ -316,6 +316,32 @@ func (c *conductorPipeline) Run(ctx context.Context, req Request, mode string) R
 		r.fail(store.StatusError, joinErrors(failed))
 	}
 	return r.result()
+}
+
+// selfAllowed reports whether a workflow planned at depth (0: top level) may
+// pick the conductor itself: only below the depth cap, depth < MaxDepth. It is
+// the one rule behind both the menu (menu) and the validator (resolveAt).
+func (c *conductorPipeline) selfAllowed(depth int) bool { return depth < c.cfg.MaxDepth }
+
+// menu returns the pool as shown to the conductor planning at depth: every
+// worker, with the conductor itself hidden where selfAllowed says no (its
+// number is then unused; the other workers keep theirs).
+func (c *conductorPipeline) menu(depth int) []PoolEntry {
+	out := slices.Clone(c.entries)
+	if !c.selfAllowed(depth) {
+		for i := range out {
+			if out[i].Name == c.cfg.Worker {
+				out[i].Hidden = true
+			}
+		}
+	}
+	return out
+}
+
+// resolveAt checks a plan made at depth against the pool: the same rule as
+// menu, so a plan picks only models the menu offered.
+func (c *conductorPipeline) resolveAt(p Plan, depth int) (Plan, error) {
+	return p.resolve(c.cfg.Pool, c.cfg.Worker, c.cfg.MaxSteps, c.selfAllowed(depth))
 }
 
 // fallback records why the workflow was abandoned and lets the fallback worker
