@@ -121,6 +121,7 @@ func (r *runRecorder) add(in stepInput, call Call, status string, err error) sto
 		LatencyMs:    call.LatencyMs,
 		TTFTMs:       call.TTFTMs,
 		Status:       status,
+		FinishReason: call.FinishReason,
 		Output:       call.Output,
 		Attempt:      int32(max(1, call.Attempts)),
 
@@ -159,7 +160,25 @@ func (r *runRecorder) fail(status string, err error) {
 
 func (r *runRecorder) result() Result {
 	r.run.LatencyMs = msSince(r.start)
-	return Result{Run: r.run, Steps: r.steps}
+	res := Result{Run: r.run, Steps: r.steps}
+	markTruncation(&res)
+	return res
+}
+
+// markTruncation sets the run's TruncatedSteps (steps whose finish reason is
+// store.FinishLength) and Truncated: the final answer is the output of such a
+// step, i.e. the answer itself was cut at the token cap.
+func markTruncation(res *Result) {
+	res.Run.TruncatedSteps, res.Run.Truncated = 0, false
+	for _, s := range res.Steps {
+		if s.FinishReason != store.FinishLength {
+			continue
+		}
+		res.Run.TruncatedSteps++
+		if s.Status == store.StatusOK && s.Output == res.Run.FinalOutput {
+			res.Run.Truncated = true
+		}
+	}
 }
 
 func lastUserText(msgs []openai.ChatCompletionMessage) string {

@@ -35,6 +35,7 @@ type Call struct {
 	Worker           string
 	Model            string    // model name sent to the API
 	Output           string    // the response text (content deltas concatenated)
+	FinishReason     string    // the stream's finish_reason ("stop", "length", …); "" when none was sent
 	PromptTokens     int64     // as reported by the API's usage; 0 when not reported
 	CompletionTokens int64     // as reported by the API's usage; 0 when not reported
 	UsageReported    bool      // false when the stream carried no usage object (tokens and cost are then 0)
@@ -291,6 +292,9 @@ func (p *Pool) stream(ctx context.Context, w poolWorker, msgs []openai.ChatCompl
 				c.TTFTMs = msSince(start)
 			}
 			out.WriteString(ch.Delta.Content)
+			if ch.FinishReason != "" {
+				c.FinishReason = string(ch.FinishReason)
+			}
 		}
 		if chunk.Usage != nil && bytes.Contains(raw, usageKey) {
 			var u streamUsage
