@@ -20,10 +20,16 @@ func TestLoadPolicies(t *testing.T) {
 			}
 		}},
 		{file: "quality-only.good.yaml", check: func(t *testing.T, p Policy) {
-			if p.Confidence != 0.95 || p.Cost != nil || p.Quality.MarginPoints != 2.5 {
+			if p.Confidence != 0.95 || p.Cost != nil || p.Quality.MarginPoints != 2.5 || p.TruncationRule() != TruncationFail {
 				t.Errorf("decoded %+v", p)
 			}
 		}},
+		{file: "truncation-exclude.good.yaml", check: func(t *testing.T, p Policy) {
+			if p.TruncationRule() != TruncationExclude {
+				t.Errorf("truncation rule %q", p.TruncationRule())
+			}
+		}},
+		{file: "bad-truncation.bad.yaml", wantErr: []string{`truncation must be fail, exclude or ignore, got "drop"`}},
 		{file: "no-version.bad.yaml", wantErr: []string{"version is required"}},
 		{file: "unknown-key.bad.yaml", wantErr: []string{"field margin not found"}},
 		{file: "bad-segment.bad.yaml", wantErr: []string{`"math" is not category:<name>`, `"category:math" listed twice`}},
