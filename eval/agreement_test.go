@@ -8,7 +8,6 @@ import (
 	"testing"
 )
 
-
 // TestNumericGraderLabelledAgreement grades the 900 labelled GSM8K solutions
 // (OpenAI's four GPT-3 systems and RouteLLM's GPT-4/Mixtral responses, 150
 // problems each) with the numeric grader and measures how often the verdict

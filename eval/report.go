@@ -19,29 +19,29 @@ import (
 // Outcome is one pipeline's graded run on one case: the figures a report is
 // computed from. LatencyMs, CostUSD, tokens and calls are copied from store.Run.
 type Outcome struct {
-	CaseID      string   `json:"case_id"`
-	Category    string   `json:"category"`
-	Pipeline    string   `json:"pipeline"`
-	Mode        string   `json:"mode"` // store.ModeIncumbent or store.ModeCandidate
-	RunID       string   `json:"run_id"`
-	Status      string   `json:"status"` // the run's status
-	LatencyMs   float64  `json:"latency_ms"`
-	CostUSD     float64  `json:"cost_usd"`
-	TokensIn    int64    `json:"tokens_in"`
-	TokensOut   int64    `json:"tokens_out"`
-	Calls       int      `json:"calls"`
-	Simulated   bool     `json:"simulated"`
-	Passed      bool     `json:"passed"`
-	Value       float64  `json:"value"`        // 0..1
-	GraderError string   `json:"grader_error"` // non-empty when the grader could not judge
-	Explanation string   `json:"explanation"`
+	CaseID      string  `json:"case_id"`
+	Category    string  `json:"category"`
+	Pipeline    string  `json:"pipeline"`
+	Mode        string  `json:"mode"` // store.ModeIncumbent or store.ModeCandidate
+	RunID       string  `json:"run_id"`
+	Status      string  `json:"status"` // the run's status
+	LatencyMs   float64 `json:"latency_ms"`
+	CostUSD     float64 `json:"cost_usd"`
+	TokensIn    int64   `json:"tokens_in"`
+	TokensOut   int64   `json:"tokens_out"`
+	Calls       int     `json:"calls"`
+	Simulated   bool    `json:"simulated"`
+	Passed      bool    `json:"passed"`
+	Value       float64 `json:"value"`        // 0..1
+	GraderError string  `json:"grader_error"` // non-empty when the grader could not judge
+	Explanation string  `json:"explanation"`
 	// Truncated: the run's final answer was cut at the token cap (store.Run.Truncated).
 	Truncated bool `json:"truncated,omitempty"`
 	// Excluded: left out of accuracy and paired comparisons by the gate
 	// policy's truncation rule "exclude".
-	Excluded bool `json:"excluded,omitempty"`
-	App         string   `json:"app,omitempty"`  // the case's "app" extra key, for segments
-	Tags        []string `json:"tags,omitempty"` // the case's tags, for segments
+	Excluded bool     `json:"excluded,omitempty"`
+	App      string   `json:"app,omitempty"`  // the case's "app" extra key, for segments
+	Tags     []string `json:"tags,omitempty"` // the case's tags, for segments
 }
 
 // ReportMeta identifies the suite run a report describes.
