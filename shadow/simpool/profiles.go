@@ -49,6 +49,10 @@ type Profile struct {
 	OutputTokens int `yaml:"output_tokens"`
 	// Thinking marks reasoning models: most completion tokens are hidden reasoning.
 	Thinking bool `yaml:"thinking"`
+	// BudgetTokens is the completion-token cap the accuracy figures were measured
+	// at; a correct answer fits within it (see answerWorker). 0: no budget.
+	// Default PaperBudgetTokens.
+	BudgetTokens int `yaml:"budget_tokens"`
 	// Source says where the figures come from.
 	Source string `yaml:"source"`
 }
@@ -99,6 +103,10 @@ var speed = map[string]struct {
 	"qwen3-32b-thinking":           {0.5, 45, 2400, true},
 	"gpt-4-1106-preview":           {0.8, 35, 300, false}, // GPT-4 Turbo, 2023
 }
+
+// PaperBudgetTokens is the output cap of the Conductor paper's workers ("at most
+// 4,096 output tokens"), the budget its Table 1 accuracies were measured at.
+const PaperBudgetTokens = 4096
 
 // workerModels are the Conductor paper's seven workers, strongest on MATH500 first
 // (the order /v1/models lists them in).
@@ -160,6 +168,7 @@ func newProfile(name string, acc map[Family]float64, source string) Profile {
 		TokensPerSecond: s.tps,
 		OutputTokens:    s.tokens,
 		Thinking:        s.thinking,
+		BudgetTokens:    PaperBudgetTokens,
 		Source:          source,
 	}
 }
