@@ -154,6 +154,20 @@ func TestFamilyOf(t *testing.T) {
 	if got := FamilyOf(Case{ID: "mtbench-81", Category: "writing"}); got != FamilyGeneral {
 		t.Errorf("unknown category: %s", got)
 	}
+	// New sets named in other ways land in their family.
+	for _, tc := range []struct {
+		c    Case
+		want Family
+	}{
+		{Case{ID: "AIME-2024-I-3", Category: "AIME 2024", Grader: "numeric"}, FamilyAIME},
+		{Case{ID: "2024-II-7", Category: "aime24", Grader: "numeric"}, FamilyAIME},
+		{Case{ID: "gsm-hard-1", Category: "GSM8K", Grader: "numeric"}, FamilyGSM8K},
+		{Case{ID: "x-1", Category: "Math/Algebra"}, FamilyMath},
+	} {
+		if got := FamilyOf(tc.c); got != tc.want {
+			t.Errorf("FamilyOf(%+v) = %s, want %s", tc.c, got, tc.want)
+		}
+	}
 }
 
 func TestProfilesFromTable1(t *testing.T) {

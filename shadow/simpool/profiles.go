@@ -2,6 +2,7 @@ package simpool
 
 import (
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -201,24 +202,28 @@ func verbosityFactor(f Family) float64 {
 }
 
 // FamilyOf maps a regression-set case to its accuracy family: AIME by id or
-// category, multiple choice (MMLU) by grader or choices, code by grader or entry
-// point, GSM8K by category math_word_problem or id, other maths by grader; anything
-// else is FamilyGeneral.
+// category (any case naming "aime", or category competition_math), multiple
+// choice (MMLU) by grader or choices, code by grader or entry point, GSM8K by
+// category math_word_problem or an id or category naming "gsm8k", other maths
+// by grader or an id or category naming "math"; anything else is
+// FamilyGeneral. Ids and categories are compared case-insensitively, so a new
+// set ("AIME-2024-I-3", category "AIME 2024") lands in its family.
 func FamilyOf(c Case) Family {
+	id, cat := strings.ToLower(c.ID), strings.ToLower(c.Category)
+	has := func(s string) bool { return strings.Contains(id, s) || strings.Contains(cat, s) }
 	switch {
-	case c.Category == "competition_math" || hasPrefix(c.ID, "aime"):
+	case cat == "competition_math" || has("aime"):
 		return FamilyAIME
 	case c.Grader == "choice" || len(c.Choices) > 0:
 		return FamilyMMLU
 	case c.Grader == "code" || c.EntryPoint != "":
 		return FamilyCode
-	case c.Category == "math_word_problem" || hasPrefix(c.ID, "gsm8k"):
+	case cat == "math_word_problem" || has("gsm8k"):
 		return FamilyGSM8K
-	case c.Grader == "math" || c.Grader == "numeric" || hasPrefix(c.ID, "math500"):
+	case c.Grader == "math" || c.Grader == "numeric" || has("math"):
 		return FamilyMath
 	default:
 		return FamilyGeneral
 	}
 }
 
-func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
