@@ -61,7 +61,9 @@ func (ChoiceGrader) Grade(_ context.Context, c Case, output string) Grade {
 	if letter == 0 {
 		return fail("no choice letter A–%c found in output; reference %s", maxLetter, ref)
 	}
-	return verdict(letter == ref[0], "extracted %c (%s), reference %s", letter, how, ref)
+	g := verdict(letter == ref[0], "extracted %c (%s), reference %s", letter, how, ref)
+	g.Extracted = string(letter)
+	return g
 }
 
 // extractChoice returns the chosen letter (0 when none) and the form it came in.

@@ -35,7 +35,9 @@ func (MathGrader) Grade(_ context.Context, c Case, output string) Grade {
 	if !strings.Contains(want, "=") {
 		got = stripVariablePrefix(got)
 	}
-	return verdict(mathEqual(got, want), "extracted %q, reference %q", clip(got, 200), want)
+	g := verdict(mathEqual(got, want), "extracted %q, reference %q", clip(got, 200), want)
+	g.Extracted = got
+	return g
 }
 
 var inlineMathRe = regexp.MustCompile(`\$([^$]+)\$|\\\((.+?)\\\)`)

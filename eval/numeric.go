@@ -36,7 +36,9 @@ func (NumericGrader) Grade(_ context.Context, c Case, output string) Grade {
 	if !ok {
 		return fail("no number found in output; reference %s", want)
 	}
-	return verdict(numbersEqual(got, want), "extracted %s (%s), reference %s", got, from, want)
+	g := verdict(numbersEqual(got, want), "extracted %s (%s), reference %s", got, from, want)
+	g.Extracted = got.String()
+	return g
 }
 
 // extractNumber finds the final answer in output and says where it came from.

@@ -166,7 +166,7 @@ func (j *Rubric) Grade(ctx context.Context, c eval.Case, output string) eval.Gra
 	if !ok {
 		return errGrade("%s judge reply has no score from 1 to 10: %q", tag, clip(call.Output, 200))
 	}
-	return eval.Grade{Value: score / 10, Passed: score >= float64(j.cfg.PassScore),
+	return eval.Grade{Value: score / 10, Passed: score >= float64(j.cfg.PassScore), Extracted: strconv.FormatFloat(score, 'g', 3, 64),
 		Explanation: fmt.Sprintf("%s score %s/10 (pass at %d)", tag, strconv.FormatFloat(score, 'g', 3, 64), j.cfg.PassScore)}
 }
 
