@@ -94,6 +94,7 @@ var (
 	jsonObjectRe  = regexp.MustCompile(`(?s)\{[^{}]*\}`)
 	bracketRe     = regexp.MustCompile(`\[\[\s*(\d+(?:\.\d+)?)\s*\]\]`)
 	scoreLabelRe  = regexp.MustCompile(`(?i)\b(?:score|rating|grade)\b\s*\**\s*[:=]?\s*\**\s*\[{0,2}\s*(\d+(?:\.\d+)?)\s*\]{0,2}(?:\s*(?:/|out\s+of)\s*(\d+))?`)
+	outOfTenRe    = regexp.MustCompile(`\b(\d+(?:\.\d+)?)\s*(?:/|out\s+of)\s*10\b`)
 	jsonScoreKeys = []string{"score", "rating", "grade"}
 )
 
@@ -101,8 +102,9 @@ var (
 // order: a JSON object with "score" (or "rating", "grade") in a ```json fence or
 // bare in the text (the last one); MT-Bench's "Rating: [[9]]" / "[[9]]"; a
 // labelled score "SCORE: 9", "Score: 9/10", "**Score:** 9", "score = 8 out of 10"
-// (the last one). A score given out of another maximum ("4/5") is scaled to
-// 10. ok is false when no score in 1..10 is found.
+// (the last one); else an unlabelled "8/10" or "8 out of 10" (the last one). A
+// score given out of another maximum ("4/5") is scaled to 10. ok is false when
+// no score in 1..10 is found.
 func ParseScore(reply string) (float64, bool) {
 	in := func(v float64) (float64, bool) { return v, v >= 1 && v <= 10 }
 	var objs []string
@@ -143,6 +145,10 @@ func ParseScore(reply string) (float64, bool) {
 				f = f / scale * 10
 			}
 		}
+		return in(f)
+	}
+	if ms := outOfTenRe.FindAllStringSubmatch(reply, -1); len(ms) > 0 {
+		f, _ := strconv.ParseFloat(ms[len(ms)-1][1], 64)
 		return in(f)
 	}
 	return 0, false

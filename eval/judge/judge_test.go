@@ -198,6 +198,8 @@ func TestParseScore(t *testing.T) {
 		{`{"score": 42}`, 0, false},
 		{"It deserves a good score because it is clear.", 0, false},
 		{"no number here", 0, false},
+		{"Clear and correct; I'd give it 8/10.", 8, true},
+		{"Overall: 7 out of 10", 7, true},
 	}
 	for _, tt := range tests {
 		got, ok := ParseScore(tt.reply)
