@@ -15,7 +15,8 @@ func TestLoadPolicies(t *testing.T) {
 	}{
 		{file: "full.good.yaml", check: func(t *testing.T, p Policy) {
 			if p.Version != "2026-11-30.1" || p.MinN != 100 || p.Quality.MarginPoints != 1 || p.Cost.MaxRatio != 1 ||
-				p.Latency.MaxP95Ratio != 1.25 || len(p.Segments.MustNotRegress) != 3 || p.Segments.MinN != 20 || !p.Noise.RequireAboveNoise {
+				p.Latency.MaxP95Ratio != 1.25 || len(p.Segments.MustNotRegress) != 3 || p.Segments.MinN != 20 || !p.Noise.RequireAboveNoise ||
+				p.Truncation != TruncationFail {
 				t.Errorf("decoded %+v", p)
 			}
 		}},
