@@ -51,6 +51,9 @@ type ExchangeResponse struct {
 	LatencyMs float64 `json:"latency_ms"` // wall time from request to last byte, ms
 	TTFTMs    float64 `json:"ttft_ms,omitempty"`
 	Usage     Usage   `json:"usage"`
+	// FinishReason is the API's finish_reason for the answer ("stop", "length",
+	// ...), optional; "length" marks the incumbent's answer as truncated.
+	FinishReason string `json:"finish_reason,omitempty"`
 	// UsageEstimated is true when Usage was estimated from text length (≈4 characters
 	// per token) because the recording had none.
 	UsageEstimated bool `json:"usage_estimated,omitempty"`

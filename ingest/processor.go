@@ -310,9 +310,13 @@ func IncumbentRun(ex Exchange, pricer Pricer) (store.Run, store.Step) {
 		LatencyMs:    resp.LatencyMs,
 		TTFTMs:       resp.TTFTMs,
 		Status:       store.StatusOK,
+		FinishReason: resp.FinishReason,
 		Output:       resp.Content,
 		Error:        note,
 		Attempt:      1,
+	}
+	if resp.FinishReason == store.FinishLength {
+		run.Truncated, run.TruncatedSteps = true, 1
 	}
 	return run, step
 }

@@ -195,3 +195,19 @@ func TestIncumbentRunUnknownModelIsNoted(t *testing.T) {
 		t.Fatal("run ids must be deterministic and shared by the step")
 	}
 }
+
+// The incumbent's finish reason is kept on its step; "length" marks the run
+// truncated.
+func TestIncumbentRunFinishReason(t *testing.T) {
+	for _, tt := range []struct {
+		finish    string
+		truncated bool
+	}{{"stop", false}, {"", false}, {"length", true}} {
+		ex := exchange("x", "hi")
+		ex.Response.FinishReason = tt.finish
+		run, step := IncumbentRun(ex, flatPricer(1))
+		if step.FinishReason != tt.finish || run.Truncated != tt.truncated || (run.TruncatedSteps == 1) != tt.truncated {
+			t.Errorf("finish %q: step %q, run truncated %v (%d steps)", tt.finish, step.FinishReason, run.Truncated, run.TruncatedSteps)
+		}
+	}
+}

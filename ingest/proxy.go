@@ -449,6 +449,8 @@ func (c capture) exchange() (Exchange, error) {
 			LatencyMs: float64(c.latency.Microseconds()) / 1000,
 			TTFTMs:    float64(c.ttft.Microseconds()) / 1000,
 			Usage:     resp.usage,
+
+			FinishReason: resp.finishReason,
 		},
 		Metadata: map[string]string{"source": "proxy", "route": c.path},
 	}
@@ -477,6 +479,7 @@ func estimateUsage(msgs []openai.ChatCompletionMessage, answer string) Usage {
 // answer is what was read from the incumbent's reply.
 type answer struct {
 	id, model, content string
+	finishReason       string // choices[0].finish_reason of chat completions
 	usage              Usage
 	hasUsage           bool
 }
@@ -553,6 +556,7 @@ func parseChatBody(body []byte) (answer, error) {
 			Message struct {
 				Content string `json:"content"`
 			} `json:"message"`
+			FinishReason string `json:"finish_reason"`
 		} `json:"choices"`
 		Usage *chatUsage `json:"usage"`
 	}
@@ -562,6 +566,7 @@ func parseChatBody(body []byte) (answer, error) {
 	a := answer{id: r.ID, model: r.Model}
 	if len(r.Choices) > 0 {
 		a.content = r.Choices[0].Message.Content
+		a.finishReason = r.Choices[0].FinishReason
 	}
 	if r.Usage != nil {
 		a.usage, a.hasUsage = Usage(*r.Usage), true
@@ -620,6 +625,7 @@ func parseChatStream(body []byte) (answer, error) {
 				Delta struct {
 					Content string `json:"content"`
 				} `json:"delta"`
+				FinishReason *string `json:"finish_reason"`
 			} `json:"choices"`
 			Usage *chatUsage `json:"usage"`
 		}
@@ -635,6 +641,9 @@ func parseChatStream(body []byte) (answer, error) {
 		for _, c := range ch.Choices {
 			if c.Index == 0 {
 				b.WriteString(c.Delta.Content)
+				if c.FinishReason != nil && *c.FinishReason != "" {
+					a.finishReason = *c.FinishReason
+				}
 			}
 		}
 		if ch.Usage != nil {
@@ -650,6 +659,12 @@ func parseChatStream(body []byte) (answer, error) {
 type responsesObject struct {
 	ID     string `json:"id"`
 	Model  string `json:"model"`
+	// Status "completed" or "incomplete" (IncompleteDetails.Reason says why,
+	// e.g. "max_output_tokens").
+	Status            string `json:"status"`
+	IncompleteDetails *struct {
+		Reason string `json:"reason"`
+	} `json:"incomplete_details"`
 	Output []struct {
 		Type    string `json:"type"`
 		Content []struct {
@@ -663,8 +678,23 @@ type responsesObject struct {
 	} `json:"usage"`
 }
 
+// finishReason maps a Responses API status to the chat completions
+// finish_reason: "completed" is "stop", "incomplete" for max_output_tokens is
+// "length", for content_filter "content_filter"; otherwise "".
+func (o responsesObject) finishReason() string {
+	switch {
+	case o.Status == "completed":
+		return "stop"
+	case o.Status == "incomplete" && o.IncompleteDetails != nil && o.IncompleteDetails.Reason == "max_output_tokens":
+		return "length"
+	case o.Status == "incomplete" && o.IncompleteDetails != nil:
+		return o.IncompleteDetails.Reason
+	}
+	return ""
+}
+
 func (o responsesObject) answer() answer {
-	a := answer{id: o.ID, model: o.Model}
+	a := answer{id: o.ID, model: o.Model, finishReason: o.finishReason()}
 	var b strings.Builder
 	for _, it := range o.Output {
 		if it.Type != "message" {
@@ -713,7 +743,7 @@ func parseResponsesStream(body []byte) (answer, error) {
 			if ev.Response != nil {
 				a.id, a.model = ev.Response.ID, ev.Response.Model
 			}
-		case "response.completed":
+		case "response.completed", "response.incomplete":
 			completed = ev.Response
 		}
 		return nil
@@ -721,7 +751,7 @@ func parseResponsesStream(body []byte) (answer, error) {
 	a.content = b.String()
 	if completed != nil {
 		c := completed.answer()
-		a.id, a.model, a.usage, a.hasUsage = c.id, c.model, c.usage, c.hasUsage
+		a.id, a.model, a.usage, a.hasUsage, a.finishReason = c.id, c.model, c.usage, c.hasUsage, c.finishReason
 	}
 	return a, err
 }
