@@ -93,7 +93,7 @@ var (
 	jsonFenceRe   = regexp.MustCompile("(?s)```[ \t]*(?:json)?[ \t]*\n(.*?)```")
 	jsonObjectRe  = regexp.MustCompile(`(?s)\{[^{}]*\}`)
 	bracketRe     = regexp.MustCompile(`\[\[\s*(\d+(?:\.\d+)?)\s*\]\]`)
-	scoreLabelRe  = regexp.MustCompile(`(?i)\b(?:score|rating|grade)\b\s*\**\s*[:=]?\s*\**\s*\[{0,2}\s*(\d+(?:\.\d+)?)\s*\]{0,2}(?:\s*(?:/|out\s+of)\s*(\d+))?`)
+	scoreLabelRe  = regexp.MustCompile(`(?i)\b(?:score|rating)\b\s*\**\s*[:=]?\s*\**\s*\[{0,2}\s*(\d+(?:\.\d+)?)\s*\]{0,2}(?:\s*(?:/|out\s+of)\s*(\d+))?`)
 	outOfTenRe    = regexp.MustCompile(`\b(\d+(?:\.\d+)?)\s*(?:/|out\s+of)\s*10\b`)
 	jsonScoreKeys = []string{"score", "rating", "grade"}
 )

@@ -200,6 +200,7 @@ func TestParseScore(t *testing.T) {
 		{"no number here", 0, false},
 		{"Clear and correct; I'd give it 8/10.", 8, true},
 		{"Overall: 7 out of 10", 7, true},
+		{"Fine for grade 3 pupils, nothing more.", 0, false},
 	}
 	for _, tt := range tests {
 		got, ok := ParseScore(tt.reply)
