@@ -282,9 +282,25 @@ func planFromLists(l paperLists) (Plan, error) {
 }
 
 // accessFromPy reads access_list[i]: "all" (any case); a list of earlier step
-// indices; a bare index, meaning that one step; None (null) or [], meaning none.
+// indices; a bare index, meaning that one step; None (null), [], "none" or "",
+// meaning none. An index written as a string of digits ("0") counts as that index.
 func accessFromPy(i int, a pyValue) (Access, error) {
+	if a.kind == pyStr {
+		switch t := strings.ToLower(strings.TrimSpace(a.s)); {
+		case t == "" || t == "none" || t == "null" || t == "[]":
+			return AccessSteps(), nil
+		default:
+			if n, err := strconv.ParseInt(t, 10, 64); err == nil {
+				a = pyValue{kind: pyInt, i: n}
+			}
+		}
+	}
 	index := func(e pyValue) (int, error) {
+		if e.kind == pyStr {
+			if n, err := strconv.ParseInt(strings.TrimSpace(e.s), 10, 64); err == nil {
+				e = pyValue{kind: pyInt, i: n}
+			}
+		}
 		if e.kind != pyInt {
 			return 0, planErr(PlanUnparsable, "access_list[%d]: want step indices, got a %s", i, e.kind)
 		}
@@ -533,33 +549,21 @@ func planFromJSON(raw json.RawMessage) (Plan, error) {
 		}
 		st.Subtask = *s.Subtask
 		if len(s.Access) > 0 {
-			var idx []int64
-			var all string
-			var one int64
-			switch {
-			case string(s.Access) == "null":
-				st.Access = AccessSteps()
-			case json.Unmarshal(s.Access, &one) == nil:
-				if one < 0 || one >= int64(i) {
-					return Plan{}, planErr(PlanForwardReference, "step %d's access names step %d, which is not earlier", i, one)
-				}
-				st.Access = AccessSteps(int(one))
-			case json.Unmarshal(s.Access, &all) == nil:
-				if !strings.EqualFold(strings.TrimSpace(all), "all") {
-					return Plan{}, planErr(PlanUnparsable, "step %d: access %q: want \"all\" or a list of step indices", i, all)
-				}
-			case json.Unmarshal(s.Access, &idx) == nil:
-				ints := make([]int, 0, len(idx))
-				for _, j := range idx {
-					if j < 0 || j >= int64(i) {
-						return Plan{}, planErr(PlanForwardReference, "step %d's access list names step %d, which is not earlier", i, j)
-					}
-					ints = append(ints, int(j))
-				}
-				st.Access = AccessSteps(ints...)
-			default:
+			var v any
+			d := json.NewDecoder(bytes.NewReader(s.Access))
+			d.UseNumber()
+			if err := d.Decode(&v); err != nil {
+				return Plan{}, planErr(PlanUnparsable, "step %d: access %s: %v", i, s.Access, err)
+			}
+			pv, err := pyFromJSON(v, 0)
+			if err != nil {
 				return Plan{}, planErr(PlanUnparsable, "step %d: access %s: want \"all\" or a list of step indices", i, s.Access)
 			}
+			acc, err := accessFromPy(i, pv)
+			if err != nil {
+				return Plan{}, err
+			}
+			st.Access = acc
 		}
 		steps[i] = st
 	}

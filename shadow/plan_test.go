@@ -64,6 +64,8 @@ func TestParsePlan(t *testing.T) {
 		{file: "json_lists.txt", want: solveCheck(AccessSteps(), AccessSteps(0))},
 		{file: "json_lists_inline.txt", want: solveCheck(AccessSteps(), AccessAll())},
 		{file: "json_steps_null_bare.txt", want: solveCheck(AccessSteps(), AccessSteps(0))},
+		{file: "access_strings.txt", want: append(solveCheck(AccessSteps(), AccessSteps(0)), step("qwen3-32b", 1, "Answer", AccessSteps(0, 1)))},
+		{file: "access_bad_string.txt", parseKind: PlanUnparsable},
 		{file: "bare_index_forward.txt", parseKind: PlanForwardReference},
 		{file: "access_bad_word.txt", parseKind: PlanUnparsable},
 		{file: "json_lists_missing.txt", parseKind: PlanUnparsable},
