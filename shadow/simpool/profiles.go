@@ -226,4 +226,3 @@ func FamilyOf(c Case) Family {
 		return FamilyGeneral
 	}
 }
-
