@@ -107,6 +107,7 @@ func TestMathGraderKinds(t *testing.T) {
 		{"chinese cue", "12", "答案是 12", true},
 		{"russian cue", "12", "Ответ: 12", true},
 		{"fbox", "12", `\fbox{12}`, true},
+		{"words as the answer", "\\text{even function}", `\text{even function}`, true},
 	})
 }
 

@@ -63,11 +63,14 @@ func extractMathAnswer(output string) (string, bool) {
 	if nums := findNumbers(trimmed); len(nums) > 0 {
 		return nums[len(nums)-1].String(), true
 	}
+	if !strings.Contains(trimmed, "\n") && len(trimmed) <= 120 {
+		return trimmed, true // a short answer in words, e.g. \text{even function}
+	}
 	return "", false
 }
 
 // proseWordRe matches a word of prose: two or more letters not part of a LaTeX
-// command (\frac) nor inside \text{…}.
+// command (\frac) nor right after a brace (a braced argument such as ^{th}).
 var proseWordRe = regexp.MustCompile(`(?:^|[^\\A-Za-z{])([A-Za-z]{2,})`)
 
 // hasProse reports whether s holds two or more words of prose outside $…$,
