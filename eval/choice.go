@@ -53,7 +53,7 @@ func (ChoiceGrader) Grade(_ context.Context, c Case, output string) Grade {
 		n = maxChoices
 	}
 	maxLetter := byte('A' + n - 1)
-	ref := strings.ToUpper(strings.TrimSpace(c.Reference))
+	ref := strings.ToUpper(strings.Trim(strings.TrimSpace(width.Fold.String(c.Reference)), "()"))
 	if len(ref) != 1 || ref[0] < 'A' || ref[0] > maxLetter {
 		return gradeErr("eval: choice grader: case %s: reference %q is not a letter A–%c", c.ID, c.Reference, maxLetter)
 	}

@@ -69,7 +69,9 @@ func (c CodeConfig) Validate() error {
 // descriptor 1, and the grader passes only when the sentinel arrived and the exit
 // status is 0. An early exit that skips the tests — sys.exit(0), exit(), quit(),
 // raise SystemExit, os._exit(0), os.kill(os.getpid(), …), a signal, an atexit
-// hook — fails, as do a failing test, a crash or a timeout, with an explanation. A missing interpreter, a case
+// hook — fails, as do a failing test, a crash or a timeout, with an explanation.
+// The program runs under the module name "__code_grader__", so an answer's
+// `if __name__ == "__main__":` block does not run. A missing interpreter, a case
 // without entry_point/test or a cancelled context is a grader error.
 //
 // Network: the program starts with NetGuard (socket creation, connection and
@@ -148,7 +150,10 @@ func (g *CodeGrader) Grade(ctx context.Context, c Case, output string) Grade {
 		return gradeErr("eval: code grader: write program: %w", err)
 	}
 
-	args := []string{python, "-I", "-B", prog}
+	// Run as a module named other than "__main__" (as HumanEval's own harness
+	// does with exec): an answer's `if __name__ == "__main__":` demo block is
+	// not part of the test and must not end the program before it.
+	args := []string{python, "-I", "-B", "-c", "import runpy, sys; runpy.run_path(sys.argv[1], run_name='__code_grader__')", prog}
 	if g.cfg.Prlimit != "" {
 		if pl, err := exec.LookPath(g.cfg.Prlimit); err == nil {
 			cpu := int(math.Ceil(g.cfg.Timeout.Seconds())) + 1

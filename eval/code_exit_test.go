@@ -36,6 +36,9 @@ func TestCodeGraderEarlyExits(t *testing.T) {
 		{"module-level exit in a full function", "```python\nimport sys\ndef has_close_elements(numbers, threshold):\n    return True\nsys.exit(0)\n```", false},
 		{"print shadowed still passes honest code", "    global print\n    print = None\n" + strings.TrimPrefix(c0.Reference, ""), true},
 		{"honest body", c0.Reference, true},
+		{"main block with exit is not run", "```python\nimport sys\ndef has_close_elements(numbers, threshold):\n" +
+			"    return any(abs(a - b) < threshold for i, a in enumerate(numbers) for j, b in enumerate(numbers) if i != j)\n\n" +
+			"if __name__ == \"__main__\":\n    sys.exit(0)\n```", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
