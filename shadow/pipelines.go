@@ -123,6 +123,7 @@ func (r *runRecorder) add(in stepInput, call Call, status string, err error) sto
 		Status:       status,
 		FinishReason: call.FinishReason,
 		Output:       call.Output,
+		Reasoning:    call.Reasoning,
 		Attempt:      int32(max(1, call.Attempts)),
 
 		PriceVersion:                   call.PriceVersion,
@@ -234,7 +235,7 @@ func (s *singlePipeline) Run(ctx context.Context, req Request, mode string) Resu
 		return r.result()
 	}
 	r.add(in, call, store.StatusOK, nil)
-	r.run.FinalOutput = call.Output
+	r.run.FinalOutput, r.run.Reasoning = call.Output, call.Reasoning
 	return r.result()
 }
 

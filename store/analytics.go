@@ -107,8 +107,8 @@ func (s *sqlStore) searchTracesSQL(q TraceSearch, floor time.Time) string {
 	}
 	if q.Text != "" {
 		t := quoteString(q.Text)
-		where = append(where, fmt.Sprintf("(positionCaseInsensitiveUTF8(input, %[2]s) > 0 OR request_id IN "+
-			"(SELECT request_id FROM %[1]s.runs WHERE positionCaseInsensitiveUTF8(final_output, %[2]s) > 0%[3]s))", s.db, t, runsFloor))
+		where = append(where, fmt.Sprintf("(%[4]s OR request_id IN "+
+			"(SELECT request_id FROM %[1]s.runs WHERE positionCaseInsensitiveUTF8(final_output, %[2]s) > 0%[3]s))", s.db, t, runsFloor, inputMatchSQL(q.Text)))
 	}
 	var having []string
 	if q.Candidate != "" {
