@@ -781,11 +781,8 @@ func (o responsesObject) answer() (answer, error) {
 		}
 	}
 	c.Content, c.Reasoning = content.String(), reasoning.String()
-	switch {
-	case o.Status == "incomplete" && o.IncompleteDetails != nil:
+	if o.Status == "incomplete" && o.IncompleteDetails != nil {
 		c.FinishReason = o.IncompleteDetails.Reason
-	case o.Status == "completed":
-		c.FinishReason = store.FinishStop
 	}
 	a.choices = []Choice{c}
 	u, ok, err := usageOf(o.Usage)

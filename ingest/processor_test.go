@@ -211,3 +211,12 @@ func TestIncumbentRunFinishReason(t *testing.T) {
 		}
 	}
 }
+
+func TestChatFinishReason(t *testing.T) {
+	for in, want := range map[string]string{"stop": "stop", "length": "length", "max_output_tokens": "length",
+		"max_tokens": "length", "content_filter": "content_filter", "tool_calls": "tool_calls", "": ""} {
+		if got := chatFinishReason(in); got != want {
+			t.Errorf("chatFinishReason(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
