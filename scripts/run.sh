@@ -17,9 +17,19 @@ POOL_ADDR=${SIMLLM_ADDR:-127.0.0.1:9090}
 LATENCY_SCALE=${SIMLLM_LATENCY_SCALE:-0.2}
 REPLAY=${REPLAY_FILE:-regression-sets/replay/production-350.jsonl}
 SET=${SUITE_SET:-regression-sets/gsm8k-150.jsonl}
-CONFIG=${CONDUCTOR_SHADOW_CONFIG:-conductor-shadow.example.yaml}
 export CONDUCTOR_SHADOW_ADDR=$ADDR CONDUCTOR_SHADOW_POOL_URL="http://$POOL_ADDR/v1"
 mkdir -p logs
+if [ -n "${CONDUCTOR_SHADOW_CONFIG:-}" ]; then
+  CONFIG=$CONDUCTOR_SHADOW_CONFIG
+else
+  # The example configuration, with the admission's CPU signal off: this run has no
+  # production on the machine to protect, and the simulated pool and the embedded
+  # engine share its CPU, so a busy machine would hold the shadow side to one run
+  # at a time (shed_cpu) for nothing. Added latency and scheduler delay still count.
+  CONFIG=logs/run-config.yaml
+  sed -E 's/^(    max_cpu:) 0\.9( +#)/\1 0  \2/' conductor-shadow.example.yaml >"$CONFIG"
+  grep -qE '^    max_cpu: 0 ' "$CONFIG" || { echo "run: could not turn admission.max_cpu off in $CONFIG" >&2; exit 1; }
+fi
 
 pids=()
 cleanup() {
@@ -55,6 +65,7 @@ want=$(grep -c . "$REPLAY")
 echo "run: waiting until all $want replayed requests have an incumbent and a candidate run stored"
 q="SELECT count() FROM (SELECT request_id FROM shadow.runs FINAL WHERE request_id IN (SELECT request_id FROM shadow.requests FINAL WHERE source = 'replay') GROUP BY request_id HAVING countIf(mode = 'incumbent') >= 1 AND countIf(mode = 'candidate') >= 1)"
 for i in $(seq 1 600); do
+  kill -0 "${pids[1]}" 2>/dev/null || { echo "run: the server stopped (see logs/serve.log)" >&2; exit 1; }
   got=$(bin/conductor-shadow --config "$CONFIG" query "$q" | tail -n 1)
   [ "$got" -ge "$want" ] && break
   (( i % 10 == 0 )) && echo "run: $got / $want stored"
