@@ -33,8 +33,12 @@ fi
 
 pids=()
 cleanup() {
-  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
+  # The server first, and the pool only once it has stopped: runs still going while
+  # the server drains keep their workers, so a stop never stores a run as an error.
+  for ((k = ${#pids[@]} - 1; k >= 0; k--)); do
+    kill -TERM "${pids[k]}" 2>/dev/null || true
+    wait "${pids[k]}" 2>/dev/null || true
+  done
   # The server's drain summary: how many copies were stored or dropped.
   grep -E 'msg=(shutting down|stopped)' logs/serve.log 2>/dev/null | tail -n 2 || true
 }
@@ -51,7 +55,8 @@ wait_http() { # url seconds
 }
 
 echo "run: starting the simulated worker pool on $POOL_ADDR (latency x$LATENCY_SCALE)"
-bin/simllm --addr "$POOL_ADDR" --latency-scale "$LATENCY_SCALE" --sets regression-sets >logs/simllm.log 2>&1 &
+# Its own session, so a Ctrl-C in the terminal reaches the server only; cleanup stops it.
+setsid bin/simllm --addr "$POOL_ADDR" --latency-scale "$LATENCY_SCALE" --sets regression-sets >logs/simllm.log 2>&1 &
 pids+=($!)
 wait_http "http://$POOL_ADDR/v1/models" 30
 
