@@ -150,12 +150,13 @@ func (p *Processor) process(ctx context.Context, d Delivery) {
 		return
 	}
 	sreq := shadow.Request{RequestID: ex.RequestID, Messages: ex.Request.Messages}
+	runCtx := ContextWithTraceParent(ctx, ex.TraceParent) // runs join the production request's trace
 	for _, c := range p.candidates {
 		if ctx.Err() != nil {
 			p.stats.drop("shutdown")
 			return
 		}
-		res := c.Run(ctx, sreq, store.ModeCandidate)
+		res := c.Run(runCtx, sreq, store.ModeCandidate)
 		if !p.enqueue(ctx, store.Batch{Runs: []store.Run{res.Run}, Steps: res.Steps}) {
 			return
 		}
@@ -242,14 +243,15 @@ func RequestRecord(ex Exchange) (store.Request, error) {
 		received = time.Now()
 	}
 	return store.Request{
-		RequestID:  ex.RequestID,
-		ReceivedAt: received.UTC(),
-		Source:     source,
-		App:        ex.App,
-		Input:      string(input),
-		InputHash:  hex.EncodeToString(sum[:]),
-		Category:   ex.Metadata["category"],
-		Metadata:   ex.Metadata,
+		RequestID:   ex.RequestID,
+		SubjectHash: ex.SubjectHash,
+		ReceivedAt:  received.UTC(),
+		Source:      source,
+		App:         ex.App,
+		Input:       string(input),
+		InputHash:   hex.EncodeToString(sum[:]),
+		Category:    ex.Metadata["category"],
+		Metadata:    ex.Metadata,
 	}, nil
 }
 

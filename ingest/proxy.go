@@ -20,6 +20,7 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+	"go.opentelemetry.io/otel/propagation"
 )
 
 // Mirroring-proxy outcomes, counted in Stats.Mirrored.
@@ -199,6 +200,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	start := time.Now()
+	subject := r.Header.Get(SubjectHeader)
+	r.Header.Del(SubjectHeader) // ours, not the incumbent's
 	reqBody, complete, err := readUpTo(r.Body, p.cfg.MaxCaptureBytes)
 	if err != nil {
 		// The client broke off while sending: nothing reached the incumbent yet.
@@ -234,15 +237,17 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c := capture{
-		path:       r.URL.Path,
-		app:        r.Header.Get(p.cfg.AppHeader),
-		requestID:  r.Header.Get("X-Request-Id"),
-		reqBody:    reqBody,
-		respBody:   cw.buf.Bytes(),
-		respHeader: cw.Header().Clone(),
-		start:      start,
-		latency:    end.Sub(start),
-		ttft:       cw.firstByte.Sub(start),
+		path:        r.URL.Path,
+		app:         r.Header.Get(p.cfg.AppHeader),
+		requestID:   r.Header.Get("X-Request-Id"),
+		subject:     subject,
+		traceParent: TraceParentOf(traceContext.Extract(r.Context(), propagation.HeaderCarrier(r.Header))),
+		reqBody:     reqBody,
+		respBody:    cw.buf.Bytes(),
+		respHeader:  cw.Header().Clone(),
+		start:       start,
+		latency:     end.Sub(start),
+		ttft:        cw.firstByte.Sub(start),
 	}
 	if c.app == "" {
 		c.app = p.cfg.App
@@ -383,6 +388,7 @@ func (w *captureWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // capture is one finished proxied exchange, read by the background copier.
 type capture struct {
 	path, app, requestID string
+	subject, traceParent string // the data subject (SubjectHeader) and the W3C traceparent sent
 	reqBody, respBody    []byte
 	respHeader           http.Header
 	start                time.Time
@@ -450,7 +456,9 @@ func (c capture) exchange() (Exchange, error) {
 			TTFTMs:    float64(c.ttft.Microseconds()) / 1000,
 			Usage:     resp.usage,
 		},
-		Metadata: map[string]string{"source": "proxy", "route": c.path},
+		Metadata:    map[string]string{"source": "proxy", "route": c.path},
+		Subject:     c.subject,
+		TraceParent: c.traceParent,
 	}
 	if !resp.hasUsage {
 		ex.Response.Usage = estimateUsage(req.Messages, resp.content)

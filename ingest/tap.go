@@ -26,6 +26,7 @@ type Tap struct {
 	seen    *lru.Cache[string, struct{}] // recent request ids, for idempotency; nil when DedupWindow is 0
 	pii     *Pseudonymizer               // nil when PII.Enabled is false
 	sampler *Sampler
+	secret  []byte // the PII secret: keys pseudonyms and subject hashes
 
 	ephemeralSecret bool
 }
@@ -63,16 +64,17 @@ func NewTap(cfg Config, q Queue, stats *Stats, opts ...TapOption) (*Tap, error) 
 		opt(&o)
 	}
 	t := &Tap{cfg: cfg, queue: q, stats: stats, sampler: NewSampler(cfg.Sampling)}
+	secret := o.secret
+	if len(secret) == 0 && cfg.PII.SecretEnv != "" {
+		secret = []byte(os.Getenv(cfg.PII.SecretEnv))
+	}
+	if len(secret) == 0 {
+		secret = make([]byte, 32)
+		_, _ = rand.Read(secret) // never fails (crypto/rand)
+		t.ephemeralSecret = true
+	}
+	t.secret = secret
 	if cfg.PII.Enabled {
-		secret := o.secret
-		if len(secret) == 0 && cfg.PII.SecretEnv != "" {
-			secret = []byte(os.Getenv(cfg.PII.SecretEnv))
-		}
-		if len(secret) == 0 {
-			secret = make([]byte, 32)
-			_, _ = rand.Read(secret) // never fails (crypto/rand)
-			t.ephemeralSecret = true
-		}
 		p, err := NewPseudonymizer(cfg.PII, secret)
 		if err != nil {
 			return nil, err
@@ -88,6 +90,10 @@ func NewTap(cfg Config, q Queue, stats *Stats, opts ...TapOption) (*Tap, error) 
 	}
 	return t, nil
 }
+
+// SubjectHash is the keyed hash the tap stores for a data subject (see the
+// package function SubjectHash), with this tap's PII secret.
+func (t *Tap) SubjectHash(subject string) string { return SubjectHash(t.secret, subject) }
 
 // EphemeralSecret reports whether the PII secret was drawn at random because none
 // was configured: pseudonyms are then stable only for this process's life.
@@ -108,6 +114,13 @@ func (t *Tap) Register(r gin.IRouter) {
 // full or closed). ex is pseudonymized before anything is queued: the raw values
 // never leave this call.
 func (t *Tap) Offer(ctx context.Context, ex Exchange) (int, TapResponse) {
+	ex.SubjectHash = ""
+	if ex.Subject != "" {
+		ex.SubjectHash, ex.Subject = t.SubjectHash(ex.Subject), ""
+	}
+	if ex.TraceParent == "" {
+		ex.TraceParent = TraceParentOf(ctx)
+	}
 	if ok, reason := t.sampler.Keep(ex); !ok {
 		t.stats.unsample(reason)
 		return http.StatusOK, TapResponse{Status: "unsampled", RequestID: ex.RequestID, Reason: reason}
