@@ -25,6 +25,30 @@ type Config struct {
 	// QueryMaxRows caps the rows one Store.Query may return (max_result_rows,
 	// default 100,000); past it the query fails and asks for a LIMIT.
 	QueryMaxRows int `yaml:"query_max_rows"`
+	// Cluster names the ClickHouse cluster (remote_servers) the migrations
+	// create their tables on: Replicated*MergeTree tables <name>_local on every
+	// node plus Distributed tables <name> over them (see clusterDDL). Needs DSN;
+	// "" (default) is one node.
+	Cluster string `yaml:"cluster"`
+	// Retention is how long rows and their text bodies are kept (ClickHouse
+	// TTLs), applied at every Open.
+	Retention RetentionConfig `yaml:"retention"`
+}
+
+// RetentionConfig sets a TTL per table, counted from each row's own time
+// (requests.received_at, runs.started_at, steps.started_at,
+// scores.created_at); 0 keeps rows forever. Bodies is a shorter TTL for the
+// text bodies alone (requests.input, runs.final_output, runs.plan_raw,
+// runs.plan, steps.subtask, steps.messages, steps.output, scores.explanation):
+// past it they are emptied while the figures (latency, tokens, cost, status,
+// scores) stay until the row's own TTL. ClickHouse applies TTLs at merges, so
+// expired data disappears within hours, not at the second.
+type RetentionConfig struct {
+	Requests time.Duration `yaml:"requests"`
+	Runs     time.Duration `yaml:"runs"`
+	Steps    time.Duration `yaml:"steps"`
+	Scores   time.Duration `yaml:"scores"`
+	Bodies   time.Duration `yaml:"bodies"`
 }
 
 // NewDefaultConfig returns the embedded store in ./data, database "shadow", ad-hoc
@@ -46,6 +70,19 @@ func (c Config) Validate() error {
 	}
 	if c.QueryMaxRows < 1 {
 		errs = append(errs, fmt.Errorf("store: query_max_rows %d: want at least 1", c.QueryMaxRows))
+	}
+	if c.Cluster != "" {
+		if !databaseName.MatchString(c.Cluster) {
+			errs = append(errs, fmt.Errorf("store: cluster %q: want letters, digits and '_', not starting with a digit", c.Cluster))
+		}
+		if c.DSN == "" {
+			errs = append(errs, errors.New("store: cluster: needs a server dsn (the embedded engine is one node)"))
+		}
+	}
+	for name, d := range map[string]time.Duration{"requests": c.Retention.Requests, "runs": c.Retention.Runs, "steps": c.Retention.Steps, "scores": c.Retention.Scores, "bodies": c.Retention.Bodies} {
+		if d < 0 || (d > 0 && d < time.Hour) {
+			errs = append(errs, fmt.Errorf("store: retention.%s %v: want 0 (keep forever) or at least 1h", name, d))
+		}
 	}
 	if c.DSN == "" {
 		if c.Path == "" {
@@ -84,8 +121,12 @@ func open(ctx context.Context, cfg Config) (*sqlStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &sqlStore{t: t, db: quoteIdent(cfg.Database), queryLimits: queryLimits{timeout: cfg.QueryTimeout, maxRows: cfg.QueryMaxRows}}
+	s := &sqlStore{t: t, db: quoteIdent(cfg.Database), dbName: cfg.Database, cluster: cfg.Cluster, queryLimits: queryLimits{timeout: cfg.QueryTimeout, maxRows: cfg.QueryMaxRows}}
 	if err := s.migrate(ctx); err != nil {
+		t.close()
+		return nil, err
+	}
+	if err := s.applyRetention(ctx, cfg.Retention); err != nil {
 		t.close()
 		return nil, err
 	}

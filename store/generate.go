@@ -91,7 +91,7 @@ FROM (SELECT number, intDiv(number, 10) AS r, number %% 10 AS k, sipHash64(numbe
 	}
 	for _, st := range stmts {
 		start := time.Now()
-		if err := s.t.exec(ctx, st.sql); err != nil {
+		if err := s.t.exec(ctx, st.sql, nil); err != nil {
 			return res, fmt.Errorf("store: generate %s: %w", st.table, err)
 		}
 		res.Took[st.table] = time.Since(start)

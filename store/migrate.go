@@ -89,15 +89,12 @@ func (s *sqlStore) migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	boot := []string{
-		"CREATE DATABASE IF NOT EXISTS " + s.db,
-		"CREATE TABLE IF NOT EXISTS " + s.db + ".schema_migrations\n(\n" +
-			"    version    UInt32,\n    name       String,\n" +
-			"    applied_at DateTime64(3, 'UTC') DEFAULT now64(3)\n)\n" +
-			"ENGINE = ReplacingMergeTree(applied_at)\nORDER BY version",
+	boot, err := s.ddl(bootStatements(s.db))
+	if err != nil {
+		return err
 	}
 	for _, q := range boot {
-		if err := s.t.exec(ctx, q); err != nil {
+		if err := s.t.exec(ctx, q, nil); err != nil {
 			return fmt.Errorf("store: migrate: create schema_migrations: %w", err)
 		}
 	}
@@ -109,18 +106,41 @@ func (s *sqlStore) migrate(ctx context.Context) error {
 		if applied[m.version] {
 			continue
 		}
-		for _, stmt := range m.statements {
-			if err := s.t.exec(ctx, strings.ReplaceAll(stmt, "${DB}", s.db)); err != nil {
+		stmts, err := s.ddl(substituteDB(m.statements, s.db))
+		if err != nil {
+			return fmt.Errorf("store: migrate %04d_%s: %w", m.version, m.name, err)
+		}
+		for _, stmt := range stmts {
+			if err := s.t.exec(ctx, stmt, nil); err != nil {
 				return fmt.Errorf("store: migrate %04d_%s: %w", m.version, m.name, err)
 			}
 		}
-		rec := fmt.Sprintf("INSERT INTO %s.schema_migrations (version, name) VALUES (%d, %s)",
-			s.db, m.version, quoteString(m.name))
-		if err := s.t.exec(ctx, rec); err != nil {
+		rec := "INSERT INTO " + s.db + ".schema_migrations (version, name) VALUES ({version:UInt32}, {name:String})"
+		if err := s.t.exec(ctx, rec, Params{}.Int("version", int64(m.version)).Str("name", m.name)); err != nil {
 			return fmt.Errorf("store: migrate %04d_%s: record: %w", m.version, m.name, err)
 		}
 	}
 	return nil
+}
+
+// bootStatements create the database and the schema_migrations table.
+func bootStatements(db string) []string {
+	return []string{
+		"CREATE DATABASE IF NOT EXISTS " + db,
+		"CREATE TABLE IF NOT EXISTS " + db + ".schema_migrations\n(\n" +
+			"    version    UInt32,\n    name       String,\n" +
+			"    applied_at DateTime64(3, 'UTC') DEFAULT now64(3)\n)\n" +
+			"ENGINE = ReplacingMergeTree(applied_at)\nORDER BY version",
+	}
+}
+
+// substituteDB replaces ${DB} in each statement with the quoted database.
+func substituteDB(stmts []string, db string) []string {
+	out := make([]string, len(stmts))
+	for i, st := range stmts {
+		out[i] = strings.ReplaceAll(st, "${DB}", db)
+	}
+	return out
 }
 
 // appliedMigrations returns the versions recorded in schema_migrations.

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -13,8 +14,20 @@ import (
 type sqlStore struct {
 	t           transport
 	db          string // quoted database identifier
+	dbName      string // the database name unquoted
+	cluster     string // ClickHouse cluster of Replicated/Distributed tables; "" for one node
 	queryLimits queryLimits
 	closed      atomic.Bool
+}
+
+// mutationTarget is what an ALTER of table names: db.table, or on a cluster
+// its shard-local table on every node (Distributed tables take INSERTs and
+// SELECTs but no ALTER … DELETE or TTL).
+func (s *sqlStore) mutationTarget(table string) string {
+	if s.cluster == "" {
+		return s.db + "." + quoteIdent(table)
+	}
+	return s.db + "." + quoteIdent(table+localSuffix) + " ON CLUSTER " + quoteIdent(s.cluster)
 }
 
 var _ Store = (*sqlStore)(nil)
@@ -65,7 +78,8 @@ func (s *sqlStore) check(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// insert writes rows of T into table in one INSERT … FORMAT JSONEachRow.
+// insert writes rows of T into table: the transport's native batch (server) or
+// one INSERT … FORMAT JSONEachRow (embedded); the columns are T's json tags.
 func insert[T any](ctx context.Context, s *sqlStore, table string, rows []T) error {
 	if err := s.check(ctx); err != nil {
 		return fmt.Errorf("store: insert %s: %w", table, err)
@@ -73,17 +87,28 @@ func insert[T any](ctx context.Context, s *sqlStore, table string, rows []T) err
 	if len(rows) == 0 {
 		return nil
 	}
-	b := []byte(fmt.Sprintf("INSERT INTO %s.%s (%s) FORMAT JSONEachRow\n", s.db, table, selectList[T]()))
-	for _, r := range rows {
-		var err error
-		if b, err = encodeRow(b, r); err != nil {
-			return fmt.Errorf("store: insert %s: %w", table, err)
-		}
-	}
-	if err := s.t.exec(ctx, string(b)); err != nil {
+	if err := s.t.insert(ctx, s.db, table, columnsOf[T](), rows); err != nil {
 		return fmt.Errorf("store: insert %s: %w", table, err)
 	}
 	return nil
+}
+
+// insertJSONEachRow renders rows (a slice of a model struct) as one INSERT …
+// FORMAT JSONEachRow statement into db.table.
+func insertJSONEachRow(db, table string, columns []string, rows any) ([]byte, error) {
+	quoted := make([]string, len(columns))
+	for i, c := range columns {
+		quoted[i] = quoteIdent(c)
+	}
+	b := []byte(fmt.Sprintf("INSERT INTO %s.%s (%s) FORMAT JSONEachRow\n", db, table, strings.Join(quoted, ", ")))
+	rv := reflect.ValueOf(rows)
+	for i := range rv.Len() {
+		var err error
+		if b, err = encodeRow(b, rv.Index(i).Interface()); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
 }
 
 // InsertRequests implements Store.
