@@ -54,7 +54,7 @@ type Telemetry struct {
 	// Meters records the GenAI client metrics gen_ai.client.token.usage
 	// ({token}) and gen_ai.client.operation.duration (s) per worker call, and
 	// conductor_shadow.runs ({run}, by candidate, mode and status) and
-	// conductor_shadow.cost (USD) per run; nil: no metrics.
+	// conductor_shadow.cost_usd (USD) per run; nil: no metrics.
 	Meters metric.MeterProvider
 	// CaptureContent adds the prompt (gen_ai.input.messages) and the answer
 	// (gen_ai.output.messages) to spans. Off by default, as the GenAI
@@ -83,17 +83,20 @@ func newInstruments(t Telemetry) (*instruments, error) {
 	m := mp.Meter(InstrumentationName)
 	in := &instruments{tracer: tp.Tracer(InstrumentationName), capture: t.CaptureContent}
 	var err error
-	if in.tokenUsage, err = genaiconv.NewClientTokenUsage(m); err != nil {
+	// Bucket boundaries as the GenAI metric conventions advise.
+	if in.tokenUsage, err = genaiconv.NewClientTokenUsage(m, metric.WithExplicitBucketBoundaries(
+		1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864)); err != nil {
 		return nil, fmt.Errorf("shadow: telemetry: %w", err)
 	}
-	if in.duration, err = genaiconv.NewClientOperationDuration(m); err != nil {
+	if in.duration, err = genaiconv.NewClientOperationDuration(m, metric.WithExplicitBucketBoundaries(
+		0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92)); err != nil {
 		return nil, fmt.Errorf("shadow: telemetry: %w", err)
 	}
 	if in.runs, err = m.Int64Counter("conductor_shadow.runs", metric.WithUnit("{run}"),
 		metric.WithDescription("Pipeline runs finished, by candidate, mode and status.")); err != nil {
 		return nil, fmt.Errorf("shadow: telemetry: %w", err)
 	}
-	if in.cost, err = m.Float64Counter("conductor_shadow.cost", metric.WithUnit("USD"),
+	if in.cost, err = m.Float64Counter("conductor_shadow.cost_usd", metric.WithUnit("{USD}"),
 		metric.WithDescription("Cost of pipeline runs in USD (tokens × the worker's list price), by candidate and mode.")); err != nil {
 		return nil, fmt.Errorf("shadow: telemetry: %w", err)
 	}
@@ -213,7 +216,7 @@ type instrumentedPipeline struct {
 // (gen_ai.operation.name = invoke_workflow, gen_ai.workflow.name = the pipeline
 // name; usage, cost, status and the run id as attributes) whose children are the
 // run's "chat" spans, and counts the run in conductor_shadow.runs and its cost
-// in conductor_shadow.cost. The span's parent is whatever span ctx carries (the
+// in conductor_shadow.cost_usd. The span's parent is whatever span ctx carries (the
 // production request's, when the tap received a traceparent).
 func Instrument(p Pipeline, t Telemetry) (Pipeline, error) {
 	in, err := newInstruments(t)

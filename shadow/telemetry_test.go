@@ -128,7 +128,7 @@ func TestConductorRunSpans(t *testing.T) {
 				seen[m.Name] = true
 			}
 		}
-		for _, name := range []string{"gen_ai.client.token.usage", "gen_ai.client.operation.duration", "conductor_shadow.runs", "conductor_shadow.cost"} {
+		for _, name := range []string{"gen_ai.client.token.usage", "gen_ai.client.operation.duration", "conductor_shadow.runs", "conductor_shadow.cost_usd"} {
 			if !seen[name] {
 				t.Errorf("metric %s not recorded (have %v)", name, seen)
 			}

@@ -42,12 +42,14 @@ type api struct {
 	suites *suiteRunner
 	stats  func() ingest.StatsSnapshot
 	writer func() store.WriterStats
+	forget *forgetter
 }
 
 func (a *api) register(r gin.IRouter) {
 	r.POST("/api/query", a.query)
 	r.GET("/api/stats", a.statsHandler)
 	r.POST("/api/suite-runs", a.runSuite)
+	r.POST("/api/forget", a.forgetHandler)
 }
 
 func (a *api) query(c *gin.Context) {

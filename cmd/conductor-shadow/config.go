@@ -79,6 +79,10 @@ type SuiteConfig struct {
 type TelemetryConfig struct {
 	OTLPEndpoint string `yaml:"otlp_endpoint"` // host:port of an OTLP/HTTP collector, e.g. localhost:4318
 	ServiceName  string `yaml:"service_name"`
+	// CaptureContent adds prompts and answers to the GenAI spans
+	// (gen_ai.input.messages, gen_ai.output.messages). Off by default, as the
+	// OpenTelemetry GenAI conventions advise: they hold user text.
+	CaptureContent bool `yaml:"capture_content"`
 }
 
 // envOverrides are the environment variables that override the file; empty ones

@@ -13,10 +13,12 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"go.opentelemetry.io/contrib/instrumentation/github.com/gin-gonic/gin/otelgin"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/conductor-shadow/conductor-shadow/eval/schedule"
 	"github.com/conductor-shadow/conductor-shadow/ingest"
+	"github.com/conductor-shadow/conductor-shadow/shadow"
 	"github.com/conductor-shadow/conductor-shadow/store"
 	"github.com/conductor-shadow/conductor-shadow/web"
 )
@@ -40,6 +42,8 @@ type server struct {
 	stats    *ingest.Stats
 	http     *http.Server
 	sched    *schedule.Scheduler
+	metrics  *metrics
+	tap      *ingest.Tap
 	serveErr chan error
 }
 
@@ -73,7 +77,10 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 	s.st = st
 	s.writer = store.NewWriter(st, s.cfg.Writer)
 	s.writer.Start(ctx)
-	s.pipes, err = buildPipelines(s.cfg)
+	if s.metrics, err = newMetrics(); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	s.pipes, err = buildInstrumentedPipelines(s.cfg, shadow.Telemetry{Tracers: tp, Meters: s.metrics.meters, CaptureContent: s.cfg.Telemetry.CaptureContent})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
@@ -92,6 +99,7 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
+	s.tap = tap
 	if tap.EphemeralSecret() {
 		s.log.Warn("PII pseudonyms change on restart: no secret in $" + s.cfg.Ingest.PII.SecretEnv)
 	}
@@ -102,7 +110,10 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 
 	gin.SetMode(gin.ReleaseMode)
 	router := gin.New()
-	router.Use(gin.Recovery(), otelgin.Middleware(s.cfg.Telemetry.ServiceName, otelgin.WithTracerProvider(tp)))
+	// W3C trace context from incoming requests: a tapped copy's shadow runs
+	// join the production request's trace.
+	router.Use(gin.Recovery(), otelgin.Middleware(s.cfg.Telemetry.ServiceName, otelgin.WithTracerProvider(tp),
+		otelgin.WithPropagators(propagation.TraceContext{})))
 	router.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok", "store": where}) })
 	guarded := router.Group("/", requireToken(token))
 	tap.Register(guarded)
@@ -111,8 +122,13 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 		suites: &suiteRunner{cfg: s.cfg, st: st, p: s.pipes},
 		stats:  func() ingest.StatsSnapshot { return s.stats.Snapshot(s.queue.Len()) },
 		writer: s.writer.Stats,
+		forget: newForgetter(st, tap),
 	}
 	a.register(guarded)
+	if err := s.metrics.watch(a.stats, a.writer); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	registerMetrics(guarded, s.metrics)
 	s.sched, err = schedule.New(s.cfg.Schedules, func(ctx context.Context, job schedule.Suite) (string, error) {
 		res, err := a.suites.runScheduled(ctx, job, nil)
 		return res.SuiteRunID, err
@@ -212,6 +228,9 @@ func (s *server) shutdownLocked(ctx context.Context) error {
 	}
 	if s.pipes != nil {
 		s.pipes.Close()
+	}
+	if err := s.metrics.Shutdown(ctx); err != nil {
+		errs = append(errs, err)
 	}
 	if s.st != nil {
 		if err := s.st.Close(); err != nil {
