@@ -91,6 +91,7 @@ type envOverrides struct {
 	Addr          string `env:"CONDUCTOR_SHADOW_ADDR"`
 	DataDir       string `env:"CONDUCTOR_SHADOW_DATA"`
 	ClickHouseDSN string `env:"CONDUCTOR_SHADOW_CLICKHOUSE_DSN"`
+	Cluster       string `env:"CONDUCTOR_SHADOW_CLICKHOUSE_CLUSTER"` // store.cluster
 	PoolURL       string `env:"CONDUCTOR_SHADOW_POOL_URL"` // base URL of every worker, e.g. http://127.0.0.1:9090/v1
 	OTLPEndpoint  string `env:"CONDUCTOR_SHADOW_OTLP_ENDPOINT"`
 }
@@ -149,6 +150,9 @@ func (c *Config) applyOverrides(ov envOverrides) {
 	}
 	if ov.ClickHouseDSN != "" {
 		c.Store.DSN = ov.ClickHouseDSN
+	}
+	if ov.Cluster != "" {
+		c.Store.Cluster = ov.Cluster
 	}
 	if ov.PoolURL != "" {
 		for i := range c.Shadow.Workers {
