@@ -167,3 +167,4 @@ func TestParamsBindOnEngine(t *testing.T) {
 		}
 	}
 }
+

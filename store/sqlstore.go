@@ -57,10 +57,6 @@ func quoteString(s string) string {
 // quoteIdent renders a validated name as a back-quoted identifier.
 func quoteIdent(name string) string { return "`" + name + "`" }
 
-// timeLiteral renders t as a DateTime64(3, 'UTC') literal.
-func timeLiteral(t time.Time) string {
-	return "toDateTime64(" + quoteString(encodeTime(t)) + ", 3, 'UTC')"
-}
 
 // selectList renders the columns of T for a SELECT.
 func selectList[T any]() string {
@@ -148,20 +144,23 @@ const userMsgsExpr = `arrayFilter(m -> JSONExtractString(m, 'role') = 'user' AND
 
 // listTracesSQL builds the page query of ListTraces: one page of requests by
 // keyset, newest first, with the input preview computed in SQL.
-func (s *sqlStore) listTracesSQL(f TraceFilter) string {
+func (s *sqlStore) listTracesSQL(f TraceFilter) (string, Params) {
 	var where []string
+	p := Params{}
 	if f.App != "" {
-		where = append(where, "app = "+quoteString(f.App))
+		where = append(where, "app = {app:String}")
+		p.Str("app", f.App)
 	}
 	if f.Source != "" {
-		where = append(where, "source = "+quoteString(f.Source))
+		where = append(where, "source = {source:String}")
+		p.Str("source", f.Source)
 	}
-	if f.Text != "" {
-		q := quoteString(f.Text) // exact bytes, or case-insensitively as UTF-8 text
-		where = append(where, "(position(input, "+q+") > 0 OR positionCaseInsensitiveUTF8(input, "+q+") > 0)")
+	if f.Text != "" { // exact bytes, or case-insensitively as UTF-8 text
+		where = append(where, "(position(input, {text:String}) > 0 OR positionCaseInsensitiveUTF8(input, {text:String}) > 0)")
+		p.Str("text", f.Text)
 	}
 	if !f.Before.IsZero() {
-		where = append(where, keysetCond(f.Before, f.BeforeID))
+		where = append(where, keysetCond(p, f.Before, f.BeforeID))
 	}
 	cond := ""
 	if len(where) > 0 {
@@ -173,16 +172,12 @@ func (s *sqlStore) listTracesSQL(f TraceFilter) string {
     %[5]s AS input_preview
 FROM %[1]s.requests FINAL%[2]s
 ORDER BY received_at DESC, request_id DESC
-LIMIT %[3]d`, s.db, cond, ClampLimit(f.Limit), userMsgsExpr, previewExpr)
+LIMIT %[3]d`, s.db, cond, ClampLimit(f.Limit), userMsgsExpr, previewExpr), p
 }
 
 // runFiguresSQL aggregates the runs of the given requests (FINAL, so a
 // re-delivered run counts once) into the figures of TraceSummary.
-func (s *sqlStore) runFiguresSQL(requestIDs []string) string {
-	ids := make([]string, len(requestIDs))
-	for i, id := range requestIDs {
-		ids[i] = quoteString(id)
-	}
+func (s *sqlStore) runFiguresSQL(requestIDs []string) (string, Params) {
 	return fmt.Sprintf(`SELECT
     request_id,
     count() AS runs,
@@ -192,8 +187,8 @@ func (s *sqlStore) runFiguresSQL(requestIDs []string) string {
     sumIf(cost_usd, mode = 'candidate') AS candidate_cost_usd,
     arraySort(groupUniqArray(status)) AS statuses
 FROM %s.runs FINAL
-WHERE request_id IN (%s)
-GROUP BY request_id`, s.db, strings.Join(ids, ", "))
+WHERE request_id IN {ids:Array(String)}
+GROUP BY request_id`, s.db), Params{}.Strs("ids", requestIDs)
 }
 
 // ListTraces implements Store: newest first by (received_at, request_id); Text
@@ -203,7 +198,8 @@ func (s *sqlStore) ListTraces(ctx context.Context, f TraceFilter) ([]TraceSummar
 	if err := s.check(ctx); err != nil {
 		return nil, fmt.Errorf("store: list traces: %w", err)
 	}
-	page, err := queryRows[TraceSummary](ctx, s.t, s.listTracesSQL(f))
+	sql, p := s.listTracesSQL(f)
+	page, err := queryRows[TraceSummary](ctx, s.t, sql, p)
 	if err != nil {
 		return nil, fmt.Errorf("store: list traces: %w", err)
 	}
@@ -223,7 +219,8 @@ func (s *sqlStore) fillRunFigures(ctx context.Context, page []TraceSummary) erro
 	for i, p := range page {
 		ids[i] = p.RequestID
 	}
-	figs, err := queryRows[TraceSummary](ctx, s.t, s.runFiguresSQL(ids))
+	sql, p := s.runFiguresSQL(ids)
+	figs, err := queryRows[TraceSummary](ctx, s.t, sql, p)
 	if err != nil {
 		return err
 	}
@@ -247,9 +244,9 @@ func (s *sqlStore) GetTrace(ctx context.Context, requestID string) (Trace, error
 	if err := s.check(ctx); err != nil {
 		return Trace{}, fmt.Errorf("store: get trace: %w", err)
 	}
-	id := quoteString(requestID)
+	id := Params{}.Str("id", requestID)
 	reqs, err := queryRows[Request](ctx, s.t, fmt.Sprintf(
-		"SELECT %s FROM %s.requests FINAL WHERE request_id = %s LIMIT 1", selectList[Request](), s.db, id))
+		"SELECT %s FROM %s.requests FINAL WHERE request_id = {id:String} LIMIT 1", selectList[Request](), s.db), id)
 	if err != nil {
 		return Trace{}, fmt.Errorf("store: get trace %q: request: %w", requestID, err)
 	}
@@ -258,26 +255,26 @@ func (s *sqlStore) GetTrace(ctx context.Context, requestID string) (Trace, error
 	}
 	t := Trace{Request: reqs[0]}
 	if t.Runs, err = queryRows[Run](ctx, s.t, fmt.Sprintf(
-		"SELECT %s FROM %s.runs FINAL WHERE request_id = %s ORDER BY mode != 'incumbent', pipeline, run_id",
-		selectList[Run](), s.db, id)); err != nil {
+		"SELECT %s FROM %s.runs FINAL WHERE request_id = {id:String} ORDER BY mode != 'incumbent', pipeline, run_id",
+		selectList[Run](), s.db), id); err != nil {
 		return Trace{}, fmt.Errorf("store: get trace %q: runs: %w", requestID, err)
 	}
-	// The runs' ids as a literal list: the steps' primary key prunes on it, where
+	// The runs' ids as a constant set: the steps' primary key prunes on it, where
 	// a subquery on runs would scan runs again.
 	runIDs := make([]string, len(t.Runs))
 	for i, r := range t.Runs {
-		runIDs[i] = quoteString(r.RunID)
+		runIDs[i] = r.RunID
 	}
 	if len(runIDs) > 0 {
 		if t.Steps, err = queryRows[Step](ctx, s.t, fmt.Sprintf(
-			"SELECT %s FROM %s.steps FINAL WHERE run_id IN (%s) ORDER BY run_id, `index`",
-			selectList[Step](), s.db, strings.Join(runIDs, ", "))); err != nil {
+			"SELECT %s FROM %s.steps FINAL WHERE run_id IN {ids:Array(String)} ORDER BY run_id, `index`",
+			selectList[Step](), s.db), Params{}.Strs("ids", runIDs)); err != nil {
 			return Trace{}, fmt.Errorf("store: get trace %q: steps: %w", requestID, err)
 		}
 	}
 	if t.Scores, err = queryRows[Score](ctx, s.t, fmt.Sprintf(
-		"SELECT %s FROM %s.scores FINAL WHERE request_id = %s ORDER BY suite_run_id, run_id, grader",
-		selectList[Score](), s.db, id)); err != nil {
+		"SELECT %s FROM %s.scores FINAL WHERE request_id = {id:String} ORDER BY suite_run_id, run_id, grader",
+		selectList[Score](), s.db), id); err != nil {
 		return Trace{}, fmt.Errorf("store: get trace %q: scores: %w", requestID, err)
 	}
 	t.Runs, t.Steps, t.Scores = nilIfEmpty(t.Runs), nilIfEmpty(t.Steps), nilIfEmpty(t.Scores)
@@ -312,8 +309,8 @@ func (s *sqlStore) GetSuiteRun(ctx context.Context, suiteRunID string) (SuiteRun
 		return SuiteRun{}, fmt.Errorf("store: get suite run: %w", err)
 	}
 	rows, err := queryRows[SuiteRun](ctx, s.t, fmt.Sprintf(
-		"SELECT %s FROM %s.suite_runs FINAL WHERE suite_run_id = %s LIMIT 1",
-		selectList[SuiteRun](), s.db, quoteString(suiteRunID)))
+		"SELECT %s FROM %s.suite_runs FINAL WHERE suite_run_id = {id:String} LIMIT 1",
+		selectList[SuiteRun](), s.db), Params{}.Str("id", suiteRunID))
 	if err != nil {
 		return SuiteRun{}, fmt.Errorf("store: get suite run %q: %w", suiteRunID, err)
 	}
@@ -357,11 +354,13 @@ func (s *sqlStore) Close() error {
 }
 
 // keysetCond is the WHERE condition of a newest-first page that starts after the
-// cursor (before, beforeID): strictly older, or as old with a smaller request id.
-func keysetCond(before time.Time, beforeID string) string {
-	t := timeLiteral(before)
+// cursor (before, beforeID): strictly older, or as old with a smaller request
+// id. It binds before and before_id in p.
+func keysetCond(p Params, before time.Time, beforeID string) string {
+	p.Time("before", before)
 	if beforeID == "" {
-		return "received_at < " + t
+		return "received_at < {before:DateTime64(3, 'UTC')}"
 	}
-	return fmt.Sprintf("(received_at < %s OR (received_at = %s AND request_id < %s))", t, t, quoteString(beforeID))
+	p.Str("before_id", beforeID)
+	return "(received_at < {before:DateTime64(3, 'UTC')} OR (received_at = {before:DateTime64(3, 'UTC')} AND request_id < {before_id:String}))"
 }
