@@ -124,7 +124,7 @@ func (s *sqlStore) searchTracesSQL(q TraceSearch, floor time.Time) (string, Para
 		p.Str("status", q.Status)
 	}
 	for _, b := range []struct {
-		v             float64
+		v              float64
 		name, expr, op string
 	}{
 		{q.MinCostUSD, "min_cost", "sum(cost_usd)", ">="}, {q.MaxCostUSD, "max_cost", "sum(cost_usd)", "<="},

@@ -167,4 +167,3 @@ func TestParamsBindOnEngine(t *testing.T) {
 		}
 	}
 }
-

@@ -57,7 +57,6 @@ func quoteString(s string) string {
 // quoteIdent renders a validated name as a back-quoted identifier.
 func quoteIdent(name string) string { return "`" + name + "`" }
 
-
 // selectList renders the columns of T for a SELECT.
 func selectList[T any]() string {
 	cols := columnsOf[T]()

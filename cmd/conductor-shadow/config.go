@@ -92,7 +92,7 @@ type envOverrides struct {
 	DataDir       string `env:"CONDUCTOR_SHADOW_DATA"`
 	ClickHouseDSN string `env:"CONDUCTOR_SHADOW_CLICKHOUSE_DSN"`
 	Cluster       string `env:"CONDUCTOR_SHADOW_CLICKHOUSE_CLUSTER"` // store.cluster
-	PoolURL       string `env:"CONDUCTOR_SHADOW_POOL_URL"` // base URL of every worker, e.g. http://127.0.0.1:9090/v1
+	PoolURL       string `env:"CONDUCTOR_SHADOW_POOL_URL"`           // base URL of every worker, e.g. http://127.0.0.1:9090/v1
 	OTLPEndpoint  string `env:"CONDUCTOR_SHADOW_OTLP_ENDPOINT"`
 }
 
