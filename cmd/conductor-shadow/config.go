@@ -77,7 +77,7 @@ type SuiteConfig struct {
 // TelemetryConfig turns on OpenTelemetry tracing; empty OTLPEndpoint means a no-op
 // tracer provider.
 type TelemetryConfig struct {
-	OTLPEndpoint string `yaml:"otlp_endpoint"` // host:port of an OTLP/HTTP collector, e.g. localhost:4318
+	OTLPEndpoint string `yaml:"otlp_endpoint"` // host:port (plain HTTP) or an http(s):// URL of an OTLP/HTTP receiver, e.g. localhost:4318
 	ServiceName  string `yaml:"service_name"`
 	// CaptureContent adds prompts and answers to the GenAI spans
 	// (gen_ai.input.messages, gen_ai.output.messages). Off by default, as the

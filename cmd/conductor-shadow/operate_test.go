@@ -182,3 +182,28 @@ func TestOperableServe(t *testing.T) {
 		t.Errorf("OTLP sink got %d invoke_workflow and %d chat spans of %d; want 3 and at least 3", runs, chats, len(sink.spans))
 	}
 }
+
+// Both endpoint forms reach an OTLP/HTTP receiver: host:port and a URL (with
+// or without its own path).
+func TestOTLPEndpointForms(t *testing.T) {
+	sink := &otlpSink{}
+	srv := httptest.NewServer(sink)
+	defer srv.Close()
+	for _, endpoint := range []string{strings.TrimPrefix(srv.URL, "http://"), srv.URL, srv.URL + "/v1/traces"} {
+		tp, shutdown, err := newTracerProvider(context.Background(), TelemetryConfig{OTLPEndpoint: endpoint, ServiceName: "t"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, span := tp.Tracer("t").Start(context.Background(), "span "+endpoint)
+		span.End()
+		if err := shutdown(context.Background()); err != nil {
+			t.Fatalf("%s: %v", endpoint, err)
+		}
+		sink.mu.Lock()
+		got := len(sink.spans) > 0 && sink.spans[len(sink.spans)-1].Name == "span "+endpoint
+		sink.mu.Unlock()
+		if !got {
+			t.Errorf("endpoint %q: span not received", endpoint)
+		}
+	}
+}
