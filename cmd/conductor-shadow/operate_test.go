@@ -141,6 +141,19 @@ func TestOperableServe(t *testing.T) {
 		t.Errorf("requests table lacks the configured TTLs: %s", create)
 	}
 
+	for _, body := range []string{`{"subject":""}`, `{"subject":`, ``} {
+		resp, err := http.Post("http://"+addr+"/api/forget", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("POST /api/forget %q answered %d; want 400", body, resp.StatusCode)
+		}
+	}
+	if _, err := cliErr(ctx, cfgPath, "forget", "--subject", " "); err == nil {
+		t.Error("forget with a blank subject succeeded")
+	}
 	out := cli(t, ctx, cfgPath, "forget", "--subject", "alice")
 	if !strings.Contains(out, "removed: 2 requests, 4 runs") {
 		t.Errorf("forget said %q", out)
