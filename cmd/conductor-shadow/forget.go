@@ -37,13 +37,27 @@ type forgetter struct {
 	ephemeral bool // the secret was drawn at random: only this process's requests can match
 }
 
-func newForgetter(st store.Store, tap *ingest.Tap) *forgetter {
-	return &forgetter{st: st, hash: tap.SubjectHash, ephemeral: tap.EphemeralSecret()}
+// newForgetter hashes subjects as the tap does: with this process's tap when it
+// runs one (its secret may be a random one, then ephemeral), else with the PII
+// secret from the environment ($<ingest.pii.secret_env>), which a process
+// without a tap (the shadow role) shares with the tap processes.
+func newForgetter(cfg Config, st store.Store, tap *ingest.Tap) *forgetter {
+	if tap != nil {
+		return &forgetter{st: st, hash: tap.SubjectHash, ephemeral: tap.EphemeralSecret()}
+	}
+	secret := []byte(os.Getenv(cfg.Ingest.PII.SecretEnv))
+	if len(secret) == 0 {
+		return &forgetter{st: st}
+	}
+	return &forgetter{st: st, hash: func(s string) string { return ingest.SubjectHash(secret, s) }}
 }
 
 func (f *forgetter) forget(ctx context.Context, subject, actor string) (forgetResponse, error) {
 	if strings.TrimSpace(subject) == "" {
 		return forgetResponse{}, errBadSubject
+	}
+	if f.hash == nil {
+		return forgetResponse{}, errors.New("forget: no PII secret in this process: subject hashes cannot be computed (set the variable ingest.pii.secret_env names, as on the tap)")
 	}
 	eraser, ok := f.st.(store.SubjectEraser)
 	if !ok {

@@ -122,7 +122,7 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 		suites: &suiteRunner{cfg: s.cfg, st: st, p: s.pipes},
 		stats:  func() ingest.StatsSnapshot { return s.stats.Snapshot(s.queue.Len()) },
 		writer: s.writer.Stats,
-		forget: newForgetter(st, tap),
+		forget: newForgetter(s.cfg, st, tap),
 	}
 	a.register(guarded)
 	if err := s.metrics.watch(a.stats, a.writer); err != nil {
