@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -71,6 +72,18 @@ func (s *sqlStore) forgetConditions() []struct{ table, cond string } {
 	}
 }
 
+// forgetStatement is the mutation deleting the rows cond selects from table,
+// waited for on every replica. On one node the hash is a bound parameter; ON
+// CLUSTER it is written as a quoted literal, because the statement travels to
+// the other nodes as text through the distributed DDL queue.
+func (s *sqlStore) forgetStatement(table, cond, subjectHash string) (string, Params) {
+	stmt := fmt.Sprintf("ALTER TABLE %s DELETE WHERE %s SETTINGS mutations_sync = 2", s.mutationTarget(table), cond)
+	if s.cluster != "" {
+		return strings.ReplaceAll(stmt, "{subject:String}", quoteString(subjectHash)), nil
+	}
+	return stmt, Params{}.Str("subject", subjectHash)
+}
+
 // ForgetSubject implements SubjectEraser.
 func (s *sqlStore) ForgetSubject(ctx context.Context, subjectHash, actor string) (ForgetReport, error) {
 	if err := s.check(ctx); err != nil {
@@ -98,8 +111,8 @@ func (s *sqlStore) ForgetSubject(ctx context.Context, subjectHash, actor string)
 		if counts[c.table] == 0 {
 			continue
 		}
-		stmt := fmt.Sprintf("ALTER TABLE %s DELETE WHERE %s SETTINGS mutations_sync = 2", s.mutationTarget(c.table), c.cond)
-		if err := s.t.exec(ctx, stmt, p); err != nil {
+		stmt, sp := s.forgetStatement(c.table, c.cond, subjectHash)
+		if err := s.t.exec(ctx, stmt, sp); err != nil {
 			return ForgetReport{}, fmt.Errorf("store: forget: delete from %s: %w", c.table, err)
 		}
 	}

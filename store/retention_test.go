@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -90,27 +91,35 @@ func TestClusterDDLGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := &sqlStore{db: quoteIdent("shadow"), dbName: "shadow", cluster: "shadow_cluster"}
-	var all []string
+	var all []string // statements, in order
+	var b strings.Builder
+	section := func(title string, stmts []string) {
+		fmt.Fprintf(&b, "-- %s\n\n", title)
+		for _, st := range stmts {
+			b.WriteString(st + ";\n\n")
+		}
+		all = append(all, stmts...)
+	}
 	boot, err := s.ddl(bootStatements(s.db))
 	if err != nil {
 		t.Fatal(err)
 	}
-	all = append(all, boot...)
+	section("boot: database and schema_migrations", boot)
 	for _, m := range migs {
 		stmts, err := s.ddl(substituteDB(m.statements, s.db))
 		if err != nil {
 			t.Fatalf("migration %04d: %v", m.version, err)
 		}
-		all = append(all, "-- "+m.name)
-		all = append(all, stmts...)
+		section(fmt.Sprintf("migration %04d_%s", m.version, m.name), stmts)
 	}
-	all = append(all, "-- retention (requests 90d, bodies 30d)")
-	all = append(all, s.retentionStatements(RetentionConfig{Requests: 90 * 24 * time.Hour, Bodies: 30 * 24 * time.Hour}, nil)...)
-	all = append(all, "-- forget")
+	section("retention: requests 90 days, bodies 30 days", s.retentionStatements(RetentionConfig{Requests: 90 * 24 * time.Hour, Bodies: 30 * 24 * time.Hour}, nil))
+	var forget []string
 	for _, c := range s.forgetConditions() {
-		all = append(all, "ALTER TABLE "+s.mutationTarget(c.table)+" DELETE WHERE "+c.cond)
+		stmt, _ := s.forgetStatement(c.table, c.cond, "0f1e2d3c")
+		forget = append(forget, stmt)
 	}
-	got := strings.Join(all, ";\n\n") + ";\n"
+	section("forget: one subject's rows (hash 0f1e2d3c)", forget)
+	got := b.String()
 	golden := filepath.Join("testdata", "cluster_ddl.golden.sql")
 	if os.Getenv("UPDATE_GOLDEN") != "" {
 		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {

@@ -1,3 +1,5 @@
+-- boot: database and schema_migrations
+
 CREATE DATABASE IF NOT EXISTS `shadow` ON CLUSTER `shadow_cluster`;
 
 CREATE TABLE IF NOT EXISTS `shadow`.schema_migrations_local ON CLUSTER `shadow_cluster`
@@ -12,7 +14,7 @@ ORDER BY version;
 CREATE TABLE IF NOT EXISTS `shadow`.schema_migrations ON CLUSTER `shadow_cluster` AS `shadow`.schema_migrations_local
 ENGINE = Distributed('shadow_cluster', 'shadow', 'schema_migrations_local', version);
 
--- init;
+-- migration 0001_init
 
 CREATE TABLE IF NOT EXISTS `shadow`.requests_local ON CLUSTER `shadow_cluster`
 (
@@ -155,7 +157,7 @@ ORDER BY (suite_run_id, case_id);
 CREATE TABLE IF NOT EXISTS `shadow`.cases ON CLUSTER `shadow_cluster` AS `shadow`.cases_local
 ENGINE = Distributed('shadow_cluster', 'shadow', 'cases_local', cityHash64(suite_run_id));
 
--- step_pricing;
+-- migration 0002_step_pricing
 
 ALTER TABLE `shadow`.steps_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS price_version LowCardinality(String) DEFAULT '' AFTER cost_usd;
 
@@ -177,7 +179,7 @@ ALTER TABLE `shadow`.steps_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT E
 
 ALTER TABLE `shadow`.steps ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS orchestration_output_tokens Int64 DEFAULT 0 AFTER orchestration_input_cached_tokens;
 
--- eval_verdicts;
+-- migration 0004_eval_verdicts
 
 ALTER TABLE `shadow`.suite_runs_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS verdict LowCardinality(String) DEFAULT '' AFTER headline;
 
@@ -195,7 +197,7 @@ ALTER TABLE `shadow`.cases_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT E
 
 ALTER TABLE `shadow`.cases ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS extra String DEFAULT '' AFTER grader;
 
--- audit_log;
+-- migration 0050_audit_log
 
 CREATE TABLE IF NOT EXISTS `shadow`.audit_log_local ON CLUSTER `shadow_cluster`
 (
@@ -219,7 +221,7 @@ ENGINE = Distributed('shadow_cluster', 'shadow', 'audit_log_local', cityHash64(a
 
 ALTER TABLE `shadow`.requests_local ON CLUSTER `shadow_cluster` ADD INDEX IF NOT EXISTS idx_subject_hash subject_hash TYPE bloom_filter GRANULARITY 1;
 
--- retention (requests 90d, bodies 30d);
+-- retention: requests 90 days, bodies 30 days
 
 ALTER TABLE `shadow`.`requests_local` ON CLUSTER `shadow_cluster` MODIFY TTL toDateTime(received_at) + toIntervalSecond(7776000);
 
@@ -239,12 +241,13 @@ ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `ou
 
 ALTER TABLE `shadow`.`scores_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `explanation` String TTL toDateTime(created_at) + toIntervalSecond(2592000);
 
--- forget;
+-- forget: one subject's rows (hash 0f1e2d3c)
 
-ALTER TABLE `shadow`.`scores_local` ON CLUSTER `shadow_cluster` DELETE WHERE request_id IN (SELECT request_id FROM `shadow`.requests WHERE subject_hash = {subject:String});
+ALTER TABLE `shadow`.`scores_local` ON CLUSTER `shadow_cluster` DELETE WHERE request_id IN (SELECT request_id FROM `shadow`.requests WHERE subject_hash = '0f1e2d3c') SETTINGS mutations_sync = 2;
 
-ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` DELETE WHERE run_id IN (SELECT run_id FROM `shadow`.runs WHERE request_id IN (SELECT request_id FROM `shadow`.requests WHERE subject_hash = {subject:String}));
+ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` DELETE WHERE run_id IN (SELECT run_id FROM `shadow`.runs WHERE request_id IN (SELECT request_id FROM `shadow`.requests WHERE subject_hash = '0f1e2d3c')) SETTINGS mutations_sync = 2;
 
-ALTER TABLE `shadow`.`runs_local` ON CLUSTER `shadow_cluster` DELETE WHERE request_id IN (SELECT request_id FROM `shadow`.requests WHERE subject_hash = {subject:String});
+ALTER TABLE `shadow`.`runs_local` ON CLUSTER `shadow_cluster` DELETE WHERE request_id IN (SELECT request_id FROM `shadow`.requests WHERE subject_hash = '0f1e2d3c') SETTINGS mutations_sync = 2;
 
-ALTER TABLE `shadow`.`requests_local` ON CLUSTER `shadow_cluster` DELETE WHERE subject_hash = {subject:String};
+ALTER TABLE `shadow`.`requests_local` ON CLUSTER `shadow_cluster` DELETE WHERE subject_hash = '0f1e2d3c' SETTINGS mutations_sync = 2;
+
