@@ -12,7 +12,7 @@ import (
 
 func showCreate(t *testing.T, s *sqlStore, table string) string {
 	t.Helper()
-	res, err := s.Query(context.Background(), "SHOW CREATE TABLE "+table)
+	res, err := s.t.queryText(context.Background(), "SHOW CREATE TABLE "+s.db+"."+table) // not through the console: it refuses SHOW CREATE
 	if err != nil {
 		t.Fatal(err)
 	}

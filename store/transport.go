@@ -23,6 +23,23 @@ type transport interface {
 	close() error
 }
 
+// statementClassifier is a transport whose engine can say, without running a
+// text, how many statements it holds and whether they only read.
+type statementClassifier interface {
+	// checkOneRead returns nil when sql is exactly one read-only statement by
+	// the engine's parser, an error wrapping ErrReadOnly otherwise.
+	checkOneRead(ctx context.Context, sql string) error
+}
+
+// jsonQuerier is a transport that answers reads as JSONEachRow (the embedded
+// engine).
+type jsonQuerier interface {
+	// queryJSON runs one SELECT with its placeholders bound to params and
+	// returns its rows as JSON objects (one per element, keys are the result's
+	// column names), string bytes kept exactly.
+	queryJSON(ctx context.Context, sql string, params Params) ([][]byte, error)
+}
+
 // queryRows runs sql with its placeholders bound to params (at most one map)
 // and decodes each row into T by json tags.
 func queryRows[T any](ctx context.Context, t transport, sql string, params ...Params) ([]T, error) {
@@ -34,7 +51,7 @@ func queryRows[T any](ctx context.Context, t transport, sql string, params ...Pa
 	switch tt := t.(type) {
 	case *server: // typed scans over the native protocol
 		return scanRows[T](ctx, tt, sql, p)
-	case *embedded: // JSONEachRow, string bytes kept exactly (rowcodec.go)
+	case jsonQuerier: // the embedded engine: JSONEachRow, string bytes kept exactly (rowcodec.go)
 		var err error
 		if lines, err = tt.queryJSON(ctx, sql, p); err != nil {
 			return nil, err

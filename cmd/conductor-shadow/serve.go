@@ -113,7 +113,8 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 	// W3C trace context from incoming requests: a tapped copy's shadow runs
 	// join the production request's trace.
 	router.Use(gin.Recovery(), otelgin.Middleware(s.cfg.Telemetry.ServiceName, otelgin.WithTracerProvider(tp),
-		otelgin.WithPropagators(propagation.TraceContext{})))
+		otelgin.WithPropagators(propagation.TraceContext{})),
+		logServerErrors(s.log), browserGuard(newHostRules(s.cfg.Server.Addr, s.cfg.Server.AllowedHosts), s.log))
 	router.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok", "store": where}) })
 	guarded := router.Group("/", requireToken(token))
 	tap.Register(guarded)
@@ -123,6 +124,7 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 		stats:  func() ingest.StatsSnapshot { return s.stats.Snapshot(s.queue.Len()) },
 		writer: s.writer.Stats,
 		forget: newForgetter(s.cfg, st, tap),
+		log:    s.log,
 	}
 	a.register(guarded)
 	if err := s.metrics.watch(a.stats, a.writer); err != nil {
@@ -168,6 +170,8 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 		handler = s.proxy.Front(router) // production calls skip the middleware
 	}
 	s.http = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	// Everything that reads a secret from the environment has read it.
+	scrubSecrets(s.cfg)
 	go func() { s.serveErr <- s.http.Serve(ln) }()
 	s.log.Info("serving", "url", "http://"+ln.Addr().String(), "store", where)
 	return nil
