@@ -139,6 +139,10 @@ func messagesJSON(msgs []openai.ChatCompletionMessage) string {
 
 // startChat opens the "chat {model}" span of one worker call.
 func (in *instruments) startChat(ctx context.Context, w WorkerConfig, msgs []openai.ChatCompletionMessage) (context.Context, trace.Span) {
+	ctx, span := in.tracer.Start(ctx, "chat "+w.Model, trace.WithSpanKind(trace.SpanKindClient))
+	if !span.IsRecording() {
+		return ctx, span // no attributes to build for a span nobody records
+	}
 	attrs := []attribute.KeyValue{
 		semconv.GenAIOperationNameChat,
 		semconv.GenAIProviderNameKey.String(ProviderName),
@@ -158,11 +162,33 @@ func (in *instruments) startChat(ctx context.Context, w WorkerConfig, msgs []ope
 	if in.capture {
 		attrs = append(attrs, semconv.GenAIInputMessagesKey.String(messagesJSON(msgs)))
 	}
-	return in.tracer.Start(ctx, "chat "+w.Model, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	span.SetAttributes(attrs...)
+	return ctx, span
 }
 
 // endChat records the call's outcome on its span and in the GenAI client metrics.
 func (in *instruments) endChat(ctx context.Context, span trace.Span, w WorkerConfig, c Call, err error) {
+	if span.IsRecording() {
+		in.setChatOutcome(span, c, err)
+	}
+	metricAttrs := []attribute.KeyValue{in.duration.AttrRequestModel(w.Model)}
+	if c.ResponseModel != "" {
+		metricAttrs = append(metricAttrs, in.duration.AttrResponseModel(c.ResponseModel))
+	}
+	if err != nil {
+		metricAttrs = append(metricAttrs, semconv.ErrorTypeOther)
+	}
+	in.duration.Record(ctx, c.LatencyMs/1000, genaiconv.OperationNameChat, genaiconv.ProviderNameOpenAI, metricAttrs...)
+	if c.UsageReported {
+		in.tokenUsage.Record(ctx, c.PromptTokens, genaiconv.OperationNameChat, genaiconv.ProviderNameOpenAI, genaiconv.TokenTypeInput, metricAttrs...)
+		in.tokenUsage.Record(ctx, c.CompletionTokens, genaiconv.OperationNameChat, genaiconv.ProviderNameOpenAI, genaiconv.TokenTypeOutput, metricAttrs...)
+	}
+	span.End()
+}
+
+// setChatOutcome puts the response's model, id, finish reasons, usage, cost
+// and error on a recording chat span.
+func (in *instruments) setChatOutcome(span trace.Span, c Call, err error) {
 	attrs := []attribute.KeyValue{AttrAttempts.Int(c.Attempts), AttrCostUSD.Float64(c.CostUSD), AttrSimulated.Bool(c.Simulated)}
 	if c.ResponseModel != "" {
 		attrs = append(attrs, semconv.GenAIResponseModel(c.ResponseModel))
@@ -188,22 +214,11 @@ func (in *instruments) endChat(ctx context.Context, span trace.Span, w WorkerCon
 		attrs = append(attrs, semconv.GenAIOutputMessagesKey.String(string(b)))
 	}
 	span.SetAttributes(attrs...)
-	metricAttrs := []attribute.KeyValue{in.duration.AttrRequestModel(w.Model)}
-	if c.ResponseModel != "" {
-		metricAttrs = append(metricAttrs, in.duration.AttrResponseModel(c.ResponseModel))
-	}
 	if err != nil {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, err.Error())
 		span.SetAttributes(semconv.ErrorTypeOther)
-		metricAttrs = append(metricAttrs, semconv.ErrorTypeOther)
 	}
-	in.duration.Record(ctx, c.LatencyMs/1000, genaiconv.OperationNameChat, genaiconv.ProviderNameOpenAI, metricAttrs...)
-	if c.UsageReported {
-		in.tokenUsage.Record(ctx, c.PromptTokens, genaiconv.OperationNameChat, genaiconv.ProviderNameOpenAI, genaiconv.TokenTypeInput, metricAttrs...)
-		in.tokenUsage.Record(ctx, c.CompletionTokens, genaiconv.OperationNameChat, genaiconv.ProviderNameOpenAI, genaiconv.TokenTypeOutput, metricAttrs...)
-	}
-	span.End()
 }
 
 // instrumentedPipeline wraps a Pipeline with its run span and run metrics.
