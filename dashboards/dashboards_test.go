@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/conductor-shadow/conductor-shadow/eval/stats"
 	"github.com/conductor-shadow/conductor-shadow/store"
+	"github.com/conductor-shadow/conductor-shadow/store/percentile"
 )
 
 type dashboard struct {
@@ -225,6 +225,12 @@ func TestDashboardPanelsRun(t *testing.T) {
 			table = p.Targets[0].RawSQL
 		}
 	}
+	// The percentiles are the project's one definition, written by its helper.
+	for _, p := range []float64{50, 95} {
+		if want := percentile.SQL("latency_ms", "latency_ms > 0", p); !strings.Contains(table, want) {
+			t.Errorf("per-pipeline panel does not compute p%v as percentile.SQL does (%s)", p, want)
+		}
+	}
 	res, err := st.Query(ctx, expand(t, table, f.from, f.to, all))
 	if err != nil {
 		t.Fatal(err)
@@ -249,10 +255,10 @@ func TestDashboardPanelsRun(t *testing.T) {
 		if got := num(t, row[col["cost_per_request_usd"]]); math.Abs(got-tot.CostPerRequestUSD) > 1e-12 {
 			t.Errorf("%s: cost per request %v on the dashboard, %v on the overview", name, got, tot.CostPerRequestUSD)
 		}
-		if got, want := num(t, row[col["p95_ms"]]), stats.NearestRank(f.latencies[name], 95); got != want {
+		if got, want := num(t, row[col["p95_ms"]]), percentile.NearestRank(f.latencies[name], 95); got != want {
 			t.Errorf("%s: p95 %v on the dashboard, nearest rank %v", name, got, want)
 		}
-		if got, want := num(t, row[col["p50_ms"]]), stats.NearestRank(f.latencies[name], 50); got != want {
+		if got, want := num(t, row[col["p50_ms"]]), percentile.NearestRank(f.latencies[name], 50); got != want {
 			t.Errorf("%s: p50 %v on the dashboard, nearest rank %v", name, got, want)
 		}
 	}

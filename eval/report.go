@@ -55,7 +55,8 @@ type ReportMeta struct {
 // Accuracy is Passed / Graded, where Graded = N - GraderErrors: a run whose
 // grader failed is counted in GraderErrors, not as a wrong answer. Errors counts
 // runs whose status is not "ok" (they are graded like any other run; without an
-// answer they fail). Cost and token means are over all N runs. Latency
+// answer they fail). CostPerRequestUSD is per case (costPerRequest); token and
+// call means are over all N runs. Latency
 // percentiles use the nearest-rank method: the p-th percentile of n sorted
 // latencies is the value at rank ceil(p/100·n) (1-based).
 type Stats struct {
@@ -196,7 +197,7 @@ func computeStats(runs []Outcome) Stats {
 		s.Accuracy = float64(s.Passed) / float64(s.Graded)
 	}
 	n := float64(s.N)
-	s.CostPerRequestUSD = s.TotalCostUSD / n
+	s.CostPerRequestUSD = costPerRequest(runs)
 	s.MeanTokensIn = float64(tin) / n
 	s.MeanTokensOut = float64(tout) / n
 	s.MeanCalls = float64(calls) / n
@@ -204,6 +205,22 @@ func computeStats(runs []Outcome) Stats {
 	s.P50LatencyMs = NearestRank(lat, 50)
 	s.P95LatencyMs = NearestRank(lat, 95)
 	return s
+}
+
+// costPerRequest is cost per request, the project's one definition (the
+// overview and the Grafana panels compute the same in SQL): the runs' cost
+// summed per case (request), averaged over the cases. 0 for no runs.
+func costPerRequest(runs []Outcome) float64 {
+	cases := map[string]bool{}
+	total := 0.0
+	for _, o := range runs {
+		cases[o.CaseID] = true
+		total += o.CostUSD
+	}
+	if len(cases) == 0 {
+		return 0
+	}
+	return total / float64(len(cases))
 }
 
 // NearestRank returns the p-th percentile (0 < p <= 100) of sorted values by the

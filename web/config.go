@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/conductor-shadow/conductor-shadow/eval/gate"
 )
 
 // Config configures the web UI.
@@ -21,6 +23,10 @@ type Config struct {
 	// enable HTTP basic auth when both are set.
 	BasicAuthUser        string `yaml:"basic_auth_user"`
 	BasicAuthPasswordEnv string `yaml:"basic_auth_password_env"`
+	// GatePolicy is the gate policy whose quality margin and confidence the
+	// overview's running verdicts use; nil means gate.NewDefaultPolicy(). Not a
+	// config key: serve sets it from suite.policy.
+	GatePolicy *gate.Policy `yaml:"-"`
 }
 
 // NewDefaultConfig returns the defaults: pages at the root, title

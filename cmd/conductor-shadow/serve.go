@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/conductor-shadow/conductor-shadow/eval/gate"
 	"github.com/conductor-shadow/conductor-shadow/eval/schedule"
 	"github.com/conductor-shadow/conductor-shadow/ingest"
 	"github.com/conductor-shadow/conductor-shadow/shadow"
@@ -157,7 +158,15 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 	if err := web.CheckExposure(s.cfg.Server.Addr, webAuth); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	if err := web.Register(router.Group("/", webAuth.Middleware()), st, s.cfg.Web); err != nil {
+	webCfg := s.cfg.Web
+	if s.cfg.Suite.Policy != "" { // the overview's running verdicts use the suites' policy
+		p, err := gate.Load(s.cfg.Suite.Policy)
+		if err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		webCfg.GatePolicy = &p
+	}
+	if err := web.Register(router.Group("/", webAuth.Middleware()), st, webCfg); err != nil {
 		return fmt.Errorf("serve: web: %w", err)
 	}
 
