@@ -14,6 +14,9 @@ import (
 // on the engine side: the server through the protocol's query parameters
 // (clickhouse.WithParameters), the embedded engine through SET param_name
 // before the statement in the same session call. Values never become SQL text.
+// The layers match: clickhouse-go sends each value as a quoted Field dump that
+// the server unquotes before parsing the escaped form, as the engine unquotes
+// the SET literal (TestServerParameterEncoding, TestParamsBindOnEngine).
 type Params map[string]string
 
 // Str binds a String parameter.
