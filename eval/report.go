@@ -48,6 +48,26 @@ type ReportMeta struct {
 	Candidates []string  `json:"candidates"`  // pipeline names, in the order given
 	StartedAt  time.Time `json:"started_at"`  // UTC
 	FinishedAt time.Time `json:"finished_at"` // UTC
+	// LatencyScales are the factors the simulated worker pool scaled its
+	// latencies by (e.g. ["0.2"]: 5× faster than the profiles), as its answers
+	// reported them; empty when no answer was scaled or none said so.
+	LatencyScales []string `json:"latency_scales,omitempty"`
+}
+
+// LatencyNote says how the latencies of the report were scaled; "" when they
+// were not (no scale reported, or only 1).
+func (m ReportMeta) LatencyNote() string {
+	var scaled []string
+	for _, s := range m.LatencyScales {
+		if s != "1" {
+			scaled = append(scaled, "×"+s)
+		}
+	}
+	if len(scaled) == 0 {
+		return ""
+	}
+	return "Latencies are SCALED: the simulated worker pool ran with latency scale " + strings.Join(scaled, ", ") +
+		" (SIMLLM latency scale; 1 = the profiles' realistic latency), so the latency figures and the p95 gate are scaled by that factor too."
 }
 
 // Stats are the figures of one pipeline over a group of runs.
@@ -295,6 +315,9 @@ func (r *Report) Markdown() string {
 	fmt.Fprintf(&b, "# Suite run %s: %s\n\n", mdCode(r.SuiteRunID), mdText(r.SetName))
 	if r.Simulated {
 		b.WriteString("> **SIMULATED**: answers, latencies and costs come from the simulated worker pool, not from real models.\n\n")
+	}
+	if note := r.LatencyNote(); note != "" {
+		b.WriteString("> " + mdText(note) + "\n\n")
 	}
 	fmt.Fprintf(&b, "**%s**\n\n", mdText(r.Headline))
 	fmt.Fprintf(&b, "- Set: %s, version %s\n", mdCode(r.SetName), mdCode(shortHash(r.SetVersion)))

@@ -71,6 +71,10 @@ type SuiteOptions struct {
 	// NoiseRun runs the incumbent a second time per case (A′, pipeline name
 	// incumbent name + RerunSuffix, mode incumbent) for the noise floor.
 	NoiseRun bool
+	// LatencyScales, when set, is asked once the cases are done for the factors
+	// the simulated pool scaled latencies by (shadow.Pool.SimulatedLatencyScales);
+	// the report says so.
+	LatencyScales func() []string
 }
 
 // RerunSuffix is appended to the incumbent's name for its A′ run.
@@ -274,7 +278,7 @@ feed:
 	rep := BuildReport(ReportMeta{
 		SuiteRunID: r.row.SuiteRunID, SetName: r.set.Name, SetVersion: r.set.Version,
 		Incumbent: r.row.Incumbent, Candidates: r.row.Candidates,
-		StartedAt: r.row.StartedAt, FinishedAt: r.row.FinishedAt,
+		StartedAt: r.row.StartedAt, FinishedAt: r.row.FinishedAt, LatencyScales: r.latencyScales(),
 	}, outcomes)
 	rerunName := ""
 	if r.opts.NoiseRun {
@@ -482,4 +486,12 @@ func (r *suiteRunner) fillRun(run *store.Run, p shadow.Pipeline, reqID string, i
 	if run.StartedAt.IsZero() {
 		run.StartedAt = time.Now().UTC()
 	}
+}
+
+// latencyScales asks SuiteOptions.LatencyScales, if set.
+func (r *suiteRunner) latencyScales() []string {
+	if r.opts.LatencyScales == nil {
+		return nil
+	}
+	return r.opts.LatencyScales()
 }

@@ -113,8 +113,8 @@ func (s *sqlStore) searchTracesSQL(q TraceSearch, floor time.Time) (string, Para
 	}
 	if q.Text != "" {
 		p.Str("text", q.Text)
-		where = append(where, fmt.Sprintf("(positionCaseInsensitiveUTF8(input, {text:String}) > 0 OR request_id IN "+
-			"(SELECT request_id FROM %[1]s.runs WHERE positionCaseInsensitiveUTF8(final_output, {text:String}) > 0%[2]s))", s.db, runsFloor))
+		where = append(where, fmt.Sprintf("(%[3]s OR request_id IN "+
+			"(SELECT request_id FROM %[1]s.runs WHERE positionCaseInsensitiveUTF8(final_output, {text:String}) > 0%[2]s))", s.db, runsFloor, inputMatchSQL(p, q.Text)))
 	}
 	var having []string
 	if q.Candidate != "" {

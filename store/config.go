@@ -55,8 +55,9 @@ type Config struct {
 // RetentionConfig sets a TTL per table, counted from each row's own time
 // (requests.received_at, runs.started_at, steps.started_at,
 // scores.created_at); 0 keeps rows forever. Bodies is a shorter TTL for the
-// text bodies alone (requests.input, runs.final_output, runs.plan_raw,
-// runs.plan, steps.subtask, steps.messages, steps.output, scores.explanation):
+// text bodies alone (requests.input; runs.final_output, reasoning, choices,
+// tool_calls, plan_raw, plan; steps.subtask, messages, output, reasoning;
+// scores.explanation):
 // past it they are emptied while the figures (latency, tokens, cost, status,
 // scores) stay until the row's own TTL. ClickHouse applies TTLs at merges, so
 // expired data disappears within hours, not at the second.

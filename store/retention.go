@@ -19,8 +19,8 @@ type retentionTable struct {
 
 var retentionTables = []retentionTable{
 	{"requests", "received_at", []string{"input"}, func(r RetentionConfig) time.Duration { return r.Requests }},
-	{"runs", "started_at", []string{"final_output", "plan_raw", "plan"}, func(r RetentionConfig) time.Duration { return r.Runs }},
-	{"steps", "started_at", []string{"subtask", "messages", "output"}, func(r RetentionConfig) time.Duration { return r.Steps }},
+	{"runs", "started_at", []string{"final_output", "reasoning", "choices", "tool_calls", "plan_raw", "plan"}, func(r RetentionConfig) time.Duration { return r.Runs }},
+	{"steps", "started_at", []string{"subtask", "messages", "output", "reasoning"}, func(r RetentionConfig) time.Duration { return r.Steps }},
 	{"scores", "created_at", []string{"explanation"}, func(r RetentionConfig) time.Duration { return r.Scores }},
 }
 
@@ -61,17 +61,40 @@ func (s *sqlStore) retentionStatements(r RetentionConfig, current map[string]str
 			bodyWant = ttlExpr(t.timeCol, r.Bodies)
 		}
 		for _, col := range t.bodies {
-			decl := "`" + col + "` String"
-			colHas := strings.Contains(create, decl+" TTL ")
+			has := columnTTL(create, col)
 			switch {
-			case bodyWant != "" && !strings.Contains(create, decl+" TTL "+bodyWant):
-				out = append(out, "ALTER TABLE "+target+" MODIFY COLUMN `"+col+"` String TTL "+bodyWant)
-			case bodyWant == "" && colHas:
+			case bodyWant != "" && has != bodyWant:
+				out = append(out, "ALTER TABLE "+target+" MODIFY COLUMN `"+col+"` TTL "+bodyWant)
+			case bodyWant == "" && has != "":
 				out = append(out, "ALTER TABLE "+target+" MODIFY COLUMN `"+col+"` REMOVE TTL")
 			}
 		}
 	}
 	return out
+}
+
+// columnTTL returns the TTL expression of column col in a one-line CREATE
+// TABLE text ("`col` String DEFAULT '' TTL <expr>, ..."), "" when it has none.
+func columnTTL(create, col string) string {
+	i := strings.Index(create, "`"+col+"` ")
+	if i < 0 {
+		return ""
+	}
+	def := create[i:]
+	if end := strings.Index(def, ", `"); end >= 0 {
+		def = def[:end]
+	}
+	if end := strings.Index(def, ", INDEX "); end >= 0 {
+		def = def[:end]
+	}
+	if end := strings.Index(def, ") ENGINE"); end >= 0 {
+		def = def[:end]
+	}
+	_, expr, ok := strings.Cut(def, " TTL ")
+	if !ok {
+		return ""
+	}
+	return strings.TrimSpace(expr)
 }
 
 // applyRetention sets the tables' TTLs to r (see RetentionConfig).

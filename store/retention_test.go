@@ -35,9 +35,10 @@ func TestRetentionTTLs(t *testing.T) {
 		{"set", RetentionConfig{Requests: 90 * day, Runs: 365 * day, Steps: 90 * day, Scores: 365 * day, Bodies: 30 * day},
 			map[string][]string{
 				"requests": {"`input` String TTL toDateTime(received_at) + toIntervalSecond(2592000)", "TTL toDateTime(received_at) + toIntervalSecond(7776000)"},
-				"runs":     {"`final_output` String TTL toDateTime(started_at) + toIntervalSecond(2592000)", "TTL toDateTime(started_at) + toIntervalSecond(31536000)"},
-				"steps":    {"`output` String TTL toDateTime(started_at) + toIntervalSecond(2592000)", "`messages` String TTL", "TTL toDateTime(started_at) + toIntervalSecond(7776000)"},
-				"scores":   {"`explanation` String TTL", "TTL toDateTime(created_at) + toIntervalSecond(31536000)"},
+				"runs": {"`final_output` String TTL toDateTime(started_at) + toIntervalSecond(2592000)", "TTL toDateTime(started_at) + toIntervalSecond(31536000)",
+					"`reasoning` String DEFAULT '' TTL toDateTime(started_at) + toIntervalSecond(2592000)"},
+				"steps":  {"`output` String TTL toDateTime(started_at) + toIntervalSecond(2592000)", "`messages` String TTL", "TTL toDateTime(started_at) + toIntervalSecond(7776000)"},
+				"scores": {"`explanation` String TTL", "TTL toDateTime(created_at) + toIntervalSecond(31536000)"},
 			}, nil},
 		{"changed", RetentionConfig{Requests: 30 * day, Bodies: 7 * day},
 			map[string][]string{"requests": {"TTL toDateTime(received_at) + toIntervalSecond(2592000)", "`input` String TTL toDateTime(received_at) + toIntervalSecond(604800)"}},

@@ -157,9 +157,8 @@ func (s *sqlStore) listTracesSQL(f TraceFilter) (string, Params) {
 		where = append(where, "source = {source:String}")
 		p.Str("source", f.Source)
 	}
-	if f.Text != "" { // exact bytes, or case-insensitively as UTF-8 text
-		where = append(where, "(position(input, {text:String}) > 0 OR positionCaseInsensitiveUTF8(input, {text:String}) > 0)")
-		p.Str("text", f.Text)
+	if f.Text != "" {
+		where = append(where, inputMatchSQL(p, f.Text))
 	}
 	if !f.Before.IsZero() {
 		where = append(where, keysetCond(p, f.Before, f.BeforeID))

@@ -116,12 +116,16 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 	router.Use(gin.Recovery(), otelgin.Middleware(s.cfg.Telemetry.ServiceName, otelgin.WithTracerProvider(tp),
 		otelgin.WithPropagators(propagation.TraceContext{})),
 		logServerErrors(s.log), browserGuard(newHostRules(s.cfg.Server.Addr, s.cfg.Server.AllowedHosts), s.log))
-	router.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok", "store": where}) })
+	health := serverHealth{Status: "ok", Store: where}
+	if s.cfg.Store.DSN == "" {
+		health.StorePath = absPath(s.cfg.Store.Path)
+	}
+	router.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, health) })
 	guarded := router.Group("/", requireToken(token))
 	tap.Register(guarded)
 	a := &api{
 		st:     st,
-		suites: &suiteRunner{cfg: s.cfg, st: st, p: s.pipes},
+		suites: &suiteRunner{cfg: s.cfg, st: st, p: s.pipes, where: where + " (through the server at " + s.cfg.Server.Addr + ")"},
 		stats:  func() ingest.StatsSnapshot { return s.stats.Snapshot(s.queue.Len()) },
 		writer: s.writer.Stats,
 		forget: newForgetter(s.cfg, st, tap),

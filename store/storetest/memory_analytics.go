@@ -77,7 +77,7 @@ func (m *Memory) SearchTraces(ctx context.Context, q store.TraceSearch) ([]store
 
 // textMatches: lower (a lower-cased needle) is in the input or a final output.
 func textMatches(r store.Request, runs []store.Run, lower string) bool {
-	if strings.Contains(strings.ToLower(r.Input), lower) {
+	if inputHolds(r.Input, lower) {
 		return true
 	}
 	return slices.ContainsFunc(runs, func(run store.Run) bool {
@@ -436,4 +436,16 @@ func (m *Memory) WorkerUsage(ctx context.Context, q store.WorkerQuery) ([]store.
 		return 0
 	})
 	return out, nil
+}
+
+// inputHolds reports whether input holds text as typed or JSON-escaped
+// (store.InputNeedles), exactly or case-insensitively.
+func inputHolds(input, text string) bool {
+	lowerInput := strings.ToLower(input)
+	for _, n := range store.InputNeedles(text) {
+		if strings.Contains(input, n) || strings.Contains(lowerInput, strings.ToLower(n)) {
+			return true
+		}
+	}
+	return false
 }

@@ -197,6 +197,36 @@ ALTER TABLE `shadow`.cases_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT E
 
 ALTER TABLE `shadow`.cases ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS extra String DEFAULT '' AFTER grader;
 
+-- migration 0040_exchange_fidelity
+
+ALTER TABLE `shadow`.runs_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS reasoning String DEFAULT '' AFTER final_output;
+
+ALTER TABLE `shadow`.runs ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS reasoning String DEFAULT '' AFTER final_output;
+
+ALTER TABLE `shadow`.runs_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS choices String DEFAULT '' AFTER reasoning;
+
+ALTER TABLE `shadow`.runs ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS choices String DEFAULT '' AFTER reasoning;
+
+ALTER TABLE `shadow`.runs_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS tool_calls String DEFAULT '' AFTER choices;
+
+ALTER TABLE `shadow`.runs ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS tool_calls String DEFAULT '' AFTER choices;
+
+ALTER TABLE `shadow`.runs_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS http_status Int32 DEFAULT 0 AFTER status;
+
+ALTER TABLE `shadow`.runs ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS http_status Int32 DEFAULT 0 AFTER status;
+
+ALTER TABLE `shadow`.runs_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS response_headers Map(String, String) DEFAULT map() AFTER http_status;
+
+ALTER TABLE `shadow`.runs ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS response_headers Map(String, String) DEFAULT map() AFTER http_status;
+
+ALTER TABLE `shadow`.runs_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS partial Bool DEFAULT false AFTER response_headers;
+
+ALTER TABLE `shadow`.runs ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS partial Bool DEFAULT false AFTER response_headers;
+
+ALTER TABLE `shadow`.steps_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS reasoning String DEFAULT '' AFTER output;
+
+ALTER TABLE `shadow`.steps ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS reasoning String DEFAULT '' AFTER output;
+
 -- migration 0050_audit_log
 
 CREATE TABLE IF NOT EXISTS `shadow`.audit_log_local ON CLUSTER `shadow_cluster`
@@ -225,21 +255,29 @@ ALTER TABLE `shadow`.requests_local ON CLUSTER `shadow_cluster` ADD INDEX IF NOT
 
 ALTER TABLE `shadow`.`requests_local` ON CLUSTER `shadow_cluster` MODIFY TTL toDateTime(received_at) + toIntervalSecond(7776000);
 
-ALTER TABLE `shadow`.`requests_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `input` String TTL toDateTime(received_at) + toIntervalSecond(2592000);
+ALTER TABLE `shadow`.`requests_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `input` TTL toDateTime(received_at) + toIntervalSecond(2592000);
 
-ALTER TABLE `shadow`.`runs_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `final_output` String TTL toDateTime(started_at) + toIntervalSecond(2592000);
+ALTER TABLE `shadow`.`runs_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `final_output` TTL toDateTime(started_at) + toIntervalSecond(2592000);
 
-ALTER TABLE `shadow`.`runs_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `plan_raw` String TTL toDateTime(started_at) + toIntervalSecond(2592000);
+ALTER TABLE `shadow`.`runs_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `reasoning` TTL toDateTime(started_at) + toIntervalSecond(2592000);
 
-ALTER TABLE `shadow`.`runs_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `plan` String TTL toDateTime(started_at) + toIntervalSecond(2592000);
+ALTER TABLE `shadow`.`runs_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `choices` TTL toDateTime(started_at) + toIntervalSecond(2592000);
 
-ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `subtask` String TTL toDateTime(started_at) + toIntervalSecond(2592000);
+ALTER TABLE `shadow`.`runs_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `tool_calls` TTL toDateTime(started_at) + toIntervalSecond(2592000);
 
-ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `messages` String TTL toDateTime(started_at) + toIntervalSecond(2592000);
+ALTER TABLE `shadow`.`runs_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `plan_raw` TTL toDateTime(started_at) + toIntervalSecond(2592000);
 
-ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `output` String TTL toDateTime(started_at) + toIntervalSecond(2592000);
+ALTER TABLE `shadow`.`runs_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `plan` TTL toDateTime(started_at) + toIntervalSecond(2592000);
 
-ALTER TABLE `shadow`.`scores_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `explanation` String TTL toDateTime(created_at) + toIntervalSecond(2592000);
+ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `subtask` TTL toDateTime(started_at) + toIntervalSecond(2592000);
+
+ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `messages` TTL toDateTime(started_at) + toIntervalSecond(2592000);
+
+ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `output` TTL toDateTime(started_at) + toIntervalSecond(2592000);
+
+ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `reasoning` TTL toDateTime(started_at) + toIntervalSecond(2592000);
+
+ALTER TABLE `shadow`.`scores_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `explanation` TTL toDateTime(created_at) + toIntervalSecond(2592000);
 
 -- forget: one subject's rows (hash 0f1e2d3c)
 
