@@ -74,7 +74,7 @@ func (s *sqlStore) retentionStatements(r RetentionConfig, current map[string]str
 }
 
 // columnTTL returns the TTL expression of column col in a one-line CREATE
-// TABLE text ("`col` String DEFAULT '' TTL <expr>, ..."), "" when it has none.
+// TABLE text ("`col` String DEFAULT ” TTL <expr>, ..."), "" when it has none.
 func columnTTL(create, col string) string {
 	i := strings.Index(create, "`"+col+"` ")
 	if i < 0 {
