@@ -393,7 +393,7 @@ func (r *suiteRunner) runCase(ctx context.Context, c Case) ([]Outcome, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i] = p.Run(ctx, sreq, mode)
+			results[i] = shadow.MarkCancelled(ctx, p.Run(ctx, sreq, mode))
 		}()
 	}
 	wg.Wait()

@@ -29,7 +29,10 @@ func (w syncWriter) Enqueue(b store.Batch) error {
 	if err := w.st.InsertRuns(ctx, b.Runs); err != nil {
 		return err
 	}
-	return w.st.InsertSteps(ctx, b.Steps)
+	if err := w.st.InsertSteps(ctx, b.Steps); err != nil {
+		return err
+	}
+	return w.st.InsertWork(ctx, b.Work)
 }
 
 // echoPipeline answers with the last user message in one step; it can be made to
@@ -59,7 +62,7 @@ func (p *echoPipeline) Run(ctx context.Context, req shadow.Request, mode string)
 		status = store.StatusError
 	}
 	return shadow.Result{
-		Run:   store.Run{RunID: id, RequestID: req.RequestID, Pipeline: p.Name(), Mode: mode, Status: status, FinalOutput: out, Calls: 1},
+		Run:   store.Run{RunID: id, RequestID: req.RequestID, Pipeline: p.Name(), PipelineVersion: p.Version(), Mode: mode, Status: status, FinalOutput: out, Calls: 1},
 		Steps: []store.Step{{RunID: id, Index: 0, Parent: -1, Worker: "echo", Access: `"all"`, Output: out, Status: status}},
 	}
 }
@@ -153,7 +156,8 @@ func TestProcessorShutdownCountsWhatWasLeft(t *testing.T) {
 	q := NewMemoryQueue(10)
 	stats := NewStats()
 	cand := &echoPipeline{release: make(chan struct{})} // never released: runs only end when cancelled
-	p := NewProcessor(cfg, q, syncWriter{storetest.NewMemory()}, []shadow.Pipeline{cand}, nil, stats, nil)
+	mem := storetest.NewMemory()
+	p := NewProcessor(cfg, q, syncWriter{mem}, []shadow.Pipeline{cand}, nil, stats, nil)
 	if err := p.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -168,9 +172,19 @@ func TestProcessorShutdownCountsWhatWasLeft(t *testing.T) {
 		t.Fatal("Shutdown past its deadline must say the drain was cut short")
 	}
 	snap := stats.Snapshot(q.Len())
-	// One exchange was in flight (its candidate run cancelled but stored), two waited.
-	if snap.Dropped["shutdown"] != 2 || snap.Processed != 1 {
-		t.Fatalf("stats = %+v, want 2 dropped at shutdown and 1 processed", snap)
+	// One exchange was in flight (its candidate run cancelled, stored as such),
+	// two waited; the in-memory queue keeps nothing, so all three are dropped.
+	if snap.Dropped["shutdown"] != 3 || snap.Processed != 0 || snap.CancelledRuns != 1 {
+		t.Fatalf("stats = %+v, want 3 dropped at shutdown, 0 processed, 1 cancelled run", snap)
+	}
+	tr, err := mem.GetTrace(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range tr.Runs {
+		if r.Mode == store.ModeCandidate && r.Status != store.StatusCancelled {
+			t.Errorf("candidate run stopped by shutdown stored as %q (%s); want %q", r.Status, r.Error, store.StatusCancelled)
+		}
 	}
 }
 

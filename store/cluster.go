@@ -23,6 +23,7 @@ var shardingKeys = map[string]string{
 	"cases":             "cityHash64(suite_run_id)",
 	"schema_migrations": "version",
 	"audit_log":         "cityHash64(audit_id)",
+	"shadow_work":       "cityHash64(request_id)",
 }
 
 var (

@@ -16,7 +16,8 @@ const ActionForget = "forget"
 // SubjectEraser deletes a data subject's rows. The SQL store implements it.
 type SubjectEraser interface {
 	// ForgetSubject deletes every row of the requests whose subject_hash is
-	// subjectHash, in every table (scores, steps, runs, then requests), and
+	// subjectHash, in every table (scores, steps, runs, shadow_work, then
+	// requests), and
 	// records an audit_log entry (the hash, the counts and actor; never the
 	// subject's value). Deletions are ALTER … DELETE mutations waited for on
 	// every replica (mutations_sync = 2): the rows are rewritten out of the
@@ -37,6 +38,7 @@ type ForgetReport struct {
 	Runs     int64     `json:"runs"`
 	Steps    int64     `json:"steps"`
 	Scores   int64     `json:"scores"`
+	Work     int64     `json:"shadow_work"` // the store-first queue's work rows
 }
 
 // AuditEntry is one row of audit_log.
@@ -68,6 +70,7 @@ func (s *sqlStore) forgetConditions() []struct{ table, cond string } {
 		{"scores", fmt.Sprintf("request_id IN ("+subjectRequests+")", s.db)},
 		{"steps", fmt.Sprintf("run_id IN ("+subjectRuns+")", s.db)},
 		{"runs", fmt.Sprintf("request_id IN ("+subjectRequests+")", s.db)},
+		{"shadow_work", fmt.Sprintf("request_id IN ("+subjectRequests+")", s.db)},
 		{"requests", "subject_hash = {subject:String}"},
 	}
 }
@@ -119,9 +122,9 @@ func (s *sqlStore) ForgetSubject(ctx context.Context, subjectHash, actor string)
 	var id [16]byte
 	_, _ = rand.Read(id[:])
 	rep := ForgetReport{AuditID: hex.EncodeToString(id[:]), At: time.Now().UTC().Truncate(time.Millisecond),
-		Requests: counts["requests"], Runs: counts["runs"], Steps: counts["steps"], Scores: counts["scores"]}
+		Requests: counts["requests"], Runs: counts["runs"], Steps: counts["steps"], Scores: counts["scores"], Work: counts["shadow_work"]}
 	entry := AuditEntry{AuditID: rep.AuditID, At: rep.At, Action: ActionForget, Actor: actor, SubjectHash: subjectHash,
-		Requests: rep.Requests, Runs: rep.Runs, Steps: rep.Steps, Scores: rep.Scores}
+		Requests: rep.Requests, Runs: rep.Runs, Steps: rep.Steps, Scores: rep.Scores, Detail: fmt.Sprintf("shadow_work=%d", rep.Work)}
 	if err := insert(ctx, s, "audit_log", []AuditEntry{entry}); err != nil {
 		return rep, fmt.Errorf("store: forget: rows deleted but the audit entry failed: %w", err)
 	}

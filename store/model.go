@@ -25,6 +25,16 @@ const (
 	// StatusCancelledByClient: the production client hung up before the
 	// incumbent's answer was complete; the run holds what arrived (Partial).
 	StatusCancelledByClient = "cancelled_by_client"
+	// StatusCancelled: the run was stopped before it finished (a shutdown, the
+	// caller's deadline), not by a fault of the pipeline. It is never a failure:
+	// tapped work with a cancelled run stays pending and is shadowed again.
+	StatusCancelled = "cancelled"
+)
+
+// Shadow work states (Work.Status).
+const (
+	WorkPending = "pending" // the candidate run is owed
+	WorkDone    = "done"    // the candidate run is stored
 )
 
 // Request is one user request: a tapped production exchange's input, or a suite case.
@@ -203,4 +213,35 @@ type Trace struct {
 	Runs    []Run   `json:"runs"`  // incumbent first, then candidates by pipeline name
 	Steps   []Step  `json:"steps"` // ordered by RunID, Index
 	Scores  []Score `json:"scores"`
+}
+
+// Work is one candidate run owed to a tapped request, the unit of the store-first
+// work queue: the tap writes it WorkPending with the request before answering 202,
+// and the shadow worker rewrites it WorkDone with the candidate's run.
+// Key: (RequestID, Pipeline, PipelineVersion).
+type Work struct {
+	RequestID       string    `json:"request_id" ch:"request_id"`
+	Pipeline        string    `json:"pipeline" ch:"pipeline"`
+	PipelineVersion string    `json:"pipeline_version" ch:"pipeline_version"`
+	Status          string    `json:"status" ch:"status"`           // WorkPending or WorkDone
+	ReceivedAt      time.Time `json:"received_at" ch:"received_at"` // the request's, UTC ms: the backlog is read oldest first
+}
+
+// WorkKey names one candidate version.
+type WorkKey struct {
+	Pipeline        string `json:"pipeline"`
+	PipelineVersion string `json:"pipeline_version"`
+}
+
+// PendingRequest is a stored request with the candidate runs it is still owed.
+type PendingRequest struct {
+	Request Request
+	Owed    []WorkKey
+}
+
+// WorkCursor pages the backlog oldest first: only requests received strictly
+// after (ReceivedAt, RequestID). The zero cursor starts at the beginning.
+type WorkCursor struct {
+	ReceivedAt time.Time
+	RequestID  string
 }

@@ -103,7 +103,7 @@ func TestBatchColumnsMatchDDL(t *testing.T) {
 	}{
 		{"requests", reflect.TypeFor[Request]()}, {"runs", reflect.TypeFor[Run]()}, {"steps", reflect.TypeFor[Step]()},
 		{"scores", reflect.TypeFor[Score]()}, {"suite_runs", reflect.TypeFor[SuiteRun]()}, {"cases", reflect.TypeFor[Case]()},
-		{"audit_log", reflect.TypeFor[AuditEntry]()},
+		{"audit_log", reflect.TypeFor[AuditEntry]()}, {"shadow_work", reflect.TypeFor[Work]()},
 	} {
 		t.Run(tc.table, func(t *testing.T) {
 			type col struct {

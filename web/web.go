@@ -39,7 +39,7 @@ const contentSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'se
 
 // runStatuses returns the choices of the traces list's status filter.
 func runStatuses() []string {
-	return []string{store.StatusOK, store.StatusError, store.StatusCancelledByClient, store.StatusPlanUnparsable, store.StatusBudgetExceeded, store.StatusSkipped}
+	return []string{store.StatusOK, store.StatusError, store.StatusCancelled, store.StatusCancelledByClient, store.StatusPlanUnparsable, store.StatusBudgetExceeded, store.StatusSkipped}
 }
 
 // traceSources returns the choices of the traces list's source filter.

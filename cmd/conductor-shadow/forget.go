@@ -91,8 +91,8 @@ func (a *api) forgetHandler(c *gin.Context) {
 }
 
 func printForget(w io.Writer, r forgetResponse) {
-	fmt.Fprintf(w, "removed: %d requests, %d runs, %d steps, %d scores\naudit entry %s at %s\n",
-		r.Requests, r.Runs, r.Steps, r.Scores, r.AuditID, r.At.Format(time.RFC3339))
+	fmt.Fprintf(w, "removed: %d requests, %d runs, %d steps, %d scores, %d shadow work rows\naudit entry %s at %s\n",
+		r.Requests, r.Runs, r.Steps, r.Scores, r.Work, r.AuditID, r.At.Format(time.RFC3339))
 	if r.Warning != "" {
 		fmt.Fprintln(w, "warning:", r.Warning)
 	}

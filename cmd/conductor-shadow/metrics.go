@@ -59,7 +59,11 @@ func (m *metrics) Shutdown(ctx context.Context) error {
 
 var (
 	descTap = prometheus.NewDesc("conductor_shadow_tap_copies_total",
-		"Tapped copies by outcome: accepted (queued), duplicate, processed (shadowed and stored), failed.", []string{"outcome"}, nil)
+		"Tapped copies by outcome: accepted (queued), duplicate, processed (shadowed and stored), failed, "+
+			"unconfirmed (503: the store did not confirm in time), recovered (pending work picked up at start), "+
+			"left_pending (stopped by shutdown, shadowed at the next start).", []string{"outcome"}, nil)
+	descCancelled = prometheus.NewDesc("conductor_shadow_runs_cancelled_total",
+		"Candidate runs stopped by a shutdown (stored as cancelled, shadowed again at the next start).", nil, nil)
 	descRejected = prometheus.NewDesc("conductor_shadow_tap_rejected_total",
 		"Copies refused with a 4xx, by reason.", []string{"reason"}, nil)
 	descDropped = prometheus.NewDesc("conductor_shadow_tap_dropped_total",
@@ -87,7 +91,7 @@ type statsCollector struct {
 }
 
 func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descTap, descRejected, descDropped, descUnsampled, descMirrored, descQueue,
+	for _, d := range []*prometheus.Desc{descTap, descCancelled, descRejected, descDropped, descUnsampled, descMirrored, descQueue,
 		descWriterRows, descWriterQueued, descWriterFailures, descWriterRejected} {
 		ch <- d
 	}
@@ -102,6 +106,10 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descTap, s.Duplicates, "duplicate")
 	counter(descTap, s.Processed, "processed")
 	counter(descTap, s.Failed, "failed")
+	counter(descTap, s.Unconfirmed, "unconfirmed")
+	counter(descTap, s.Recovered, "recovered")
+	counter(descTap, s.LeftPending, "left_pending")
+	counter(descCancelled, s.CancelledRuns)
 	for _, m := range []struct {
 		d *prometheus.Desc
 		v map[string]int64

@@ -126,7 +126,7 @@ func TestOperableServe(t *testing.T) {
 
 	metrics := get(t, "http://"+addr+"/metrics")
 	for _, family := range []string{
-		"conductor_shadow_tap_copies_total{outcome=\"accepted\"} 3", "conductor_shadow_tap_queue_depth",
+		"conductor_shadow_tap_copies_total{outcome=\"accepted\"} 3", "conductor_shadow_tap_queue_depth", "conductor_shadow_runs_cancelled_total 0", "conductor_shadow_tap_copies_total{outcome=\"left_pending\"}",
 		"conductor_shadow_writer_rows_total{outcome=\"written\"}", "conductor_shadow_writer_insert_failures_total",
 		"conductor_shadow_runs_total{", "conductor_shadow_cost_usd_total{", "gen_ai_client_token_usage_bucket{",
 		"gen_ai_client_operation_duration_seconds_bucket{", `gen_ai_token_type="input"`, `conductor_shadow_candidate="conductor"`,

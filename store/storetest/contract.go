@@ -37,6 +37,7 @@ func RunContract(t *testing.T, newStore NewStoreFunc) {
 		{"QueryReadOnly", contractQueryReadOnly},
 		{"HostileText", contractHostileText},
 		{"SearchEscapedText", contractSearchEscaped},
+		{"ShadowWorkBacklog", contractWorkBacklog},
 		{"Close", contractClose},
 	}
 	for _, c := range cases {

@@ -197,6 +197,23 @@ ALTER TABLE `shadow`.cases_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT E
 
 ALTER TABLE `shadow`.cases ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS extra String DEFAULT '' AFTER grader;
 
+-- migration 0010_shadow_work
+
+CREATE TABLE IF NOT EXISTS `shadow`.shadow_work_local ON CLUSTER `shadow_cluster`
+(
+    request_id       String,
+    pipeline         LowCardinality(String),
+    pipeline_version String,
+    status           LowCardinality(String),
+    received_at      DateTime64(3, 'UTC'),
+    inserted_at      DateTime64(6, 'UTC') DEFAULT now64(6)
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/shadow/shadow_work_local', '{replica}', inserted_at)
+ORDER BY (request_id, pipeline, pipeline_version);
+
+CREATE TABLE IF NOT EXISTS `shadow`.shadow_work ON CLUSTER `shadow_cluster` AS `shadow`.shadow_work_local
+ENGINE = Distributed('shadow_cluster', 'shadow', 'shadow_work_local', cityHash64(request_id));
+
 -- migration 0040_exchange_fidelity
 
 ALTER TABLE `shadow`.runs_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS reasoning String DEFAULT '' AFTER final_output;
@@ -286,6 +303,8 @@ ALTER TABLE `shadow`.`scores_local` ON CLUSTER `shadow_cluster` DELETE WHERE req
 ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` DELETE WHERE run_id IN (SELECT run_id FROM `shadow`.runs WHERE request_id IN (SELECT request_id FROM `shadow`.requests WHERE subject_hash = '0f1e2d3c')) SETTINGS mutations_sync = 2;
 
 ALTER TABLE `shadow`.`runs_local` ON CLUSTER `shadow_cluster` DELETE WHERE request_id IN (SELECT request_id FROM `shadow`.requests WHERE subject_hash = '0f1e2d3c') SETTINGS mutations_sync = 2;
+
+ALTER TABLE `shadow`.`shadow_work_local` ON CLUSTER `shadow_cluster` DELETE WHERE request_id IN (SELECT request_id FROM `shadow`.requests WHERE subject_hash = '0f1e2d3c') SETTINGS mutations_sync = 2;
 
 ALTER TABLE `shadow`.`requests_local` ON CLUSTER `shadow_cluster` DELETE WHERE subject_hash = '0f1e2d3c' SETTINGS mutations_sync = 2;
 

@@ -1,0 +1,114 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// InsertWork implements Store.
+func (s *sqlStore) InsertWork(ctx context.Context, work []Work) error {
+	return insert(ctx, s, "shadow_work", work)
+}
+
+// StoredRequests implements Store: one lookup on the requests' primary key.
+func (s *sqlStore) StoredRequests(ctx context.Context, ids []string) ([]string, error) {
+	if err := s.check(ctx); err != nil {
+		return nil, fmt.Errorf("store: stored requests: %w", err)
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	type row struct {
+		RequestID string `json:"request_id"`
+	}
+	rows, err := queryRows[row](ctx, s.t, fmt.Sprintf(
+		"SELECT DISTINCT request_id FROM %s.requests WHERE request_id IN {ids:Array(String)}", s.db), Params{}.Strs("ids", ids))
+	if err != nil {
+		return nil, fmt.Errorf("store: stored requests: %w", err)
+	}
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = r.RequestID
+	}
+	return out, nil
+}
+
+// pendingWorkSQL selects one page of the backlog: stored requests with pending
+// work rows whose candidate version has no stored run other than a cancelled one
+// (a run stored while its done mark was lost to a crash counts as done). Work rows
+// of a commit cut short before its request row (the copy was refused) are left
+// out before the LIMIT, so they never fill a page.
+func (s *sqlStore) pendingWorkSQL(after WorkCursor, limit int) (string, Params) {
+	cond := ""
+	p := Params{}
+	if !after.ReceivedAt.IsZero() || after.RequestID != "" {
+		p.Time("after", after.ReceivedAt).Str("after_id", after.RequestID)
+		cond = "\n  AND (received_at > {after:DateTime64(3, 'UTC')} OR (received_at = {after:DateTime64(3, 'UTC')} AND request_id > {after_id:String}))"
+	}
+	return fmt.Sprintf(`SELECT request_id, min(received_at) AS first_received_at,
+    groupArray(pipeline) AS pipelines, groupArray(pipeline_version) AS versions
+FROM %[1]s.shadow_work FINAL
+WHERE status = 'pending'%[2]s
+  AND request_id IN (
+    SELECT request_id FROM %[1]s.requests
+    WHERE request_id IN (SELECT request_id FROM %[1]s.shadow_work FINAL WHERE status = 'pending'))
+  AND (request_id, pipeline, pipeline_version) NOT IN (
+    SELECT request_id, pipeline, pipeline_version FROM %[1]s.runs FINAL
+    WHERE mode = 'candidate' AND status != 'cancelled'
+      AND request_id IN (SELECT request_id FROM %[1]s.shadow_work FINAL WHERE status = 'pending'))
+GROUP BY request_id
+ORDER BY first_received_at, request_id
+LIMIT %[3]d`, s.db, cond, max(limit, 1)), p
+}
+
+// PendingWork implements Store: two statements, the page of owed work and the
+// page's request rows.
+func (s *sqlStore) PendingWork(ctx context.Context, after WorkCursor, limit int) ([]PendingRequest, error) {
+	if err := s.check(ctx); err != nil {
+		return nil, fmt.Errorf("store: pending work: %w", err)
+	}
+	type owed struct {
+		RequestID string   `json:"request_id"`
+		Pipelines []string `json:"pipelines"`
+		Versions  []string `json:"versions"`
+	}
+	sql, p := s.pendingWorkSQL(after, limit)
+	page, err := queryRows[owed](ctx, s.t, sql, p)
+	if err != nil {
+		return nil, fmt.Errorf("store: pending work: %w", err)
+	}
+	if len(page) == 0 {
+		return nil, nil
+	}
+	ids := make([]string, len(page))
+	for i, o := range page {
+		ids[i] = o.RequestID
+	}
+	reqs, err := queryRows[Request](ctx, s.t, fmt.Sprintf(
+		"SELECT %s FROM %s.requests FINAL WHERE request_id IN {ids:Array(String)}", selectList[Request](), s.db), Params{}.Strs("ids", ids))
+	if err != nil {
+		return nil, fmt.Errorf("store: pending work: requests: %w", err)
+	}
+	byID := make(map[string]Request, len(reqs))
+	for _, r := range reqs {
+		byID[r.RequestID] = r
+	}
+	out := make([]PendingRequest, 0, len(page))
+	for _, o := range page {
+		r, ok := byID[o.RequestID]
+		if !ok {
+			continue
+		}
+		p := PendingRequest{Request: r}
+		for i := range min(len(o.Pipelines), len(o.Versions)) {
+			p.Owed = append(p.Owed, WorkKey{Pipeline: o.Pipelines[i], PipelineVersion: o.Versions[i]})
+		}
+		slices.SortFunc(p.Owed, func(a, b WorkKey) int {
+			return strings.Compare(a.Pipeline+"\x00"+a.PipelineVersion, b.Pipeline+"\x00"+b.PipelineVersion)
+		})
+		out = append(out, p)
+	}
+	return out, nil
+}
