@@ -209,3 +209,28 @@ func TestIncumbentRunUnknownModelIsNoted(t *testing.T) {
 		t.Fatal("run ids must be deterministic and shared by the step")
 	}
 }
+
+// The incumbent's finish reason is kept on its step; "length" marks the run
+// truncated.
+func TestIncumbentRunFinishReason(t *testing.T) {
+	for _, tt := range []struct {
+		finish    string
+		truncated bool
+	}{{"stop", false}, {"", false}, {"length", true}} {
+		ex := exchange("x", "hi")
+		ex.Response.FinishReason = tt.finish
+		run, step := IncumbentRun(ex, flatPricer(1))
+		if step.FinishReason != tt.finish || run.Truncated != tt.truncated || (run.TruncatedSteps == 1) != tt.truncated {
+			t.Errorf("finish %q: step %q, run truncated %v (%d steps)", tt.finish, step.FinishReason, run.Truncated, run.TruncatedSteps)
+		}
+	}
+}
+
+func TestChatFinishReason(t *testing.T) {
+	for in, want := range map[string]string{"stop": "stop", "length": "length", "max_output_tokens": "length",
+		"max_tokens": "length", "content_filter": "content_filter", "tool_calls": "tool_calls", "": ""} {
+		if got := chatFinishReason(in); got != want {
+			t.Errorf("chatFinishReason(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

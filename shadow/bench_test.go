@@ -232,7 +232,7 @@ access_list = [[], [], [], [], "all"]`
 func BenchmarkChatTelemetryPerCall(b *testing.B) {
 	w := WorkerConfig{Name: "gpt-5", Model: "gpt-5", Temperature: 0.2, MaxOutputTokens: 4096}
 	call := Call{Worker: "gpt-5", Model: "gpt-5", ResponseModel: "gpt-5", PromptTokens: 120, CompletionTokens: 240,
-		UsageReported: true, LatencyMs: 812, TTFTMs: 95, Attempts: 1, CostUSD: 0.0025, FinishReasons: []string{"stop"}}
+		UsageReported: true, LatencyMs: 812, TTFTMs: 95, Attempts: 1, CostUSD: 0.0025, FinishReason: "stop"}
 	msgs := userRequest("What is 2+2?").Messages
 	for _, bc := range []struct {
 		name string

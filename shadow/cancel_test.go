@@ -62,4 +62,3 @@ func TestMarkCancelled(t *testing.T) {
 		t.Errorf("error = %q; want the cause", out.Run.Error)
 	}
 }
-

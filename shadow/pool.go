@@ -57,6 +57,7 @@ type Call struct {
 	Worker           string
 	Model            string    // model name sent to the API
 	Output           string    // the response text (content deltas concatenated)
+	FinishReason     string    // the stream's finish_reason ("stop", "length", …); "" when none was sent
 	Reasoning        string    // the reasoning text (delta.reasoning_content or delta.reasoning), apart from Output
 	PromptTokens     int64     // as reported by the API's usage; 0 when not reported
 	CompletionTokens int64     // as reported by the API's usage; 0 when not reported
@@ -76,10 +77,9 @@ type Call struct {
 	OrchestrationOutputTokens      int64
 	PriceVersion                   string // PriceTableVersion of the pool's prices that CostUSD used
 	// ResponseModel and ResponseID are the response's model and id as the API
-	// reported them; FinishReasons its choices' finish reasons ("stop", "length"…).
+	// reported them ("" when not sent).
 	ResponseModel string
 	ResponseID    string
-	FinishReasons []string
 }
 
 // Usage returns the call's token usage.
@@ -380,10 +380,10 @@ func (p *Pool) stream(ctx context.Context, w poolWorker, msgs []openai.ChatCompl
 				c.TTFTMs = msSince(start)
 			}
 			out.WriteString(ch.Delta.Content)
-			reasoning.WriteString(r)
 			if ch.FinishReason != "" {
-				c.FinishReasons = append(c.FinishReasons, string(ch.FinishReason))
+				c.FinishReason = string(ch.FinishReason)
 			}
+			reasoning.WriteString(r)
 		}
 		if u, ok, err := ParseUsage(extra.Usage); err == nil && ok {
 			c.UsageReported = true

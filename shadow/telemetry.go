@@ -196,8 +196,8 @@ func (in *instruments) setChatOutcome(span trace.Span, c Call, err error) {
 	if c.ResponseID != "" {
 		attrs = append(attrs, semconv.GenAIResponseID(c.ResponseID))
 	}
-	if len(c.FinishReasons) > 0 {
-		attrs = append(attrs, semconv.GenAIResponseFinishReasons(c.FinishReasons...))
+	if c.FinishReason != "" {
+		attrs = append(attrs, semconv.GenAIResponseFinishReasons(c.FinishReason))
 	}
 	if c.UsageReported {
 		attrs = append(attrs, semconv.GenAIUsageInputTokensKey.Int64(c.PromptTokens), semconv.GenAIUsageOutputTokensKey.Int64(c.CompletionTokens))
@@ -206,11 +206,7 @@ func (in *instruments) setChatOutcome(span trace.Span, c Call, err error) {
 		attrs = append(attrs, semconv.GenAIResponseTimeToFirstChunk(c.TTFTMs/1000))
 	}
 	if in.capture && err == nil {
-		finish := ""
-		if len(c.FinishReasons) > 0 {
-			finish = c.FinishReasons[0]
-		}
-		b, _ := json.Marshal([]map[string]any{{"role": "assistant", "parts": []map[string]string{{"type": "text", "content": c.Output}}, "finish_reason": finish}})
+		b, _ := json.Marshal([]map[string]any{{"role": "assistant", "parts": []map[string]string{{"type": "text", "content": c.Output}}, "finish_reason": c.FinishReason}})
 		attrs = append(attrs, semconv.GenAIOutputMessagesKey.String(string(b)))
 	}
 	span.SetAttributes(attrs...)

@@ -89,7 +89,21 @@ type Run struct {
 	Plan      string  `json:"plan" ch:"plan"`         // the parsed workflow as JSON ({"steps":[...]}), empty if none
 	Error     string  `json:"error" ch:"error"`
 	Simulated bool    `json:"simulated" ch:"simulated"` // the answers came from the simulated worker pool
+	// Truncated: the final answer comes from a step that stopped at its token cap
+	// (finish reason FinishLength), so it is cut short.
+	Truncated bool `json:"truncated" ch:"truncated"`
+	// TruncatedSteps counts the run's steps that stopped at their token cap.
+	TruncatedSteps int32 `json:"truncated_steps" ch:"truncated_steps"`
 }
+
+// Finish reasons of a step, as OpenAI-compatible APIs report them in
+// choices[].finish_reason. FinishLength means the answer hit max_tokens (or
+// max_completion_tokens) and is cut short.
+const (
+	FinishStop          = "stop"
+	FinishLength        = "length"
+	FinishContentFilter = "content_filter"
+)
 
 // Step is one worker call inside a run (a span). Key: (RunID, Index).
 type Step struct {
@@ -110,10 +124,14 @@ type Step struct {
 	LatencyMs    float64   `json:"latency_ms" ch:"latency_ms"`
 	TTFTMs       float64   `json:"ttft_ms" ch:"ttft_ms"` // time to first token, 0 when not streamed
 	Status       string    `json:"status" ch:"status"`
-	Output       string    `json:"output" ch:"output"`
-	Reasoning    string    `json:"reasoning" ch:"reasoning"` // the model's reasoning text, apart from Output
-	Error        string    `json:"error" ch:"error"`
-	Attempt      int32     `json:"attempt" ch:"attempt"` // 1 for the first try
+	// FinishReason is the API's finish_reason for the call: FinishStop,
+	// FinishLength (cut at the token cap), FinishContentFilter, …; "" when the
+	// API sent none or no call was made.
+	FinishReason string `json:"finish_reason" ch:"finish_reason"`
+	Output       string `json:"output" ch:"output"`
+	Reasoning    string `json:"reasoning" ch:"reasoning"` // the model's reasoning text, apart from Output
+	Error        string `json:"error" ch:"error"`
+	Attempt      int32  `json:"attempt" ch:"attempt"` // 1 for the first try
 	// PriceVersion identifies the price table CostUSD was computed with
 	// (shadow.PriceTableVersion); empty when not priced by the shadow pool.
 	PriceVersion string `json:"price_version" ch:"price_version"`

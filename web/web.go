@@ -320,7 +320,7 @@ func (s *server) suiteRun(c *gin.Context, id string) {
 		return
 	}
 	v := suiteRunView{Meta: s.meta("Suite run "+shortID(id, 24), navSuiteRuns), Run: run,
-		Simulated: reportSimulated(run.ReportJSON)}
+		Simulated: reportSimulated(run.ReportJSON), Truncated: reportTruncated(run.ReportJSON)}
 	if all, err := s.st.ListSuiteRuns(c.Request.Context(), store.MaxListLimit); err == nil {
 		if prev, ok := previousSuiteRun(all, run); ok {
 			v.PrevURL = s.urls().compareSuiteRuns(prev.SuiteRunID, run.SuiteRunID, "", false)

@@ -202,11 +202,13 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	c, matched := s.ix.match(msgs)
+	c, pos, matched := s.ix.match(msgs)
 	var cp *Case
 	caseID := ""
+	u := 0.0
 	if matched {
 		cp, caseID = &c, c.ID
+		u = correctnessDraw(s.cfg.Seed, req.Model, pos, c, msgs)
 	}
 	rng := newRand(s.cfg.Seed, req.Model, caseID, msgs)
 	maxTok := req.MaxCompletionTokens
@@ -217,7 +219,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	if req.Model == ConductorModel || req.Model == ConductorJSONModel {
 		rep = answerConductor(req.Model, cp, msgs, rng, s.cfg.MalformedPlanProb)
 	} else {
-		rep = answerWorker(s.profiles[req.Model], cp, msgs, rng, s.cfg.PriorHelp, maxTok)
+		rep = answerWorker(s.profiles[req.Model], cp, msgs, rng, u, s.cfg.PriorHelp, maxTok)
 	}
 	id := responseID(s.cfg.Seed, req.Model, msgs)
 	w.Header().Set(SimulatedHeader, SystemFingerprint)

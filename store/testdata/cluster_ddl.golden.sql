@@ -214,6 +214,20 @@ ORDER BY (request_id, pipeline, pipeline_version);
 CREATE TABLE IF NOT EXISTS `shadow`.shadow_work ON CLUSTER `shadow_cluster` AS `shadow`.shadow_work_local
 ENGINE = Distributed('shadow_cluster', 'shadow', 'shadow_work_local', cityHash64(request_id));
 
+-- migration 0030_finish_reason
+
+ALTER TABLE `shadow`.steps_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS finish_reason LowCardinality(String) DEFAULT '' AFTER status;
+
+ALTER TABLE `shadow`.steps ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS finish_reason LowCardinality(String) DEFAULT '' AFTER status;
+
+ALTER TABLE `shadow`.runs_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS truncated Bool DEFAULT false AFTER simulated;
+
+ALTER TABLE `shadow`.runs ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS truncated Bool DEFAULT false AFTER simulated;
+
+ALTER TABLE `shadow`.runs_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS truncated_steps Int32 DEFAULT 0 AFTER truncated;
+
+ALTER TABLE `shadow`.runs ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS truncated_steps Int32 DEFAULT 0 AFTER truncated;
+
 -- migration 0040_exchange_fidelity
 
 ALTER TABLE `shadow`.runs_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS reasoning String DEFAULT '' AFTER final_output;
