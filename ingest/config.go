@@ -33,6 +33,16 @@ type Config struct {
 	// Kafka carries copies between the tap and the shadow workers when brokers are
 	// set; otherwise the in-process queue does.
 	Kafka KafkaConfig `yaml:"kafka"`
+	// Segments configures the segment columns computed for every stored request.
+	Segments SegmentsConfig `yaml:"segments"`
+}
+
+// SegmentsConfig configures ingest/segment.
+type SegmentsConfig struct {
+	// VocabularySets are glob patterns of further regression-set JSONL files
+	// whose words make the novelty vocabulary, beside the sets the suite and
+	// the schedules use. A pattern that matches nothing is an error at start.
+	VocabularySets []string `yaml:"vocabulary_sets"`
 }
 
 // NewDefaultConfig returns limits that suit one process on a small machine:

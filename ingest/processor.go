@@ -8,11 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/conductor-shadow/conductor-shadow/ingest/segment"
 	"github.com/conductor-shadow/conductor-shadow/shadow"
 	"github.com/conductor-shadow/conductor-shadow/store"
 )
@@ -41,6 +44,7 @@ type Processor struct {
 	pricer     Pricer
 	stats      *Stats
 	log        *slog.Logger
+	segmenter  *segment.Segmenter
 
 	mu       sync.Mutex
 	started  bool
@@ -55,7 +59,17 @@ func NewProcessor(cfg Config, q Queue, w BatchWriter, candidates []shadow.Pipeli
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Processor{cfg: cfg, queue: q, writer: w, candidates: candidates, pricer: pricer, stats: stats, log: log}
+	return &Processor{cfg: cfg, queue: q, writer: w, candidates: candidates, pricer: pricer, stats: stats, log: log,
+		segmenter: segment.New(nil)}
+}
+
+// UseSegmenter sets the segmenter that computes each stored request's
+// segments (call before Start). The default has no vocabulary, so novelty is
+// stored as -1.
+func (p *Processor) UseSegmenter(s *segment.Segmenter) {
+	if s != nil {
+		p.segmenter = s
+	}
 }
 
 // Start launches the workers. They run until Shutdown; ctx bounds nothing but is
@@ -141,6 +155,7 @@ func (p *Processor) process(ctx context.Context, d Delivery) {
 		d.Ack()
 		return
 	}
+	SetSegments(&req, p.segmenter.Of(UserText(ex.Request.Messages)))
 	b := store.Batch{Requests: []store.Request{req}}
 	if ex.Response != nil {
 		run, step := IncumbentRun(ex, p.pricer)
@@ -251,6 +266,31 @@ func RequestRecord(ex Exchange) (store.Request, error) {
 		Category:   ex.Metadata["category"],
 		Metadata:   ex.Metadata,
 	}, nil
+}
+
+// UserText joins the text of the user messages with newlines: what segments
+// are computed from (system prompts are the app's, not the user's).
+func UserText(msgs []openai.ChatCompletionMessage) string {
+	var parts []string
+	for _, m := range msgs {
+		if m.Role != openai.ChatMessageRoleUser {
+			continue
+		}
+		if m.Content != "" {
+			parts = append(parts, m.Content)
+		}
+		for _, p := range m.MultiContent {
+			if p.Text != "" {
+				parts = append(parts, p.Text)
+			}
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// SetSegments copies seg into the request's segment columns.
+func SetSegments(r *store.Request, seg segment.Segments) {
+	r.Language, r.HasTable, r.HasCode, r.LengthBucket, r.Novelty = seg.Language, seg.HasTable, seg.HasCode, seg.LengthBucket, seg.Novelty
 }
 
 // IncumbentRun turns the incumbent's recorded answer into a run with one step.

@@ -35,7 +35,16 @@ type Request struct {
 	InputHash   string            `json:"input_hash"`  // hex sha256 of Input
 	SubjectHash string            `json:"subject_hash"`
 	Category    string            `json:"category"`
-	Metadata    map[string]string `json:"metadata"`
+	// Segments computed at ingest (ingest/segment). Language is ISO 639-1, ""
+	// when undetermined; LengthBucket names a range of estimated tokens
+	// ("0-127", "128-511", ...); Novelty is the share (0..1) of the prompt's
+	// words absent from the regression sets' vocabulary, -1 when unknown.
+	Language     string            `json:"language"`
+	HasTable     bool              `json:"has_table"`
+	HasCode      bool              `json:"has_code"`
+	LengthBucket string            `json:"length_bucket"`
+	Novelty      float64           `json:"novelty"`
+	Metadata     map[string]string `json:"metadata"`
 }
 
 // Run is one pipeline's execution on one request. Key: RunID.

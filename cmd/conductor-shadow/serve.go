@@ -96,6 +96,11 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 		s.log.Warn("PII pseudonyms change on restart: no secret in $" + s.cfg.Ingest.PII.SecretEnv)
 	}
 	s.proc = ingest.NewProcessor(s.cfg.Ingest, s.queue, shadowWriter, s.pipes.candidates, newPriceTable(s.cfg.Shadow), s.stats, s.log)
+	seg, err := newSegmenter(s.cfg, s.log)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	s.proc.UseSegmenter(seg)
 	if err := s.proc.Start(ctx); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
