@@ -27,14 +27,14 @@ const (
 // Request is one user request: a tapped production exchange's input, or a suite case.
 // Key: RequestID.
 type Request struct {
-	RequestID   string            `json:"request_id"`
-	ReceivedAt  time.Time         `json:"received_at"` // UTC, ms precision
-	Source      string            `json:"source"`      // SourceTap, SourceReplay or SourceSuite
-	App         string            `json:"app"`         // the production app or route that sent it
-	Input       string            `json:"input"`       // the chat messages as JSON: [{"role":..,"content":..}]
-	InputHash   string            `json:"input_hash"`  // hex sha256 of Input
-	SubjectHash string            `json:"subject_hash"`
-	Category    string            `json:"category"`
+	RequestID   string    `json:"request_id"`
+	ReceivedAt  time.Time `json:"received_at"` // UTC, ms precision
+	Source      string    `json:"source"`      // SourceTap, SourceReplay or SourceSuite
+	App         string    `json:"app"`         // the production app or route that sent it
+	Input       string    `json:"input"`       // the chat messages as JSON: [{"role":..,"content":..}]
+	InputHash   string    `json:"input_hash"`  // hex sha256 of Input
+	SubjectHash string    `json:"subject_hash"`
+	Category    string    `json:"category"`
 	// Segments computed at ingest (ingest/segment). Language is ISO 639-1, ""
 	// when undetermined; LengthBucket names a range of estimated tokens
 	// ("0-127", "128-511", ...); Novelty is the share (0..1) of the prompt's
