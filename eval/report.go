@@ -37,6 +37,11 @@ type Outcome struct {
 	Explanation string   `json:"explanation"`
 	App         string   `json:"app,omitempty"`  // the case's "app" extra key, for segments
 	Tags        []string `json:"tags,omitempty"` // the case's tags, for segments
+	Grader      string   `json:"grader,omitempty"`
+	// Segments are the case input's traffic segments (ingest/segment) as
+	// "lang:ru", "table", "code", "len:128-511"; with the language and a
+	// structure both known, also the pair "lang:ru+table" / "lang:ru+code".
+	Segments []string `json:"segments,omitempty"`
 }
 
 // ReportMeta identifies the suite run a report describes.
@@ -108,6 +113,9 @@ type Report struct {
 	Verdict     string                `json:"verdict,omitempty"`
 	// Filled by ComparePrevious: regressions against earlier suite runs.
 	Previous []PreviousRun `json:"previous,omitempty"`
+	// Probes are the adversarial probe rates per pipeline (hijack, injection
+	// obeyed, refusal agreement); empty when the set holds no probe.
+	Probes []ProbeRates `json:"probes,omitempty"`
 }
 
 // BuildReport computes a Report from outcomes. Pipelines named in meta come
@@ -162,6 +170,7 @@ func BuildReport(meta ReportMeta, outcomes []Outcome) *Report {
 		}
 		r.Pipelines = append(r.Pipelines, pr)
 	}
+	r.Probes = r.probeRates()
 	r.Headline = r.headline()
 	return r
 }
@@ -321,6 +330,7 @@ func (r *Report) Markdown() string {
 	}
 	b.WriteString("\nAccuracy is passed / graded (runs whose grader failed are counted as grader errors, not as wrong). ")
 	b.WriteString("Latency percentiles use the nearest-rank method over runs. Costs are USD per request.\n")
+	r.probesMarkdown(&b)
 	r.analysisMarkdown(&b)
 	r.previousMarkdown(&b)
 	return b.String()
