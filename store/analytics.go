@@ -33,6 +33,8 @@ type TraceSearch struct {
 	From         time.Time // received at or after this instant; zero = no bound
 	To           time.Time // received strictly before this instant; zero = no bound
 	Grade        string    // GradePassed, GradeFailed or "" (any)
+	// Segments filters by the request's segment columns.
+	Segments SegmentFilter
 }
 
 // Validate reports negative bounds, a minimum above its maximum, To not after
@@ -56,6 +58,7 @@ func (q TraceSearch) Validate() error {
 	if q.Grade != "" && q.Grade != GradePassed && q.Grade != GradeFailed {
 		errs = append(errs, fmt.Errorf("store: trace search: grade %q must be %q, %q or empty", q.Grade, GradePassed, GradeFailed))
 	}
+	errs = append(errs, q.Segments.Validate())
 	return errors.Join(errs...)
 }
 
@@ -102,6 +105,9 @@ func (s *sqlStore) searchTracesSQL(q TraceSearch, floor time.Time) string {
 	}
 	if !q.To.IsZero() {
 		where = append(where, "received_at < "+timeLiteral(q.To))
+	}
+	if c := q.Segments.sqlCond(); c != "" {
+		where = append(where, c)
 	}
 	if q.Text != "" {
 		t := quoteString(q.Text)
@@ -219,6 +225,9 @@ type OverviewQuery struct {
 	App           string
 	From, To      time.Time
 	BucketSeconds int
+	// Segments limits the window to requests (and their runs) with these
+	// segment values.
+	Segments SegmentFilter
 }
 
 // Validate reports an empty or inverted window and a bucket width that is not a
@@ -231,6 +240,7 @@ func (q OverviewQuery) Validate() error {
 	if q.BucketSeconds <= 0 || 86400%q.BucketSeconds != 0 {
 		errs = append(errs, fmt.Errorf("store: overview: bucket of %d s must divide a day", q.BucketSeconds))
 	}
+	errs = append(errs, q.Segments.Validate())
 	return errors.Join(errs...)
 }
 
@@ -314,6 +324,10 @@ func (s *sqlStore) Overview(ctx context.Context, q OverviewQuery) (Overview, err
 	if q.App != "" {
 		reqCond += " AND app = " + quoteString(q.App)
 		runCond += fmt.Sprintf(" AND request_id IN (SELECT request_id FROM %s.requests WHERE app = %s)", s.db, quoteString(q.App))
+	}
+	if c := q.Segments.sqlCond(); c != "" {
+		reqCond += " AND " + c
+		runCond += fmt.Sprintf(" AND request_id IN (SELECT request_id FROM %s.requests WHERE %s)", s.db, c)
 	}
 	counts, err := queryRows[OverviewCounts](ctx, s.t, fmt.Sprintf(`SELECT
     (SELECT count() FROM %[1]s.requests FINAL WHERE %[2]s) AS requests,
