@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/conductor-shadow/conductor-shadow/eval/gate"
+	"github.com/conductor-shadow/conductor-shadow/eval/shift"
 	"github.com/conductor-shadow/conductor-shadow/eval/stats"
 	"github.com/conductor-shadow/conductor-shadow/store"
 )
@@ -116,6 +117,10 @@ type Report struct {
 	// Probes are the adversarial probe rates per pipeline (hijack, injection
 	// obeyed, refusal agreement); empty when the set holds no probe.
 	Probes []ProbeRates `json:"probes,omitempty"`
+	// Shift compares the set's segment mix with live traffic (SuiteOptions.
+	// ShiftWindow); ShiftError says why it is missing when it failed.
+	Shift      *shift.Report `json:"shift,omitempty"`
+	ShiftError string        `json:"shift_error,omitempty"`
 }
 
 // BuildReport computes a Report from outcomes. Pipelines named in meta come
@@ -333,6 +338,11 @@ func (r *Report) Markdown() string {
 	r.probesMarkdown(&b)
 	r.analysisMarkdown(&b)
 	r.previousMarkdown(&b)
+	if r.Shift != nil {
+		b.WriteString(r.Shift.Markdown())
+	} else if r.ShiftError != "" {
+		fmt.Fprintf(&b, "\n## Shift\n\nThe shift section could not be computed: %s\n", mdText(r.ShiftError))
+	}
 	return b.String()
 }
 

@@ -72,6 +72,11 @@ type SuiteOptions struct {
 	// NoiseRun runs the incumbent a second time per case (A′, pipeline name
 	// incumbent name + RerunSuffix, mode incumbent) for the noise floor.
 	NoiseRun bool
+	// ShiftWindow, when positive, adds a shift section to the report: the
+	// set's segment mix against the live traffic received in the ShiftWindow
+	// before the run finished (eval/shift; needs a store with
+	// store.SegmentAnalytics).
+	ShiftWindow time.Duration
 }
 
 // RerunSuffix is appended to the incumbent's name for its A′ run.
@@ -288,6 +293,12 @@ feed:
 	if h, ok := r.st.(store.EvalHistory); ok {
 		if err := rep.ComparePrevious(ctx, h); err != nil {
 			return nil, r.finishWithError(ctx, err)
+		}
+	}
+	if r.opts.ShiftWindow > 0 {
+		var err error
+		if rep.Shift, err = ShiftOf(ctx, r.st, r.set, r.row.FinishedAt.Add(-r.opts.ShiftWindow), r.row.FinishedAt); err != nil {
+			rep.ShiftError = err.Error()
 		}
 	}
 	js, err := rep.JSON()

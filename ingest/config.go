@@ -61,6 +61,7 @@ func NewDefaultConfig() Config {
 		Sampling:      SamplingConfig{Rate: 1},
 		Proxy:         NewDefaultProxyConfig(),
 		Kafka:         NewDefaultKafkaConfig(),
+		Segments:      SegmentsConfig{VocabularySets: []string{}},
 	}
 }
 

@@ -84,7 +84,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	root.AddCommand(serveCmd(load, log), replayCmd(load, log), suiteCmd(load, log), queryCmd(load))
 	root.AddCommand(loadtestCmd(load, log))
 	root.AddCommand(generateCmd(load))
-	root.AddCommand(setCmd(load), exportCmd(load))
+	root.AddCommand(setCmd(load), exportCmd(load), shiftCmd(load))
 	return root.ExecuteContext(ctx)
 }
 

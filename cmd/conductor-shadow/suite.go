@@ -64,6 +64,7 @@ func (s *suiteRunner) runScheduled(ctx context.Context, job schedule.Suite, prog
 		Progress:    progress,
 		Policy:      policy,
 		NoiseRun:    job.NoiseRun,
+		ShiftWindow: s.cfg.Suite.ShiftWindow,
 	})
 	if err != nil {
 		return suiteResponse{}, fmt.Errorf("suite run %s: %w", filepath.Base(setPath), err)
