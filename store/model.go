@@ -176,6 +176,10 @@ type TraceSummary struct {
 	App              string    `json:"app"`
 	Category         string    `json:"category"`
 	InputPreview     string    `json:"input_preview"` // first 200 characters of the last user message
+	Language         string    `json:"language"`      // the request's segments (see Request)
+	HasTable         bool      `json:"has_table"`
+	HasCode          bool      `json:"has_code"`
+	LengthBucket     string    `json:"length_bucket"`
 	Runs             int       `json:"runs"`
 	IncumbentMs      float64   `json:"incumbent_ms"`
 	CandidateMs      float64   `json:"candidate_ms"` // slowest candidate run, ms

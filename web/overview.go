@@ -38,6 +38,7 @@ var bucketChoices = []int{60, 300, 900, 3600, 3 * 3600, 6 * 3600, 86400}
 type overviewQuery struct {
 	App      string
 	From, To time.Time // UTC; zero in the URL means the default window
+	Seg      store.SegmentFilter
 }
 
 func (q overviewQuery) values() url.Values {
@@ -51,13 +52,20 @@ func (q overviewQuery) values() url.Values {
 	if !q.To.IsZero() {
 		v.Set("to", fmtFormTime(q.To))
 	}
+	setSegmentValues(v, q.Seg)
 	return v
 }
 
-// parseOverviewQuery reads app, from and to (UTC, datetime-local or RFC 3339).
+// parseOverviewQuery reads app, from and to (UTC, datetime-local or RFC 3339)
+// and the segment filters (parseSegmentFilter).
 // Missing bounds default to the 24 h before to (to defaults to now).
 func parseOverviewQuery(v url.Values, now time.Time) (overviewQuery, error) {
 	q := overviewQuery{App: strings.TrimSpace(v.Get("app"))}
+	seg, err := parseSegmentFilter(v)
+	if err != nil {
+		return q, err
+	}
+	q.Seg = seg
 	for _, f := range []struct {
 		name string
 		dst  *time.Time
@@ -269,7 +277,7 @@ func (s *server) overview(c *gin.Context) {
 		return
 	}
 	bucket := bucketFor(q.To.Sub(q.From))
-	ov, err := an.Overview(c.Request.Context(), store.OverviewQuery{App: q.App, From: q.From, To: q.To, BucketSeconds: bucket})
+	ov, err := an.Overview(c.Request.Context(), store.OverviewQuery{App: q.App, From: q.From, To: q.To, BucketSeconds: bucket, Segments: q.Seg})
 	if err != nil {
 		s.storeFailed(c, "overview", "", fmt.Errorf("web: overview: %w", err))
 		return

@@ -106,6 +106,7 @@ func Register(r gin.IRouter, st store.Store, cfg Config) error {
 	g.GET("/overview", s.overview)
 	g.GET("/workers", s.workers)
 	g.GET("/traces", s.traces)
+	g.GET("/shift", s.shift)
 	g.GET("/traces/:id", s.trace)
 	g.GET("/suite-runs", s.suiteRuns)
 	g.GET("/suite-runs/:id", s.suiteRun)

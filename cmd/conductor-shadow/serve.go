@@ -144,7 +144,11 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 	if err := web.CheckExposure(s.cfg.Server.Addr, webAuth); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	if err := web.Register(router.Group("/", webAuth.Middleware()), st, s.cfg.Web); err != nil {
+	webCfg := s.cfg.Web
+	if len(webCfg.ShiftSets) == 0 {
+		webCfg.ShiftSets = setsInUse(s.cfg)
+	}
+	if err := web.Register(router.Group("/", webAuth.Middleware()), st, webCfg); err != nil {
 		return fmt.Errorf("serve: web: %w", err)
 	}
 

@@ -113,6 +113,7 @@ func summarize(r store.Request, runs []store.Run) store.TraceSummary {
 	s := store.TraceSummary{
 		RequestID: r.RequestID, ReceivedAt: r.ReceivedAt, Source: r.Source, App: r.App,
 		Category: r.Category, InputPreview: store.InputPreview(r.Input),
+		Language: r.Language, HasTable: r.HasTable, HasCode: r.HasCode, LengthBucket: r.LengthBucket,
 	}
 	for _, run := range runs {
 		s.Runs++
