@@ -145,3 +145,24 @@ func TestTablesAndCodeOnRealPrompts(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkSegment segments the 200 real user prompts of the shared datasets
+// (ns/op is one prompt, language detection included, models loaded once).
+//
+//	CONDUCTOR_SHADOW_DATASETS=../shared/datasets go test -run xxx -bench Segment ./ingest/segment/
+func BenchmarkSegment(b *testing.B) {
+	t := &testing.T{}
+	prompts := func() (out []prompt) {
+		defer func() { _ = recover() }()
+		return userPrompts(t)
+	}()
+	if len(prompts) == 0 {
+		b.Skip("shared datasets not found (set CONDUCTOR_SHADOW_DATASETS)")
+	}
+	s := New(nil)
+	s.Of(prompts[0].Input)
+	b.ResetTimer()
+	for i := range b.N {
+		s.Of(prompts[i%len(prompts)].Input)
+	}
+}

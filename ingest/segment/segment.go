@@ -86,6 +86,23 @@ func (s *Segmenter) Of(text string) Segments {
 	return seg
 }
 
+// maxDetectRunes caps the prose handed to the detector: a few hundred
+// characters identify a language, and detection time grows with the text
+// (BenchmarkSegment: about 12 ms per real prompt uncapped, 4 ms at 300 runes,
+// with the same 57 of 57 non-English prompts right).
+const maxDetectRunes = 300
+
+func clipRunes(s string, n int) string {
+	i := 0
+	for pos := range s {
+		if i == n {
+			return s[:pos]
+		}
+		i++
+	}
+	return s
+}
+
 // minProseLetters is the fewest letters of prose a language is told from.
 const minProseLetters = 2
 
@@ -100,6 +117,7 @@ func (s *Segmenter) Language(text string) string {
 	if letters(p) < minProseLetters {
 		return ""
 	}
+	p = clipRunes(p, maxDetectRunes)
 	lang, ok := s.detector().DetectLanguageOf(p)
 	if !ok {
 		return ""
