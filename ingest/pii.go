@@ -43,7 +43,7 @@ type PIIConfig struct {
 }
 
 // CustomPIIRule is one configured pattern: every match of Pattern (RE2 syntax) is
-// replaced by <NAME_xxxxxxxx>.
+// replaced by <NAME_xxxxxxxxxxxxxxxx>.
 type CustomPIIRule struct {
 	Name    string `yaml:"name"`    // lower-case letters, digits and _; becomes the token's label
 	Pattern string `yaml:"pattern"` // RE2 regular expression
@@ -184,8 +184,10 @@ func phoneValid(s string) bool {
 	return n >= 9 && n <= 15
 }
 
-// Pseudonymizer replaces PII by stable keyed tokens: <LABEL_xxxxxxxx>, where
-// xxxxxxxx is the first 4 bytes (hex) of HMAC-SHA256(secret, app ‖ rule ‖ value).
+// Pseudonymizer replaces PII by stable keyed tokens: <LABEL_x…x>, where x…x is
+// the first tokenBytes (8 bytes, 16 hex digits) of HMAC-SHA256(secret, app ‖
+// rule ‖ value). 64 bits make a collision between two values of one rule
+// unlikely until about 2^32 (4.3 billion) distinct values (the birthday bound).
 // The same value gives the same token within an app (tenant) and a different one in
 // another app. Safe for concurrent use.
 type Pseudonymizer struct {
@@ -221,8 +223,11 @@ func (p *Pseudonymizer) Token(app, rule, label, value string) string {
 	mac.Write([]byte(rule))
 	mac.Write([]byte{0})
 	mac.Write([]byte(value))
-	return "<" + label + "_" + hex.EncodeToString(mac.Sum(nil)[:4]) + ">"
+	return "<" + label + "_" + hex.EncodeToString(mac.Sum(nil)[:tokenBytes]) + ">"
 }
+
+// tokenBytes is how much of the HMAC a pseudonym keeps: 64 bits.
+const tokenBytes = 8
 
 // Text pseudonymizes s for app and adds to fired how many values each rule replaced.
 func (p *Pseudonymizer) Text(app, s string, fired map[string]int) string {

@@ -18,19 +18,38 @@ type Config struct {
 	// Database holds the tables (default "shadow"). A database in the DSN's path
 	// must be empty or equal to it.
 	Database string `yaml:"database"`
+	// ConsoleDSN, with the server transport, runs Store.Query (the SQL console)
+	// on a connection of its own, as a read-only ClickHouse user (readonly
+	// profile, SELECT granted on Database only; see README and
+	// docker-compose.yml). Empty: the console shares the store's connection.
+	ConsoleDSN string `yaml:"console_dsn"`
 	// QueryTimeout bounds one Store.Query statement on the engine
-	// (ClickHouse's max_execution_time, whole seconds; default 30s): a runaway
-	// ad-hoc query fails with a timeout instead of holding the store.
+	// (ClickHouse's max_execution_time, whole seconds; default 10s): a runaway
+	// ad-hoc query fails with a timeout instead of holding the store. The
+	// embedded engine runs one statement at a time, so pages and the tap's
+	// writes wait behind a console query for at most this long.
 	QueryTimeout time.Duration `yaml:"query_timeout"`
 	// QueryMaxRows caps the rows one Store.Query may return (max_result_rows,
 	// default 100,000); past it the query fails and asks for a LIMIT.
 	QueryMaxRows int `yaml:"query_max_rows"`
+	// QueryMaxRowsRead caps the rows one Store.Query may read from tables
+	// (max_rows_to_read, default 1,000,000,000).
+	QueryMaxRowsRead int64 `yaml:"query_max_rows_read"`
+	// QueryMaxMemoryBytes caps the memory of one Store.Query on the engine
+	// (max_memory_usage, bytes; default 1 GiB).
+	QueryMaxMemoryBytes int64 `yaml:"query_max_memory_bytes"`
+	// QueryConcurrency is how many Store.Query statements may run at once
+	// (default 1); one more gets ErrQueryBusy at once instead of queueing
+	// in front of pages and the tap.
+	QueryConcurrency int `yaml:"query_concurrency"`
 }
 
 // NewDefaultConfig returns the embedded store in ./data, database "shadow", ad-hoc
-// queries bounded to 30 s and 100,000 rows.
+// queries bounded to 10 s, 100,000 rows returned, 10^9 rows read, 1 GiB of
+// memory and one at a time.
 func NewDefaultConfig() Config {
-	return Config{Path: "./data", Database: "shadow", QueryTimeout: 30 * time.Second, QueryMaxRows: 100000}
+	return Config{Path: "./data", Database: "shadow", QueryTimeout: 10 * time.Second, QueryMaxRows: 100000,
+		QueryMaxRowsRead: 1_000_000_000, QueryMaxMemoryBytes: 1 << 30, QueryConcurrency: 1}
 }
 
 var databaseName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
@@ -46,6 +65,24 @@ func (c Config) Validate() error {
 	}
 	if c.QueryMaxRows < 1 {
 		errs = append(errs, fmt.Errorf("store: query_max_rows %d: want at least 1", c.QueryMaxRows))
+	}
+	if c.QueryMaxRowsRead < 1 {
+		errs = append(errs, fmt.Errorf("store: query_max_rows_read %d: want at least 1", c.QueryMaxRowsRead))
+	}
+	if c.QueryMaxMemoryBytes < 1<<20 {
+		errs = append(errs, fmt.Errorf("store: query_max_memory_bytes %d: want at least 1 MiB (1048576)", c.QueryMaxMemoryBytes))
+	}
+	if c.QueryConcurrency < 1 {
+		errs = append(errs, fmt.Errorf("store: query_concurrency %d: want at least 1", c.QueryConcurrency))
+	}
+	if c.ConsoleDSN != "" {
+		if c.DSN == "" {
+			errs = append(errs, errors.New("store: console_dsn needs the server transport (dsn); the embedded engine has one connection"))
+		} else if _, db, err := parseServerDSN(c.ConsoleDSN); err != nil {
+			errs = append(errs, fmt.Errorf("store: console_dsn: %w", err))
+		} else if db != "" && db != c.Database {
+			errs = append(errs, fmt.Errorf("store: console_dsn names database %q but database is %q", db, c.Database))
+		}
 	}
 	if c.DSN == "" {
 		if c.Path == "" {
@@ -84,10 +121,24 @@ func open(ctx context.Context, cfg Config) (*sqlStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &sqlStore{t: t, db: quoteIdent(cfg.Database), queryLimits: queryLimits{timeout: cfg.QueryTimeout, maxRows: cfg.QueryMaxRows}}
+	s := &sqlStore{t: t, db: quoteIdent(cfg.Database), console: newConsoleGuard(cfg.Database, cfg.QueryConcurrency),
+		queryLimits: queryLimits{timeout: cfg.QueryTimeout, maxRows: cfg.QueryMaxRows,
+			maxRowsRead: cfg.QueryMaxRowsRead, maxMemory: cfg.QueryMaxMemoryBytes}}
 	if err := s.migrate(ctx); err != nil {
 		t.close()
 		return nil, err
+	}
+	if cfg.ConsoleDSN != "" {
+		ct, err := openServer(ctx, cfg.ConsoleDSN)
+		if err != nil {
+			t.close()
+			return nil, fmt.Errorf("store: console_dsn: %w", err)
+		}
+		s.consoleT = ct
+		if s.console.userReadonly, err = userReadonly(ctx, ct); err != nil {
+			s.Close()
+			return nil, err
+		}
 	}
 	return s, nil
 }

@@ -68,6 +68,24 @@ func (e *embedded) queryText(ctx context.Context, sql string) (QueryResult, erro
 	return parseTSVWithNames(out), nil
 }
 
+// checkOneRead implements statementClassifier with chdb_classify_query_n.
+func (e *embedded) checkOneRead(ctx context.Context, sql string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	a, err := e.ref.Classify(sql)
+	if errors.Is(err, chdb.ErrNoClassifier) {
+		return nil // an older engine: formatQuery has parsed it as one statement
+	}
+	if err != nil {
+		return fmt.Errorf("store: query: classify: %w", err)
+	}
+	if a.Statements != 1 || a.Class != chdb.ClassReadOnly {
+		return fmt.Errorf("%w: the engine parses %d statement(s) of class %d", ErrReadOnly, a.Statements, a.Class)
+	}
+	return nil
+}
+
 func (e *embedded) close() error {
 	e.ref.Close()
 	return nil

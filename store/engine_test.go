@@ -205,3 +205,42 @@ func TestClosedContextIsRefused(t *testing.T) {
 		t.Errorf("InsertRuns on a cancelled ctx: %v", err)
 	}
 }
+
+// TestReopenRecreatesDroppedTable: a table dropped after its migration was
+// recorded is recreated on the next open, with the columns of every migration.
+func TestReopenRecreatesDroppedTable(t *testing.T) {
+	s := openTestStore(t)
+	ctx := context.Background()
+	for _, table := range []string{"runs", "steps", "suite_runs"} {
+		if err := s.t.exec(ctx, "DROP TABLE "+s.db+"."+table); err != nil {
+			t.Fatal(err)
+		}
+	}
+	again, err := open(ctx, testConfig(testEngine.dir, strings.Trim(s.db, "`")))
+	if err != nil {
+		t.Fatalf("reopen after a drop: %v", err)
+	}
+	defer again.Close()
+	if err := again.InsertRuns(ctx, []Run{{RunID: "after-repair"}}); err != nil {
+		t.Fatalf("insert into the recreated runs: %v", err)
+	}
+	if err := again.InsertSuiteRuns(ctx, []SuiteRun{{SuiteRunID: "s1", Verdict: "PASS"}}); err != nil {
+		t.Fatalf("insert into the recreated suite_runs (a column of migration 0004): %v", err)
+	}
+	if err := again.InsertSteps(ctx, []Step{{RunID: "after-repair", CachedInputTokens: 3}}); err != nil {
+		t.Fatalf("insert into the recreated steps (a column of migration 0002): %v", err)
+	}
+	missing, err := again.missingTables(ctx, mustMigrations(t))
+	if err != nil || len(missing) != 0 {
+		t.Fatalf("missing after repair: %v, %v", missing, err)
+	}
+}
+
+func mustMigrations(t *testing.T) []migration {
+	t.Helper()
+	migs, err := loadMigrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return migs
+}

@@ -5,6 +5,7 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"path"
 	"regexp"
 	"slices"
@@ -120,7 +121,61 @@ func (s *sqlStore) migrate(ctx context.Context) error {
 			return fmt.Errorf("store: migrate %04d_%s: record: %w", m.version, m.name, err)
 		}
 	}
+	return s.repairSchema(ctx, migs)
+}
+
+// createdTable matches the table a migration statement creates.
+var createdTable = regexp.MustCompile(`(?i)^CREATE TABLE IF NOT EXISTS \$\{DB\}\.([A-Za-z0-9_]+)`)
+
+// repairSchema makes sure every table the migrations create exists. A table
+// dropped after its migration was recorded (by hand, or by a statement that
+// should never have run) is recreated, empty, by applying every migration
+// again (each statement is IF NOT EXISTS), and the repair is logged with the
+// tables' names: their rows are gone. A table still missing afterwards fails
+// the open with its name.
+func (s *sqlStore) repairSchema(ctx context.Context, migs []migration) error {
+	missing, err := s.missingTables(ctx, migs)
+	if err != nil || len(missing) == 0 {
+		return err
+	}
+	slog.Default().Warn("store: tables were missing and are recreated empty; their rows are lost", "database", s.db, "tables", missing)
+	for _, m := range migs {
+		for _, stmt := range m.statements {
+			if err := s.t.exec(ctx, strings.ReplaceAll(stmt, "${DB}", s.db)); err != nil {
+				return fmt.Errorf("store: migrate: recreate %s: %04d_%s: %w", strings.Join(missing, ", "), m.version, m.name, err)
+			}
+		}
+	}
+	if still, err := s.missingTables(ctx, migs); err != nil {
+		return err
+	} else if len(still) > 0 {
+		return fmt.Errorf("store: migrate: tables %s of database %s are missing and could not be recreated", strings.Join(still, ", "), s.db)
+	}
 	return nil
+}
+
+// missingTables returns the tables the migrations create that the database lacks.
+func (s *sqlStore) missingTables(ctx context.Context, migs []migration) ([]string, error) {
+	type row struct {
+		Name string `json:"name"`
+	}
+	rows, err := queryRows[row](ctx, s.t, "SELECT name FROM system.tables WHERE database = "+quoteString(strings.Trim(s.db, "`")))
+	if err != nil {
+		return nil, fmt.Errorf("store: migrate: list tables: %w", err)
+	}
+	have := map[string]bool{}
+	for _, r := range rows {
+		have[r.Name] = true
+	}
+	var missing []string
+	for _, m := range migs {
+		for _, stmt := range m.statements {
+			if c := createdTable.FindStringSubmatch(stmt); c != nil && !have[c[1]] && !slices.Contains(missing, c[1]) {
+				missing = append(missing, c[1])
+			}
+		}
+	}
+	return missing, nil
 }
 
 // appliedMigrations returns the versions recorded in schema_migrations.

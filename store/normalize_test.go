@@ -50,7 +50,7 @@ func TestNormalizeSQLMatchesGo(t *testing.T) {
 func TestQueryLimits(t *testing.T) {
 	needEngine(t)
 	cfg := testConfig(testEngine.dir, testDatabase(t))
-	cfg.QueryTimeout, cfg.QueryMaxRows = time.Second, 10
+	cfg.QueryTimeout, cfg.QueryMaxRows, cfg.QueryMaxRowsRead = time.Second, 10, 1<<62
 	s, err := open(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -11,34 +11,27 @@ var readKeywords = map[string]bool{
 	"SELECT": true, "WITH": true, "SHOW": true, "DESCRIBE": true, "DESC": true, "EXPLAIN": true,
 }
 
-// CheckReadOnly reports whether sql is exactly one read-only statement: its first
-// keyword is SELECT, WITH, SHOW, DESCRIBE (DESC) or EXPLAIN, it holds no second
-// statement after a ';', and no INTO OUTFILE, FORMAT or SETTINGS clause (the store
-// picks the output format and sets readonly itself). It returns an error wrapping
-// ErrReadOnly otherwise, or a plain error for empty or unterminated text. Comments
-// and quoted text are skipped, so "SELECT ';'" is one statement.
+// CheckReadOnly reports whether sql is exactly one read-only statement by our
+// own lexer: its first keyword is SELECT, WITH, SHOW, DESCRIBE (DESC) or
+// EXPLAIN, it holds no second statement after a ';', and no INTO OUTFILE,
+// FORMAT or SETTINGS clause (the store picks the output format and sets the
+// settings itself). It returns an error wrapping ErrReadOnly otherwise, or a
+// plain error for empty or unterminated text. Comments and quoted text
+// ('…', "…", `…`, $$…$$, $tag$…$tag$, with \ and doubled-quote escapes) are
+// skipped, so "SELECT ';'" is one statement. This is the console's first and
+// second line only: Store.Query also has the engine parse the statement (see
+// console.go).
 func CheckReadOnly(sql string) error {
-	_, err := readOnlyStatement(sql, queryLimits{})
-	return err
-}
-
-// readOnlyStatement validates sql as CheckReadOnly does and returns it ready to
-// run: trailing semicolons dropped and "SETTINGS readonly = 1" appended on a new
-// line (so a trailing line comment cannot swallow it), which makes the engine
-// itself refuse writes, table functions and setting changes.
-func readOnlyStatement(sql string, lim queryLimits) (string, error) {
 	toks, err := lexSQL(sql)
 	if err != nil {
-		return "", fmt.Errorf("store: query: %w", err)
+		return fmt.Errorf("store: query: %w", err)
 	}
 	// Drop trailing semicolons; any other ';' means a second statement.
-	end := len(sql)
 	for len(toks) > 0 && toks[len(toks)-1].text == ";" {
-		end = toks[len(toks)-1].pos
 		toks = toks[:len(toks)-1]
 	}
 	if len(toks) == 0 {
-		return "", fmt.Errorf("store: query: empty statement")
+		return fmt.Errorf("store: query: empty statement")
 	}
 	first := toks[0]
 	// A read may start with parentheses: (SELECT 1) UNION ALL (SELECT 2).
@@ -48,11 +41,11 @@ func readOnlyStatement(sql string, lim queryLimits) (string, error) {
 		}
 	}
 	if first.kind != tokWord || !readKeywords[strings.ToUpper(first.text)] {
-		return "", fmt.Errorf("%w: %q is not a read statement", ErrReadOnly, first.text)
+		return fmt.Errorf("%w: %q is not a read statement", ErrReadOnly, first.text)
 	}
 	for i, t := range toks {
 		if t.text == ";" {
-			return "", fmt.Errorf("%w: only one statement is allowed", ErrReadOnly)
+			return fmt.Errorf("%w: only one statement is allowed", ErrReadOnly)
 		}
 		if t.kind != tokWord || i > 0 && toks[i-1].text == "." {
 			continue // not a keyword (quoted, or a name qualified by a dot)
@@ -64,20 +57,22 @@ func readOnlyStatement(sql string, lim queryLimits) (string, error) {
 		}
 		switch {
 		case up == "INTO" && strings.EqualFold(next, "OUTFILE"):
-			return "", fmt.Errorf("%w: INTO OUTFILE is not allowed", ErrReadOnly)
+			return fmt.Errorf("%w: INTO OUTFILE is not allowed", ErrReadOnly)
 		case up == "FORMAT" && next != "(" && next != "":
-			return "", fmt.Errorf("%w: a FORMAT clause is not allowed; rows are returned as text", ErrReadOnly)
+			return fmt.Errorf("%w: a FORMAT clause is not allowed; rows are returned as text", ErrReadOnly)
 		case up == "SETTINGS" && next != "(" && next != "":
-			return "", fmt.Errorf("%w: a SETTINGS clause is not allowed; the store sets them", ErrReadOnly)
+			return fmt.Errorf("%w: a SETTINGS clause is not allowed; the store sets them", ErrReadOnly)
 		}
 	}
-	return sql[:end] + "\nSETTINGS " + lim.settings() + "readonly = 1", nil
+	return nil
 }
 
 // queryLimits bound an ad-hoc query; zero fields set nothing.
 type queryLimits struct {
-	timeout time.Duration // max_execution_time, whole seconds
-	maxRows int           // max_result_rows
+	timeout     time.Duration // max_execution_time, whole seconds
+	maxRows     int           // max_result_rows
+	maxRowsRead int64         // max_rows_to_read
+	maxMemory   int64         // max_memory_usage, bytes
 }
 
 // settings renders the limits as "name = value, " pairs. They come before
@@ -90,6 +85,13 @@ func (l queryLimits) settings() string {
 	if l.maxRows > 0 {
 		fmt.Fprintf(&b, "max_result_rows = %d, result_overflow_mode = 'throw', ", l.maxRows)
 	}
+	if l.maxRowsRead > 0 {
+		fmt.Fprintf(&b, "max_rows_to_read = %d, read_overflow_mode = 'throw', ", l.maxRowsRead)
+	}
+	if l.maxMemory > 0 {
+		fmt.Fprintf(&b, "max_memory_usage = %d, ", l.maxMemory)
+	}
+	b.WriteString("allow_ddl = 0, allow_introspection_functions = 0, ")
 	return b.String()
 }
 
@@ -128,6 +130,15 @@ func lexSQL(sql string) ([]sqlToken, error) {
 				return nil, fmt.Errorf("unterminated comment")
 			}
 			i += 2 + end + 2
+		case c == '$' && heredocTag(sql[i:]) != "":
+			tag := heredocTag(sql[i:])
+			end := strings.Index(sql[i+len(tag):], tag)
+			if end < 0 {
+				return nil, fmt.Errorf("unterminated %s string", tag)
+			}
+			j := i + len(tag) + end + len(tag)
+			toks = append(toks, sqlToken{kind: tokString, text: sql[i:j], pos: i})
+			i = j
 		case c == '\'' || c == '"' || c == '`':
 			j := i + 1
 			for ; j < len(sql); j++ {
@@ -165,6 +176,21 @@ func lexSQL(sql string) ([]sqlToken, error) {
 		}
 	}
 	return toks, nil
+}
+
+// heredocTag returns the opening delimiter of a heredoc string ($$ or $name$)
+// at the start of s, or "".
+func heredocTag(s string) string {
+	for j := 1; j < len(s); j++ {
+		c := s[j]
+		if c == '$' {
+			return s[:j+1]
+		}
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return ""
+		}
+	}
+	return ""
 }
 
 func isWordByte(c byte) bool {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestCheckReadOnly(t *testing.T) {
@@ -40,6 +41,16 @@ func TestCheckReadOnly(t *testing.T) {
 		{sql: " ;; ", bad: true},
 		{sql: "SELECT 'unterminated", bad: true},
 		{sql: "SELECT 1 /* unterminated", bad: true},
+		{sql: "SELECT $$'$$; DROP TABLE shadow.runs; --'", readOnly: true},
+		{sql: "SELECT $x$ ' $x$; INSERT INTO runs VALUES ('x')", readOnly: true},
+		{sql: "SELECT $$ ; $$ AS heredoc, $t$ ' $t$ AS tagged"},
+		{sql: "SELECT 'it\\'s; DROP TABLE runs' AS s"},
+		{sql: "SELECT 'it''s; DROP TABLE runs' AS s"},
+		{sql: "SELECT `a;b` FROM runs"},
+		{sql: "SELECT \"x;y\" FROM runs"},
+		{sql: "SELECT 1 /* ; */ -- ;"},
+		{sql: "SELECT 'a\\'; DROP TABLE runs; --'"},
+		{sql: "SELECT $$ unterminated", bad: true},
 	}
 	for _, tc := range tests {
 		err := CheckReadOnly(tc.sql)
@@ -54,16 +65,19 @@ func TestCheckReadOnly(t *testing.T) {
 	}
 }
 
-func TestReadOnlyStatementAppendsSettings(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"SELECT 1", "SELECT 1\nSETTINGS readonly = 1"},
-		{"SELECT 1;  ", "SELECT 1\nSETTINGS readonly = 1"},
-		{"SELECT 1 -- note", "SELECT 1 -- note\nSETTINGS readonly = 1"},
+func TestQueryLimitsSettings(t *testing.T) {
+	tests := []struct {
+		lim  queryLimits
+		want string
+	}{
+		{queryLimits{}, "allow_ddl = 0, allow_introspection_functions = 0, "},
+		{queryLimits{timeout: 10 * time.Second, maxRows: 5, maxRowsRead: 7, maxMemory: 1 << 20},
+			"max_execution_time = 10, timeout_overflow_mode = 'throw', max_result_rows = 5, result_overflow_mode = 'throw', " +
+				"max_rows_to_read = 7, read_overflow_mode = 'throw', max_memory_usage = 1048576, allow_ddl = 0, allow_introspection_functions = 0, "},
 	}
 	for _, tc := range tests {
-		got, err := readOnlyStatement(tc.in, queryLimits{})
-		if err != nil || got != tc.want {
-			t.Errorf("readOnlyStatement(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+		if got := tc.lim.settings(); got != tc.want {
+			t.Errorf("settings(%+v) = %q; want %q", tc.lim, got, tc.want)
 		}
 	}
 }

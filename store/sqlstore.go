@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -14,6 +15,8 @@ type sqlStore struct {
 	t           transport
 	db          string // quoted database identifier
 	queryLimits queryLimits
+	console     *consoleGuard
+	consoleT    transport // the console's own connection (console_dsn); nil: t
 	closed      atomic.Bool
 }
 
@@ -298,21 +301,40 @@ func (s *sqlStore) GetSuiteRun(ctx context.Context, suiteRunID string) (SuiteRun
 	return rows[0], nil
 }
 
-// Query implements Store: one read statement, run with readonly = 1 so the engine
-// refuses writes, table functions and setting changes too. Unqualified table names
-// resolve in the store's database on the embedded engine, and in the DSN's
-// database on a server.
+// Query implements Store: one read statement, as the engine's own parser
+// decides, checked against the console's rules (console.go) and run in its
+// canonical form with the configured limits and readonly = 1. Unqualified
+// table names resolve in the store's database on the embedded engine, and in
+// the DSN's database on a server. Errors: ErrReadOnly for anything that is not
+// one allowed read, ErrQueryBusy when every console slot is taken, the
+// engine's error (timeouts and limits included) otherwise.
 func (s *sqlStore) Query(ctx context.Context, sql string) (QueryResult, error) {
 	if err := s.check(ctx); err != nil {
 		return QueryResult{}, fmt.Errorf("store: query: %w", err)
 	}
-	stmt, err := readOnlyStatement(sql, s.queryLimits)
+	if err := CheckReadOnly(sql); err != nil {
+		return QueryResult{}, err
+	}
+	if !s.console.acquire() {
+		return QueryResult{}, ErrQueryBusy
+	}
+	defer s.console.release()
+	t := s.t
+	if s.consoleT != nil {
+		t = s.consoleT
+	}
+	stmt, err := s.console.prepare(ctx, t, sql, s.queryLimits)
 	if err != nil {
 		return QueryResult{}, err
 	}
-	res, err := s.t.queryText(ctx, stmt)
+	if c, ok := t.(statementClassifier); ok {
+		if err := c.checkOneRead(ctx, stmt); err != nil {
+			return QueryResult{}, err
+		}
+	}
+	res, err := t.queryText(ctx, stmt)
 	if err != nil {
-		if strings.Contains(err.Error(), "(READONLY)") {
+		if strings.Contains(err.Error(), "(READONLY)") || strings.Contains(err.Error(), "(ACCESS_DENIED)") {
 			return QueryResult{}, fmt.Errorf("%w: %v", ErrReadOnly, err)
 		}
 		return QueryResult{}, fmt.Errorf("store: query: %w", err)
@@ -325,7 +347,11 @@ func (s *sqlStore) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
-	if err := s.t.close(); err != nil {
+	err := s.t.close()
+	if s.consoleT != nil {
+		err = errors.Join(err, s.consoleT.close())
+	}
+	if err != nil {
 		return fmt.Errorf("store: close: %w", err)
 	}
 	return nil

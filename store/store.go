@@ -19,7 +19,9 @@ var (
 	ErrNotFound = errors.New("store: not found")
 	// ErrEngineMissing: the embedded engine (libchdb.so) could not be loaded.
 	ErrEngineMissing = errors.New("store: libchdb not found (run `make libchdb` or set CHDB_LIB_PATH)")
-	// ErrReadOnly: a statement given to Query is not a read (SELECT, WITH, SHOW, DESCRIBE, EXPLAIN).
+	// ErrReadOnly: a statement given to Query is not one read the console
+	// allows (SELECT, WITH, SHOW TABLES, DESCRIBE, EXPLAIN of this database,
+	// without settings, files, URLs or other servers; see console.go).
 	ErrReadOnly = errors.New("store: only read-only statements are allowed")
 	// ErrClosed: the store was closed.
 	ErrClosed = errors.New("store: closed")
@@ -53,9 +55,10 @@ type Store interface {
 	ListSuiteRuns(ctx context.Context, limit int) ([]SuiteRun, error)
 	// GetSuiteRun returns one suite run. ErrNotFound when absent.
 	GetSuiteRun(ctx context.Context, suiteRunID string) (SuiteRun, error)
-	// Query runs one read-only SQL statement and returns column names and rows as
-	// text (ClickHouse's TSV rendering of each value). ErrReadOnly for anything
-	// that is not a read.
+	// Query runs one read-only SQL statement (the SQL console) and returns
+	// column names and rows as text (ClickHouse's TSV rendering of each value).
+	// ErrReadOnly for anything that is not one allowed read, ErrQueryBusy when
+	// every console slot is taken, the engine's error (limits, timeout) otherwise.
 	Query(ctx context.Context, sql string) (QueryResult, error)
 
 	// Close flushes nothing (Store is synchronous) and releases the transport.

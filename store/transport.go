@@ -22,6 +22,14 @@ type transport interface {
 	close() error
 }
 
+// statementClassifier is a transport whose engine can say, without running a
+// text, how many statements it holds and whether they only read.
+type statementClassifier interface {
+	// checkOneRead returns nil when sql is exactly one read-only statement by
+	// the engine's parser, an error wrapping ErrReadOnly otherwise.
+	checkOneRead(ctx context.Context, sql string) error
+}
+
 // queryRows runs sql and decodes each row into T by json tags.
 func queryRows[T any](ctx context.Context, t transport, sql string) ([]T, error) {
 	lines, err := t.queryJSON(ctx, sql)

@@ -3,8 +3,10 @@ package main
 import (
 	"crypto/subtle"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -42,6 +44,7 @@ type api struct {
 	suites *suiteRunner
 	stats  func() ingest.StatsSnapshot
 	writer func() store.WriterStats
+	log    *slog.Logger // console audit: every POST /api/query with its outcome; nil: none
 }
 
 func (a *api) register(r gin.IRouter) {
@@ -50,21 +53,51 @@ func (a *api) register(r gin.IRouter) {
 	r.POST("/api/suite-runs", a.runSuite)
 }
 
+// maxQueryBodyBytes bounds the body of POST /api/query (1 MiB of SQL).
+const maxQueryBodyBytes = 1 << 20
+
 func (a *api) query(c *gin.Context) {
 	var req queryRequest
+	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, maxQueryBodyBytes)
 	if err := c.ShouldBindJSON(&req); err != nil || strings.TrimSpace(req.SQL) == "" {
 		c.JSON(http.StatusBadRequest, gin.H{"error": "want a JSON body {\"sql\": \"SELECT ...\"}"})
 		return
 	}
+	start := time.Now()
 	res, err := a.st.Query(c.Request.Context(), req.SQL)
+	defer a.audit(c, req.SQL, start, len(res.Rows), err)
 	switch {
 	case errors.Is(err, store.ErrReadOnly):
 		c.JSON(http.StatusBadRequest, gin.H{"error": err.Error()})
+	case errors.Is(err, store.ErrQueryBusy):
+		c.Header("Retry-After", "1")
+		c.JSON(http.StatusTooManyRequests, gin.H{"error": err.Error()})
+	case errors.Is(err, store.ErrClosed):
+		_ = c.Error(err)
+		c.JSON(http.StatusServiceUnavailable, gin.H{"error": err.Error()})
 	case err != nil:
 		c.JSON(http.StatusUnprocessableEntity, gin.H{"error": err.Error()})
 	default:
 		c.JSON(http.StatusOK, res)
 	}
+}
+
+// audit logs one console query: the statement (first 500 bytes), the caller,
+// the answer's status, rows and duration (ms), and the engine's or the
+// console's refusal.
+func (a *api) audit(c *gin.Context, sql string, start time.Time, rows int, err error) {
+	if a.log == nil {
+		return
+	}
+	if len(sql) > 500 {
+		sql = sql[:500] + "…"
+	}
+	attrs := []any{"sql", sql, "remote", c.Request.RemoteAddr, "status", c.Writer.Status(),
+		"rows", rows, "ms", time.Since(start).Milliseconds()}
+	if err != nil {
+		attrs = append(attrs, "error", err.Error())
+	}
+	a.log.Info("console query", attrs...)
 }
 
 func (a *api) statsHandler(c *gin.Context) {
@@ -84,6 +117,8 @@ func (a *api) runSuite(c *gin.Context) {
 		code := http.StatusInternalServerError
 		if errors.Is(err, errBadSet) {
 			code = http.StatusBadRequest
+		} else {
+			_ = c.Error(err)
 		}
 		c.JSON(code, gin.H{"error": err.Error()})
 		return

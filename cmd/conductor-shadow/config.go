@@ -47,6 +47,12 @@ type ServerConfig struct {
 	// ShutdownTimeout bounds draining: in-flight HTTP requests, the tap's queue and
 	// the store writer.
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// AllowedHosts are the further names the server answers under (Host
+	// header), beside localhost, IP addresses and the name in Addr: e.g. the
+	// name of a reverse proxy in front of it, or ".example.com" for every name
+	// under example.com. Browsers' state-changing requests from these origins
+	// are accepted too. Other names get 421 (DNS rebinding protection).
+	AllowedHosts []string `yaml:"allowed_hosts"`
 }
 
 // PipelinesConfig names what runs on every request.
@@ -90,7 +96,8 @@ type envOverrides struct {
 	Addr          string `env:"CONDUCTOR_SHADOW_ADDR"`
 	DataDir       string `env:"CONDUCTOR_SHADOW_DATA"`
 	ClickHouseDSN string `env:"CONDUCTOR_SHADOW_CLICKHOUSE_DSN"`
-	PoolURL       string `env:"CONDUCTOR_SHADOW_POOL_URL"` // base URL of every worker, e.g. http://127.0.0.1:9090/v1
+	ConsoleDSN    string `env:"CONDUCTOR_SHADOW_CONSOLE_DSN"` // store.console_dsn: the SQL console's read-only user
+	PoolURL       string `env:"CONDUCTOR_SHADOW_POOL_URL"`    // base URL of every worker, e.g. http://127.0.0.1:9090/v1
 	OTLPEndpoint  string `env:"CONDUCTOR_SHADOW_OTLP_ENDPOINT"`
 }
 
@@ -149,6 +156,9 @@ func (c *Config) applyOverrides(ov envOverrides) {
 	if ov.ClickHouseDSN != "" {
 		c.Store.DSN = ov.ClickHouseDSN
 	}
+	if ov.ConsoleDSN != "" {
+		c.Store.ConsoleDSN = ov.ConsoleDSN
+	}
 	if ov.PoolURL != "" {
 		for i := range c.Shadow.Workers {
 			c.Shadow.Workers[i].BaseURL = ov.PoolURL
@@ -164,6 +174,9 @@ func (c Config) Validate() error {
 	var errs []error
 	if _, _, err := net.SplitHostPort(c.Server.Addr); err != nil {
 		errs = append(errs, fmt.Errorf("config: server.addr %q: want host:port", c.Server.Addr))
+	}
+	if err := validateAllowedHosts(c.Server.AllowedHosts); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Server.ShutdownTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("config: server.shutdown_timeout must be > 0, got %v", c.Server.ShutdownTimeout))

@@ -107,7 +107,8 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 
 	gin.SetMode(gin.ReleaseMode)
 	router := gin.New()
-	router.Use(gin.Recovery(), otelgin.Middleware(s.cfg.Telemetry.ServiceName, otelgin.WithTracerProvider(tp)))
+	router.Use(gin.Recovery(), otelgin.Middleware(s.cfg.Telemetry.ServiceName, otelgin.WithTracerProvider(tp)),
+		logServerErrors(s.log), browserGuard(newHostRules(s.cfg.Server.Addr, s.cfg.Server.AllowedHosts), s.log))
 	router.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok", "store": where}) })
 	guarded := router.Group("/", requireToken(token))
 	tap.Register(guarded)
@@ -116,6 +117,7 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 		suites: &suiteRunner{cfg: s.cfg, st: st, p: s.pipes},
 		stats:  func() ingest.StatsSnapshot { return s.stats.Snapshot(s.queue.Len()) },
 		writer: s.writer.Stats,
+		log:    s.log,
 	}
 	a.register(guarded)
 	s.sched, err = schedule.New(s.cfg.Schedules, func(ctx context.Context, job schedule.Suite) (string, error) {
@@ -161,6 +163,8 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 		handler = s.proxy.Front(router) // production calls skip the middleware
 	}
 	s.http = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	// Everything that reads a secret from the environment has read it.
+	scrubSecrets(s.cfg)
 	go func() { s.serveErr <- s.http.Serve(ln) }()
 	s.log.Info("serving", "url", "http://"+ln.Addr().String(), "store", where)
 	return nil

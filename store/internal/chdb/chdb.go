@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"unsafe"
 
@@ -50,6 +51,18 @@ type lib struct {
 	resultBuffer  func(res *cResult) *byte
 	resultLength  func(res *cResult) uintptr
 	resultError   func(res *cResult) string
+	// classify is chdb_classify_query_n (chdb-core 26.7.1 and later); nil when
+	// the library predates it.
+	classify func(conn unsafe.Pointer, sql *byte, sqlLen uintptr, db *byte, dbLen uintptr, out *cAnalysis) int32
+}
+
+// cAnalysis mirrors chdb_query_analysis_v1: the caller sets size; the engine
+// fills the rest.
+type cAnalysis struct {
+	size       uint32
+	statements uint32
+	flags      uint32
+	class      uint32
 }
 
 // process holds the library and the engine's single connection.
@@ -108,6 +121,9 @@ func loadLocked() (*lib, error) {
 			return nil, fmt.Errorf("%w: %s lacks %s (library too old?)", ErrLibraryMissing, path, s.name)
 		}
 		purego.RegisterLibFunc(s.fn, h, s.name)
+	}
+	if _, err := purego.Dlsym(h, "chdb_classify_query_n"); err == nil {
+		purego.RegisterLibFunc(&l.classify, h, "chdb_classify_query_n")
 	}
 	process.lib = l
 	return l, nil
@@ -209,6 +225,7 @@ func (c *Conn) queryLocked(sql, format string) ([]byte, error) {
 	}
 	defer c.l.destroyResult(res)
 	if msg := c.l.resultError(res); msg != "" {
+		c.drainLocked()
 		return nil, errors.New(msg)
 	}
 	n := c.l.resultLength(res)
@@ -217,6 +234,62 @@ func (c *Conn) queryLocked(sql, format string) ([]byte, error) {
 		return nil, nil
 	}
 	return append([]byte(nil), unsafe.Slice(buf, n)...), nil
+}
+
+// QueryClass is what a statement does to state that outlives it, as the
+// engine's own parser decides (chdb_query_class).
+type QueryClass uint32
+
+// Query classes, in the engine's order.
+const (
+	ClassReadOnly       QueryClass = 0 // SELECT, SHOW, DESCRIBE, EXPLAIN
+	ClassMutating       QueryClass = 1 // INSERT, CREATE, ALTER, DROP …
+	ClassMutatingGlobal QueryClass = 2 // access entities, functions, writes into system
+	ClassControl        QueryClass = 3 // USE, SET, SYSTEM, BACKUP, INTO OUTFILE …
+	ClassUnknown        QueryClass = 4 // did not parse
+)
+
+// Analysis is the engine parser's verdict on a text: how many statements it
+// holds and the most restrictive class among them.
+type Analysis struct {
+	Statements int
+	Class      QueryClass
+}
+
+// ErrNoClassifier: the loaded library predates chdb_classify_query_n.
+var ErrNoClassifier = errors.New("chdb: the loaded libchdb lacks chdb_classify_query_n (added in chdb-core 26.7.1)")
+
+// Classify asks the engine's parser what sql would do, without running it.
+// Text that does not parse is ClassUnknown with zero statements. Errors:
+// ErrNoClassifier, or a closed connection.
+func (r *Ref) Classify(sql string) (Analysis, error) {
+	c := r.conn
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return Analysis{}, errors.New("chdb: connection closed")
+	}
+	if c.l.classify == nil {
+		return Analysis{}, ErrNoClassifier
+	}
+	out := cAnalysis{size: uint32(unsafe.Sizeof(cAnalysis{}))}
+	buf := append([]byte(sql), 0)
+	st := c.l.classify(c.c.internal, &buf[0], uintptr(len(sql)), nil, 0, &out)
+	runtime.KeepAlive(buf)
+	if st != 0 {
+		return Analysis{}, errors.New("chdb: chdb_classify_query_n could not analyse the statement")
+	}
+	return Analysis{Statements: int(out.statements), Class: QueryClass(out.class)}, nil
+}
+
+// drainLocked runs a throw-away statement after a failed one. The engine keeps
+// what a failed statement had already written to its output (a header line,
+// say) and hands it out at the start of the next statement's answer; this
+// statement takes it, so the next caller gets only its own rows.
+func (c *Conn) drainLocked() {
+	if res := c.l.query(c.c.internal, "SELECT 1", "TabSeparated"); res != nil {
+		c.l.destroyResult(res)
+	}
 }
 
 // Close releases this reference; the last one closes the engine's connection.

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/gin-gonic/gin"
+)
+
+// guardRouter serves the guard over our own routes, /healthz and a NoRoute
+// pass-through, as serve mounts them.
+func guardRouter(log *slog.Logger, allowed ...string) *gin.Engine {
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	r.Use(logServerErrors(log), browserGuard(newHostRules("127.0.0.1:8080", allowed), log))
+	ok := func(c *gin.Context) { c.String(http.StatusOK, "ok") }
+	r.GET("/healthz", ok)
+	r.GET("/traces", ok)
+	r.POST("/api/query", ok)
+	r.POST("/api/suite-runs", ok)
+	r.POST("/v1/tap", ok)
+	r.GET("/boom", func(c *gin.Context) {
+		_ = c.Error(errors.New("store: list traces: engine gone"))
+		c.String(http.StatusInternalServerError, "internal error")
+	})
+	r.NoRoute(ok) // the proxy's pass-through to the incumbent
+	return r
+}
+
+func TestBrowserGuard(t *testing.T) {
+	const js = "application/json"
+	tests := []struct {
+		name, method, path, host, origin, fetchSite, ctype, body string
+		want                                                     int
+	}{
+		{name: "loopback ip", method: "GET", path: "/traces", host: "127.0.0.1:8080", want: 200},
+		{name: "localhost", method: "GET", path: "/traces", host: "localhost:8080", want: 200},
+		{name: "ipv6 loopback", method: "GET", path: "/traces", host: "[::1]:8080", want: 200},
+		{name: "lan ip", method: "GET", path: "/traces", host: "10.1.2.3:8080", want: 200},
+		{name: "configured name", method: "GET", path: "/traces", host: "shadow.corp.example", want: 200},
+		{name: "configured domain", method: "GET", path: "/traces", host: "a.internal.example:443", want: 200},
+		{name: "rebinding page", method: "GET", path: "/traces", host: "attacker.example:8080", want: 421},
+		{name: "rebinding api", method: "POST", path: "/api/query", host: "attacker.example", ctype: js, body: "{}", want: 421},
+		{name: "rebinding lookalike", method: "GET", path: "/traces", host: "localhost.attacker.example", want: 421},
+		{name: "rebinding domain edge", method: "GET", path: "/traces", host: "evilinternal.example", want: 421},
+		{name: "healthz any host", method: "GET", path: "/healthz", host: "svc.cluster.local", want: 200},
+		{name: "pass-through any host", method: "POST", path: "/v1/embeddings", host: "conductor-shadow:8080", ctype: "multipart/form-data; boundary=x", body: "x", want: 200},
+		{name: "cli json", method: "POST", path: "/api/query", host: "127.0.0.1:8080", ctype: js, body: "{}", want: 200},
+		{name: "json with charset", method: "POST", path: "/v1/tap", host: "127.0.0.1:8080", ctype: "application/json; charset=utf-8", body: "{}", want: 200},
+		{name: "suite run empty body", method: "POST", path: "/api/suite-runs", host: "127.0.0.1:8080", want: 200},
+		{name: "text/plain", method: "POST", path: "/api/query", host: "127.0.0.1:8080", ctype: "text/plain", body: "{}", want: 415},
+		{name: "form", method: "POST", path: "/v1/tap", host: "127.0.0.1:8080", ctype: "application/x-www-form-urlencoded", body: "a=b", want: 415},
+		{name: "no content type", method: "POST", path: "/api/query", host: "127.0.0.1:8080", body: "{}", want: 415},
+		{name: "csrf text/plain", method: "POST", path: "/api/query", host: "127.0.0.1:8080", origin: "http://evil.example", ctype: "text/plain", body: "{}", want: 403},
+		{name: "csrf tap", method: "POST", path: "/v1/tap", host: "127.0.0.1:8080", origin: "http://evil.example", ctype: "text/plain", body: "{}", want: 403},
+		{name: "csrf json", method: "POST", path: "/api/suite-runs", host: "127.0.0.1:8080", origin: "http://evil.example", ctype: js, body: "{}", want: 403},
+		{name: "csrf other local port", method: "POST", path: "/api/query", host: "127.0.0.1:8080", origin: "http://127.0.0.1:3000", ctype: js, body: "{}", want: 403},
+		{name: "csrf localhost other port", method: "POST", path: "/api/query", host: "localhost:8080", origin: "http://localhost:3000", ctype: js, body: "{}", want: 403},
+		{name: "csrf null origin", method: "POST", path: "/api/query", host: "127.0.0.1:8080", origin: "null", ctype: js, body: "{}", want: 403},
+		{name: "csrf fetch metadata", method: "POST", path: "/api/query", host: "127.0.0.1:8080", fetchSite: "cross-site", ctype: js, body: "{}", want: 403},
+		{name: "csrf sibling site", method: "POST", path: "/api/query", host: "127.0.0.1:8080", fetchSite: "same-site", ctype: js, body: "{}", want: 403},
+		{name: "csrf through pass-through", method: "POST", path: "/v1/embeddings", host: "127.0.0.1:8080", origin: "http://evil.example", ctype: js, body: "{}", want: 403},
+		{name: "same origin", method: "POST", path: "/api/query", host: "127.0.0.1:8080", origin: "http://127.0.0.1:8080", fetchSite: "same-origin", ctype: js, body: "{}", want: 200},
+		{name: "configured origin", method: "POST", path: "/api/query", host: "127.0.0.1:8080", origin: "https://shadow.corp.example", ctype: js, body: "{}", want: 200},
+		{name: "cross-site get", method: "GET", path: "/traces", host: "127.0.0.1:8080", origin: "http://evil.example", fetchSite: "cross-site", want: 200},
+	}
+	var logs bytes.Buffer
+	r := guardRouter(slog.New(slog.NewTextHandler(&logs, nil)), "shadow.corp.example", ".internal.example")
+	for _, tc := range tests {
+		req := httptest.NewRequest(tc.method, tc.path, strings.NewReader(tc.body))
+		req.Host = tc.host
+		for k, v := range map[string]string{"Origin": tc.origin, "Sec-Fetch-Site": tc.fetchSite, "Content-Type": tc.ctype} {
+			if v != "" {
+				req.Header.Set(k, v)
+			}
+		}
+		w := httptest.NewRecorder()
+		r.ServeHTTP(w, req)
+		if w.Code != tc.want {
+			t.Errorf("%s: %s %s Host %s: status %d (%s); want %d", tc.name, tc.method, tc.path, tc.host, w.Code, w.Body, tc.want)
+		}
+	}
+	if !strings.Contains(logs.String(), "attacker.example") || !strings.Contains(logs.String(), "evil.example") {
+		t.Errorf("refusals are not logged:\n%s", logs.String())
+	}
+}
+
+func TestServerErrorsAreLogged(t *testing.T) {
+	var logs bytes.Buffer
+	r := guardRouter(slog.New(slog.NewTextHandler(&logs, nil)))
+	req := httptest.NewRequest("GET", "/boom", nil)
+	req.Host = "127.0.0.1:8080"
+	r.ServeHTTP(httptest.NewRecorder(), req)
+	for _, want := range []string{"server error", "status=500", "path=/boom", "engine gone"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log lacks %q:\n%s", want, logs.String())
+		}
+	}
+}
+
+func TestValidateAllowedHosts(t *testing.T) {
+	for _, tc := range []struct {
+		hosts []string
+		ok    bool
+	}{
+		{[]string{"shadow.example.com", ".example.com", "localhost"}, true},
+		{[]string{"http://shadow.example.com"}, false},
+		{[]string{"shadow.example.com:8080"}, false},
+		{[]string{""}, false},
+		{[]string{"."}, false},
+		{[]string{"*.example.com"}, false},
+	} {
+		if err := validateAllowedHosts(tc.hosts); (err == nil) != tc.ok {
+			t.Errorf("validateAllowedHosts(%q) = %v; want ok=%v", tc.hosts, err, tc.ok)
+		}
+	}
+}

@@ -1,0 +1,85 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// recordingTransport passes every statement to the engine and keeps its text.
+type recordingTransport struct {
+	transport
+	mu   sync.Mutex
+	seen []string
+}
+
+func (r *recordingTransport) record(sql string) {
+	r.mu.Lock()
+	r.seen = append(r.seen, sql)
+	r.mu.Unlock()
+}
+
+func (r *recordingTransport) exec(ctx context.Context, sql string) error {
+	r.record(sql)
+	return r.transport.exec(ctx, sql)
+}
+
+func (r *recordingTransport) queryJSON(ctx context.Context, sql string) ([][]byte, error) {
+	r.record(sql)
+	return r.transport.queryJSON(ctx, sql)
+}
+
+func (r *recordingTransport) queryText(ctx context.Context, sql string) (QueryResult, error) {
+	r.record(sql)
+	return r.transport.queryText(ctx, sql)
+}
+
+func (r *recordingTransport) take() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.seen
+	r.seen = nil
+	return out
+}
+
+// FuzzConsoleCheck feeds Store.Query mutated statements on the real engine and
+// asserts that nothing but single read statements reached it: the engine's own
+// parser (chdb_classify_query_n) classifies every text the console sent as one
+// read-only statement, and the schema is intact afterwards. Seeds: the attack
+// and read lists of console_test.go and testdata/fuzz/FuzzConsoleCheck.
+func FuzzConsoleCheck(f *testing.F) {
+	for _, q := range consoleAttacks {
+		f.Add(q)
+	}
+	for _, q := range consoleReads {
+		f.Add(q)
+	}
+	fx := newConsoleFixture(f)
+	emb, ok := fx.s.t.(*embedded)
+	if !ok {
+		f.Skip("the fuzz target needs the embedded engine")
+	}
+	rec := &recordingTransport{transport: emb}
+	s := &sqlStore{t: rec, db: fx.s.db, console: newConsoleGuard(strings.Trim(fx.s.db, "`"), 1), queryLimits: queryLimits{
+		timeout: 2 * time.Second, maxRows: 1000, maxRowsRead: 10_000_000, maxMemory: 256 << 20}}
+	f.Fuzz(func(t *testing.T, sql string) {
+		sql = fx.expand(sql)
+		_, err := s.Query(context.Background(), sql)
+		for _, sent := range rec.take() {
+			a, cerr := emb.ref.Classify(sent)
+			if cerr != nil {
+				t.Fatalf("classify %q: %v", sent, cerr)
+			}
+			if a.Statements != 1 || a.Class != 0 {
+				t.Fatalf("Query(%q) (err %v) sent %q to the engine: %d statement(s) of class %d", sql, err, sent, a.Statements, a.Class)
+			}
+		}
+		if err != nil && !errors.Is(err, ErrReadOnly) && !errors.Is(err, ErrQueryBusy) && !strings.Contains(err.Error(), "store: query") {
+			t.Fatalf("Query(%q): unwrapped error %v", sql, err)
+		}
+		fx.intact(t, sql)
+	})
+}

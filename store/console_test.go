@@ -1,0 +1,329 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// consoleAttacks are statements that must not run: each tries to write, to run
+// a second statement, to read a file or the environment, to reach a URL or
+// another server, or to change a setting. {URL} is an HTTP server counting
+// hits, {DB} the store's database, {OUT} a file path that must not appear.
+var consoleAttacks = []string{
+	// a second statement hidden from a lexer
+	"SELECT $$'$$; DROP TABLE {DB}.runs; --'",
+	"SELECT $$'$$; INSERT INTO {DB}.runs (run_id) VALUES ('x'); --'",
+	"SELECT $$'$$; CREATE TABLE {DB}.evil (x UInt8) ENGINE = Memory; --'",
+	"SELECT $x$'$x$; DROP TABLE {DB}.runs; --'",
+	"SELECT $tag$ $$ $tag$; DROP TABLE {DB}.runs",
+	"SELECT 'a\\'; DROP TABLE {DB}.runs; --'; DROP TABLE {DB}.runs",
+	"SELECT 1; DROP TABLE {DB}.runs",
+	"SELECT 1 -- \n; DROP TABLE {DB}.runs",
+	"SELECT 1 /* */; DROP TABLE {DB}.runs",
+	"SELECT `x`; DROP TABLE {DB}.runs",
+	"SELECT \"x\"; DROP TABLE {DB}.runs",
+	// writes and control statements
+	"DROP TABLE {DB}.runs",
+	"/* SELECT */ DROP TABLE {DB}.runs",
+	"TRUNCATE TABLE {DB}.runs",
+	"ALTER TABLE {DB}.runs DELETE WHERE 1",
+	"INSERT INTO {DB}.runs (run_id) SELECT 'x'",
+	"SET readonly = 0",
+	"SYSTEM DROP DNS CACHE",
+	"SHOW CREATE TABLE {DB}.runs",
+	"SHOW USERS",
+	"SHOW GRANTS",
+	"EXPLAIN AST DROP TABLE {DB}.runs",
+	// files and the process environment
+	"SELECT file('/proc/self/environ')",
+	"SELECT file('/etc/passwd')",
+	"SELECT FILE('/etc/passwd')",
+	"SELECT `file`('/etc/passwd')",
+	"SELECT \"file\"('/etc/passwd')",
+	"SELECT substring(file('/proc/self/environ'), 1, 10)",
+	"SELECT arrayMap(p -> file(p), ['/etc/passwd'])",
+	"SELECT * APPLY(file) FROM (SELECT '/etc/passwd' AS p)",
+	"SELECT p APPLY file FROM (SELECT '/etc/passwd' AS p)",
+	"SELECT 1 WHERE 1 IN file('/etc/passwd')",
+	"WITH (SELECT file('/etc/passwd')) AS f SELECT f",
+	"SELECT * FROM file('/etc/passwd', 'LineAsString')",
+	"SELECT * FROM (SELECT * FROM file('/etc/passwd', 'LineAsString'))",
+	"DESCRIBE file('/etc/passwd', 'LineAsString')",
+	"SELECT * FROM fileCluster('default', '/etc/passwd', 'LineAsString')",
+	"SELECT * FROM filesystem('/')",
+	"SELECT * FROM executable('id', 'LineAsString', 'x String')",
+	"SELECT * FROM sqlite('/etc/passwd', 't')",
+	"SELECT * FROM iceberg('/etc')",
+	"SELECT * FROM input('x String')",
+	"SELECT 1 INTO OUTFILE '{OUT}'",
+	"SELECT 1 INTO OUTFILE '{OUT}' FORMAT CSV",
+	"SELECT filesystemAvailable()",
+	"SELECT getSetting('readonly')",
+	"SELECT getServerSetting('user_files_path')",
+	"SELECT getMacro('x')",
+	"SELECT hostName()",
+	"SELECT catboostEvaluate('/etc/passwd', 1)",
+	// URLs and other servers
+	"DESCRIBE url('{URL}/x', 'CSV')",
+	"SELECT * FROM url('{URL}/x', 'LineAsString')",
+	"SELECT * FROM URL('{URL}/x', 'LineAsString')",
+	"SELECT * FROM s3('{URL}/x', 'LineAsString')",
+	"SELECT * FROM urlCluster('default', '{URL}/x', 'LineAsString')",
+	"SELECT * FROM remote('127.0.0.1:9000', system.one)",
+	"SELECT * FROM remoteSecure('127.0.0.1:9440', system.one)",
+	"SELECT * FROM cluster('default', system.one)",
+	"SELECT * FROM mysql('127.0.0.1:3306', 'd', 't', 'u', 'p')",
+	"SELECT * FROM postgresql('127.0.0.1:5432', 'd', 't', 'u', 'p')",
+	"SELECT * FROM mongodb('127.0.0.1:27017', 'd', 't', 'u', 'p', 'x String')",
+	"SELECT * FROM redis('127.0.0.1:6379', 'k', 'k String')",
+	"SELECT * FROM jdbc('x', 'y')",
+	"SELECT * FROM odbc('x', 'y')",
+	"SELECT * FROM hdfs('hdfs://127.0.0.1:9000/x', 'CSV')",
+	"SELECT * FROM azureBlobStorage('{URL}', 'c', 'b')",
+	"SELECT * FROM gcs('{URL}/x', 'CSV')",
+	"SELECT * FROM deltaLake('{URL}/x')",
+	"SELECT * FROM hudi('{URL}/x')",
+	"SELECT 1 WHERE 1 IN url('{URL}/x', 'CSV', 'x UInt8')",
+	"SELECT hasColumnInTable('127.0.0.1', 'system', 'one', 'dummy')",
+	"SELECT * FROM dictionary('d')",
+	"SELECT dictGet('d', 'x', 1)",
+	"SELECT joinGet('system.one', 'dummy', 0)",
+	"SELECT * FROM merge('system', '.*')",
+	"SELECT * FROM viewIfPermitted(SELECT 1 ELSE null('x UInt8'))",
+	// settings overrides
+	"SELECT 1 SETTINGS readonly = 0",
+	"SELECT * FROM (SELECT 1 SETTINGS readonly = 0)",
+	"SELECT 1 FORMAT JSON",
+	"EXPLAIN header = 1 SELECT 1",
+	"SELECT {p:String}",
+	// tables outside the database
+	"SELECT * FROM system.users",
+	"SELECT * FROM system.settings",
+	"SELECT * FROM system.query_log",
+	"SELECT * FROM system.processes",
+	"SELECT * FROM system.named_collections",
+	"SELECT * FROM system.server_settings",
+	"SELECT * FROM `system`.`users`",
+	"SELECT 'a' IN system.users",
+	"SELECT * FROM other_db.runs",
+	"SELECT * FROM `weird name (children 1)\n Function numbers`.x",
+	"SELECT `a (children 1)\n Function numbers`(1)",
+	"SELECT sleep(3)",
+}
+
+// consoleReads are statements the console answers.
+var consoleReads = []string{
+	"SELECT count() FROM runs",
+	"SELECT count() FROM {DB}.runs FINAL",
+	"select run_id, cost_usd from runs where pipeline = 'x' limit 3;",
+	"WITH c AS (SELECT 1 AS x) SELECT arrayMap(y -> y + 1, [x]), CAST(x AS String) FROM c",
+	"SELECT pipeline, quantile(0.95)(latency_ms), sumIf(cost_usd, status = 'ok') FROM runs GROUP BY pipeline",
+	"SELECT $$a'b$$ AS heredoc, 'it''s' AS quoted, 'x\\'y' AS escaped",
+	"SELECT ';' AS semi, 'DROP TABLE runs' AS s -- ; DROP",
+	"SELECT format('{} {}', 'a', 'b')",
+	"SELECT number FROM numbers(3)",
+	"SELECT * FROM system.one",
+	"SELECT name FROM system.tables WHERE database = currentDatabase()",
+	"SELECT table_name FROM information_schema.tables LIMIT 1",
+	"SELECT 1 WHERE 1 IN (SELECT 1)",
+	"SELECT r.run_id FROM runs AS r WHERE r.run_id IN runs_ids",
+	"SELECT `index` FROM steps LIMIT 1",
+	"(SELECT 1) UNION ALL (SELECT 2)",
+	"SELECT 1 EXCEPT SELECT 2",
+	"SHOW TABLES",
+	"SHOW TABLES FROM system LIKE 'one'",
+	"SHOW DATABASES",
+	"DESCRIBE TABLE runs",
+	"DESC (SELECT 1)",
+	"EXPLAIN SELECT 1",
+	"EXPLAIN AST SELECT count() FROM runs",
+}
+
+// consoleFixture is a store with a sentinel table set, an HTTP server counting
+// the requests the engine sends, and a path no statement may create.
+type consoleFixture struct {
+	s    *sqlStore
+	hits *atomic.Int64
+	url  string
+	out  string
+}
+
+func newConsoleFixture(t testing.TB) consoleFixture {
+	t.Helper()
+	s := openTestStore(t)
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		fmt.Fprintln(w, "1")
+	}))
+	t.Cleanup(srv.Close)
+	return consoleFixture{s: s, hits: &hits, url: srv.URL, out: filepath.Join(t.TempDir(), "out.csv")}
+}
+
+func (f consoleFixture) expand(q string) string {
+	return strings.NewReplacer("{DB}", f.s.db, "{URL}", f.url, "{OUT}", f.out).Replace(q)
+}
+
+// intact fails t unless every table of the schema is still there, nothing was
+// written to runs, the HTTP server saw no request and no output file exists.
+func (f consoleFixture) intact(t testing.TB, after string) {
+	t.Helper()
+	ctx := context.Background()
+	tables, err := queryRows[struct {
+		N int `json:"n"`
+	}](ctx, f.s.t, "SELECT count() AS n FROM system.tables WHERE database = "+quoteString(strings.Trim(f.s.db, "`"))+
+		" AND name IN ('requests','runs','steps','scores','suite_runs','cases','schema_migrations')")
+	if err != nil || len(tables) != 1 || tables[0].N != 7 {
+		t.Fatalf("after %q: schema tables = %+v, %v; want all 7", after, tables, err)
+	}
+	runs, err := queryRows[struct {
+		N int `json:"n"`
+	}](ctx, f.s.t, "SELECT count() AS n FROM "+f.s.db+".runs WHERE run_id = 'x'")
+	if err != nil || runs[0].N != 0 {
+		t.Fatalf("after %q: a run was written: %+v, %v", after, runs, err)
+	}
+	if n := f.hits.Load(); n != 0 {
+		t.Fatalf("after %q: the engine sent %d HTTP request(s)", after, n)
+	}
+	if _, err := os.Stat(f.out); err == nil {
+		t.Fatalf("after %q: %s was written", after, f.out)
+	}
+}
+
+// TestConsoleRefusesAttacks runs every attack on the real engine: each fails
+// with ErrReadOnly, and afterwards the schema is intact, no request left the
+// engine and no file was written.
+func TestConsoleRefusesAttacks(t *testing.T) {
+	f := newConsoleFixture(t)
+	ctx := context.Background()
+	for _, q := range consoleAttacks {
+		q = f.expand(q)
+		res, err := f.s.Query(ctx, q)
+		// Refused by the console's rules, or not even parsed by the engine.
+		if !errors.Is(err, ErrReadOnly) && (err == nil || !strings.Contains(err.Error(), "(SYNTAX_ERROR)")) {
+			t.Errorf("Query(%q) = %v, %v; want ErrReadOnly", q, res, err)
+		}
+		if err != nil && (strings.Contains(err.Error(), "root:") || strings.Contains(err.Error(), "PATH=")) {
+			t.Errorf("Query(%q): the error shows file contents: %v", q, err)
+		}
+		f.intact(t, q)
+	}
+}
+
+// TestConsoleAnswersReads: the console still answers what analysts write.
+func TestConsoleAnswersReads(t *testing.T) {
+	f := newConsoleFixture(t)
+	ctx := context.Background()
+	if err := f.s.InsertRuns(ctx, []Run{{RunID: "r1", RequestID: "q1", Pipeline: "x", Status: "ok", CostUSD: 0.5}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range consoleReads {
+		q = strings.ReplaceAll(f.expand(q), "runs_ids", "(SELECT run_id FROM runs)")
+		if _, err := f.s.Query(ctx, q); err != nil {
+			t.Errorf("Query(%q): %v", q, err)
+		}
+	}
+	res, err := f.s.Query(ctx, "SELECT $$a'b$$ AS h, count() AS n FROM runs")
+	if err != nil || len(res.Rows) != 1 || res.Rows[0][0] != "a'b" || res.Rows[0][1] != "1" {
+		t.Fatalf("heredoc and count: %+v, %v", res, err)
+	}
+	f.intact(t, "reads")
+}
+
+// TestConsoleRunawayQuery: an endless scan ends with the engine's limit error,
+// and the store answers the next call.
+func TestConsoleRunawayQuery(t *testing.T) {
+	f := newConsoleFixture(t)
+	ctx := context.Background()
+	for _, q := range []string{
+		"SELECT count() FROM system.numbers",
+		"SELECT count() FROM numbers_mt(1000000000000)",
+		"SELECT groupArray(number) FROM numbers(1000000000)",
+	} {
+		start := time.Now()
+		_, err := f.s.Query(ctx, q)
+		t.Logf("%s: refused after %v", q, time.Since(start).Round(time.Millisecond))
+		if err == nil || !strings.Contains(err.Error(), "TOO_MANY_ROWS") && !strings.Contains(err.Error(), "MEMORY_LIMIT_EXCEEDED") && !strings.Contains(err.Error(), "TIMEOUT_EXCEEDED") {
+			t.Errorf("Query(%q): %v; want a limit error", q, err)
+		}
+	}
+	if _, err := f.s.ListTraces(ctx, TraceFilter{}); err != nil {
+		t.Fatalf("a page query after the runaway: %v", err)
+	}
+}
+
+// TestConsoleBusy: with every slot taken, a console query is refused at once.
+func TestConsoleBusy(t *testing.T) {
+	f := newConsoleFixture(t)
+	if !f.s.console.acquire() {
+		t.Fatal("the only slot is free")
+	}
+	_, err := f.s.Query(context.Background(), "SELECT 1")
+	f.s.console.release()
+	if !errors.Is(err, ErrQueryBusy) {
+		t.Fatalf("Query with no free slot: %v; want ErrQueryBusy", err)
+	}
+	if _, err := f.s.Query(context.Background(), "SELECT 1"); err != nil {
+		t.Fatalf("Query with the slot free again: %v", err)
+	}
+}
+
+// TestConsoleReadonlyUser: with a console user whose profile is readonly = 2
+// the statement carries the limits but not readonly (the engine refuses any
+// change of it); with readonly = 1 it carries no settings at all.
+func TestConsoleReadonlyUser(t *testing.T) {
+	f := newConsoleFixture(t)
+	ctx := context.Background()
+	lim := queryLimits{timeout: 5 * time.Second, maxRows: 10}
+	for _, tc := range []struct {
+		readonly int
+		want     string
+	}{
+		{0, "SELECT 1\nSETTINGS " + lim.settings() + "readonly = 1"},
+		{2, "SELECT 1\nSETTINGS " + strings.TrimSuffix(lim.settings(), ", ")},
+		{1, "SELECT 1"},
+	} {
+		g := newConsoleGuard(strings.Trim(f.s.db, "`"), 1)
+		g.userReadonly = tc.readonly
+		got, err := g.prepare(ctx, f.s.t, "select 1;", lim)
+		if err != nil || got != tc.want {
+			t.Errorf("readonly %d: prepare = %q, %v; want %q", tc.readonly, got, err, tc.want)
+			continue
+		}
+		if _, err := f.s.t.queryText(ctx, got); err != nil {
+			t.Errorf("readonly %d: the engine refuses %q: %v", tc.readonly, got, err)
+		}
+	}
+}
+
+// BenchmarkConsoleQuery prints what the console's checks cost on the embedded
+// engine: a console query (lexer, formatQuery, EXPLAIN AST, classify, run)
+// against the same statement run directly.
+func BenchmarkConsoleQuery(b *testing.B) {
+	f := newConsoleFixture(b)
+	ctx := context.Background()
+	const q = "SELECT pipeline, count() FROM runs GROUP BY pipeline"
+	b.Run("console", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := f.s.Query(ctx, q); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("direct", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := f.s.t.queryText(ctx, q); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
