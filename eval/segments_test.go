@@ -1,12 +1,17 @@
 package eval
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/conductor-shadow/conductor-shadow/eval/shift"
 	"github.com/conductor-shadow/conductor-shadow/ingest/segment"
+	"github.com/conductor-shadow/conductor-shadow/shadow"
 	"github.com/conductor-shadow/conductor-shadow/store"
+	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
 func TestSegmentNames(t *testing.T) {
@@ -55,5 +60,43 @@ func TestReportSaysWhichSegmentRegressed(t *testing.T) {
 	}
 	if strings.Contains(line, "lang:en") {
 		t.Errorf("regression line %q names the English segment, where nothing changed", line)
+	}
+}
+
+// TestSuiteReportShiftSection: with ShiftWindow set, a suite report compares
+// the set's segment mix with the live traffic in the store (suite cases left out).
+func TestSuiteReportShiftSection(t *testing.T) {
+	ctx := context.Background()
+	set, err := LoadSet("testdata/sets/report-mini.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := storetest.NewMemory()
+	now := time.Now().UTC()
+	var live []store.Request
+	for i := range 150 {
+		live = append(live, store.Request{RequestID: fmt.Sprintf("live-%d", i), ReceivedAt: now.Add(-time.Duration(i) * time.Minute),
+			Source: store.SourceTap, App: "bot", Input: "[]", Language: "ru", HasTable: true, LengthBucket: "0-127", Novelty: -1})
+	}
+	if err := st.InsertRequests(ctx, live); err != nil {
+		t.Fatal(err)
+	}
+	inc, cand := reportPipelines()
+	rep, err := RunSuite(ctx, st, set, inc, []shadow.Pipeline{cand}, SuiteOptions{SuiteRunID: "suite-shift", ShiftWindow: 24 * time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Shift == nil {
+		t.Fatalf("no shift section: %s", rep.ShiftError)
+	}
+	if rep.Shift.LiveRequests != 150 || rep.Shift.SetCases != 5 {
+		t.Errorf("shift over %d live requests and %d cases, want 150 and 5", rep.Shift.LiveRequests, rep.Shift.SetCases)
+	}
+	// Five cases are below the 30 a verdict needs: the section says so.
+	if rep.Shift.Enough || rep.Shift.Flagged || !strings.Contains(rep.Markdown(), "## Shift: report-mini against live traffic") {
+		t.Errorf("enough %v flagged %v; markdown:\n%s", rep.Shift.Enough, rep.Shift.Flagged, rep.Markdown())
+	}
+	if rep.Shift.Dimensions[0].PSI < shift.PSISignificant {
+		t.Errorf("language PSI %.3f: an English set against Russian traffic must be far apart", rep.Shift.Dimensions[0].PSI)
 	}
 }
