@@ -91,7 +91,7 @@ type Dimension struct {
 	Name      string  `json:"name"`
 	Bins      []Bin   `json:"bins"` // by live count, then set count, then value
 	PSI       float64 `json:"psi"`
-	Band      string  `json:"band"` // "stable", "moderate" or "significant" (Siddiqi 2006)
+	Band      string  `json:"band"` // "stable", "moderate" or "significant" (Siddiqi 2006); "no data" without live traffic
 	ChiSquare float64 `json:"chi_square"`
 	DF        int     `json:"df"`
 	P         float64 `json:"p"` // Pearson chi-square p-value
@@ -255,6 +255,14 @@ func compareDim(name string, set map[string]int, live map[string]int64) Dimensio
 	})
 	d.DF = len(values) - 1
 	d.P = 1
+	if nLive == 0 || nSet == 0 {
+		// One side is empty: there is no mix to compare.
+		d.PSI, d.ChiSquare, d.DF, d.Band = 0, 0, 0, "no data"
+		for i := range d.Bins {
+			d.Bins[i].PSITerm = 0
+		}
+		return d
+	}
 	if d.DF > 0 && nLive > 0 {
 		d.P = 1 - distuv.ChiSquared{K: float64(d.DF)}.CDF(d.ChiSquare)
 	}

@@ -45,6 +45,7 @@ func TestCompare(t *testing.T) {
 			true, true, psiByHand(90, 10, 500, 500), "significant", 1e-6, "language: PSI"},
 		{"too little traffic", []store.SegmentCount{{Language: "ru", LengthBucket: "0-127", Requests: 20}},
 			false, false, psiByHand(90, 10, 0, 20), "significant", 1, "not enough data"},
+		{"no live traffic", nil, false, false, 0, "no data", 1, "0 live requests"},
 		{"new words", []store.SegmentCount{{Language: "en", LengthBucket: "0-127", Requests: 900, WithNovelty: 900, NovelRequests: 400, NoveltySum: 400}, {Language: "ru", LengthBucket: "0-127", Requests: 100}},
 			true, true, psiByHand(90, 10, 900, 100), "stable", 1, "mostly words"},
 	}
