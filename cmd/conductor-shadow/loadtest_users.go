@@ -69,9 +69,11 @@ func addUsersLoad(cmd *cobra.Command, load loader) {
 	}
 }
 
-// UsersLevel is the figures of one concurrency level. Latency is the wall time
-// of one candidate run (ms, nearest-rank percentiles, eval/stats). Cost per
-// request is the candidates' total cost / runs (USD), as in suite reports.
+// UsersLevel is the figures of one concurrency level. Requests counts the runs
+// that finished; Completed those that produced an answer (the candidate's or a
+// fallback's), and RequestsPerSecond is Completed / ElapsedS. Latency is the
+// wall time of one answered run (ms, nearest-rank percentiles, eval/stats).
+// Cost per request is the runs' total cost / runs (USD), as in suite reports.
 // Error share: runs whose status is error or budget_exceeded; fallback share:
 // runs a fallback answered (status plan_unparsable or a "fallback" step).
 // Retries are worker-call attempts beyond the first; RateLimited are 429s the
@@ -79,6 +81,7 @@ func addUsersLoad(cmd *cobra.Command, load loader) {
 type UsersLevel struct {
 	Users             int     `json:"users"`
 	Requests          int     `json:"requests"`
+	Completed         int     `json:"completed"`
 	ElapsedS          float64 `json:"elapsed_s"`
 	RequestsPerSecond float64 `json:"requests_per_second"`
 	P50LatencyMs      float64 `json:"p50_latency_ms"`
@@ -232,6 +235,7 @@ func runUsersLoad(ctx context.Context, out io.Writer, cfg Config, o usersOptions
 func runUsersLevel(ctx context.Context, cand shadow.Pipeline, prompts []shadow.Request, first, users int, d time.Duration) (UsersLevel, int, error) {
 	type result struct {
 		ms       float64
+		answered bool
 		cost     float64
 		status   string
 		fallback bool
@@ -259,7 +263,7 @@ func runUsersLevel(ctx context.Context, cand shadow.Pipeline, prompts []shadow.R
 				req.RequestID = fmt.Sprintf("loadtest-%d-%d-%s", users, u, req.RequestID)
 				t0 := time.Now()
 				res := cand.Run(ctx, req, store.ModeCandidate)
-				r := result{ms: float64(time.Since(t0).Microseconds()) / 1000, cost: res.Run.CostUSD, status: res.Run.Status,
+				r := result{ms: float64(time.Since(t0).Microseconds()) / 1000, answered: res.Run.FinalOutput != "", cost: res.Run.CostUSD, status: res.Run.Status,
 					fallback: res.Run.Status == store.StatusPlanUnparsable}
 				for _, s := range res.Steps {
 					r.fallback = r.fallback || s.Role == shadow.RoleFallback
@@ -283,11 +287,13 @@ func runUsersLevel(ctx context.Context, cand shadow.Pipeline, prompts []shadow.R
 	if len(results) == 0 {
 		return lvl, taken, nil
 	}
-	lat := make([]float64, len(results))
+	var lat []float64
 	var cost float64
 	var errs, fallbacks int
-	for i, r := range results {
-		lat[i] = r.ms
+	for _, r := range results {
+		if r.answered {
+			lat = append(lat, r.ms)
+		}
 		cost += r.cost
 		if r.status == store.StatusError || r.status == store.StatusBudgetExceeded {
 			errs++
@@ -299,7 +305,8 @@ func runUsersLevel(ctx context.Context, cand shadow.Pipeline, prompts []shadow.R
 		lvl.Retries += r.retries
 	}
 	n := float64(len(results))
-	lvl.RequestsPerSecond = n / elapsed
+	lvl.Completed = len(lat)
+	lvl.RequestsPerSecond = float64(lvl.Completed) / elapsed
 	lvl.P50LatencyMs = stats.Percentile(lat, 50)
 	lvl.P95LatencyMs = stats.Percentile(lat, 95)
 	lvl.CostPerRequestUSD = cost / n
@@ -314,8 +321,8 @@ func printUsersHeader(out io.Writer, rep UsersReport) {
 		sim = fmt.Sprintf("the SIMULATED pool (in process, %d requests/min per model)", rep.SimRPM)
 	}
 	fmt.Fprintf(out, "candidate %s on %d prompts of %s against %s\n", rep.Candidate, rep.Prompts, rep.Replay, sim)
-	fmt.Fprintf(out, "%6s %9s %9s %10s %10s %14s %7s %9s %7s %8s %6s\n",
-		"users", "requests", "req/s", "p50 ms", "p95 ms", "USD/request", "errors", "fallback", "calls", "retries", "429s")
+	fmt.Fprintf(out, "%6s %6s %9s %9s %10s %10s %14s %7s %9s %7s %8s %6s\n",
+		"users", "runs", "answered", "req/s", "p50 ms", "p95 ms", "USD/request", "errors", "fallback", "calls", "retries", "429s")
 }
 
 func printUsersLevel(out io.Writer, l UsersLevel) {
@@ -323,7 +330,7 @@ func printUsersLevel(out io.Writer, l UsersLevel) {
 	if l.RateLimited >= 0 {
 		r429 = strconv.FormatInt(l.RateLimited, 10)
 	}
-	fmt.Fprintf(out, "%6d %9d %9.2f %10.0f %10.0f %14.6f %6.1f%% %8.1f%% %7d %8d %6s\n",
-		l.Users, l.Requests, l.RequestsPerSecond, l.P50LatencyMs, l.P95LatencyMs, l.CostPerRequestUSD,
+	fmt.Fprintf(out, "%6d %6d %9d %9.2f %10.0f %10.0f %14.6f %6.1f%% %8.1f%% %7d %8d %6s\n",
+		l.Users, l.Requests, l.Completed, l.RequestsPerSecond, l.P50LatencyMs, l.P95LatencyMs, l.CostPerRequestUSD,
 		100*l.ErrorShare, 100*l.FallbackShare, l.Calls, l.Retries, r429)
 }

@@ -44,7 +44,7 @@ func TestLoadtestUsers(t *testing.T) {
 		t.Fatalf("want a header, a column line and 4 level rows:\n%s", table.String())
 	}
 	for i, want := range []string{"1", "2", "4", "8"} {
-		if f := strings.Fields(lines[2+i]); len(f) != 11 || f[0] != want {
+		if f := strings.Fields(lines[2+i]); len(f) != 12 || f[0] != want {
 			t.Errorf("row %d = %q", i, lines[2+i])
 		}
 	}
