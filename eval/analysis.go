@@ -190,12 +190,12 @@ func (r *Report) analysisMarkdown(b *strings.Builder) {
 					pct(s.Incumbent.Accuracy), pct(s.Candidate.Accuracy), signedPts(s.Quality.Diff), ptsInterval(s.Quality.DiffCI), s.Quality.McNemarP, s.AdjustedP)
 			}
 			fmt.Fprintf(b, "\nSegment p-values are corrected for multiple comparisons: %s.\n", c.Correction)
-			if worse, better := significantSegments(c); len(worse)+len(better) > 0 {
+			if worse, better := SignificantSegments(c); len(worse)+len(better) > 0 {
 				if len(worse) > 0 {
-					fmt.Fprintf(b, "\nThe candidate is worse on %s.\n", strings.Join(worse, "; "))
+					fmt.Fprintf(b, "\nThe candidate is worse on %s.\n", mdText(strings.Join(worse, "; ")))
 				}
 				if len(better) > 0 {
-					fmt.Fprintf(b, "\nThe candidate is better on %s.\n", strings.Join(better, "; "))
+					fmt.Fprintf(b, "\nThe candidate is better on %s.\n", mdText(strings.Join(better, "; ")))
 				}
 			}
 			b.WriteString("\n")
@@ -203,16 +203,17 @@ func (r *Report) analysisMarkdown(b *strings.Builder) {
 	}
 }
 
-// significantSegments describes the segments whose Holm-adjusted McNemar
-// p-value is at most 1 − confidence, split by the sign of the difference:
-// "lang:ru+table (−40.0 pts, adjusted p 0.012, n 25)".
-func significantSegments(c stats.Comparison) (worse, better []string) {
+// SignificantSegments describes the segments whose Holm-adjusted McNemar
+// p-value is at most 1 − confidence, split by the sign of the candidate −
+// incumbent accuracy difference, as plain text:
+// "lang:ru+table (-40.0 pts, adjusted p 0.012, n 25)".
+func SignificantSegments(c stats.Comparison) (worse, better []string) {
 	alpha := 1 - c.Confidence
 	for _, s := range c.Segments {
 		if s.AdjustedP > alpha || s.Quality.Diff == 0 {
 			continue
 		}
-		d := fmt.Sprintf("%s (%s, adjusted p %.3g, n %d)", mdText(s.Name), signedPts(s.Quality.Diff), s.AdjustedP, s.Quality.N)
+		d := fmt.Sprintf("%s (%s, adjusted p %.3g, n %d)", s.Name, signedPts(s.Quality.Diff), s.AdjustedP, s.Quality.N)
 		if s.Quality.Diff < 0 {
 			worse = append(worse, d)
 		} else {

@@ -2,6 +2,7 @@ package web
 
 import (
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/conductor-shadow/conductor-shadow/eval"
 	"github.com/conductor-shadow/conductor-shadow/store"
 )
 
@@ -115,6 +117,9 @@ type suiteVerdict struct {
 	Verdict    string // store.SuiteRun.Verdict, may be empty for older runs
 	Headline   string
 	StartedAt  time.Time
+	// WorseOn lists the segments where that run found the candidate
+	// significantly worse after Holm's correction (eval.SignificantSegments).
+	WorseOn []string
 }
 
 // chartSeries is one line of a chart: Points in SVG polyline syntax.
@@ -216,9 +221,19 @@ func latestVerdicts(runs []store.SuiteRun) map[string]*suiteVerdict {
 		if r.Status == "running" {
 			continue
 		}
+		var rep eval.Report
+		if r.ReportJSON != "" {
+			_ = json.Unmarshal([]byte(r.ReportJSON), &rep) // an unreadable report only loses the segment line
+		}
 		for _, c := range r.Candidates {
 			if _, ok := out[c]; !ok {
-				out[c] = &suiteVerdict{SuiteRunID: r.SuiteRunID, Verdict: r.Verdict, Headline: r.Headline, StartedAt: r.StartedAt}
+				sv := &suiteVerdict{SuiteRunID: r.SuiteRunID, Verdict: r.Verdict, Headline: r.Headline, StartedAt: r.StartedAt}
+				for _, cc := range rep.Comparisons {
+					if cc.Candidate == c {
+						sv.WorseOn, _ = eval.SignificantSegments(cc.Comparison)
+					}
+				}
+				out[c] = sv
 			}
 		}
 	}

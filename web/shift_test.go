@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/conductor-shadow/conductor-shadow/eval"
 	"github.com/conductor-shadow/conductor-shadow/store"
 	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
@@ -86,5 +88,54 @@ func TestTracesAndOverviewSegmentFilters(t *testing.T) {
 	doc = parseHTML(t, rec.Body.String())
 	if got := text(byTestID(doc, "count-requests")[0]); got != "60" {
 		t.Errorf("overview requests for language=en: %s, want 60", got)
+	}
+}
+
+// TestOverviewNamesWorseSegments: the overview's latest verdict of a candidate
+// names the segments where its suite run found it significantly worse.
+func TestOverviewNamesWorseSegments(t *testing.T) {
+	var outs []eval.Outcome
+	add := func(id string, segs []string, incPass, candPass bool) {
+		base := eval.Outcome{CaseID: id, Category: "chat", Status: store.StatusOK, Segments: segs, LatencyMs: 100, Calls: 1}
+		inc, cand := base, base
+		inc.Pipeline, inc.Mode, inc.Passed = "single:gpt-5", store.ModeIncumbent, incPass
+		cand.Pipeline, cand.Mode, cand.Passed = "conductor", store.ModeCandidate, candPass
+		outs = append(outs, inc, cand)
+	}
+	for i := range 40 {
+		add(fmt.Sprintf("en-%d", i), []string{"lang:en"}, true, true)
+	}
+	for i := range 30 {
+		add(fmt.Sprintf("ru-%d", i), []string{"lang:ru", "table", "lang:ru+table"}, true, i%10 == 0)
+	}
+	now := time.Now().UTC()
+	rep := eval.BuildReport(eval.ReportMeta{SuiteRunID: "sr-seg", SetName: "traffic", Incumbent: "single:gpt-5", Candidates: []string{"conductor"},
+		StartedAt: now.Add(-time.Minute), FinishedAt: now}, outs)
+	if err := rep.Analyze(eval.AnalysisOptions{Resamples: 200}); err != nil {
+		t.Fatal(err)
+	}
+	js, err := rep.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := storetest.NewMemory()
+	sr := store.SuiteRun{SuiteRunID: "sr-seg", SetName: "traffic", Incumbent: "single:gpt-5", Candidates: []string{"conductor"},
+		StartedAt: now.Add(-time.Minute), FinishedAt: now, Status: "done", Verdict: rep.Verdict, Headline: rep.Headline, ReportJSON: string(js)}
+	if err := st.InsertSuiteRuns(context.Background(), []store.SuiteRun{sr}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.InsertRuns(context.Background(), []store.Run{{RunID: "r1", RequestID: "q1", Pipeline: "conductor", Mode: store.ModeCandidate,
+		StartedAt: now.Add(-time.Minute), Status: store.StatusOK}}); err != nil {
+		t.Fatal(err)
+	}
+	rec := get(t, newTestServer(t, st, NewDefaultConfig()), "/overview")
+	mustStatus(t, rec, http.StatusOK)
+	doc := parseHTML(t, rec.Body.String())
+	worse := byTestID(doc, "worse-segments")
+	if len(worse) != 1 {
+		t.Fatalf("%d worse-segment lines, want 1", len(worse))
+	}
+	if got := text(worse[0]); !strings.Contains(got, "lang:ru+table (-") || strings.Contains(got, "lang:en") {
+		t.Errorf("worse-segment line %q", got)
 	}
 }
