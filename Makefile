@@ -5,7 +5,7 @@ LIBCHDB ?= /usr/local/lib/libchdb.so
 export CHDB_LIB_PATH ?= $(LIBCHDB)
 GO ?= go
 
-.PHONY: all build run test libchdb generate bench vet clean
+.PHONY: all build run test libchdb chromium generate bench vet clean
 
 all: build
 
@@ -21,8 +21,14 @@ libchdb:
 run: libchdb build
 	@scripts/run.sh
 
-## test: every test, with the real embedded engine.
-test: libchdb
+## chromium: install Debian's chromium for the browser test when missing (as .ci/run does);
+## without root or apt-get it says the browser test will be skipped.
+chromium:
+	@scripts/install-chromium.sh
+
+## test: every test, with the real embedded engine and chromium. Tests that need the
+## source datasets in ../shared/datasets (CONDUCTOR_SHADOW_DATASETS) skip without them.
+test: libchdb chromium
 	$(GO) test -count=1 ./...
 
 ## generate: templ components and the shipped regression sets / replay file.

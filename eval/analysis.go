@@ -11,10 +11,21 @@ import (
 
 // CandidateComparison is one candidate against the incumbent on the cases both
 // ran: the paired statistics (stats.Compare) and the gate verdict.
+//
+// Running is the sequential quality test (stats.Sequential with the policy's
+// margin, FAIL threshold and effect, gate.SequentialConfig) replayed over the
+// suite's paired cases in set order: where an anytime-valid watch of this run
+// would stand. Advice is gate.Advice for the plan's missing cases at the
+// candidate's recent shadow-traffic rate.
 type CandidateComparison struct {
-	Candidate  string           `json:"candidate"`
-	Comparison stats.Comparison `json:"comparison"`
-	Verdict    gate.Verdict     `json:"verdict"`
+	Candidate  string                 `json:"candidate"`
+	Comparison stats.Comparison       `json:"comparison"`
+	Verdict    gate.Verdict           `json:"verdict"`
+	Running    *stats.SequentialState `json:"running,omitempty"`
+	Advice     string                 `json:"advice,omitempty"`
+	// ShadowCasesPerDay is the candidate's shadowed production requests per
+	// day over the window AnalysisOptions.ShadowCasesPerDay was measured on.
+	ShadowCasesPerDay float64 `json:"shadow_cases_per_day"`
 }
 
 // NoiseFloor is the incumbent's second run (A′) against its first (A) on the
@@ -35,6 +46,10 @@ type AnalysisOptions struct {
 	Resamples int
 	// Rerun names the incumbent's A′ pipeline in the outcomes, "" for none.
 	Rerun string
+	// ShadowCasesPerDay maps a candidate to its shadowed production requests
+	// per day (recent traffic): the days in the sample-size advice. Missing:
+	// the advice gives cases only.
+	ShadowCasesPerDay map[string]float64
 }
 
 // Analyze fills r.Policy, r.Comparisons (one per candidate, in order), r.Noise
@@ -88,7 +103,23 @@ func (r *Report) Analyze(opts AnalysisOptions) error {
 			return fmt.Errorf("eval: analyze %s: %w", name, err)
 		}
 		v := gate.Evaluate(p, c, noise)
-		r.Comparisons = append(r.Comparisons, CandidateComparison{Candidate: name, Comparison: c, Verdict: v})
+		cc := CandidateComparison{Candidate: name, Comparison: c, Verdict: v, ShadowCasesPerDay: opts.ShadowCasesPerDay[name]}
+		if scfg, ok := gate.SequentialConfig(p, 1); ok {
+			d, _ := stats.Differences(inc, cand)
+			// The policy validated, so the config is valid; a failure leaves
+			// the running verdict out rather than the report.
+			if sq, err := stats.NewSequential(scfg); err == nil {
+				for _, x := range d {
+					sq.Add(x)
+				}
+				st := sq.State()
+				cc.Running = &st
+			}
+		}
+		if v.Plan != nil {
+			cc.Advice = gate.Advice(v.Plan.MoreCases, cc.ShadowCasesPerDay)
+		}
+		r.Comparisons = append(r.Comparisons, cc)
 		if rank[v.Verdict] > rank[gate.Status(r.Verdict)] {
 			r.Verdict = string(v.Verdict)
 		}
@@ -121,7 +152,7 @@ func (r *Report) paired(a, b string) (as, bs []stats.Obs) {
 
 func obsOf(o Outcome, segments bool) stats.Obs {
 	ob := stats.Obs{
-		Graded: o.GraderError == "", Passed: o.Passed && o.GraderError == "", CostUSD: o.CostUSD,
+		Graded: o.GraderError == "", Passed: o.Passed && o.GraderError == "", Score: o.Value, CostUSD: o.CostUSD,
 		LatencyMs: o.LatencyMs, TokensIn: o.TokensIn, TokensOut: o.TokensOut, Calls: o.Calls,
 	}
 	if segments {
@@ -181,8 +212,12 @@ func (r *Report) analysisMarkdown(b *strings.Builder) {
 		fmt.Fprintf(b, "| tokens in/out per request | %.1f / %.1f | %.1f / %.1f | |\n",
 			c.Incumbent.MeanTokensIn, c.Incumbent.MeanTokensOut, c.Candidate.MeanTokensIn, c.Candidate.MeanTokensOut)
 		fmt.Fprintf(b, "| calls per request | %.2f | %.2f | |\n", c.Incumbent.MeanCalls, c.Candidate.MeanCalls)
-		fmt.Fprintf(b, "\nMinimum sample size to detect a %s difference at α = %.2f with %.0f%% power (McNemar, Connor 1987, observed discordance %.1f%%): %d paired cases; this run has %d.\n",
-			signedPts(c.SampleSize.Effect), c.SampleSize.Alpha, 100*c.SampleSize.Power, 100*c.SampleSize.Discordant, c.SampleSize.N, q.N)
+		if cc.Advice != "" {
+			fmt.Fprintf(b, "\nAdvice: %s.\n", mdText(cc.Advice))
+		}
+		if cc.Running != nil {
+			fmt.Fprintf(b, "\nSequential (anytime-valid betting test, Waudby-Smith & Ramdas 2023, over the cases in set order): %s.\n", mdText(gate.RunningVerdict(*cc.Running)))
+		}
 		if len(c.Segments) > 0 {
 			fmt.Fprintf(b, "\n| segment | n | incumbent | candidate | diff (%.0f%% CI) | McNemar p | adjusted p |\n|---|--:|--:|--:|--:|--:|--:|\n", 100*c.Confidence)
 			for _, s := range c.Segments {

@@ -54,6 +54,26 @@ type ReportMeta struct {
 	Candidates []string  `json:"candidates"`  // pipeline names, in the order given
 	StartedAt  time.Time `json:"started_at"`  // UTC
 	FinishedAt time.Time `json:"finished_at"` // UTC
+	// LatencyScales are the factors the simulated worker pool scaled its
+	// latencies by (e.g. ["0.2"]: 5× faster than the profiles), as its answers
+	// reported them; empty when no answer was scaled or none said so.
+	LatencyScales []string `json:"latency_scales,omitempty"`
+}
+
+// LatencyNote says how the latencies of the report were scaled; "" when they
+// were not (no scale reported, or only 1).
+func (m ReportMeta) LatencyNote() string {
+	var scaled []string
+	for _, s := range m.LatencyScales {
+		if s != "1" {
+			scaled = append(scaled, "×"+s)
+		}
+	}
+	if len(scaled) == 0 {
+		return ""
+	}
+	return "Latencies are SCALED: the simulated worker pool ran with latency scale " + strings.Join(scaled, ", ") +
+		" (SIMLLM latency scale; 1 = the profiles' realistic latency), so the latency figures and the p95 gate are scaled by that factor too."
 }
 
 // Stats are the figures of one pipeline over a group of runs.
@@ -61,7 +81,8 @@ type ReportMeta struct {
 // Accuracy is Passed / Graded, where Graded = N - GraderErrors: a run whose
 // grader failed is counted in GraderErrors, not as a wrong answer. Errors counts
 // runs whose status is not "ok" (they are graded like any other run; without an
-// answer they fail). Cost and token means are over all N runs. Latency
+// answer they fail). CostPerRequestUSD is per case (costPerRequest); token and
+// call means are over all N runs. Latency
 // percentiles use the nearest-rank method: the p-th percentile of n sorted
 // latencies is the value at rank ceil(p/100·n) (1-based).
 type Stats struct {
@@ -210,7 +231,7 @@ func computeStats(runs []Outcome) Stats {
 		s.Accuracy = float64(s.Passed) / float64(s.Graded)
 	}
 	n := float64(s.N)
-	s.CostPerRequestUSD = s.TotalCostUSD / n
+	s.CostPerRequestUSD = costPerRequest(runs)
 	s.MeanTokensIn = float64(tin) / n
 	s.MeanTokensOut = float64(tout) / n
 	s.MeanCalls = float64(calls) / n
@@ -218,6 +239,22 @@ func computeStats(runs []Outcome) Stats {
 	s.P50LatencyMs = NearestRank(lat, 50)
 	s.P95LatencyMs = NearestRank(lat, 95)
 	return s
+}
+
+// costPerRequest is cost per request, the project's one definition (the
+// overview and the Grafana panels compute the same in SQL): the runs' cost
+// summed per case (request), averaged over the cases. 0 for no runs.
+func costPerRequest(runs []Outcome) float64 {
+	cases := map[string]bool{}
+	total := 0.0
+	for _, o := range runs {
+		cases[o.CaseID] = true
+		total += o.CostUSD
+	}
+	if len(cases) == 0 {
+		return 0
+	}
+	return total / float64(len(cases))
 }
 
 // NearestRank returns the p-th percentile (0 < p <= 100) of sorted values by the
@@ -292,6 +329,9 @@ func (r *Report) Markdown() string {
 	fmt.Fprintf(&b, "# Suite run %s: %s\n\n", mdCode(r.SuiteRunID), mdText(r.SetName))
 	if r.Simulated {
 		b.WriteString("> **SIMULATED**: answers, latencies and costs come from the simulated worker pool, not from real models.\n\n")
+	}
+	if note := r.LatencyNote(); note != "" {
+		b.WriteString("> " + mdText(note) + "\n\n")
 	}
 	fmt.Fprintf(&b, "**%s**\n\n", mdText(r.Headline))
 	fmt.Fprintf(&b, "- Set: %s, version %s\n", mdCode(r.SetName), mdCode(shortHash(r.SetVersion)))

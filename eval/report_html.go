@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/conductor-shadow/conductor-shadow/eval/charts"
+	"github.com/conductor-shadow/conductor-shadow/eval/gate"
 	"github.com/conductor-shadow/conductor-shadow/eval/stats"
 )
 
@@ -15,16 +16,18 @@ import (
 var reportHTMLTemplate string
 
 var reportTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
-	"pct":   pct,
-	"pts":   signedPts,
-	"ptsiv": ptsInterval,
-	"usd":   func(f float64) string { return fmt.Sprintf("%.6f", f) },
-	"f3":    func(f float64) string { return fmt.Sprintf("%.3f", f) },
-	"f0":    func(f float64) string { return fmt.Sprintf("%.0f", f) },
-	"p":     func(f float64) string { return fmt.Sprintf("%.4g", f) },
-	"lower": strings.ToLower,
-	"short": shortHash,
-	"time":  mdTime,
+	"pct":     pct,
+	"pts":     signedPts,
+	"ptsiv":   ptsInterval,
+	"usd":     func(f float64) string { return fmt.Sprintf("%.6f", f) },
+	"f3":      func(f float64) string { return fmt.Sprintf("%.3f", f) },
+	"f0":      func(f float64) string { return fmt.Sprintf("%.0f", f) },
+	"p":       func(f float64) string { return fmt.Sprintf("%.4g", f) },
+	"lower":   strings.ToLower,
+	"method":  gate.MethodName,
+	"running": func(st *stats.SequentialState) string { return gate.RunningVerdict(*st) },
+	"short":   shortHash,
+	"time":    mdTime,
 	"iv": func(iv *stats.Interval) string {
 		if iv == nil {
 			return "-"

@@ -77,6 +77,10 @@ type SuiteOptions struct {
 	// before the run finished (eval/shift; needs a store with
 	// store.SegmentAnalytics).
 	ShiftWindow time.Duration
+	// LatencyScales, when set, is asked once the cases are done for the factors
+	// the simulated pool scaled latencies by (shadow.Pool.SimulatedLatencyScales);
+	// the report says so.
+	LatencyScales func() []string
 }
 
 // RerunSuffix is appended to the incumbent's name for its A′ run.
@@ -281,13 +285,14 @@ feed:
 	rep := BuildReport(ReportMeta{
 		SuiteRunID: r.row.SuiteRunID, SetName: r.set.Name, SetVersion: r.set.Version,
 		Incumbent: r.row.Incumbent, Candidates: r.row.Candidates,
-		StartedAt: r.row.StartedAt, FinishedAt: r.row.FinishedAt,
+		StartedAt: r.row.StartedAt, FinishedAt: r.row.FinishedAt, LatencyScales: r.latencyScales(),
 	}, outcomes)
 	rerunName := ""
 	if r.opts.NoiseRun {
 		rerunName = r.row.Incumbent + RerunSuffix
 	}
-	if err := rep.Analyze(AnalysisOptions{Policy: r.opts.Policy, Seed: r.opts.Seed, Rerun: rerunName}); err != nil {
+	if err := rep.Analyze(AnalysisOptions{Policy: r.opts.Policy, Seed: r.opts.Seed, Rerun: rerunName,
+		ShadowCasesPerDay: shadowCasesPerDay(ctx, r.st, r.row.FinishedAt)}); err != nil {
 		return nil, r.finishWithError(ctx, err)
 	}
 	if h, ok := r.st.(store.EvalHistory); ok {
@@ -320,6 +325,33 @@ feed:
 		return nil, fmt.Errorf("eval: run suite %s: insert finished suite run: %w", r.row.SuiteRunID, err)
 	}
 	return rep, nil
+}
+
+// ShadowRateWindow is the traffic window the sample-size advice's "days of
+// shadow traffic" is measured on.
+const ShadowRateWindow = 7 * 24 * time.Hour
+
+// shadowCasesPerDay returns each candidate's shadowed production requests per
+// day over the ShadowRateWindow before now (its runs outside suite runs, from
+// the store's overview), nil when the store cannot tell; the advice then gives
+// cases only.
+func shadowCasesPerDay(ctx context.Context, st store.Store, now time.Time) map[string]float64 {
+	an, ok := st.(store.OverviewAnalytics)
+	if !ok {
+		return nil
+	}
+	ov, err := an.Overview(ctx, store.OverviewQuery{From: now.Add(-ShadowRateWindow), To: now, BucketSeconds: 86400})
+	if err != nil {
+		return nil
+	}
+	out := map[string]float64{}
+	days := ShadowRateWindow.Hours() / 24
+	for _, p := range ov.Totals {
+		if p.Mode == store.ModeCandidate {
+			out[p.Pipeline] = float64(p.Runs) / days
+		}
+	}
+	return out
 }
 
 // finishWithError marks the suite run "error" (even when ctx is cancelled) and
@@ -474,4 +506,12 @@ func (r *suiteRunner) fillRun(run *store.Run, p shadow.Pipeline, reqID string, i
 	if run.StartedAt.IsZero() {
 		run.StartedAt = time.Now().UTC()
 	}
+}
+
+// latencyScales asks SuiteOptions.LatencyScales, if set.
+func (r *suiteRunner) latencyScales() []string {
+	if r.opts.LatencyScales == nil {
+		return nil
+	}
+	return r.opts.LatencyScales()
 }

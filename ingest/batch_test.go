@@ -68,7 +68,7 @@ func TestTapBatchRefusesBadEnvelopes(t *testing.T) {
 		{"malformed", []byte(`{"exchanges":[`), 400, ReasonMalformedJSON, ""},
 		{"not an object", []byte(`[1,2]`), 400, ReasonMalformedJSON, ""},
 		{"trailing data", []byte(`{"exchanges":[` + one + `]} {}`), 400, ReasonMalformedJSON, ""},
-		{"invalid utf-8", []byte("{\"exchanges\":[\"\xff\"]}"), 400, ReasonInvalidUTF8, ""},
+		{"invalid utf-8 in an item", []byte("{\"exchanges\":[\"\xff\"]}"), 200, "", ReasonInvalidUTF8},
 		{"empty", []byte(`{"exchanges":[]}`), 400, ReasonInvalid, ""},
 		{"too many", []byte(`{"exchanges":[` + one + "," + one + "," + one + `]}`), 413, ReasonTooLarge, ""},
 		{"too large", []byte(`{"exchanges":["` + strings.Repeat("a", 70<<10) + `"]}`), 413, ReasonTooLarge, ""},

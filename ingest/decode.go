@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
+	"time"
 	"unicode/utf8"
 )
 
@@ -20,6 +22,20 @@ const (
 
 // maxRequestIDLen caps request ids (bytes); they become storage keys.
 const maxRequestIDLen = 256
+
+// Bounds of the values an exchange may carry; beyond them it is refused (400,
+// reason "invalid", the field named) rather than stored to skew every figure.
+const (
+	// MaxLatencyMs bounds response.latency_ms and response.ttft_ms: 24 h.
+	MaxLatencyMs = 24 * 60 * 60 * 1000
+	// MaxUsageTokens bounds each response.usage token count: 100 million.
+	MaxUsageTokens = 100_000_000
+	// MaxFutureSkew is how far after the tap's clock received_at may lie.
+	MaxFutureSkew = 24 * time.Hour
+)
+
+// MinReceivedAt is the earliest received_at accepted: 2000-01-01T00:00:00Z.
+func MinReceivedAt() time.Time { return time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC) }
 
 // knownRoles are the chat roles of the OpenAI chat completions API.
 var knownRoles = map[string]bool{"system": true, "developer": true, "user": true, "assistant": true, "tool": true, "function": true}
@@ -46,6 +62,11 @@ func DecodeExchange(body []byte, maxMessages int, requireResponse bool) (Exchang
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(&ex); err != nil {
 		var typeErr *json.UnmarshalTypeError
+		var timeErr *time.ParseError
+		if errors.As(err, &timeErr) {
+			return ex, &DecodeError{Reason: ReasonWrongType, Detail: fmt.Sprintf(
+				"field \"received_at\": %q is not an RFC 3339 timestamp with a zone (e.g. 2026-11-30T09:00:00Z or 2026-11-30T10:00:00+01:00)", timeErr.Value)}
+		}
 		if errors.As(err, &typeErr) {
 			return ex, &DecodeError{Reason: ReasonWrongType, Detail: fmt.Sprintf("field %q: expected %s, got JSON %s", typeErr.Field, typeErr.Type, typeErr.Value)}
 		}
@@ -62,8 +83,11 @@ func DecodeExchange(body []byte, maxMessages int, requireResponse bool) (Exchang
 
 // Validate checks the fields the shadow side relies on and reports all problems at
 // once: schema_version (0 is read as 1), request_id (1–256 bytes, no control
-// characters), at least one message, at most maxMessages, known roles, non-empty
-// content, and a response when requireResponse is set.
+// characters), received_at (zero, or from MinReceivedAt to MaxFutureSkew after
+// now), at least one message, at most maxMessages, known roles, non-empty
+// content, a response when requireResponse is set, and its figures within
+// bounds (latency and ttft 0..MaxLatencyMs, token counts 0..MaxUsageTokens with
+// cached ≤ prompt, status 0 or 100..599).
 func (e *Exchange) Validate(maxMessages int, requireResponse bool) error {
 	var errs []error
 	if e.SchemaVersion != 0 && e.SchemaVersion != SchemaVersion {
@@ -95,12 +119,36 @@ func (e *Exchange) Validate(maxMessages int, requireResponse bool) error {
 	if requireResponse && e.Response == nil {
 		errs = append(errs, errors.New("response is required: the incumbent's answer to the request"))
 	}
-	if r := e.Response; r != nil {
-		if r.LatencyMs < 0 || r.TTFTMs < 0 {
-			errs = append(errs, errors.New("response.latency_ms and response.ttft_ms must not be negative"))
+	if !e.ReceivedAt.IsZero() {
+		latest := time.Now().Add(MaxFutureSkew)
+		if e.ReceivedAt.Before(MinReceivedAt()) || e.ReceivedAt.After(latest) {
+			errs = append(errs, fmt.Errorf("received_at %s is out of range: want between %s and %s (24 h after the tap's clock)",
+				e.ReceivedAt.UTC().Format(time.RFC3339), MinReceivedAt().Format(time.RFC3339), latest.UTC().Format(time.RFC3339)))
 		}
-		if r.Usage.PromptTokens < 0 || r.Usage.CompletionTokens < 0 {
-			errs = append(errs, errors.New("response.usage token counts must not be negative"))
+	}
+	if r := e.Response; r != nil {
+		for _, f := range []struct {
+			name string
+			v    float64
+		}{{"response.latency_ms", r.LatencyMs}, {"response.ttft_ms", r.TTFTMs}} {
+			if f.v < 0 || f.v > MaxLatencyMs || math.IsNaN(f.v) {
+				errs = append(errs, fmt.Errorf("%s %g is out of range: want 0 to %d ms (24 h)", f.name, f.v, MaxLatencyMs))
+			}
+		}
+		for _, f := range []struct {
+			name string
+			v    int64
+		}{{"response.usage.prompt_tokens", r.Usage.PromptTokens}, {"response.usage.completion_tokens", r.Usage.CompletionTokens},
+			{"response.usage cached tokens", r.Usage.CachedPromptTokens}} {
+			if f.v < 0 || f.v > MaxUsageTokens {
+				errs = append(errs, fmt.Errorf("%s %d is out of range: want 0 to %d", f.name, f.v, MaxUsageTokens))
+			}
+		}
+		if r.Usage.CachedPromptTokens > r.Usage.PromptTokens {
+			errs = append(errs, fmt.Errorf("response.usage cached tokens %d exceed prompt_tokens %d", r.Usage.CachedPromptTokens, r.Usage.PromptTokens))
+		}
+		if r.Status != 0 && (r.Status < 100 || r.Status > 599) {
+			errs = append(errs, fmt.Errorf("response.status %d is not an HTTP status", r.Status))
 		}
 	}
 	return errors.Join(errs...)

@@ -5,9 +5,12 @@
 package ingest
 
 import (
+	"encoding/json"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/conductor-shadow/conductor-shadow/shadow"
 )
 
 // SchemaVersion is the version of the Exchange JSON format written by producers.
@@ -44,20 +47,117 @@ type ExchangeRequest struct {
 	Messages []openai.ChatCompletionMessage `json:"messages"`
 }
 
-// ExchangeResponse is the incumbent's answer to the request.
+// ExchangeResponse is the incumbent's answer to the request: what the client got,
+// including a failure (Status non-2xx with Error and the rate-limit Headers) or an
+// answer cut off (Partial, CancelledByClient).
+//
+//	{"model":"gpt-5","content":"...","reasoning":"...","latency_ms":812,"ttft_ms":95,
+//	 "usage":{"prompt_tokens":1000,"completion_tokens":100,"prompt_tokens_details":{"cached_tokens":800}},
+//	 "choices":[{"index":0,"content":"...","tool_calls":[{"index":0,"id":"call_1","type":"function",
+//	            "name":"get_weather","arguments":"{\"city\":\"Paris\"}"}]}],
+//	 "status":429,"error":"{\"error\":{...}}","headers":{"retry-after":"20"}}
 type ExchangeResponse struct {
-	Model     string  `json:"model"`
-	Content   string  `json:"content"`
-	LatencyMs float64 `json:"latency_ms"` // wall time from request to last byte, ms
-	TTFTMs    float64 `json:"ttft_ms,omitempty"`
-	Usage     Usage   `json:"usage"`
+	Model   string `json:"model"`
+	Content string `json:"content"` // the answer text of choice 0
+	// Reasoning is choice 0's reasoning text (delta.reasoning / reasoning_content,
+	// the Responses API's reasoning summary), kept apart from Content.
+	Reasoning string `json:"reasoning,omitempty"`
+	// Choices holds every choice with its tool calls, by index, when the answer
+	// had more than one choice or any tool call; empty otherwise.
+	Choices   []Choice `json:"choices,omitempty"`
+	LatencyMs float64  `json:"latency_ms"` // wall time from request to last byte, ms; 0 when unknown
+	TTFTMs    float64  `json:"ttft_ms,omitempty"`
+	Usage     Usage    `json:"usage"`
 	// UsageEstimated is true when Usage was estimated from text length (≈4 characters
 	// per token) because the recording had none.
 	UsageEstimated bool `json:"usage_estimated,omitempty"`
+	// Status is the HTTP status the incumbent answered with; 0 means not recorded
+	// (taken as 200). A status outside 2xx makes the incumbent run a failure.
+	Status int `json:"status,omitempty"`
+	// Error is the incumbent's error: the body of a non-2xx answer (at most
+	// MaxErrorBodyBytes), an error event inside a stream, or why the answer broke off.
+	Error string `json:"error,omitempty"`
+	// Headers are the incumbent's rate-limit and retry headers, lower-cased
+	// (retry-after, x-ratelimit-*, anthropic-ratelimit-*, ...); see RateLimitHeaders.
+	Headers map[string]string `json:"headers,omitempty"`
+	// Partial is true when the answer was cut off before its end; Content then
+	// holds what arrived.
+	Partial bool `json:"partial,omitempty"`
+	// CancelledByClient is true when the client hung up mid-answer (Partial too).
+	CancelledByClient bool `json:"cancelled_by_client,omitempty"`
 }
 
-// Usage is the token usage the incumbent's API reported, in tokens.
+// Failed reports whether the incumbent's answer is a failure: a non-2xx status,
+// an error, or an answer cut off.
+func (r *ExchangeResponse) Failed() bool {
+	return (r.Status != 0 && (r.Status < 200 || r.Status > 299)) || r.Error != "" || r.Partial
+}
+
+// Choice is one choice of a chat answer, merged from its stream deltas.
+type Choice struct {
+	Index        int        `json:"index"`
+	Content      string     `json:"content"`
+	Reasoning    string     `json:"reasoning,omitempty"`
+	FinishReason string     `json:"finish_reason,omitempty"`
+	ToolCalls    []ToolCall `json:"tool_calls,omitempty"`
+}
+
+// ToolCall is one tool (function) call of a choice, merged from its stream
+// fragments: the name arrives in one chunk, the arguments over several.
+type ToolCall struct {
+	Index     int    `json:"index"`
+	ID        string `json:"id,omitempty"`
+	Type      string `json:"type,omitempty"` // "function" for function calls
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"` // the JSON text of the arguments, as the model wrote it
+}
+
+// Usage is the token usage the incumbent's API reported, in tokens. It reads
+// every spelling shadow.ParseUsage knows (prompt_tokens_details.cached_tokens,
+// Anthropic's cache_read_input_tokens / cache_creation_input_tokens, the Responses
+// API's input_tokens_details.cached_tokens, ...) and writes OpenAI's.
 type Usage struct {
-	PromptTokens     int64 `json:"prompt_tokens"`
+	PromptTokens     int64 `json:"prompt_tokens"` // cached ones included
 	CompletionTokens int64 `json:"completion_tokens"`
+	// CachedPromptTokens are the PromptTokens served from the provider's prompt
+	// cache, priced at the cached rate.
+	CachedPromptTokens int64 `json:"-"`
+}
+
+type usageJSON struct {
+	PromptTokens        int64 `json:"prompt_tokens"`
+	CompletionTokens    int64 `json:"completion_tokens"`
+	PromptTokensDetails *struct {
+		CachedTokens int64 `json:"cached_tokens"`
+	} `json:"prompt_tokens_details,omitempty"`
+}
+
+// MarshalJSON writes OpenAI's spelling.
+func (u Usage) MarshalJSON() ([]byte, error) {
+	j := usageJSON{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens}
+	if u.CachedPromptTokens > 0 {
+		j.PromptTokensDetails = &struct {
+			CachedTokens int64 `json:"cached_tokens"`
+		}{u.CachedPromptTokens}
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON reads any spelling shadow.ParseUsage knows.
+func (u *Usage) UnmarshalJSON(b []byte) error {
+	su, _, err := shadow.ParseUsage(b)
+	if err != nil {
+		return err
+	}
+	*u = usageFrom(su)
+	return nil
+}
+
+func usageFrom(su shadow.Usage) Usage {
+	return Usage{PromptTokens: su.PromptTokens, CompletionTokens: su.CompletionTokens, CachedPromptTokens: su.CachedPromptTokens}
+}
+
+// Shadow returns u in the shadow package's terms, for pricing.
+func (u Usage) Shadow() shadow.Usage {
+	return shadow.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, CachedPromptTokens: u.CachedPromptTokens}
 }

@@ -2,9 +2,6 @@ package ingest
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -239,35 +236,6 @@ func (w StoreWriter) Enqueue(b store.Batch) error {
 	return nil
 }
 
-// RequestRecord turns an exchange into the stored request row: the messages as
-// JSON, their sha256, the category from metadata["category"].
-func RequestRecord(ex Exchange) (store.Request, error) {
-	input, err := json.Marshal(ex.Request.Messages)
-	if err != nil {
-		return store.Request{}, fmt.Errorf("ingest: encode messages: %w", err)
-	}
-	input = unescapeHTMLInJSON(input)
-	sum := sha256.Sum256(input)
-	source := store.SourceTap
-	if ex.Metadata["source"] == store.SourceReplay {
-		source = store.SourceReplay
-	}
-	received := ex.ReceivedAt
-	if received.IsZero() {
-		received = time.Now()
-	}
-	return store.Request{
-		RequestID:  ex.RequestID,
-		ReceivedAt: received.UTC(),
-		Source:     source,
-		App:        ex.App,
-		Input:      string(input),
-		InputHash:  hex.EncodeToString(sum[:]),
-		Category:   ex.Metadata["category"],
-		Metadata:   ex.Metadata,
-	}, nil
-}
-
 // UserText joins the text of the user messages with newlines: what segments
 // are computed from (system prompts are the app's, not the user's).
 func UserText(msgs []openai.ChatCompletionMessage) string {
@@ -291,68 +259,4 @@ func UserText(msgs []openai.ChatCompletionMessage) string {
 // SetSegments copies seg into the request's segment columns.
 func SetSegments(r *store.Request, seg segment.Segments) {
 	r.Language, r.HasTable, r.HasCode, r.LengthBucket, r.Novelty = seg.Language, seg.HasTable, seg.HasCode, seg.LengthBucket, seg.Novelty
-}
-
-// IncumbentRun turns the incumbent's recorded answer into a run with one step.
-// The pipeline is named "incumbent:<model>"; its cost is the recorded usage priced
-// by pricer (0 for a model missing from the table, noted in the step's error).
-func IncumbentRun(ex Exchange, pricer Pricer) (store.Run, store.Step) {
-	resp := ex.Response
-	model := resp.Model
-	if model == "" {
-		model = ex.Request.Model
-	}
-	name := "incumbent:" + model
-	runID := shadow.RunID(ex.RequestID, "", name)
-	var cost float64
-	var note string
-	if pricer != nil {
-		var known bool
-		cost, known = pricer.Cost(model, resp.Usage.PromptTokens, resp.Usage.CompletionTokens)
-		if !known {
-			note = fmt.Sprintf("no price for model %q: cost recorded as 0", model)
-		}
-	}
-	received := ex.ReceivedAt
-	if received.IsZero() {
-		received = time.Now()
-	}
-	messages, _ := json.Marshal(ex.Request.Messages) // already encoded once by RequestRecord
-	run := store.Run{
-		RunID:           runID,
-		RequestID:       ex.RequestID,
-		Pipeline:        name,
-		PipelineVersion: "production",
-		Mode:            store.ModeIncumbent,
-		StartedAt:       received.UTC(),
-		LatencyMs:       resp.LatencyMs,
-		Status:          store.StatusOK,
-		FinalOutput:     resp.Content,
-		TokensIn:        resp.Usage.PromptTokens,
-		TokensOut:       resp.Usage.CompletionTokens,
-		CostUSD:         cost,
-		Calls:           1,
-		Simulated:       ex.Simulated,
-	}
-	step := store.Step{
-		RunID:        runID,
-		Index:        0,
-		Parent:       -1,
-		Role:         "incumbent",
-		Worker:       "incumbent",
-		Model:        model,
-		Access:       `"all"`,
-		Messages:     string(messages),
-		InputTokens:  resp.Usage.PromptTokens,
-		OutputTokens: resp.Usage.CompletionTokens,
-		CostUSD:      cost,
-		StartedAt:    received.UTC(),
-		LatencyMs:    resp.LatencyMs,
-		TTFTMs:       resp.TTFTMs,
-		Status:       store.StatusOK,
-		Output:       resp.Content,
-		Error:        note,
-		Attempt:      1,
-	}
-	return run, step
 }

@@ -1,13 +1,8 @@
 package ingest
 
 import (
-	"bufio"
 	"bytes"
-	"compress/gzip"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,18 +13,16 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	openai "github.com/sashabaranov/go-openai"
 )
 
 // Mirroring-proxy outcomes, counted in Stats.Mirrored.
 const (
 	ProxyOutcomeOffered     = "offered"       // the exchange was handed to the tap
-	ProxyOutcomeNotOK       = "incumbent_err" // the incumbent answered non-2xx: nothing to compare
+	ProxyOutcomeNotOK       = "incumbent_err" // the incumbent answered non-2xx: still offered, as an incumbent failure
 	ProxyOutcomeUnparsable  = "unparsable"    // request or answer could not be read as an exchange
 	ProxyOutcomeTooLarge    = "too_large"     // request or answer beyond the capture limits
 	ProxyOutcomeCaptureBusy = "capture_busy"  // every capture slot was busy: copy dropped
-	ProxyOutcomeClientGone  = "client_gone"   // the client or incumbent broke off mid-answer
+	ProxyOutcomeClientGone  = "client_gone"   // the client or incumbent broke off mid-answer: what arrived is still offered, marked partial
 )
 
 // ProxyConfig sets the mirroring proxy.
@@ -96,10 +89,13 @@ type Offerer interface {
 // Proxy fronts the incumbent. Every request is forwarded to IncumbentURL and the
 // answer goes back unchanged: status, headers, body, and SSE streams chunk by chunk
 // as they arrive (each chunk flushed at once). POST /v1/chat/completions and POST
-// /v1/responses are also mirrored: once the answer is complete, the request, the
-// answer text (reassembled from SSE deltas when streamed), latency, time to first
-// byte, usage and model go to the tap in the background, so the client never waits
-// for the shadow side. Shutdown waits for the background copies.
+// /v1/responses are also mirrored: once the answer has ended, the request, the
+// answer (reassembled from SSE deltas when streamed: text, reasoning, every choice
+// and tool call), latency, time to first byte, usage and model go to the tap in the
+// background, so the client never waits for the shadow side. A non-2xx answer goes
+// with its status, error body and rate-limit headers; an answer broken off (client
+// or incumbent gone) with what arrived, marked partial (see capture.go).
+// Shutdown waits for the background copies.
 type Proxy struct {
 	cfg      ProxyConfig
 	tap      Offerer
@@ -213,12 +209,20 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			io.Closer
 		}{io.MultiReader(bytes.NewReader(reqBody), r.Body), r.Body}
 	}
+	app := r.Header.Get(p.cfg.AppHeader)
+	if app == "" {
+		app = p.cfg.App
+	}
 	cw := &captureWriter{ResponseWriter: w, limit: p.cfg.MaxCaptureBytes, start: start}
 	defer func() {
 		// ReverseProxy aborts the handler (http.ErrAbortHandler) when the client or
-		// the incumbent breaks off mid-answer: nothing complete to mirror.
+		// the incumbent breaks off mid-answer: what arrived is still mirrored,
+		// marked partial, then the abort goes on.
 		if rec := recover(); rec != nil {
 			p.stats.mirror(ProxyOutcomeClientGone)
+			if complete && !cw.overflow {
+				p.handOff(newCapture(r, app, reqBody, cw, time.Now(), brokenEnd(r, cw)))
+			}
 			panic(rec)
 		}
 	}()
@@ -230,23 +234,18 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if cw.status < 200 || cw.status > 299 {
-		p.stats.mirror(ProxyOutcomeNotOK)
-		return
+		p.stats.mirror(ProxyOutcomeNotOK) // still mirrored: an incumbent failure to compare against
 	}
-	c := capture{
-		path:       r.URL.Path,
-		app:        r.Header.Get(p.cfg.AppHeader),
-		requestID:  r.Header.Get("X-Request-Id"),
-		reqBody:    reqBody,
-		respBody:   cw.buf.Bytes(),
-		respHeader: cw.Header().Clone(),
-		start:      start,
-		latency:    end.Sub(start),
-		ttft:       cw.firstByte.Sub(start),
+	how := endComplete
+	if cw.clientErr != nil || r.Context().Err() != nil {
+		how = endClientGone // e.g. gone before the incumbent answered (502 written to no one)
 	}
-	if c.app == "" {
-		c.app = p.cfg.App
-	}
+	p.handOff(newCapture(r, app, reqBody, cw, end, how))
+}
+
+// handOff gives c to the capture workers without waiting: a full queue drops it
+// (counted as capture_busy).
+func (p *Proxy) handOff(c capture) {
 	p.mu.RLock()
 	if !p.started && !p.closed {
 		p.mu.RUnlock()
@@ -320,408 +319,4 @@ func (p *Proxy) offer(c capture) {
 	}
 	p.tap.Offer(context.Background(), ex)
 	p.stats.mirror(ProxyOutcomeOffered)
-}
-
-// readUpTo reads at most limit bytes; complete is false when more remain.
-func readUpTo(r io.Reader, limit int64) (b []byte, complete bool, err error) {
-	b, err = io.ReadAll(io.LimitReader(r, limit+1))
-	if err != nil {
-		return nil, false, err
-	}
-	if int64(len(b)) > limit {
-		return b, false, nil
-	}
-	return b, true, nil
-}
-
-// captureWriter passes everything to the client and keeps a copy of the body up
-// to limit bytes. It implements http.Flusher so ReverseProxy flushes every chunk.
-type captureWriter struct {
-	http.ResponseWriter
-	limit     int64
-	start     time.Time
-	status    int
-	firstByte time.Time
-	buf       bytes.Buffer
-	overflow  bool
-}
-
-func (w *captureWriter) WriteHeader(code int) {
-	if w.status == 0 && code >= 200 {
-		w.status = code
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *captureWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	if w.firstByte.IsZero() && len(b) > 0 {
-		w.firstByte = time.Now()
-	}
-	if !w.overflow {
-		if int64(w.buf.Len()+len(b)) > w.limit {
-			w.overflow = true
-			w.buf = bytes.Buffer{}
-		} else {
-			w.buf.Write(b)
-		}
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-func (w *captureWriter) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-// Unwrap lets http.ResponseController reach the connection's writer.
-func (w *captureWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// capture is one finished proxied exchange, read by the background copier.
-type capture struct {
-	path, app, requestID string
-	reqBody, respBody    []byte
-	respHeader           http.Header
-	start                time.Time
-	latency, ttft        time.Duration
-}
-
-// exchange builds the tapped Exchange from the raw request and answer.
-func (c capture) exchange() (Exchange, error) {
-	body := c.respBody
-	if strings.EqualFold(c.respHeader.Get("Content-Encoding"), "gzip") {
-		zr, err := gzip.NewReader(bytes.NewReader(body))
-		if err != nil {
-			return Exchange{}, fmt.Errorf("gunzip answer: %w", err)
-		}
-		body, err = io.ReadAll(zr)
-		if err != nil {
-			return Exchange{}, fmt.Errorf("gunzip answer: %w", err)
-		}
-	} else if enc := c.respHeader.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
-		return Exchange{}, fmt.Errorf("answer encoded as %q", enc)
-	}
-	responses := strings.HasSuffix(strings.TrimSuffix(c.path, "/"), "/responses")
-	req, err := parseProxyRequest(c.reqBody, responses)
-	if err != nil {
-		return Exchange{}, err
-	}
-	streamed := strings.HasPrefix(c.respHeader.Get("Content-Type"), "text/event-stream")
-	var resp answer
-	switch {
-	case responses && streamed:
-		resp, err = parseResponsesStream(body)
-	case responses:
-		resp, err = parseResponsesBody(body)
-	case streamed:
-		resp, err = parseChatStream(body)
-	default:
-		resp, err = parseChatBody(body)
-	}
-	if err != nil {
-		return Exchange{}, err
-	}
-	id := c.requestID
-	if id == "" {
-		id = resp.id
-	}
-	if id == "" {
-		var b [12]byte
-		_, _ = rand.Read(b[:])
-		id = "proxy-" + hex.EncodeToString(b[:])
-	}
-	model := resp.model
-	if model == "" {
-		model = req.Model
-	}
-	ex := Exchange{
-		SchemaVersion: SchemaVersion,
-		RequestID:     id,
-		App:           c.app,
-		ReceivedAt:    c.start.UTC(),
-		Request:       req,
-		Response: &ExchangeResponse{
-			Model:     model,
-			Content:   resp.content,
-			LatencyMs: float64(c.latency.Microseconds()) / 1000,
-			TTFTMs:    float64(c.ttft.Microseconds()) / 1000,
-			Usage:     resp.usage,
-		},
-		Metadata: map[string]string{"source": "proxy", "route": c.path},
-	}
-	if !resp.hasUsage {
-		ex.Response.Usage = estimateUsage(req.Messages, resp.content)
-		ex.Response.UsageEstimated = true
-	}
-	if err := ex.Validate(1<<20, true); err != nil {
-		return Exchange{}, err
-	}
-	return ex, nil
-}
-
-// estimateUsage guesses token counts at ≈4 characters per token.
-func estimateUsage(msgs []openai.ChatCompletionMessage, answer string) Usage {
-	n := 0
-	for _, m := range msgs {
-		n += len(m.Content)
-		for _, p := range m.MultiContent {
-			n += len(p.Text)
-		}
-	}
-	return Usage{PromptTokens: int64((n + 3) / 4), CompletionTokens: int64((len(answer) + 3) / 4)}
-}
-
-// answer is what was read from the incumbent's reply.
-type answer struct {
-	id, model, content string
-	usage              Usage
-	hasUsage           bool
-}
-
-// parseProxyRequest reads the model and messages of a chat completions request, or
-// of a responses request (instructions → system message; input as a string or a
-// list of {role, content} items whose content is a string or input_text parts).
-func parseProxyRequest(body []byte, responses bool) (ExchangeRequest, error) {
-	if !responses {
-		var r ExchangeRequest
-		if err := json.Unmarshal(body, &r); err != nil {
-			return r, fmt.Errorf("chat request: %w", err)
-		}
-		return r, nil
-	}
-	var r struct {
-		Model        string          `json:"model"`
-		Instructions string          `json:"instructions"`
-		Input        json.RawMessage `json:"input"`
-	}
-	if err := json.Unmarshal(body, &r); err != nil {
-		return ExchangeRequest{}, fmt.Errorf("responses request: %w", err)
-	}
-	out := ExchangeRequest{Model: r.Model}
-	if r.Instructions != "" {
-		out.Messages = append(out.Messages, openai.ChatCompletionMessage{Role: "system", Content: r.Instructions})
-	}
-	var s string
-	if err := json.Unmarshal(r.Input, &s); err == nil {
-		out.Messages = append(out.Messages, openai.ChatCompletionMessage{Role: "user", Content: s})
-		return out, nil
-	}
-	var items []struct {
-		Role    string          `json:"role"`
-		Content json.RawMessage `json:"content"`
-	}
-	if err := json.Unmarshal(r.Input, &items); err != nil {
-		return out, fmt.Errorf("responses request input: %w", err)
-	}
-	for _, it := range items {
-		if it.Role == "" {
-			continue // tool outputs and other non-message items
-		}
-		var text string
-		if err := json.Unmarshal(it.Content, &text); err != nil {
-			var parts []struct {
-				Type string `json:"type"`
-				Text string `json:"text"`
-			}
-			if err := json.Unmarshal(it.Content, &parts); err != nil {
-				return out, fmt.Errorf("responses request content: %w", err)
-			}
-			var b strings.Builder
-			for _, p := range parts {
-				b.WriteString(p.Text)
-			}
-			text = b.String()
-		}
-		out.Messages = append(out.Messages, openai.ChatCompletionMessage{Role: it.Role, Content: text})
-	}
-	return out, nil
-}
-
-type chatUsage struct {
-	PromptTokens     int64 `json:"prompt_tokens"`
-	CompletionTokens int64 `json:"completion_tokens"`
-}
-
-func parseChatBody(body []byte) (answer, error) {
-	var r struct {
-		ID      string `json:"id"`
-		Model   string `json:"model"`
-		Choices []struct {
-			Message struct {
-				Content string `json:"content"`
-			} `json:"message"`
-		} `json:"choices"`
-		Usage *chatUsage `json:"usage"`
-	}
-	if err := json.Unmarshal(body, &r); err != nil {
-		return answer{}, fmt.Errorf("chat answer: %w", err)
-	}
-	a := answer{id: r.ID, model: r.Model}
-	if len(r.Choices) > 0 {
-		a.content = r.Choices[0].Message.Content
-	}
-	if r.Usage != nil {
-		a.usage, a.hasUsage = Usage(*r.Usage), true
-	}
-	return a, nil
-}
-
-// sseData calls fn with the data of every SSE event in body (multi-line data
-// joined by "\n"), stopping at "[DONE]".
-func sseData(body []byte, fn func(data []byte) error) error {
-	sc := bufio.NewScanner(bytes.NewReader(body))
-	sc.Buffer(make([]byte, 0, min(len(body)+1, 4<<10)), len(body)+1)
-	var data []byte
-	flush := func() error {
-		if len(data) == 0 {
-			return nil
-		}
-		d := data
-		data = nil
-		if string(d) == "[DONE]" {
-			return nil
-		}
-		return fn(d)
-	}
-	for sc.Scan() {
-		line := sc.Bytes()
-		if len(line) == 0 {
-			if err := flush(); err != nil {
-				return err
-			}
-			continue
-		}
-		if v, ok := bytes.CutPrefix(line, []byte("data:")); ok {
-			v = bytes.TrimPrefix(v, []byte(" "))
-			if data != nil {
-				data = append(data, '\n')
-			}
-			data = append(data, v...)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return err
-	}
-	return flush()
-}
-
-func parseChatStream(body []byte) (answer, error) {
-	var a answer
-	var b strings.Builder
-	err := sseData(body, func(d []byte) error {
-		var ch struct {
-			ID      string `json:"id"`
-			Model   string `json:"model"`
-			Choices []struct {
-				Index int `json:"index"`
-				Delta struct {
-					Content string `json:"content"`
-				} `json:"delta"`
-			} `json:"choices"`
-			Usage *chatUsage `json:"usage"`
-		}
-		if err := json.Unmarshal(d, &ch); err != nil {
-			return fmt.Errorf("chat stream chunk: %w", err)
-		}
-		if a.id == "" {
-			a.id = ch.ID
-		}
-		if a.model == "" {
-			a.model = ch.Model
-		}
-		for _, c := range ch.Choices {
-			if c.Index == 0 {
-				b.WriteString(c.Delta.Content)
-			}
-		}
-		if ch.Usage != nil {
-			a.usage, a.hasUsage = Usage(*ch.Usage), true
-		}
-		return nil
-	})
-	a.content = b.String()
-	return a, err
-}
-
-// responsesObject is the part of a Responses API response object read here.
-type responsesObject struct {
-	ID     string `json:"id"`
-	Model  string `json:"model"`
-	Output []struct {
-		Type    string `json:"type"`
-		Content []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		} `json:"content"`
-	} `json:"output"`
-	Usage *struct {
-		InputTokens  int64 `json:"input_tokens"`
-		OutputTokens int64 `json:"output_tokens"`
-	} `json:"usage"`
-}
-
-func (o responsesObject) answer() answer {
-	a := answer{id: o.ID, model: o.Model}
-	var b strings.Builder
-	for _, it := range o.Output {
-		if it.Type != "message" {
-			continue
-		}
-		for _, c := range it.Content {
-			if c.Type == "output_text" {
-				b.WriteString(c.Text)
-			}
-		}
-	}
-	a.content = b.String()
-	if o.Usage != nil {
-		a.usage, a.hasUsage = Usage{PromptTokens: o.Usage.InputTokens, CompletionTokens: o.Usage.OutputTokens}, true
-	}
-	return a
-}
-
-func parseResponsesBody(body []byte) (answer, error) {
-	var o responsesObject
-	if err := json.Unmarshal(body, &o); err != nil {
-		return answer{}, fmt.Errorf("responses answer: %w", err)
-	}
-	return o.answer(), nil
-}
-
-// parseResponsesStream joins response.output_text.delta events; the final
-// response.completed event, when present, supplies id, model and usage.
-func parseResponsesStream(body []byte) (answer, error) {
-	var a answer
-	var b strings.Builder
-	var completed *responsesObject
-	err := sseData(body, func(d []byte) error {
-		var ev struct {
-			Type     string           `json:"type"`
-			Delta    string           `json:"delta"`
-			Response *responsesObject `json:"response"`
-		}
-		if err := json.Unmarshal(d, &ev); err != nil {
-			return fmt.Errorf("responses stream event: %w", err)
-		}
-		switch ev.Type {
-		case "response.output_text.delta":
-			b.WriteString(ev.Delta)
-		case "response.created":
-			if ev.Response != nil {
-				a.id, a.model = ev.Response.ID, ev.Response.Model
-			}
-		case "response.completed":
-			completed = ev.Response
-		}
-		return nil
-	})
-	a.content = b.String()
-	if completed != nil {
-		c := completed.answer()
-		a.id, a.model, a.usage, a.hasUsage = c.id, c.model, c.usage, c.hasUsage
-	}
-	return a, err
 }

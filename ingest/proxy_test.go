@@ -128,10 +128,10 @@ func TestProxyAnswersUnchangedAndMirrors(t *testing.T) {
 		wantUsage                Usage
 		wantRoute                string
 	}{
-		{"chat", "POST", "/v1/chat/completions", `{"model":"gpt-4o","messages":[{"role":"user","content":"what is 2+2?"}]}`, true, "echo: what is 2+2?", Usage{12, 5}, "/v1/chat/completions"},
-		{"chat streamed with usage", "POST", "/v1/chat/completions", `{"model":"gpt-4o","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"name a prime"}]}`, true, "echo: name a prime", Usage{12, 5}, "/v1/chat/completions"},
-		{"responses", "POST", "/v1/responses", `{"model":"gpt-4o","instructions":"be brief","input":"hello there"}`, true, "echo: hello there", Usage{12, 5}, "/v1/responses"},
-		{"responses streamed", "POST", "/v1/responses", `{"model":"gpt-4o","stream":true,"input":[{"role":"user","content":[{"type":"input_text","text":"stream me"}]}]}`, true, "echo: stream me", Usage{12, 4}, "/v1/responses"},
+		{"chat", "POST", "/v1/chat/completions", `{"model":"gpt-4o","messages":[{"role":"user","content":"what is 2+2?"}]}`, true, "echo: what is 2+2?", Usage{PromptTokens: 12, CompletionTokens: 5}, "/v1/chat/completions"},
+		{"chat streamed with usage", "POST", "/v1/chat/completions", `{"model":"gpt-4o","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"name a prime"}]}`, true, "echo: name a prime", Usage{PromptTokens: 12, CompletionTokens: 5}, "/v1/chat/completions"},
+		{"responses", "POST", "/v1/responses", `{"model":"gpt-4o","instructions":"be brief","input":"hello there"}`, true, "echo: hello there", Usage{PromptTokens: 12, CompletionTokens: 5}, "/v1/responses"},
+		{"responses streamed", "POST", "/v1/responses", `{"model":"gpt-4o","stream":true,"input":[{"role":"user","content":[{"type":"input_text","text":"stream me"}]}]}`, true, "echo: stream me", Usage{PromptTokens: 12, CompletionTokens: 4}, "/v1/responses"},
 		{"models passes through", "GET", "/v1/models", ``, false, "", Usage{}, ""},
 		{"unknown path passes through", "POST", "/v1/embeddings", `{"input":"x"}`, false, "", Usage{}, ""},
 	}
@@ -221,7 +221,7 @@ func TestProxyStreamsChunkByChunk(t *testing.T) {
 	}
 }
 
-func TestProxyForwardsIncumbentErrorsWithoutMirroring(t *testing.T) {
+func TestProxyForwardsAndMirrorsIncumbentErrors(t *testing.T) {
 	tap := &recordingTap{}
 	f := newProxyFixture(t, &incumbenttest.Handler{Status: http.StatusTooManyRequests}, tap)
 	a := f.do(t, f.front.URL, "POST", "/v1/chat/completions", `{"model":"m","messages":[{"role":"user","content":"x"}]}`, nil)
@@ -229,8 +229,9 @@ func TestProxyForwardsIncumbentErrorsWithoutMirroring(t *testing.T) {
 		t.Fatalf("got %d %s", a.status, a.body)
 	}
 	waitFor(t, "the outcome counted", func() bool { return f.stats.Snapshot(0).Mirrored[ProxyOutcomeNotOK] == 1 })
-	if len(tap.all()) != 0 {
-		t.Fatalf("an incumbent error was offered to the tap")
+	waitFor(t, "the failure offered", func() bool { return len(tap.all()) == 1 })
+	if r := tap.all()[0].Response; r.Status != http.StatusTooManyRequests || !strings.Contains(r.Error, "scripted failure") {
+		t.Fatalf("offered %+v, want the 429 and its error body", r)
 	}
 }
 

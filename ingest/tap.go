@@ -10,7 +10,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"unicode/utf8"
 
 	"github.com/gin-gonic/gin"
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -125,6 +124,7 @@ func (t *Tap) Offer(ctx context.Context, ex Exchange) (int, TapResponse) {
 		t.stats.unsample(reason)
 		return http.StatusOK, TapResponse{Status: "unsampled", RequestID: ex.RequestID, Reason: reason}
 	}
+	ex.ReplaceNUL() // NUL is no text: never stored, never shown
 	if t.pii != nil {
 		t.stats.addPII(t.pii.Exchange(&ex))
 	}
@@ -184,10 +184,11 @@ type BatchResponse struct {
 	Counts  map[string]int `json:"counts"` // by TapResponse.Status
 }
 
-// handleBatch takes many exchanges at once. The envelope must be valid (else 400 or
-// 413 and nothing is queued); each exchange is then validated and offered on its
-// own, and answered in results (a bad item never spoils the others). The status is
-// 200 when every item was answered.
+// handleBatch takes many exchanges at once. The envelope must be valid JSON (else
+// 400 or 413 and nothing is queued); each exchange is then validated and offered
+// on its own — invalid UTF-8, malformed or out-of-range values included — and
+// answered in results (a bad item never spoils the others). The status is 200
+// when every item was answered.
 func (t *Tap) handleBatch(c *gin.Context) {
 	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, t.cfg.MaxBatchBytes))
 	if err != nil {
@@ -199,10 +200,8 @@ func (t *Tap) handleBatch(c *gin.Context) {
 		t.reject(c, http.StatusBadRequest, &DecodeError{Reason: ReasonMalformedJSON, Detail: "reading body: " + err.Error()})
 		return
 	}
-	if !utf8.Valid(body) {
-		t.reject(c, http.StatusBadRequest, &DecodeError{Reason: ReasonInvalidUTF8, Detail: "body is not valid UTF-8"})
-		return
-	}
+	// Invalid UTF-8 inside one exchange is that exchange's problem: the envelope
+	// is read as bytes and each exchange is checked on its own (DecodeExchange).
 	var req BatchRequest
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(&req); err != nil || dec.More() {

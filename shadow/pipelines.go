@@ -122,6 +122,7 @@ func (r *runRecorder) add(in stepInput, call Call, status string, err error) sto
 		TTFTMs:       call.TTFTMs,
 		Status:       status,
 		Output:       call.Output,
+		Reasoning:    call.Reasoning,
 		Attempt:      int32(max(1, call.Attempts)),
 
 		PriceVersion:                   call.PriceVersion,
@@ -215,7 +216,7 @@ func (s *singlePipeline) Run(ctx context.Context, req Request, mode string) Resu
 		return r.result()
 	}
 	r.add(in, call, store.StatusOK, nil)
-	r.run.FinalOutput = call.Output
+	r.run.FinalOutput, r.run.Reasoning = call.Output, call.Reasoning
 	return r.result()
 }
 

@@ -9,7 +9,9 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -24,6 +26,24 @@ var ErrUnknownWorker = errors.New("shadow: unknown worker")
 // system_fingerprint starts with it.
 const SimulatedFingerprintPrefix = "simllm"
 
+// SimulatedLatencyScaleHeader is the response header with which the simulated
+// pool (shadow/simpool, LatencyScaleHeader) says by what factor it scaled its
+// latencies; 1 = realistic.
+const SimulatedLatencyScaleHeader = "X-Simulated-Latency-Scale"
+
+// SimulatedLatencyScales returns the latency scales the simulated pool reported
+// on this pool's answers so far (distinct, sorted, e.g. ["0.2"]); empty when no
+// answer carried one.
+func (p *Pool) SimulatedLatencyScales() []string {
+	var out []string
+	p.scales.Range(func(k, _ any) bool {
+		out = append(out, k.(string))
+		return true
+	})
+	slices.Sort(out)
+	return out
+}
+
 // Caller makes one chat call to a named worker. *Pool implements it.
 type Caller interface {
 	Call(ctx context.Context, worker string, msgs []openai.ChatCompletionMessage) (Call, error)
@@ -35,6 +55,7 @@ type Call struct {
 	Worker           string
 	Model            string    // model name sent to the API
 	Output           string    // the response text (content deltas concatenated)
+	Reasoning        string    // the reasoning text (delta.reasoning_content or delta.reasoning), apart from Output
 	PromptTokens     int64     // as reported by the API's usage; 0 when not reported
 	CompletionTokens int64     // as reported by the API's usage; 0 when not reported
 	UsageReported    bool      // false when the stream carried no usage object (tokens and cost are then 0)
@@ -71,6 +92,8 @@ type Pool struct {
 	transport *http.Transport
 	// sleep waits between retries; tests replace it to record the waits.
 	sleep func(ctx context.Context, d time.Duration) error
+	// scales are the distinct SimulatedLatencyScaleHeader values seen (string → struct{}).
+	scales sync.Map
 }
 
 type poolWorker struct {
@@ -238,22 +261,22 @@ func (p *Pool) attempt(ctx context.Context, w poolWorker, msgs []openai.ChatComp
 	return err
 }
 
-// streamUsage is the usage object of a chunk, with the fields go-openai does not
-// decode (Fugu's orchestration counts).
-type streamUsage struct {
-	Usage *struct {
-		PromptTokens        int64 `json:"prompt_tokens"`
-		CompletionTokens    int64 `json:"completion_tokens"`
-		PromptTokensDetails *struct {
-			CachedTokens int64 `json:"cached_tokens"`
-		} `json:"prompt_tokens_details"`
-		OrchestrationInputTokens       int64 `json:"orchestration_input_tokens"`
-		OrchestrationInputCachedTokens int64 `json:"orchestration_input_cached_tokens"`
-		OrchestrationOutputTokens      int64 `json:"orchestration_output_tokens"`
-	} `json:"usage"`
+// streamExtras are the parts of a chunk go-openai does not decode: the usage in
+// every provider's spelling (read by ParseUsage) and the reasoning delta some
+// servers send as delta.reasoning rather than delta.reasoning_content.
+type streamExtras struct {
+	Usage   json.RawMessage `json:"usage"`
+	Choices []struct {
+		Delta struct {
+			Reasoning string `json:"reasoning"`
+		} `json:"delta"`
+	} `json:"choices"`
 }
 
-var usageKey = []byte(`"usage"`)
+var (
+	usageKey     = []byte(`"usage"`)
+	reasoningKey = []byte(`"reasoning"`)
+)
 
 func (p *Pool) stream(ctx context.Context, w poolWorker, msgs []openai.ChatCompletionMessage, start time.Time, c *Call) error {
 	cfg := w.cfg
@@ -265,20 +288,28 @@ func (p *Pool) stream(ctx context.Context, w poolWorker, msgs []openai.ChatCompl
 		return err
 	}
 	defer st.Close()
-	var out strings.Builder
+	if v := st.Header().Get(SimulatedLatencyScaleHeader); v != "" {
+		p.scales.Store(v, struct{}{})
+	}
+	var out, reasoning strings.Builder
+	defer func() { c.Output, c.Reasoning = out.String(), reasoning.String() }()
 	for {
 		raw, err := st.RecvRaw()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			c.Output = out.String()
 			return err
 		}
 		var chunk openai.ChatCompletionStreamResponse
 		if err := json.Unmarshal(raw, &chunk); err != nil {
-			c.Output = out.String()
 			return fmt.Errorf("decode stream chunk: %w", err)
+		}
+		var extra streamExtras
+		if bytes.Contains(raw, usageKey) || bytes.Contains(raw, reasoningKey) {
+			if err := json.Unmarshal(raw, &extra); err != nil {
+				return fmt.Errorf("decode stream chunk: %w", err)
+			}
 		}
 		if chunk.SystemFingerprint != "" {
 			c.Fingerprint = chunk.SystemFingerprint
@@ -286,28 +317,28 @@ func (p *Pool) stream(ctx context.Context, w poolWorker, msgs []openai.ChatCompl
 				c.Simulated = true
 			}
 		}
-		for _, ch := range chunk.Choices {
-			if c.TTFTMs == 0 && (ch.Delta.Content != "" || ch.Delta.ReasoningContent != "") {
+		for i, ch := range chunk.Choices {
+			if ch.Index != 0 {
+				continue // the pool asks for one choice; a server sending more is not mixed in
+			}
+			r := ch.Delta.ReasoningContent
+			if r == "" && i < len(extra.Choices) {
+				r = extra.Choices[i].Delta.Reasoning
+			}
+			if c.TTFTMs == 0 && (ch.Delta.Content != "" || r != "") {
 				c.TTFTMs = msSince(start)
 			}
 			out.WriteString(ch.Delta.Content)
+			reasoning.WriteString(r)
 		}
-		if chunk.Usage != nil && bytes.Contains(raw, usageKey) {
-			var u streamUsage
-			if err := json.Unmarshal(raw, &u); err == nil && u.Usage != nil {
-				c.UsageReported = true
-				c.PromptTokens = u.Usage.PromptTokens
-				c.CompletionTokens = u.Usage.CompletionTokens
-				if d := u.Usage.PromptTokensDetails; d != nil {
-					c.CachedPromptTokens = d.CachedTokens
-				}
-				c.OrchestrationInputTokens = u.Usage.OrchestrationInputTokens
-				c.OrchestrationInputCachedTokens = u.Usage.OrchestrationInputCachedTokens
-				c.OrchestrationOutputTokens = u.Usage.OrchestrationOutputTokens
-			}
+		if u, ok, err := ParseUsage(extra.Usage); err == nil && ok {
+			c.UsageReported = true
+			c.PromptTokens, c.CompletionTokens, c.CachedPromptTokens = u.PromptTokens, u.CompletionTokens, u.CachedPromptTokens
+			c.OrchestrationInputTokens = u.OrchestrationInputTokens
+			c.OrchestrationInputCachedTokens = u.OrchestrationInputCachedTokens
+			c.OrchestrationOutputTokens = u.OrchestrationOutputTokens
 		}
 	}
-	c.Output = out.String()
 	return nil
 }
 

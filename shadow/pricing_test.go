@@ -108,3 +108,93 @@ func TestPoolRecordsCachedAndOrchestrationUsage(t *testing.T) {
 		t.Errorf("price version %q, want the pool's %q", s.PriceVersion, PriceTableVersion(table))
 	}
 }
+
+// The issue's example: gpt-5, prompt 1,000 tokens of which 800 cached,
+// completion 100 → 200×1.25 + 800×0.125 + 100×10 per 1M = 0.00135 USD.
+func TestCachedPromptPricedAtCachedRate(t *testing.T) {
+	got := DefaultPrices()["gpt-5"].Cost(Usage{PromptTokens: 1000, CachedPromptTokens: 800, CompletionTokens: 100})
+	if math.Abs(got-0.00135) > 1e-12 {
+		t.Errorf("gpt-5 cost %.8f USD, want 0.00135", got)
+	}
+}
+
+func TestParseUsageSpellings(t *testing.T) {
+	tests := []struct {
+		name         string
+		raw          string
+		want         Usage
+		wantReported bool
+	}{
+		{"openai chat", `{"prompt_tokens":1000,"completion_tokens":100,"prompt_tokens_details":{"cached_tokens":800}}`,
+			Usage{PromptTokens: 1000, CompletionTokens: 100, CachedPromptTokens: 800}, true},
+		{"openai responses", `{"input_tokens":1000,"output_tokens":100,"input_tokens_details":{"cached_tokens":800}}`,
+			Usage{PromptTokens: 1000, CompletionTokens: 100, CachedPromptTokens: 800}, true},
+		{"anthropic messages: input excludes the cache", `{"input_tokens":150,"output_tokens":100,"cache_read_input_tokens":800,"cache_creation_input_tokens":50}`,
+			Usage{PromptTokens: 1000, CompletionTokens: 100, CachedPromptTokens: 800}, true},
+		{"anthropic fields beside an openai prompt (gateway)", `{"prompt_tokens":1000,"completion_tokens":100,"cache_read_input_tokens":800,"cache_creation_input_tokens":0}`,
+			Usage{PromptTokens: 1000, CompletionTokens: 100, CachedPromptTokens: 800}, true},
+		{"deepseek", `{"prompt_tokens":1000,"completion_tokens":100,"prompt_cache_hit_tokens":800,"prompt_cache_miss_tokens":200}`,
+			Usage{PromptTokens: 1000, CompletionTokens: 100, CachedPromptTokens: 800}, true},
+		{"moonshot", `{"prompt_tokens":1000,"completion_tokens":100,"cached_tokens":800}`,
+			Usage{PromptTokens: 1000, CompletionTokens: 100, CachedPromptTokens: 800}, true},
+		{"gemini usageMetadata", `{"promptTokenCount":1000,"candidatesTokenCount":60,"thoughtsTokenCount":40,"cachedContentTokenCount":800}`,
+			Usage{PromptTokens: 1000, CompletionTokens: 100, CachedPromptTokens: 800}, true},
+		{"fugu orchestration", `{"prompt_tokens":10,"completion_tokens":5,"orchestration_input_tokens":7,"orchestration_input_cached_tokens":3,"orchestration_output_tokens":2}`,
+			Usage{PromptTokens: 10, CompletionTokens: 5, OrchestrationInputTokens: 7, OrchestrationInputCachedTokens: 3, OrchestrationOutputTokens: 2}, true},
+		{"no cache", `{"prompt_tokens":12,"completion_tokens":3}`, Usage{PromptTokens: 12, CompletionTokens: 3}, true},
+		{"null", `null`, Usage{}, false},
+		{"empty object", `{}`, Usage{}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, reported, err := ParseUsage([]byte(tc.raw))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want || reported != tc.wantReported {
+				t.Errorf("ParseUsage(%s) = %+v reported %v; want %+v reported %v", tc.raw, got, reported, tc.want, tc.wantReported)
+			}
+		})
+	}
+	if _, _, err := ParseUsage([]byte(`{"prompt_tokens":"many"}`)); err == nil {
+		t.Error("a token count of the wrong type must be an error")
+	}
+}
+
+// The pool reads cached tokens in either spelling and reasoning deltas in either
+// key, and prices the cached tokens at the cached rate.
+func TestPoolReadsCacheAndReasoningSpellings(t *testing.T) {
+	tests := []struct {
+		name  string
+		reply shadowtest.Reply
+	}{
+		{"openai cached_tokens, reasoning_content", shadowtest.Reply{Content: "42", PromptTokens: 1000, CompletionTokens: 100,
+			CachedTokens: 800, Reasoning: "6*7 is 42", ReasoningKey: "reasoning_content"}},
+		{"anthropic cache_read_input_tokens, reasoning", shadowtest.Reply{Content: "42", PromptTokens: 1000, CompletionTokens: 100,
+			ExtraUsage: map[string]int{"cache_read_input_tokens": 800, "cache_creation_input_tokens": 0}, Reasoning: "6*7 is 42", ReasoningKey: "reasoning"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, pool := newFake(t, scripted{override: func(shadowtest.Request) (shadowtest.Reply, bool) { return tc.reply, true }})
+			single, err := NewSingle(pool, "gpt-5")
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := single.Run(context.Background(), userRequest("q"), store.ModeCandidate)
+			if res.Run.Status != store.StatusOK || len(res.Steps) != 1 {
+				t.Fatalf("run %q (%s)", res.Run.Status, res.Run.Error)
+			}
+			s := res.Steps[0]
+			if s.CachedInputTokens != 800 {
+				t.Errorf("cached input tokens %d, want 800", s.CachedInputTokens)
+			}
+			w, _ := pool.Worker("gpt-5")
+			if want := w.Price().Cost(Usage{PromptTokens: 1000, CompletionTokens: 100, CachedPromptTokens: 800}); math.Abs(s.CostUSD-want) > 1e-12 {
+				t.Errorf("cost %g USD, want %g", s.CostUSD, want)
+			}
+			if s.Output != "42" || s.Reasoning != "6*7 is 42" || res.Run.Reasoning != "6*7 is 42" || res.Run.FinalOutput != "42" {
+				t.Errorf("output %q reasoning %q (run %q / %q); want the answer and the reasoning apart", s.Output, s.Reasoning, res.Run.FinalOutput, res.Run.Reasoning)
+			}
+		})
+	}
+}

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/conductor-shadow/conductor-shadow/store/percentile"
 )
 
 // Grade filters of TraceSearch.Grade.
@@ -111,8 +113,8 @@ func (s *sqlStore) searchTracesSQL(q TraceSearch, floor time.Time) string {
 	}
 	if q.Text != "" {
 		t := quoteString(q.Text)
-		where = append(where, fmt.Sprintf("(positionCaseInsensitiveUTF8(input, %[2]s) > 0 OR request_id IN "+
-			"(SELECT request_id FROM %[1]s.runs WHERE positionCaseInsensitiveUTF8(final_output, %[2]s) > 0%[3]s))", s.db, t, runsFloor))
+		where = append(where, fmt.Sprintf("(%[4]s OR request_id IN "+
+			"(SELECT request_id FROM %[1]s.runs WHERE positionCaseInsensitiveUTF8(final_output, %[2]s) > 0%[3]s))", s.db, t, runsFloor, inputMatchSQL(q.Text)))
 	}
 	var having []string
 	if q.Candidate != "" {
@@ -256,17 +258,20 @@ type OverviewCounts struct {
 }
 
 // PipelinePoint is one pipeline's figures over one time bucket (or the whole
-// window when Bucket is zero). Latency quantiles are exact with linear
-// interpolation between ranks (ClickHouse quantileExactInclusive, numpy's default).
+// window when Bucket is zero). Latency percentiles are nearest-rank
+// (percentile.NearestRank, computed in SQL by percentile.SQL), the one
+// definition reports, gates, load commands and dashboards use.
 type PipelinePoint struct {
-	Pipeline          string    `json:"pipeline"`
-	Mode              string    `json:"mode"`
-	Bucket            time.Time `json:"bucket"` // bucket start, UTC
-	Runs              int64     `json:"runs"`
-	Errors            int64     `json:"errors"`               // runs whose status is not ok
-	CostUSD           float64   `json:"cost_usd"`             // summed cost of the runs
-	CostPerRequestUSD float64   `json:"cost_per_request_usd"` // CostUSD / distinct requests
-	// P50Ms and P95Ms are latency percentiles (ms, linear interpolation) over the
+	Pipeline string    `json:"pipeline"`
+	Mode     string    `json:"mode"`
+	Bucket   time.Time `json:"bucket"` // bucket start, UTC
+	Runs     int64     `json:"runs"`
+	Errors   int64     `json:"errors"`   // runs whose status is not ok
+	CostUSD  float64   `json:"cost_usd"` // summed cost of the runs
+	// CostPerRequestUSD is cost per request: the pipeline's runs' cost summed per
+	// request_id, averaged over those requests (= CostUSD / distinct requests).
+	CostPerRequestUSD float64 `json:"cost_per_request_usd"`
+	// P50Ms and P95Ms are nearest-rank latency percentiles (ms) over the
 	// runs with a known latency: 0 means unknown (a recorded exchange without
 	// one) and is left out rather than counted as instant.
 	P50Ms float64 `json:"p50_ms"`
@@ -349,11 +354,12 @@ FROM %[1]s.runs FINAL WHERE %[3]s`, s.db, reqCond, runCond))
     toDateTime64(toStartOfInterval(started_at, INTERVAL %[2]d SECOND), 3, 'UTC') AS bucket, count() AS runs,
     countIf(status != 'ok') AS errors, sum(cost_usd) AS cost_usd,
     cost_usd / uniqExact(request_id) AS cost_per_request_usd,
-    quantileExactInclusiveIf(0.5)(latency_ms, latency_ms > 0) AS p50_ms,
-    quantileExactInclusiveIf(0.95)(latency_ms, latency_ms > 0) AS p95_ms
+    %[4]s AS p50_ms,
+    %[5]s AS p95_ms
 FROM %[1]s.runs FINAL WHERE %[3]s
 GROUP BY GROUPING SETS ((pipeline), (pipeline, bucket))
-ORDER BY mode != 'incumbent', pipeline, bucket`, s.db, q.BucketSeconds, runCond))
+ORDER BY mode != 'incumbent', pipeline, bucket`, s.db, q.BucketSeconds, runCond,
+		percentile.SQL("latency_ms", "latency_ms > 0", 50), percentile.SQL("latency_ms", "latency_ms > 0", 95)))
 	if err != nil {
 		return ov, fmt.Errorf("store: overview: pipelines: %w", err)
 	}
@@ -517,4 +523,66 @@ ORDER BY worker, category, position`, s.db, runCond))
 		return nil, fmt.Errorf("store: worker usage: %w", err)
 	}
 	return nilIfEmpty(rows), nil
+}
+
+// AgreementPair is one production request both the incumbent and a candidate
+// answered (status ok): whether their final answers agree after
+// NormalizeAnswer. The pairs are what the overview's running verdict reads.
+type AgreementPair struct {
+	Candidate string    `json:"candidate"`
+	RequestID string    `json:"request_id"`
+	StartedAt time.Time `json:"started_at"` // the candidate run's start, UTC
+	Agree     bool      `json:"agree"`
+}
+
+// MaxAgreementPairs caps the pairs AgreementSequence returns per call; the
+// earliest pairs are kept and the caller is told (truncated) so a running
+// verdict says it covers only them.
+const MaxAgreementPairs = 200_000
+
+// LiveAgreement reads the candidates' agreement with the incumbent request by
+// request, in time order. The SQL stores and storetest.Memory implement it.
+type LiveAgreement interface {
+	// AgreementSequence returns the window's pairs (the same ones Overview's
+	// Agreement counts) ordered by candidate, then the candidate run's start,
+	// then request id; at most MaxAgreementPairs, truncated true when more
+	// exist. An invalid q returns its Validate error.
+	AgreementSequence(ctx context.Context, q OverviewQuery) (pairs []AgreementPair, truncated bool, err error)
+}
+
+var _ LiveAgreement = (*sqlStore)(nil)
+
+// AgreementSequence implements LiveAgreement with one statement.
+func (s *sqlStore) AgreementSequence(ctx context.Context, q OverviewQuery) ([]AgreementPair, bool, error) {
+	if err := q.Validate(); err != nil {
+		return nil, false, err
+	}
+	if err := s.check(ctx); err != nil {
+		return nil, false, fmt.Errorf("store: agreement sequence: %w", err)
+	}
+	runCond := fmt.Sprintf("started_at >= %s AND started_at < %s AND suite_run_id = ''", timeLiteral(q.From), timeLiteral(q.To))
+	if q.App != "" {
+		runCond += fmt.Sprintf(" AND request_id IN (SELECT request_id FROM %s.requests WHERE app = %s)", s.db, quoteString(q.App))
+	}
+	pairs, err := queryRows[AgreementPair](ctx, s.t, fmt.Sprintf(`SELECT cand.1 AS candidate, request_id, cand.3 AS started_at,
+    if(cand.2 = inc, 1, %[3]s = %[4]s) AS agree
+FROM (
+    SELECT request_id, anyIf(final_output, mode = 'incumbent') AS inc,
+        groupArrayIf((pipeline, final_output, started_at), mode = 'candidate') AS cands
+    FROM %[1]s.runs FINAL
+    WHERE status = 'ok' AND %[2]s
+    GROUP BY request_id
+    HAVING countIf(mode = 'incumbent') > 0
+)
+ARRAY JOIN cands AS cand
+ORDER BY candidate, started_at, request_id
+LIMIT %[5]d`, s.db, runCond, fmt.Sprintf(normalizeSQL, "cand.2"), fmt.Sprintf(normalizeSQL, "inc"), MaxAgreementPairs+1))
+	if err != nil {
+		return nil, false, fmt.Errorf("store: agreement sequence: %w", err)
+	}
+	truncated := len(pairs) > MaxAgreementPairs
+	if truncated {
+		pairs = pairs[:MaxAgreementPairs]
+	}
+	return pairs, truncated, nil
 }

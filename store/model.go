@@ -22,6 +22,9 @@ const (
 	StatusPlanUnparsable = "plan_unparsable" // the conductor's output could not be parsed; the fallback answered
 	StatusBudgetExceeded = "budget_exceeded"
 	StatusSkipped        = "skipped"
+	// StatusCancelledByClient: the production client hung up before the
+	// incumbent's answer was complete; the run holds what arrived (Partial).
+	StatusCancelledByClient = "cancelled_by_client"
 )
 
 // Request is one user request: a tapped production exchange's input, or a suite case.
@@ -59,14 +62,32 @@ type Run struct {
 	LatencyMs       float64   `json:"latency_ms"` // wall time of the whole run, ms
 	Status          string    `json:"status"`
 	FinalOutput     string    `json:"final_output"`
-	TokensIn        int64     `json:"tokens_in"`  // prompt tokens over all calls
-	TokensOut       int64     `json:"tokens_out"` // completion tokens over all calls
-	CostUSD         float64   `json:"cost_usd"`
-	Calls           int32     `json:"calls"`    // model calls made, the conductor's own included
-	PlanRaw         string    `json:"plan_raw"` // the conductor's raw text
-	Plan            string    `json:"plan"`     // the parsed workflow as JSON ({"steps":[...]}), empty if none
-	Error           string    `json:"error"`
-	Simulated       bool      `json:"simulated"` // the answers came from the simulated worker pool
+	// Reasoning is the model's reasoning text, kept apart from FinalOutput
+	// (delta.reasoning / reasoning_content, the Responses API's reasoning summary).
+	Reasoning string `json:"reasoning"`
+	// Choices holds every choice as JSON, [{"index":0,"content":..,"reasoning":..,
+	// "finish_reason":..,"tool_calls":[..]}], when the answer had more than one
+	// choice or a tool call; "" otherwise (FinalOutput is then the whole answer).
+	Choices string `json:"choices"`
+	// ToolCalls holds every tool call of every choice as JSON, [{"choice":0,
+	// "index":0,"id":..,"type":"function","name":..,"arguments":..}]; "" when none.
+	ToolCalls string `json:"tool_calls"`
+	// HTTPStatus is the status the incumbent answered with (0 when not known).
+	HTTPStatus int32 `json:"http_status"`
+	// ResponseHeaders are the incumbent's rate-limit and retry headers
+	// (Retry-After, x-ratelimit-*, ...), lower-cased, when it answered non-2xx.
+	ResponseHeaders map[string]string `json:"response_headers"`
+	// Partial is true when the answer was cut off: the client hung up
+	// (StatusCancelledByClient) or the incumbent broke off mid-answer.
+	Partial   bool    `json:"partial"`
+	TokensIn  int64   `json:"tokens_in"`  // prompt tokens over all calls
+	TokensOut int64   `json:"tokens_out"` // completion tokens over all calls
+	CostUSD   float64 `json:"cost_usd"`
+	Calls     int32   `json:"calls"`    // model calls made, the conductor's own included
+	PlanRaw   string  `json:"plan_raw"` // the conductor's raw text
+	Plan      string  `json:"plan"`     // the parsed workflow as JSON ({"steps":[...]}), empty if none
+	Error     string  `json:"error"`
+	Simulated bool    `json:"simulated"` // the answers came from the simulated worker pool
 }
 
 // Step is one worker call inside a run (a span). Key: (RunID, Index).
@@ -89,6 +110,7 @@ type Step struct {
 	TTFTMs       float64   `json:"ttft_ms"` // time to first token, 0 when not streamed
 	Status       string    `json:"status"`
 	Output       string    `json:"output"`
+	Reasoning    string    `json:"reasoning"` // the model's reasoning text, apart from Output
 	Error        string    `json:"error"`
 	Attempt      int32     `json:"attempt"` // 1 for the first try
 	// PriceVersion identifies the price table CostUSD was computed with

@@ -135,8 +135,7 @@ func (s *sqlStore) listTracesSQL(f TraceFilter) string {
 		where = append(where, "source = "+quoteString(f.Source))
 	}
 	if f.Text != "" {
-		q := quoteString(f.Text) // exact bytes, or case-insensitively as UTF-8 text
-		where = append(where, "(position(input, "+q+") > 0 OR positionCaseInsensitiveUTF8(input, "+q+") > 0)")
+		where = append(where, inputMatchSQL(f.Text))
 	}
 	if !f.Before.IsZero() {
 		where = append(where, keysetCond(f.Before, f.BeforeID))

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/conductor-shadow/conductor-shadow/eval/gate"
 )
 
 // Config configures the web UI.
@@ -25,6 +27,10 @@ type Config struct {
 	// live traffic; `serve` uses the sets in use (suite.set and the scheduled
 	// suites' sets) when empty.
 	ShiftSets []string `yaml:"shift_sets"`
+	// GatePolicy is the gate policy whose quality margin and confidence the
+	// overview's running verdicts use; nil means gate.NewDefaultPolicy(). Not a
+	// config key: serve sets it from suite.policy.
+	GatePolicy *gate.Policy `yaml:"-"`
 }
 
 // NewDefaultConfig returns the defaults: pages at the root, title

@@ -50,6 +50,24 @@ func fmtMs(ms float64) string {
 	return strconv.FormatFloat(ms, 'f', 0, 64)
 }
 
+// fmtLatency renders a latency with its unit, or "unknown" when it was not
+// measured (stored as 0).
+func fmtLatency(ms float64) string {
+	if ms <= 0 {
+		return "unknown"
+	}
+	return fmtMs(ms) + " ms"
+}
+
+// fmtMsOrUnknown is fmtMs, or "unknown" when the latency was not measured (0),
+// for cells under a "ms" heading.
+func fmtMsOrUnknown(ms float64) string {
+	if ms <= 0 {
+		return "unknown"
+	}
+	return fmtMs(ms)
+}
+
 // fmtMsOrDash is fmtMs, or "—" when ms is 0 (no such run).
 func fmtMsOrDash(ms float64) string {
 	if ms == 0 {
@@ -132,7 +150,7 @@ func statusClass(status string) string {
 		return "status status-ok"
 	case store.StatusError:
 		return "status status-error"
-	case store.StatusPlanUnparsable, store.StatusBudgetExceeded:
+	case store.StatusPlanUnparsable, store.StatusBudgetExceeded, store.StatusCancelledByClient:
 		return "status status-warn"
 	case store.StatusSkipped:
 		return "status status-skipped"
@@ -417,4 +435,21 @@ func planStepIndex(steps []store.Step, i int) int {
 		}
 	}
 	return n
+}
+
+// failureText is how a run failed, for the comparison table: the HTTP status the
+// incumbent answered with (when not 2xx), "partial" for an answer cut off, and the
+// error text; "" for a run that did not fail.
+func failureText(r store.Run) string {
+	var parts []string
+	if r.HTTPStatus != 0 && (r.HTTPStatus < 200 || r.HTTPStatus > 299) {
+		parts = append(parts, "HTTP "+strconv.Itoa(int(r.HTTPStatus)))
+	}
+	if r.Partial {
+		parts = append(parts, "partial")
+	}
+	if r.Error != "" {
+		parts = append(parts, r.Error)
+	}
+	return strings.Join(parts, " · ")
 }

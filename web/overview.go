@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -15,6 +16,8 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/conductor-shadow/conductor-shadow/eval"
+	"github.com/conductor-shadow/conductor-shadow/eval/gate"
+	"github.com/conductor-shadow/conductor-shadow/eval/stats"
 	"github.com/conductor-shadow/conductor-shadow/store"
 )
 
@@ -107,6 +110,7 @@ type pipelineRow struct {
 	Total        store.PipelinePoint
 	Agreement    *store.Agreement // nil for the incumbent or without pairs
 	Verdict      *suiteVerdict    // the latest suite run that evaluated this candidate, nil if none
+	Live         *liveVerdict     // the running verdict on the window's live pairs, nil without pairs
 	SeriesClass  string           // colour class of its chart lines
 	AgreementPct string           // "87.5%" or "—"
 }
@@ -120,6 +124,90 @@ type suiteVerdict struct {
 	// WorseOn lists the segments where that run found the candidate
 	// significantly worse after Holm's correction (eval.SignificantSegments).
 	WorseOn []string
+}
+
+// liveVerdict is a candidate's running verdict on the window's production
+// traffic.
+//
+// What it is computed on: live traffic has no grader, only the comparison of
+// final answers (store.AgreementSequence, the pairs the Agreement column
+// counts). A candidate can be worse than the incumbent only on requests where
+// their answers differ, so each pair's difference is at least −1 when they
+// disagree and 0 when they agree; the sequential test's PASS side
+// (stats.Sequential with PassOnly, the default gate policy's margin and
+// confidence) on those lower bounds is a valid anytime PASS: "at most m points
+// worse". FAIL needs grades, so it is left to suite runs.
+type liveVerdict struct {
+	Pairs     int
+	Disagree  int
+	Truncated bool // only the first store.MaxAgreementPairs pairs were read
+	State     stats.SequentialState
+	Verdict   string // "PASS" or "INCONCLUSIVE"
+	Text      string // gate.RunningVerdict
+	Advice    string
+	Progress  string // "37%" of the way to PASS
+}
+
+// liveVerdicts runs the PASS-only sequential test per candidate over pairs in
+// time order; perDay scales the advice to days of traffic.
+func liveVerdicts(pairs []store.AgreementPair, truncated bool, window time.Duration, p gate.Policy) map[string]*liveVerdict {
+	out := map[string]*liveVerdict{}
+	cfg, ok := gate.SequentialConfig(p, 1)
+	if !ok {
+		return out
+	}
+	cfg.PassOnly = true
+	tests := map[string]*stats.Sequential{}
+	for _, pr := range pairs {
+		lv := out[pr.Candidate]
+		if lv == nil {
+			sq, err := stats.NewSequential(cfg)
+			if err != nil {
+				return out
+			}
+			lv = &liveVerdict{Truncated: truncated}
+			out[pr.Candidate], tests[pr.Candidate] = lv, sq
+		}
+		lv.Pairs++
+		d := 0.0
+		if !pr.Agree {
+			lv.Disagree++
+			d = -1
+		}
+		tests[pr.Candidate].Add(d)
+	}
+	days := window.Hours() / 24
+	margin := cfg.Margin
+	for name, lv := range out {
+		lv.State = tests[name].State()
+		lv.Verdict = lv.State.Verdict
+		lv.Text = gate.RunningVerdict(lv.State)
+		lv.Progress = strconv.FormatFloat(100*lv.State.PassProgress, 'f', 0, 64) + "%"
+		perDay := float64(lv.Pairs) / days
+		disagree := float64(lv.Disagree) / float64(lv.Pairs)
+		switch {
+		case lv.Verdict == string(gate.Pass):
+			lv.Advice = "decided"
+		case disagree >= margin:
+			// Agreement alone cannot show the margin: plan a graded run at the
+			// observed disagreement (an upper bound of the discordance).
+			d := p.Quality.Design(p.Confidence)
+			disc := math.Min(0.99, math.Max(disagree, 0.01))
+			n, err := stats.Plan(stats.Scenario{PIncumbent: 0.5, Discordance: disc}, d, gate.PlanPower, p.MinN)
+			if err != nil {
+				lv.Advice = "agreement alone cannot PASS; grade a suite: " + err.Error()
+				break
+			}
+			lv.Advice = fmt.Sprintf("answers differ on %.1f%% of requests, more than the %.0f-point margin: agreement alone cannot PASS; grade a suite of shadowed requests: %s",
+				100*disagree, 100*margin, gate.Advice(n, perDay))
+		default:
+			lv.Advice = gate.Advice(lv.State.MoreCases, perDay)
+			if lv.State.MoreCases < 0 {
+				lv.Advice = "not enough pairs yet to project"
+			}
+		}
+	}
+	return out
 }
 
 // chartSeries is one line of a chart: Points in SVG polyline syntax.
@@ -241,7 +329,7 @@ func latestVerdicts(runs []store.SuiteRun) map[string]*suiteVerdict {
 }
 
 // newOverviewView assembles the page from the store's overview and suite runs.
-func newOverviewView(meta pageMeta, q overviewQuery, bucket int, ov store.Overview, suiteRuns []store.SuiteRun) overviewView {
+func newOverviewView(meta pageMeta, q overviewQuery, bucket int, ov store.Overview, suiteRuns []store.SuiteRun, live map[string]*liveVerdict) overviewView {
 	v := overviewView{Meta: meta, Query: q, Supported: true, Data: ov,
 		Bucket: (time.Duration(bucket) * time.Second).String()}
 	classes := map[string]string{}
@@ -261,6 +349,7 @@ func newOverviewView(meta pageMeta, q overviewQuery, bucket int, ov store.Overvi
 				row.AgreementPct = strconv.FormatFloat(100*float64(a.Agree)/float64(a.Pairs), 'f', 1, 64) + "%"
 			}
 			row.Verdict = verdicts[p.Pipeline]
+			row.Live = live[p.Pipeline]
 		}
 		v.Rows = append(v.Rows, row)
 	}
@@ -302,7 +391,20 @@ func (s *server) overview(c *gin.Context) {
 		s.storeFailed(c, "suite run list", "", err)
 		return
 	}
-	v := newOverviewView(meta, q, bucket, ov, runs)
+	var live map[string]*liveVerdict
+	if la, ok := s.st.(store.LiveAgreement); ok {
+		pairs, truncated, err := la.AgreementSequence(c.Request.Context(), store.OverviewQuery{App: q.App, From: q.From, To: q.To, BucketSeconds: bucket})
+		if err != nil {
+			s.storeFailed(c, "agreement sequence", "", fmt.Errorf("web: overview: %w", err))
+			return
+		}
+		pol := gate.NewDefaultPolicy()
+		if s.cfg.GatePolicy != nil {
+			pol = *s.cfg.GatePolicy
+		}
+		live = liveVerdicts(pairs, truncated, q.To.Sub(q.From), pol)
+	}
+	v := newOverviewView(meta, q, bucket, ov, runs, live)
 	v.ThisURL = s.urls().overviewWith(q)
 	s.render(c, http.StatusOK, overviewPage(v))
 }

@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conductor-shadow/conductor-shadow/eval/gate"
 	"github.com/conductor-shadow/conductor-shadow/store"
 	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
@@ -97,6 +99,17 @@ func TestOverviewPage(t *testing.T) {
 	if got := rows["conductor"][1]; !strings.HasPrefix(got, "PASS "+shortID(sr.SuiteRunID, 16)) || !strings.HasSuffix(got, sr.Headline) {
 		t.Errorf("conductor verdict = %q", got)
 	}
+	running := map[string]string{}
+	for _, r := range byTestID(doc, "overview-row") {
+		running[attr(r, "data-pipeline")] = text(byTestID(r, "running-verdict")[0])
+	}
+	// Two disagreeing pairs: undecided, and agreement alone cannot show the margin.
+	if got := running["conductor"]; !strings.HasPrefix(got, "INCONCLUSIVE 0% to PASS") || !strings.Contains(got, "agreement alone cannot PASS") {
+		t.Errorf("conductor running verdict = %q", got)
+	}
+	if got := running["single:claude-sonnet-4"]; got != "no answered pairs" {
+		t.Errorf("single running verdict = %q", got)
+	}
 	if got := rows["single:claude-sonnet-4"][1]; got != "no suite run" {
 		t.Errorf("single verdict = %q", got)
 	}
@@ -128,4 +141,30 @@ func TestOverviewPage(t *testing.T) {
 			t.Error("no unsupported note")
 		}
 	})
+}
+
+// TestLiveVerdicts: a candidate that always agrees with the incumbent PASSes
+// on live traffic once the anytime-valid bound clears the margin; one that
+// disagrees on more requests than the margin is told agreement cannot PASS it
+// and how many graded cases (and days of traffic) would.
+func TestLiveVerdicts(t *testing.T) {
+	var pairs []store.AgreementPair
+	for i := range 600 {
+		at := t0.Add(time.Duration(i) * time.Minute)
+		pairs = append(pairs, store.AgreementPair{Candidate: "agrees", RequestID: fmt.Sprint("a", i), StartedAt: at, Agree: true},
+			store.AgreementPair{Candidate: "differs", RequestID: fmt.Sprint("d", i), StartedAt: at, Agree: i%5 != 0})
+	}
+	slices.SortStableFunc(pairs, func(a, b store.AgreementPair) int { return strings.Compare(a.Candidate, b.Candidate) })
+	lv := liveVerdicts(pairs, false, 24*time.Hour, gate.NewDefaultPolicy())
+	a, d := lv["agrees"], lv["differs"]
+	if a == nil || d == nil {
+		t.Fatalf("verdicts %v", lv)
+	}
+	if a.Verdict != "PASS" || a.State.DecidedAt == 0 || a.State.DecidedAt > 600 || !strings.Contains(a.Text, "PASS after") {
+		t.Errorf("always agreeing: %+v", a)
+	}
+	if d.Verdict != "INCONCLUSIVE" || d.Disagree != 120 || !strings.Contains(d.Advice, "agreement alone cannot PASS") ||
+		!strings.Contains(d.Advice, "days of shadow traffic at the current sampling rate (600 shadowed cases/day)") {
+		t.Errorf("disagreeing on 20%%: %+v", d)
+	}
 }

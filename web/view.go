@@ -68,6 +68,42 @@ type runView struct {
 	Drill      runDrill      // step details, workflow graph and timeline
 	// CompareURL compares the trace's incumbent run with this candidate run; "" for the incumbent.
 	CompareURL string
+	// Choices are the run's stored choices (store.Run.Choices) with their tool
+	// calls; empty when the answer had one choice and no tool call.
+	Choices []answerChoice
+	// ChoicesRaw is Run.Choices when it could not be decoded (shown as stored).
+	ChoicesRaw string
+	// Headers are the incumbent's rate-limit and retry headers, sorted by name.
+	Headers [][2]string
+}
+
+// answerChoice is one stored choice of an answer (ingest.Choice as JSON).
+type answerChoice struct {
+	Index        int          `json:"index"`
+	Content      string       `json:"content"`
+	Reasoning    string       `json:"reasoning"`
+	FinishReason string       `json:"finish_reason"`
+	ToolCalls    []answerTool `json:"tool_calls"`
+}
+
+// answerTool is one stored tool call of a choice.
+type answerTool struct {
+	Index     int    `json:"index"`
+	ID        string `json:"id"`
+	Type      string `json:"type"`
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// decodeChoices reads store.Run.Choices; ok is false when it is not such JSON.
+func decodeChoices(s string) (out []answerChoice, ok bool) {
+	if strings.TrimSpace(s) == "" {
+		return nil, true
+	}
+	if json.Unmarshal([]byte(s), &out) != nil {
+		return nil, false
+	}
+	return out, true
 }
 
 // traceView is the trace page.
@@ -108,6 +144,15 @@ func newTraceView(meta pageMeta, md *markdown, tr store.Trace) traceView {
 	for _, r := range tr.Runs {
 		rv := runView{Run: r}
 		rv.Plan, rv.PlanParsed = parsePlan(r.Plan)
+		if ch, ok := decodeChoices(r.Choices); ok {
+			rv.Choices = ch
+		} else {
+			rv.ChoicesRaw = r.Choices
+		}
+		for k, val := range r.ResponseHeaders {
+			rv.Headers = append(rv.Headers, [2]string{k, val})
+		}
+		slices.SortFunc(rv.Headers, func(a, b [2]string) int { return strings.Compare(a[0], b[0]) })
 		for _, s := range tr.Steps {
 			if s.RunID == r.RunID {
 				rv.Steps = append(rv.Steps, s)

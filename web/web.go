@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -38,7 +39,7 @@ const contentSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'se
 
 // runStatuses returns the choices of the traces list's status filter.
 func runStatuses() []string {
-	return []string{store.StatusOK, store.StatusError, store.StatusPlanUnparsable, store.StatusBudgetExceeded, store.StatusSkipped}
+	return []string{store.StatusOK, store.StatusError, store.StatusCancelledByClient, store.StatusPlanUnparsable, store.StatusBudgetExceeded, store.StatusSkipped}
 }
 
 // traceSources returns the choices of the traces list's source filter.
@@ -68,20 +69,26 @@ type server struct {
 //	                                 store.Analytics also candidate, worker, status, grade,
 //	                                 min_cost/max_cost (USD), min_ms/max_ms (slowest run), from/to (UTC),
 //	                                 and q matches final outputs too
-//	GET /traces/:id                  one trace; 404 when the store has no such request
+//	GET /traces/{id}                 one trace; 404 when the store has no such request
 //	GET /suite-runs                  suite runs, newest first (store.DefaultListLimit)
-//	GET /suite-runs/:id              one suite run with its rendered report; 404 when absent
-//	GET /suite-runs/:id/report.json  the stored JSON report (application/json); 404 when absent or empty
-//	GET /suite-runs/:id/report.html  the stored self-contained HTML report, sandboxed (no scripts, no
+//	GET /suite-runs/{id}             one suite run with its rendered report; 404 when absent
+//	GET /suite-runs/{id}/report.json the stored JSON report (application/json); 404 when absent or empty
+//	GET /suite-runs/{id}/report.html the stored self-contained HTML report, sandboxed (no scripts, no
 //	                                 requests); 404 when absent or empty
 //	GET /compare/runs                two runs side by side; query: a, b (run ids); 501 without store.Comparisons
 //	GET /compare/suite-runs          two suite runs case by case; query: a, b (suite run ids), pipeline, changed=1
 //	GET /static/*file                the embedded stylesheet
 //
+// An {id} may hold "/" (suite-case request ids such as "suite-…/gsm8k-test-0"),
+// sent as "%2F" or as "/": the id is the rest of the path. Every route answers
+// HEAD like GET, without a body.
+//
 // HTML pages answer 400 for bad query parameters and 500 with a short message
-// when the store fails (the error is attached to the gin context for logging).
+// when the store fails; the cause is attached to the gin context, and with
+// WithLogger it is logged with the method and path (serve logs every 5xx
+// router-wide instead).
 // It returns an error for a nil router or store and for an invalid cfg.
-func Register(r gin.IRouter, st store.Store, cfg Config) error {
+func Register(r gin.IRouter, st store.Store, cfg Config, opts ...Option) error {
 	if r == nil {
 		return errors.New("web: register: nil router")
 	}
@@ -95,27 +102,93 @@ func Register(r gin.IRouter, st store.Store, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("web: register: static files: %w", err)
 	}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	s := &server{st: st, cfg: cfg, md: newMarkdown(), static: static}
 
-	g := r
-	if cfg.BasePath != "" {
-		g = r.Group(cfg.BasePath)
-		g.GET("", s.root)
+	var mw []gin.HandlerFunc
+	if o.log != nil {
+		mw = append(mw, logServerErrors(o.log))
 	}
-	g.GET("/", s.root)
-	g.GET("/overview", s.overview)
-	g.GET("/workers", s.workers)
-	g.GET("/traces", s.traces)
-	g.GET("/shift", s.shift)
-	g.GET("/traces/:id", s.trace)
-	g.GET("/suite-runs", s.suiteRuns)
-	g.GET("/suite-runs/:id", s.suiteRun)
-	g.GET("/suite-runs/:id/report.json", s.reportJSON)
-	g.GET("/suite-runs/:id/report.html", s.reportHTML)
-	g.GET("/compare/runs", s.compareRuns)
-	g.GET("/compare/suite-runs", s.compareSuiteRuns)
-	g.GET("/static/*file", s.staticFile)
+	g := r.Group(cfg.BasePath, mw...)
+	get := func(path string, h gin.HandlerFunc) {
+		g.GET(path, h)
+		g.HEAD(path, h)
+	}
+	if cfg.BasePath != "" {
+		get("", s.root)
+	}
+	get("/", s.root)
+	get("/overview", s.overview)
+	get("/workers", s.workers)
+	get("/traces", s.traces)
+	get("/shift", s.shift)
+	get("/traces/*id", s.trace)
+	get("/suite-runs", s.suiteRuns)
+	get("/suite-runs/*id", s.suiteRunRoutes)
+	get("/compare/runs", s.compareRuns)
+	get("/compare/suite-runs", s.compareSuiteRuns)
+	get("/static/*file", s.staticFile)
 	return nil
+}
+
+// Option adjusts Register.
+type Option func(*options)
+
+type options struct {
+	log *slog.Logger
+}
+
+// WithLogger logs the cause of every 5xx page to l (default: not logged here, for
+// a router that logs server errors itself).
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) {
+		if l != nil {
+			o.log = l
+		}
+	}
+}
+
+// logServerErrors logs, after a page answered 5xx, the errors its handler
+// attached to the gin context (the cause the page itself does not show).
+func logServerErrors(log *slog.Logger) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		c.Next()
+		if c.Writer.Status() < 500 {
+			return
+		}
+		errs := c.Errors.ByType(gin.ErrorTypeAny)
+		if len(errs) == 0 && c.Writer.Status() == http.StatusNotImplemented {
+			return // the store lacks a capability: said on the page, nothing failed
+		}
+		if len(errs) == 0 {
+			log.Error("web: page failed without a recorded cause", "method", c.Request.Method, "path", c.Request.URL.Path, "status", c.Writer.Status())
+			return
+		}
+		for _, e := range errs {
+			log.Error("web: page failed", "method", c.Request.Method, "path", c.Request.URL.Path, "status", c.Writer.Status(), "err", e.Err)
+		}
+	}
+}
+
+// pathID is the id of a wildcard route: the rest of the path without its
+// leading "/" (it may hold "/").
+func pathID(c *gin.Context) string { return strings.TrimPrefix(c.Param("id"), "/") }
+
+// suiteRunRoutes serves /suite-runs/{id}, /suite-runs/{id}/report.json and
+// /suite-runs/{id}/report.html; the id may hold "/".
+func (s *server) suiteRunRoutes(c *gin.Context) {
+	id := pathID(c)
+	switch {
+	case strings.HasSuffix(id, "/report.json"):
+		s.reportJSON(c, strings.TrimSuffix(id, "/report.json"))
+	case strings.HasSuffix(id, "/report.html"):
+		s.reportHTML(c, strings.TrimSuffix(id, "/report.html"))
+	default:
+		s.suiteRun(c, id)
+	}
 }
 
 func (s *server) urls() urls { return urls{s.cfg.BasePath} }
@@ -137,7 +210,9 @@ func (s *server) render(c *gin.Context, status int, comp templ.Component) {
 	h.Set("Content-Security-Policy", contentSecurityPolicy)
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")
-	c.Data(status, "text/html; charset=utf-8", buf.Bytes())
+	// NUL is no HTML character: text stored before NUL was replaced at the tap
+	// still never reaches the page.
+	c.Data(status, "text/html; charset=utf-8", bytes.ReplaceAll(buf.Bytes(), []byte{0}, []byte("\uFFFD")))
 }
 
 // fail renders an error page; err, when not nil, is attached to the context for logging.
@@ -217,7 +292,7 @@ func (s *server) traces(c *gin.Context) {
 }
 
 func (s *server) trace(c *gin.Context) {
-	id := c.Param("id")
+	id := pathID(c)
 	tr, err := s.st.GetTrace(c.Request.Context(), id)
 	if err != nil {
 		s.storeFailed(c, "trace", id, err)
@@ -239,8 +314,7 @@ func (s *server) suiteRuns(c *gin.Context) {
 	s.render(c, http.StatusOK, suiteRunsPage(v))
 }
 
-func (s *server) suiteRun(c *gin.Context) {
-	id := c.Param("id")
+func (s *server) suiteRun(c *gin.Context, id string) {
 	run, err := s.st.GetSuiteRun(c.Request.Context(), id)
 	if err != nil {
 		s.storeFailed(c, "suite run", id, err)
@@ -274,8 +348,7 @@ func (s *server) suiteRun(c *gin.Context) {
 	s.render(c, http.StatusOK, suiteRunPage(v))
 }
 
-func (s *server) reportJSON(c *gin.Context) {
-	id := c.Param("id")
+func (s *server) reportJSON(c *gin.Context, id string) {
 	run, err := s.st.GetSuiteRun(c.Request.Context(), id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -297,8 +370,7 @@ func (s *server) reportJSON(c *gin.Context) {
 // scripts, forms or popups), its own inline styles and data: images only.
 const reportHTMLPolicy = "sandbox; default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 
-func (s *server) reportHTML(c *gin.Context) {
-	id := c.Param("id")
+func (s *server) reportHTML(c *gin.Context, id string) {
 	run, err := s.st.GetSuiteRun(c.Request.Context(), id)
 	if err != nil {
 		s.storeFailed(c, "suite run", id, err)

@@ -35,6 +35,7 @@ type suiteResponse struct {
 	JSONPath     string `json:"json_path"`
 	HTMLPath     string `json:"html_path"`
 	Verdict      string `json:"verdict"` // PASS, FAIL, INCONCLUSIVE; "" without candidates
+	Store        string `json:"store"`   // the store the suite run was written to
 }
 
 // api serves the read-only query endpoint, tap statistics and suite runs for the

@@ -81,11 +81,17 @@ func newPriceTable(cfg shadow.Config) priceTable {
 
 // Cost implements ingest.Pricer; USD.
 func (t priceTable) Cost(model string, promptTokens, completionTokens int64) (float64, bool) {
+	return t.CostUsage(model, shadow.Usage{PromptTokens: promptTokens, CompletionTokens: completionTokens})
+}
+
+// CostUsage implements ingest.UsagePricer: cached prompt tokens at the model's
+// cached rate (shadow.Price.Cost); USD.
+func (t priceTable) CostUsage(model string, u shadow.Usage) (float64, bool) {
 	p, ok := t.byModel[model]
 	if !ok {
 		return 0, false
 	}
-	return p.Cost(shadow.Usage{PromptTokens: promptTokens, CompletionTokens: completionTokens}), true
+	return p.Cost(u), true
 }
 
 // openStore opens the configured store and says which transport it uses.

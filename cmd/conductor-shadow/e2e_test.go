@@ -88,6 +88,23 @@ func TestMainJobEndToEnd(t *testing.T) {
 			t.Fatalf("suite run output lacks %q:\n%s", want, out)
 		}
 	}
+	if want := "store: embedded chDB in " + filepath.Join(dir, "data") + " (through the server at " + addr + ")"; !strings.Contains(out, want) {
+		t.Fatalf("suite run output does not say which store it used (%q):\n%s", want, out)
+	}
+	// An explicit --data naming another folder is never sent to the server that
+	// answers on the configured address: it is opened here (and this process
+	// already holds the server's folder, so the engine refuses it, by name).
+	other := filepath.Join(dir, "other-data")
+	if _, err := cliErr(ctx, cfgPath, "--data", other, "suite", "run", "--set", "../../regression-sets/gsm8k-150.jsonl", "--limit", "1"); err == nil || !strings.Contains(err.Error(), other) {
+		t.Fatalf("suite run --data %s: %v, want the store at %s opened here", other, err, other)
+	}
+	// --addr where nothing listens is an error, not a silent local run.
+	if _, err := cliErr(ctx, cfgPath, "--addr", freeAddr(t), "suite", "run", "--limit", "1"); err == nil || !strings.Contains(err.Error(), "no server answers at --addr") {
+		t.Fatalf("suite run --addr <nothing>: %v", err)
+	}
+	if got := lastLine(cli(t, ctx, cfgPath, "query", "SELECT count() FROM suite_runs FINAL")); got != "1" {
+		t.Fatalf("the server's store holds %s suite runs, want 1", got)
+	}
 	mds, _ := filepath.Glob(filepath.Join(reports, "*.md"))
 	if len(mds) != 1 {
 		t.Fatalf("want one Markdown report in %s, got %v", reports, mds)

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/conductor-shadow/conductor-shadow/store"
+	"github.com/conductor-shadow/conductor-shadow/store/percentile"
 	"github.com/conductor-shadow/conductor-shadow/web"
 )
 
@@ -124,16 +125,7 @@ func measurePages(ctx context.Context, out io.Writer, st store.Store, cfg web.Co
 			}
 		}
 		slices.Sort(ms)
-		fmt.Fprintf(out, "%-48s %8.1f %8.1f %8.1f %8s\n", tg.name, nearestRank(ms, 0.5), nearestRank(ms, 0.95), ms[len(ms)-1], tg.budget)
+		fmt.Fprintf(out, "%-48s %8.1f %8.1f %8.1f %8s\n", tg.name, percentile.NearestRank(ms, 50), percentile.NearestRank(ms, 95), ms[len(ms)-1], tg.budget)
 	}
 	return nil
-}
-
-// nearestRank is the p-quantile of sorted xs by the nearest-rank method.
-func nearestRank(xs []float64, p float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	i := int(p*float64(len(xs))+0.999999) - 1
-	return xs[max(0, min(i, len(xs)-1))]
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/conductor-shadow/conductor-shadow/ingest/incumbenttest"
 	"github.com/conductor-shadow/conductor-shadow/shadow"
 	"github.com/conductor-shadow/conductor-shadow/store"
+	"github.com/conductor-shadow/conductor-shadow/store/percentile"
 	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
@@ -162,15 +163,6 @@ func (r *pathResult) add(d time.Duration) {
 	r.mu.Unlock()
 }
 
-// percentile of sorted d, nearest rank.
-func percentile(d []time.Duration, p float64) time.Duration {
-	if len(d) == 0 {
-		return 0
-	}
-	i := int(float64(len(d))*p+0.5) - 1
-	return d[max(0, min(i, len(d)-1))]
-}
-
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
 
 func runProxyLoad(ctx context.Context, out io.Writer, o loadtestOptions) error {
@@ -298,12 +290,12 @@ func runProxyLoad(ctx context.Context, out io.Writer, o loadtestOptions) error {
 		r    *pathResult
 	}{{"direct", direct}, {"proxied", proxied}} {
 		d := row.r.latencies
-		fmt.Fprintf(out, "%-8s %10s %10s %10s %8d\n", row.name, ms(percentile(d, .50)), ms(percentile(d, .95)), ms(percentile(d, .99)), row.r.errors.Load())
+		fmt.Fprintf(out, "%-8s %10s %10s %10s %8d\n", row.name, ms(percentile.Durations(d, 50)), ms(percentile.Durations(d, 95)), ms(percentile.Durations(d, 99)), row.r.errors.Load())
 	}
 	fmt.Fprintf(out, "%-8s %10s %10s %10s\n", "added",
-		ms(percentile(proxied.latencies, .50)-percentile(direct.latencies, .50)),
-		ms(percentile(proxied.latencies, .95)-percentile(direct.latencies, .95)),
-		ms(percentile(proxied.latencies, .99)-percentile(direct.latencies, .99)))
+		ms(percentile.Durations(proxied.latencies, 50)-percentile.Durations(direct.latencies, 50)),
+		ms(percentile.Durations(proxied.latencies, 95)-percentile.Durations(direct.latencies, 95)),
+		ms(percentile.Durations(proxied.latencies, 99)-percentile.Durations(direct.latencies, 99)))
 
 	snap := stats.Snapshot(q.Len())
 	var dropped int64

@@ -85,6 +85,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	root.AddCommand(loadtestCmd(load, log))
 	root.AddCommand(generateCmd(load))
 	root.AddCommand(setCmd(load), exportCmd(load), shiftCmd(load))
+	root.AddCommand(powerCmd(), validityCmd())
 	return root.ExecuteContext(ctx)
 }
 
@@ -181,16 +182,23 @@ func suiteCmd(load loader, log *slog.Logger) *cobra.Command {
 					set = abs
 				}
 			}
-			// The embedded store has one owner: ask a running server first.
-			var res suiteResponse
-			if answered, err := askServer(ctx, cfg, local, "/api/suite-runs", 0, suiteRequest{Set: set, Limit: limit}, &res); answered {
-				if err == nil {
-					printSuite(out, res)
-				}
+			// The embedded store has one owner: a running server that holds the
+			// store asked for runs the suite; an explicit --data or --addr wins.
+			useServer, note, err := suiteTarget(ctx, cfg, local, cmd.Flags().Changed("data"), cmd.Flags().Changed("addr"))
+			if err != nil {
 				return err
 			}
-			log.Info("no server answering; running the suite against the store directly", "addr", cfg.Server.Addr)
-			st, _, err := openStore(ctx, cfg)
+			var res suiteResponse
+			if useServer {
+				if answered, err := askServer(ctx, cfg, false, "/api/suite-runs", 0, suiteRequest{Set: set, Limit: limit}, &res); answered {
+					if err == nil {
+						printSuite(out, res)
+					}
+					return err
+				}
+				note = "no server answering at " + cfg.Server.Addr
+			}
+			st, where, err := openStore(ctx, cfg)
 			if err != nil {
 				return err
 			}
@@ -200,7 +208,10 @@ func suiteCmd(load loader, log *slog.Logger) *cobra.Command {
 				return err
 			}
 			defer pipes.Close()
-			runner := &suiteRunner{cfg: cfg, st: st, p: pipes}
+			if note != "" {
+				log.Info(note+"; running the suite against the store directly", "store", where)
+			}
+			runner := &suiteRunner{cfg: cfg, st: st, p: pipes, where: where}
 			res, err = runner.run(ctx, set, limit, cmd.ErrOrStderr())
 			if err != nil {
 				return err
@@ -217,7 +228,7 @@ func suiteCmd(load loader, log *slog.Logger) *cobra.Command {
 }
 
 func printSuite(w io.Writer, res suiteResponse) {
-	fmt.Fprintf(w, "%s\nverdict: %s\nsuite run %s\nreport: %s\n        %s\n        %s\n", res.Headline, res.Verdict, res.SuiteRunID, res.MarkdownPath, res.JSONPath, res.HTMLPath)
+	fmt.Fprintf(w, "%s\nverdict: %s\nsuite run %s\nstore: %s\nreport: %s\n        %s\n        %s\n", res.Headline, res.Verdict, res.SuiteRunID, res.Store, res.MarkdownPath, res.JSONPath, res.HTMLPath)
 }
 
 func queryCmd(load loader) *cobra.Command {

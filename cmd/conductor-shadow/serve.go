@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/contrib/instrumentation/github.com/gin-gonic/gin/otelgin"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/conductor-shadow/conductor-shadow/eval/gate"
 	"github.com/conductor-shadow/conductor-shadow/eval/schedule"
 	"github.com/conductor-shadow/conductor-shadow/ingest"
 	"github.com/conductor-shadow/conductor-shadow/store"
@@ -109,12 +110,16 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 	router := gin.New()
 	router.Use(gin.Recovery(), otelgin.Middleware(s.cfg.Telemetry.ServiceName, otelgin.WithTracerProvider(tp)),
 		logServerErrors(s.log), browserGuard(newHostRules(s.cfg.Server.Addr, s.cfg.Server.AllowedHosts), s.log))
-	router.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok", "store": where}) })
+	health := serverHealth{Status: "ok", Store: where}
+	if s.cfg.Store.DSN == "" {
+		health.StorePath = absPath(s.cfg.Store.Path)
+	}
+	router.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, health) })
 	guarded := router.Group("/", requireToken(token))
 	tap.Register(guarded)
 	a := &api{
 		st:     st,
-		suites: &suiteRunner{cfg: s.cfg, st: st, p: s.pipes},
+		suites: &suiteRunner{cfg: s.cfg, st: st, p: s.pipes, where: where + " (through the server at " + s.cfg.Server.Addr + ")"},
 		stats:  func() ingest.StatsSnapshot { return s.stats.Snapshot(s.queue.Len()) },
 		writer: s.writer.Stats,
 		log:    s.log,
@@ -149,6 +154,13 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 	webCfg := s.cfg.Web
 	if len(webCfg.ShiftSets) == 0 {
 		webCfg.ShiftSets = setsInUse(s.cfg)
+	}
+	if s.cfg.Suite.Policy != "" { // the overview's running verdicts use the suites' policy
+		p, err := gate.Load(s.cfg.Suite.Policy)
+		if err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		webCfg.GatePolicy = &p
 	}
 	if err := web.Register(router.Group("/", webAuth.Middleware()), st, webCfg); err != nil {
 		return fmt.Errorf("serve: web: %w", err)

@@ -2,11 +2,15 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/conductor-shadow/conductor-shadow/eval"
 	"github.com/conductor-shadow/conductor-shadow/eval/gate"
@@ -22,9 +26,10 @@ var errBadSet = errors.New("regression set not usable")
 // suiteRunner runs a regression set through the incumbent and the candidates and
 // writes the report; the server and the local CLI share it.
 type suiteRunner struct {
-	cfg Config
-	st  store.Store
-	p   *pipelines
+	cfg   Config
+	st    store.Store
+	p     *pipelines
+	where string // the store, as told to the user (openStore's description)
 }
 
 // run loads setPath (empty: the configured set), runs at most limit cases (0: all),
@@ -65,6 +70,8 @@ func (s *suiteRunner) runScheduled(ctx context.Context, job schedule.Suite, prog
 		Policy:      policy,
 		NoiseRun:    job.NoiseRun,
 		ShiftWindow: s.cfg.Suite.ShiftWindow,
+		// The simulated pool says by what factor it scaled latencies; the report repeats it.
+		LatencyScales: s.p.pool.SimulatedLatencyScales,
 	})
 	if err != nil {
 		return suiteResponse{}, fmt.Errorf("suite run %s: %w", filepath.Base(setPath), err)
@@ -75,7 +82,7 @@ func (s *suiteRunner) runScheduled(ctx context.Context, job schedule.Suite, prog
 	}
 	md, js = absPath(md), absPath(js)
 	return suiteResponse{SuiteRunID: rep.SuiteRunID, Headline: rep.Headline, Markdown: rep.Markdown(), MarkdownPath: md, JSONPath: js,
-		HTMLPath: strings.TrimSuffix(md, ".md") + ".html", Verdict: rep.Verdict}, nil
+		HTMLPath: strings.TrimSuffix(md, ".md") + ".html", Verdict: rep.Verdict, Store: s.where}, nil
 }
 
 // absPath makes a report path absolute, so a CLI in another folder finds it.
@@ -84,4 +91,80 @@ func absPath(p string) string {
 		return abs
 	}
 	return p
+}
+
+// serverHealth is the body of GET /healthz: the server's store, so a CLI can tell
+// whether a running server holds the store it was pointed at.
+type serverHealth struct {
+	Status    string `json:"status"`
+	Store     string `json:"store"`                // e.g. "embedded chDB in ./data"
+	StorePath string `json:"store_path,omitempty"` // the embedded store's folder, absolute; "" for a ClickHouse server
+}
+
+// suiteTarget decides where `suite run` sends the suite: to the server at
+// cfg.Server.Addr (true) or to the store opened here (false). An explicit --data
+// or --addr wins over whatever answers on the default address:
+//
+//   - --local, or a ClickHouse DSN: the store here.
+//   - --data DIR: the server only when it holds DIR itself (its /healthz names
+//     the folder); otherwise DIR is opened here. With --addr too, a server
+//     holding another store is an error.
+//   - --addr only: that server; none answering is an error.
+//   - neither: the server when one answers, else the store here.
+//
+// note says why, for the log.
+func suiteTarget(ctx context.Context, cfg Config, local, explicitData, explicitAddr bool) (useServer bool, note string, err error) {
+	if local || cfg.Store.DSN != "" {
+		return false, "", nil
+	}
+	h, err := fetchHealth(ctx, cfg.Server.Addr)
+	switch {
+	case errors.Is(err, errNoServer):
+		if explicitAddr {
+			return false, "", fmt.Errorf("suite run: no server answers at --addr %s", cfg.Server.Addr)
+		}
+		return false, "no server answering at " + cfg.Server.Addr, nil
+	case err != nil:
+		if explicitAddr {
+			return false, "", fmt.Errorf("suite run: the server at --addr %s: %w", cfg.Server.Addr, err)
+		}
+		return false, fmt.Sprintf("the server at %s did not answer as expected (%v)", cfg.Server.Addr, err), nil
+	}
+	if !explicitData {
+		return true, "", nil
+	}
+	want := absPath(cfg.Store.Path)
+	if h.StorePath == want {
+		return true, "", nil
+	}
+	if explicitAddr {
+		return false, "", fmt.Errorf("suite run: the server at --addr %s holds %s, not the --data folder %s", cfg.Server.Addr, h.Store, want)
+	}
+	return false, fmt.Sprintf("the server at %s holds %s, not the --data folder %s", cfg.Server.Addr, h.Store, want), nil
+}
+
+// fetchHealth reads GET /healthz of the server at addr (errNoServer when nothing listens).
+func fetchHealth(ctx context.Context, addr string) (serverHealth, error) {
+	var h serverHealth
+	c := newAPIClient(addr, "", 5*time.Second)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/healthz", nil)
+	if err != nil {
+		return h, err
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		var opErr *net.OpError
+		if errors.As(err, &opErr) && opErr.Op == "dial" {
+			return h, errNoServer
+		}
+		return h, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return h, fmt.Errorf("GET /healthz: HTTP %d", resp.StatusCode)
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&h); err != nil || h.Status == "" {
+		return h, fmt.Errorf("GET /healthz: not a conductor-shadow server")
+	}
+	return h, nil
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/conductor-shadow/conductor-shadow/eval/stats"
 )
 
 // Policy is a gate policy file. Every gate section is optional; a policy must
@@ -20,7 +22,9 @@ import (
 //	confidence: 0.95            # two-sided level of every interval (default 0.95)
 //	min_n: 100                  # fewer paired graded cases → INCONCLUSIVE
 //	quality:
-//	  margin_points: 1          # non-inferiority: lower bound of cand − inc ≥ −1 point
+//	  margin_points: 3          # PASS: lower bound of cand − inc ≥ −3 points (non-inferior)
+//	  fail_points: 0            # FAIL: upper bound < −0 points (significantly worse); default = margin_points
+//	  effect_points: 5          # the drop the gate must catch: sample-size advice, sequential bets
 //	cost:
 //	  max_ratio: 1.0            # cost/request ratio ceiling (candidate / incumbent)
 //	latency:
@@ -41,10 +45,44 @@ type Policy struct {
 	Noise      *NoiseGate    `yaml:"noise" json:"noise,omitempty"`
 }
 
-// QualityGate is the non-inferiority gate on the paired accuracy difference.
+// QualityGate is the three-way gate on the paired quality difference θ
+// (candidate − incumbent, points): PASS when the interval's lower bound is
+// ≥ −MarginPoints (non-inferiority), else FAIL when its upper bound is
+// < −FailPoints, else INCONCLUSIVE (see stats.Design). With FailPoints below
+// MarginPoints a candidate shown within the margin passes even when it is
+// also significantly worse by less than the margin (the claim then says
+// "worse").
 type QualityGate struct {
 	// MarginPoints is the non-inferiority margin in accuracy points (0..100).
 	MarginPoints float64 `yaml:"margin_points" json:"margin_points,omitempty"`
+	// FailPoints is the FAIL threshold in points (0..MarginPoints); nil means
+	// MarginPoints (FAIL only beyond the margin, the default-1 rule).
+	FailPoints *float64 `yaml:"fail_points" json:"fail_points,omitempty"`
+	// EffectPoints is the drop in points the gate is planned to catch (above
+	// the FAIL threshold; default 5, or the FAIL threshold + 1 when that is
+	// higher): the sample-size advice and the sequential test's bets use it.
+	EffectPoints float64 `yaml:"effect_points" json:"effect_points,omitempty"`
+}
+
+// Fail returns the FAIL threshold in points (FailPoints, or MarginPoints when unset).
+func (g QualityGate) Fail() float64 {
+	if g.FailPoints != nil {
+		return *g.FailPoints
+	}
+	return g.MarginPoints
+}
+
+// Effect returns EffectPoints, or when unset 5 (at least the FAIL threshold + 1).
+func (g QualityGate) Effect() float64 {
+	if g.EffectPoints > 0 {
+		return g.EffectPoints
+	}
+	return max(5, g.Fail()+1)
+}
+
+// Design is the gate's rule as stats.Design at confidence conf (0..1 units).
+func (g QualityGate) Design(conf float64) stats.Design {
+	return stats.Design{Margin: g.MarginPoints / 100, FailAt: g.Fail() / 100, Confidence: conf}
 }
 
 // CostGate caps candidate cost per request / incumbent cost per request.
@@ -72,15 +110,54 @@ type NoiseGate struct {
 	RequireAboveNoise bool `yaml:"require_above_noise" json:"require_above_noise,omitempty"`
 }
 
-// NewDefaultPolicy returns version "default-1": 95% intervals, min n 100,
-// quality margin 1 point, cost ratio ≤ 1.0, p95 ratio ≤ 1.25.
+// DefaultVersion is the version of NewDefaultPolicy.
+const DefaultVersion = "default-2"
+
+// NewDefaultPolicy returns version "default-2": 95% intervals, min n 100;
+// quality PASS when the Tango 95% lower bound of candidate − incumbent is
+// ≥ −3 points, FAIL when the upper bound is < 0 (significantly worse), planned
+// for a 5-point drop; cost/request ratio ≤ 1.10; p95 latency ratio ≤ 1.25.
+//
+// Why: with 20% discordant pairs an equally good candidate passes with 80%
+// probability at about 1,750 cases, and a 5-point drop fails with 80% at
+// about 620 (stats.Plan), while P(FAIL | equal) and P(PASS | worse by 3
+// points) stay at about 2.5%. default-1 (margin 1 point for both PASS and
+// FAIL, cost ceiling 1.0) could not pass an equally good candidate: its
+// cost ceiling of exactly 1.0 cannot be cleared by an equally priced one, and
+// a 1-point margin needs about 16,000 cases at 20% discordance.
 func NewDefaultPolicy() Policy {
+	zero := 0.0
+	return Policy{
+		Version: DefaultVersion, Confidence: 0.95, MinN: 100,
+		Quality: &QualityGate{MarginPoints: 3, FailPoints: &zero, EffectPoints: 5},
+		Cost:    &CostGate{MaxRatio: 1.10},
+		Latency: &LatencyGate{MaxP95Ratio: 1.25},
+	}
+}
+
+// NewPolicyV1 returns the earlier shipped default, version "default-1": 95%
+// intervals, min n 100, quality margin 1 point for both PASS and FAIL, cost
+// ratio ≤ 1.0, p95 ratio ≤ 1.25. Kept so verdicts stored under it stay
+// readable and can be re-evaluated.
+func NewPolicyV1() Policy {
 	return Policy{
 		Version: "default-1", Confidence: 0.95, MinN: 100,
 		Quality: &QualityGate{MarginPoints: 1},
 		Cost:    &CostGate{MaxRatio: 1.0},
 		Latency: &LatencyGate{MaxP95Ratio: 1.25},
 	}
+}
+
+// Shipped returns the shipped policy of that version ("default-1" or
+// "default-2"); false for any other.
+func Shipped(version string) (Policy, bool) {
+	switch version {
+	case DefaultVersion:
+		return NewDefaultPolicy(), true
+	case "default-1":
+		return NewPolicyV1(), true
+	}
+	return Policy{}, false
 }
 
 // Load reads and validates a policy file.
@@ -127,8 +204,16 @@ func (p Policy) Validate() error {
 	if p.MinN < 0 {
 		bad("min_n must be >= 0, got %d", p.MinN)
 	}
-	if p.Quality != nil && (p.Quality.MarginPoints < 0 || p.Quality.MarginPoints > 100) {
-		bad("quality.margin_points must be in [0, 100], got %g", p.Quality.MarginPoints)
+	if q := p.Quality; q != nil {
+		if q.MarginPoints < 0 || q.MarginPoints >= 100 {
+			bad("quality.margin_points must be in [0, 100), got %g", q.MarginPoints)
+		}
+		if q.FailPoints != nil && (*q.FailPoints < 0 || *q.FailPoints > q.MarginPoints) {
+			bad("quality.fail_points must be in [0, margin_points %g], got %g", q.MarginPoints, *q.FailPoints)
+		}
+		if q.EffectPoints < 0 || q.EffectPoints >= 100 || (q.EffectPoints > 0 && q.EffectPoints <= q.Fail()) {
+			bad("quality.effect_points must be in (fail_points %g, 100), got %g", q.Fail(), q.EffectPoints)
+		}
 	}
 	if p.Cost != nil && p.Cost.MaxRatio <= 0 {
 		bad("cost.max_ratio must be > 0, got %g", p.Cost.MaxRatio)

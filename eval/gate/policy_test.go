@@ -24,11 +24,18 @@ func TestLoadPolicies(t *testing.T) {
 				t.Errorf("decoded %+v", p)
 			}
 		}},
+		{file: "three-way.good.yaml", check: func(t *testing.T, p Policy) {
+			if p.Quality.MarginPoints != 3 || p.Quality.Fail() != 0 || p.Quality.Effect() != 4 {
+				t.Errorf("decoded %+v", p.Quality)
+			}
+		}},
+		{file: "bad-fail-points.bad.yaml", wantErr: []string{"quality.fail_points must be in [0, margin_points 2], got 3",
+			"quality.effect_points must be in (fail_points 3, 100), got 1"}},
 		{file: "no-version.bad.yaml", wantErr: []string{"version is required"}},
 		{file: "unknown-key.bad.yaml", wantErr: []string{"field margin not found"}},
 		{file: "bad-segment.bad.yaml", wantErr: []string{`"math" is not category:<name>`, `"category:math" listed twice`}},
 		{file: "bad-numbers.bad.yaml", wantErr: []string{"confidence must be in (0, 1), got 1.5", "min_n must be >= 0, got -3",
-			"quality.margin_points must be in [0, 100], got 150", "cost.max_ratio must be > 0, got 0", "latency.max_p95_ratio must be > 0, got -1"}},
+			"quality.margin_points must be in [0, 100), got 150", "cost.max_ratio must be > 0, got 0", "latency.max_p95_ratio must be > 0, got -1"}},
 		{file: "no-gates.bad.yaml", wantErr: []string{"no gate enabled"}},
 		{file: "not-yaml.bad.yaml", wantErr: []string{"decode"}},
 	}

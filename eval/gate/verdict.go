@@ -2,6 +2,7 @@ package gate
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/conductor-shadow/conductor-shadow/eval/stats"
@@ -45,6 +46,89 @@ type Verdict struct {
 	Verdict       Status   `json:"verdict"`
 	Claim         string   `json:"claim"`
 	Gates         []Result `json:"gates"`
+	// Plan is the quality gate's error rates and sample-size advice at this
+	// run's n and observed discordance; nil without a quality gate or pairs.
+	Plan *Plan `json:"plan,omitempty"`
+}
+
+// Plan states what the quality gate could and could not see at this run's
+// size, each error rate named by verdict kind, never folded:
+//
+//   - IfEqual: P(PASS | equal), P(FAIL | equal) (a false alarm) and the
+//     INCONCLUSIVE share when the candidate is exactly as good;
+//   - IfWorse: P(PASS | worse by the effect) (a missed regression),
+//     P(FAIL | worse) (the power) and the INCONCLUSIVE share when it is worse
+//     by EffectPoints.
+//
+// With pass/fail grades they are exact (stats.Operating over the trinomial
+// distribution of discordant pairs, Tango's test); with continuous scores
+// they are normal approximations from the observed spread of the per-case
+// differences. DetectableDropPoints is the smallest drop FAILed with 80%
+// probability at this n (the minimum detectable effect); PassN and FailN are
+// the cases needed for 80% PASS if equal and 80% FAIL if worse by the effect
+// (stats.Plan); MoreCases is how many more cases would reach both, 0 when
+// the run already has them.
+type Plan struct {
+	Test                 string   `json:"test"` // stats.Method*
+	N                    int      `json:"n"`
+	Discordance          float64  `json:"discordance"` // observed share of discordant pairs, 0..1
+	DiffSD               float64  `json:"diff_sd"`     // sd of the per-case differences
+	MarginPoints         float64  `json:"margin_points"`
+	FailPoints           float64  `json:"fail_points"`
+	EffectPoints         float64  `json:"effect_points"`
+	Power                float64  `json:"power"`
+	IfEqual              stats.OC `json:"if_equal"`
+	IfWorse              stats.OC `json:"if_worse"`
+	DetectableDropPoints float64  `json:"detectable_drop_points"`
+	Detectable           bool     `json:"detectable"` // false: no drop up to the discordance is caught at 80%
+	PassN                int      `json:"pass_n"`
+	FailN                int      `json:"fail_n"`
+	MoreCases            int      `json:"more_cases"`
+}
+
+// PlanPower is the power the Plan's sample sizes and detectable drop are for.
+const PlanPower = 0.8
+
+// planFor computes the quality Plan for p's quality gate at c's n.
+func planFor(p Policy, c stats.Comparison) *Plan {
+	g, q := p.Quality, c.Quality
+	if g == nil || q.N == 0 {
+		return nil
+	}
+	d := g.Design(p.Confidence)
+	e := g.Effect() / 100
+	pl := &Plan{Test: q.Method, N: q.N, Discordance: q.DiscordantRate, DiffSD: q.DiffSD,
+		MarginPoints: g.MarginPoints, FailPoints: g.Fail(), EffectPoints: g.Effect(), Power: PlanPower}
+	if q.Method == stats.MethodTango {
+		// Plan at the observed discordance, at least the effect itself (a drop
+		// of e needs that many discordant pairs) and the incumbent's accuracy
+		// kept inside (0, 1).
+		disc := math.Min(1, math.Max(q.DiscordantRate, e+0.001))
+		half := (disc + e) / 2 // the larger discordant cell of the worse scenario
+		pInc := math.Min(1-half-0.001, math.Max(half+0.001, c.Incumbent.Accuracy))
+		eq := stats.Scenario{PIncumbent: pInc, Discordance: disc}
+		worse := stats.Scenario{PIncumbent: pInc, Discordance: disc, Effect: -e}
+		pl.IfEqual, _ = stats.Operating(q.N, eq, d)
+		pl.IfWorse, _ = stats.Operating(q.N, worse, d)
+		pl.DetectableDropPoints, pl.Detectable, _ = stats.DetectableDrop(q.N, pInc, disc, d, PlanPower)
+		pl.DetectableDropPoints *= 100
+		pl.PassN, _ = stats.Plan(eq, d, PlanPower, p.MinN)
+		pl.FailN, _ = stats.Plan(worse, d, PlanPower, p.MinN)
+	} else {
+		sd := math.Max(q.DiffSD, 0.01)
+		pl.IfEqual = stats.NormalOperating(q.N, sd, 0, d)
+		pl.IfWorse = stats.NormalOperating(q.N, sd, -e, d)
+		z := stats.ZFor(p.Confidence) + stats.ZFor(2*PlanPower-1)
+		pl.DetectableDropPoints = 100 * (d.FailAt + z*sd/math.Sqrt(float64(q.N)))
+		pl.Detectable = pl.DetectableDropPoints <= 100
+		if d.Margin > 0 {
+			pl.PassN, _ = stats.NormalPlan(sd, d.Margin, p.Confidence, PlanPower)
+		}
+		pl.FailN, _ = stats.NormalPlan(sd, e-d.FailAt, p.Confidence, PlanPower)
+		pl.PassN, pl.FailN = max(pl.PassN, p.MinN), max(pl.FailN, p.MinN)
+	}
+	pl.MoreCases = max(0, max(pl.PassN, pl.FailN)-q.N)
+	return pl
 }
 
 // Evaluate applies p to c. noise is the incumbent's re-run against itself
@@ -52,8 +136,11 @@ type Verdict struct {
 //
 // Gates, in order:
 //   - min_n: fewer than MinN paired graded cases → INCONCLUSIVE.
-//   - quality (non-inferiority, margin m points): diff CI low ≥ −m → PASS;
-//     CI high < −m → FAIL; else INCONCLUSIVE.
+//   - quality (margin m, fail threshold f points; the interval is the
+//     comparison's Method: Tango's score interval for pass/fail grades, a
+//     stratified paired t interval for continuous scores): CI low ≥ −m →
+//     PASS; else CI high < −f → FAIL; else INCONCLUSIVE, with the advice of
+//     Verdict.Plan.
 //   - cost / latency (ratio ceiling r): CI high ≤ r → PASS; CI low > r → FAIL;
 //     else INCONCLUSIVE.
 //   - segments: each listed segment FAILs when its accuracy difference is
@@ -62,6 +149,29 @@ type Verdict struct {
 //   - noise: without an A′ run → INCONCLUSIVE; candidate diff CI entirely below
 //     the A′ − A diff CI → FAIL; otherwise PASS (overlap: within noise).
 func Evaluate(p Policy, c stats.Comparison, noise *stats.Paired) Verdict {
+	return evaluate(p, c, noise, true)
+}
+
+// Decide is Evaluate without Verdict.Plan (the plan's exact error rates cost
+// milliseconds; simulations of thousands of suites need only the verdicts).
+func Decide(p Policy, c stats.Comparison, noise *stats.Paired) Verdict {
+	return evaluate(p, c, noise, false)
+}
+
+// SequentialConfig is the quality gate of p as an anytime-valid sequential
+// test (stats.Sequential) looking after every lookEvery cases: the same
+// margin, FAIL threshold, planned effect, confidence and min_n. ok is false
+// without a quality gate.
+func SequentialConfig(p Policy, lookEvery int) (cfg stats.SequentialConfig, ok bool) {
+	g := p.Quality
+	if g == nil {
+		return cfg, false
+	}
+	return stats.SequentialConfig{Margin: g.MarginPoints / 100, FailAt: g.Fail() / 100, Effect: g.Effect() / 100,
+		Confidence: p.Confidence, MinN: p.MinN, LookEvery: lookEvery}, true
+}
+
+func evaluate(p Policy, c stats.Comparison, noise *stats.Paired, plan bool) Verdict {
 	v := Verdict{PolicyVersion: p.Version, Gates: []Result{}}
 	alpha := 1 - p.Confidence
 	q := c.Quality
@@ -76,22 +186,30 @@ func Evaluate(p Policy, c stats.Comparison, noise *stats.Paired) Verdict {
 		}
 		v.Gates = append(v.Gates, r)
 	}
+	if plan {
+		v.Plan = planFor(p, c)
+	}
 	if g := p.Quality; g != nil {
-		m := g.MarginPoints / 100
+		m, f := g.MarginPoints/100, g.Fail()/100
 		r := Result{Gate: "quality", Figure: q.Diff, Interval: ci(q.DiffCI), Threshold: -m}
+		test := MethodName(q.Method)
 		switch {
 		case q.N == 0:
 			r.Status, r.Reason = Inconclusive, "no case was graded on both sides"
 		case q.DiffCI.Low >= -m:
 			r.Status = Pass
-			r.Reason = fmt.Sprintf("non-inferior: %.0f%% lower bound of candidate − incumbent %s ≥ %s", 100*p.Confidence, pts(q.DiffCI.Low), pts(-m))
-		case q.DiffCI.High < -m:
+			r.Reason = fmt.Sprintf("non-inferior: %.0f%% lower bound of candidate − incumbent %s ≥ %s (%s)", 100*p.Confidence, pts(q.DiffCI.Low), pts(-m), test)
+		case q.DiffCI.High < -f:
 			r.Status = Fail
-			r.Reason = fmt.Sprintf("worse beyond the margin: upper bound %s < %s", pts(q.DiffCI.High), pts(-m))
+			r.Threshold = -f
+			r.Reason = fmt.Sprintf("worse: upper bound %s < %s (%s)", pts(q.DiffCI.High), pts(-f), test)
 		default:
 			r.Status = Inconclusive
-			r.Reason = fmt.Sprintf("interval [%s, %s] straddles the margin %s; more cases needed (about %d for a %s effect)",
-				pts(q.DiffCI.Low), pts(q.DiffCI.High), pts(-m), c.SampleSize.N, pts(c.SampleSize.Effect))
+			r.Reason = fmt.Sprintf("interval [%s, %s] (%s) neither clears the margin %s nor lies below %s", pts(q.DiffCI.Low), pts(q.DiffCI.High), test, pts(-m), pts(-f))
+			if pl := v.Plan; pl != nil {
+				r.Reason += fmt.Sprintf("; %d more cases for 80%% PASS if equal (%d) and 80%% FAIL if %.0f pts worse (%d)",
+					pl.MoreCases, pl.PassN, pl.EffectPoints, pl.FailN)
+			}
 		}
 		v.Gates = append(v.Gates, r)
 	}
@@ -185,8 +303,22 @@ func ratioGate(name, what string, fig float64, iv stats.Interval, ceiling float6
 	return r
 }
 
+// MethodName describes a stats.Method* in words.
+func MethodName(m string) string {
+	switch m {
+	case stats.MethodTango:
+		return "Tango score interval, paired pass/fail"
+	case stats.MethodPairedTStratified:
+		return "paired t on judge scores, stratified by category"
+	case stats.MethodPairedT:
+		return "paired t on judge scores"
+	}
+	return m
+}
+
 // pts renders a 0..1 difference as signed accuracy points, e.g. "-1.3 pts".
 func pts(f float64) string {
+	f += 0 // −0 prints as +0.0
 	return fmt.Sprintf("%+.1f pts", 100*f)
 }
 
@@ -203,5 +335,71 @@ func (v Verdict) Markdown() string {
 		fmt.Fprintf(&b, "| %s | %s | %.4f | %s | %.4f | %s |\n", r.Gate, r.Status, r.Figure, iv, r.Threshold,
 			strings.ReplaceAll(r.Reason, "|", `\|`))
 	}
+	if pl := v.Plan; pl != nil {
+		b.WriteString("\n" + pl.Markdown())
+	}
 	return b.String()
+}
+
+// Markdown renders the plan: the test, the error rates by verdict kind at
+// this n, the detectable drop and the sample sizes.
+func (pl Plan) Markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Quality test: %s; %d pairs, %.1f%% discordant. Error rates at this n (PASS if the lower bound ≥ %s, FAIL if the upper bound < %s):\n\n",
+		MethodName(pl.Test), pl.N, 100*pl.Discordance, pts(-pl.MarginPoints/100), pts(-pl.FailPoints/100))
+	b.WriteString("| truth | P(PASS) | P(FAIL) | P(INCONCLUSIVE) |\n|---|--:|--:|--:|\n")
+	fmt.Fprintf(&b, "| as good as the incumbent | %.1f%% | %.1f%% (false alarm) | %.1f%% |\n", 100*pl.IfEqual.Pass, 100*pl.IfEqual.Fail, 100*pl.IfEqual.Inconclusive)
+	fmt.Fprintf(&b, "| worse by %g pts | %.1f%% (missed regression) | %.1f%% (power) | %.1f%% |\n\n", pl.EffectPoints, 100*pl.IfWorse.Pass, 100*pl.IfWorse.Fail, 100*pl.IfWorse.Inconclusive)
+	if pl.Detectable {
+		fmt.Fprintf(&b, "Smallest drop this run FAILs with %.0f%% probability: %.1f pts. ", 100*pl.Power, pl.DetectableDropPoints)
+	} else {
+		fmt.Fprintf(&b, "No drop up to %.1f pts is FAILed with %.0f%% probability at this n. ", pl.DetectableDropPoints, 100*pl.Power)
+	}
+	fmt.Fprintf(&b, "Cases for %.0f%% PASS if equal: %d; for %.0f%% FAIL if %g pts worse: %d", 100*pl.Power, pl.PassN, 100*pl.Power, pl.EffectPoints, pl.FailN)
+	if pl.MoreCases > 0 {
+		fmt.Fprintf(&b, " (%d more than this run)", pl.MoreCases)
+	}
+	b.WriteString(".\n")
+	return b.String()
+}
+
+// Advice is the sample-size advice in words: "N more cases, or about D days
+// of shadow traffic at the current sampling rate (R shadowed cases/day)".
+// perDay ≤ 0 (no recent shadow traffic) leaves the days out; more ≤ 0 says
+// the run already has enough cases.
+func Advice(more int, perDay float64) string {
+	switch {
+	case more <= 0:
+		return "enough cases for the planned error rates"
+	case perDay <= 0:
+		return fmt.Sprintf("%d more cases (no recent shadow traffic to estimate days)", more)
+	}
+	days := float64(more) / perDay
+	var d string
+	switch {
+	case days < 1.0/24:
+		d = "less than an hour"
+	case days < 1:
+		d = fmt.Sprintf("%.0f hours", math.Ceil(days*24))
+	default:
+		d = fmt.Sprintf("%.1f days", days)
+	}
+	return fmt.Sprintf("%d more cases, or about %s of shadow traffic at the current sampling rate (%.0f shadowed cases/day)", more, d, perDay)
+}
+
+// RunningVerdict states a sequential test's state in one line: the running
+// verdict, how far each test is on its way to deciding and the projection.
+func RunningVerdict(st stats.SequentialState) string {
+	if st.Verdict != string(Inconclusive) {
+		return fmt.Sprintf("%s after %d cases (anytime-valid; confidence sequence [%s, %s])", st.Verdict, st.DecidedAt, pts(st.CS.Low), pts(st.CS.High))
+	}
+	s := fmt.Sprintf("undecided after %d cases: PASS evidence %.0f%%, FAIL evidence %.0f%% of the way (confidence sequence [%s, %s])",
+		st.N, 100*st.PassProgress, 100*st.FailProgress, pts(st.CS.Low), pts(st.CS.High))
+	if st.Config.PassOnly {
+		s = fmt.Sprintf("undecided after %d cases: PASS evidence %.0f%% of the way (lower confidence bound %s)", st.N, 100*st.PassProgress, pts(st.CS.Low))
+	}
+	if st.MoreCases > 0 {
+		s += fmt.Sprintf("; at the evidence's growth so far, about %d more cases", st.MoreCases)
+	}
+	return s
 }

@@ -9,7 +9,7 @@ import (
 
 func comparison(n int, diff, low, high, p float64) stats.Comparison {
 	return stats.Comparison{
-		Quality:     stats.Paired{N: n, Diff: diff, DiffCI: stats.Interval{Low: low, High: high}, McNemarP: p, DiscordantRate: 0.2},
+		Quality:     stats.Paired{Method: stats.MethodTango, N: n, Diff: diff, DiffCI: stats.Interval{Low: low, High: high}, McNemarP: p, DiscordantRate: 0.2},
 		CostRatio:   0.5,
 		CostRatioCI: stats.Interval{Low: 0.45, High: 0.55},
 		P95Ratio:    1.1,
@@ -49,10 +49,19 @@ func TestEvaluate(t *testing.T) {
 			map[string]Status{"min_n": Pass, "quality": Pass, "cost": Pass, "latency": Pass}, []string{"non-inferior"}},
 		{"worse beyond margin", Policy{Confidence: 0.95, Quality: q},
 			comparison(300, -0.06, -0.1, -0.02, 0.001), nil, Fail, ClaimWorse,
-			map[string]Status{"quality": Fail}, []string{"worse beyond the margin"}},
+			map[string]Status{"quality": Fail}, []string{"worse: upper bound -2.0 pts < -1.0 pts (Tango score interval"}},
 		{"straddles margin", Policy{Confidence: 0.95, Quality: q},
 			comparison(300, -0.01, -0.04, 0.02, 0.5), nil, Inconclusive, ClaimNone,
-			map[string]Status{"quality": Inconclusive}, []string{"about 600"}},
+			map[string]Status{"quality": Inconclusive}, []string{"more cases for 80% PASS if equal", "| as good as the incumbent |", "(missed regression)"}},
+		{"three-way: significantly worse fails below the margin", Policy{Confidence: 0.95, Quality: &QualityGate{MarginPoints: 3, FailPoints: new(0.0)}},
+			comparison(300, -0.03, -0.05, -0.005, 0.01), nil, Fail, ClaimWorse,
+			map[string]Status{"quality": Fail}, []string{"worse: upper bound -0.5 pts < +0.0 pts"}},
+		{"three-way: within the margin passes even when significantly worse", Policy{Confidence: 0.95, Quality: &QualityGate{MarginPoints: 3, FailPoints: new(0.0)}},
+			comparison(3000, -0.015, -0.025, -0.005, 0.01), nil, Pass, ClaimWorse,
+			map[string]Status{"quality": Pass}, []string{"non-inferior"}},
+		{"three-way: straddles both", Policy{Confidence: 0.95, Quality: &QualityGate{MarginPoints: 3, FailPoints: new(0.0)}},
+			comparison(300, -0.01, -0.04, 0.02, 0.5), nil, Inconclusive, ClaimNone,
+			map[string]Status{"quality": Inconclusive}, []string{"neither clears the margin -3.0 pts nor lies below +0.0 pts"}},
 		{"better", Policy{Confidence: 0.95, Quality: q},
 			comparison(300, 0.08, 0.04, 0.12, 0.0001), nil, Pass, ClaimBetter, nil, nil},
 		{"too few cases", Policy{Confidence: 0.95, MinN: 100, Quality: q},
@@ -95,5 +104,57 @@ func TestEvaluate(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPlanErrorRates checks the verdict's plan on the default policy at
+// n = 300 with 20% discordance: each error rate is named by verdict kind and
+// matches stats.Operating, and the advice asks for the larger of the PASS and
+// FAIL sample sizes.
+func TestPlanErrorRates(t *testing.T) {
+	p := NewDefaultPolicy()
+	c := comparison(300, 0, -0.05, 0.05, 1)
+	c.Incumbent.Accuracy = 0.85
+	v := Evaluate(p, c, nil)
+	pl := v.Plan
+	if pl == nil {
+		t.Fatal("no plan")
+	}
+	d := p.Quality.Design(p.Confidence)
+	eq, _ := stats.Operating(300, stats.Scenario{PIncumbent: 0.85, Discordance: 0.2}, d)
+	worse, _ := stats.Operating(300, stats.Scenario{PIncumbent: 0.85, Discordance: 0.2, Effect: -0.05}, d)
+	if pl.IfEqual != eq || pl.IfWorse != worse {
+		t.Errorf("plan rates %+v %+v, want %+v %+v", pl.IfEqual, pl.IfWorse, eq, worse)
+	}
+	if pl.IfEqual.Fail > 0.05 || pl.IfWorse.Pass > 0.05 || pl.IfWorse.Fail < 0.3 || pl.IfWorse.Fail > 0.8 {
+		t.Errorf("default policy at n=300: P(FAIL|equal) %.3f, P(PASS|worse) %.3f, P(FAIL|worse) %.3f", pl.IfEqual.Fail, pl.IfWorse.Pass, pl.IfWorse.Fail)
+	}
+	if pl.MoreCases != max(pl.PassN, pl.FailN)-300 || pl.FailN <= 300 || pl.PassN <= pl.FailN {
+		t.Errorf("advice: more %d, pass n %d, fail n %d", pl.MoreCases, pl.PassN, pl.FailN)
+	}
+	if !pl.Detectable || pl.DetectableDropPoints <= 5 || pl.DetectableDropPoints > 10 {
+		t.Errorf("detectable drop at n=300: %.2f pts (%v), want between 5 and 10", pl.DetectableDropPoints, pl.Detectable)
+	}
+}
+
+func TestShippedPolicies(t *testing.T) {
+	for _, v := range []string{"default-1", DefaultVersion} {
+		p, ok := Shipped(v)
+		if !ok || p.Version != v || p.Validate() != nil {
+			t.Errorf("%s: %+v %v %v", v, p, ok, p.Validate())
+		}
+	}
+	if p := NewDefaultPolicy(); p.Quality.Fail() != 0 || p.Quality.MarginPoints != 3 || p.Cost.MaxRatio <= 1 {
+		t.Errorf("default-2: %+v", p.Quality)
+	}
+	if p := NewPolicyV1(); p.Quality.Fail() != 1 {
+		t.Errorf("default-1 fails beyond its margin, got %g", p.Quality.Fail())
+	}
+	wide := QualityGate{MarginPoints: 10} // FAIL beyond 10 points: the planned drop must exceed it
+	if cfg, _ := SequentialConfig(Policy{Confidence: 0.95, Quality: &wide}, 1); cfg.Validate() != nil || wide.Effect() != 11 {
+		t.Errorf("margin 10 without effect: effect %g, %v", wide.Effect(), cfg.Validate())
+	}
+	if _, ok := Shipped("nope"); ok {
+		t.Error("unknown version found")
 	}
 }

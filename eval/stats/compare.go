@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/conductor-shadow/conductor-shadow/store/percentile"
 )
 
 // Obs is one pipeline's graded run on one case, the unit Compare pairs.
@@ -13,9 +15,15 @@ import (
 // Segments names the groups the case belongs to, e.g. "category:math",
 // "app:support", "tag:latex"; both sides of a pair are read from the
 // incumbent's observation.
+//
+// Score is the grader's 0..1 value. When some graded case of a comparison has
+// a score strictly between 0 and 1 (an LLM judge's), the quality difference is
+// the mean score difference (MethodPairedT); otherwise it is the pass/fail
+// difference (MethodTango).
 type Obs struct {
 	Graded    bool
 	Passed    bool
+	Score     float64 // 0..1
 	CostUSD   float64 // USD
 	LatencyMs float64 // ms
 	TokensIn  int64
@@ -75,15 +83,21 @@ type Arm struct {
 }
 
 // Paired is the candidate − incumbent accuracy difference over the cases both
-// sides' graders judged.
+// sides' graders judged. Method names the test behind Diff and DiffCI:
+// MethodTango (pass/fail grades: Diff = (c − b)/N with Tango's score
+// interval) or MethodPairedT / MethodPairedTStratified (continuous scores: Diff
+// is the mean score difference with a paired t interval, stratified by
+// category). The pass/fail counts are filled either way.
 type Paired struct {
+	Method         string   `json:"method"`
 	N              int      `json:"n"`               // pairs graded on both sides
 	Both           int      `json:"both"`            // both passed
 	IncumbentOnly  int      `json:"incumbent_only"`  // McNemar b: incumbent passed, candidate failed
 	CandidateOnly  int      `json:"candidate_only"`  // McNemar c: candidate passed, incumbent failed
 	Neither        int      `json:"neither"`         // both failed
-	Diff           float64  `json:"diff"`            // (c − b)/N, accuracy points as 0..1
-	DiffCI         Interval `json:"diff_ci"`         // paired bootstrap percentile interval
+	Diff           float64  `json:"diff"`            // (c − b)/N, or the mean score difference; 0..1 points
+	DiffCI         Interval `json:"diff_ci"`         // Method's interval at the comparison's confidence
+	DiffSD         float64  `json:"diff_sd"`         // standard deviation of the per-case differences
 	McNemarP       float64  `json:"mcnemar_p"`       // exact two-sided
 	DiscordantRate float64  `json:"discordant_rate"` // (b + c)/N
 }
@@ -212,32 +226,26 @@ func compareIdx(inc, cand []Obs, idx []int, z float64, opts Options, rng *rand.R
 	}
 	q.N = len(pairs)
 	q.McNemarP = McNemarExact(q.IncumbentOnly, q.CandidateOnly)
+	q.Method = MethodTango
+	q.DiffCI = TangoInterval(q.CandidateOnly, q.IncumbentOnly, q.N, z)
 	if q.N > 0 {
 		q.Diff = float64(q.CandidateOnly-q.IncumbentOnly) / float64(q.N)
 		q.DiscordantRate = float64(q.CandidateOnly+q.IncumbentOnly) / float64(q.N)
+		d, continuous := differences(inc, cand, pairs)
+		strata := make([]string, len(pairs))
+		for k, i := range pairs {
+			strata[k] = stratum(inc[i].Segments)
+		}
+		q.DiffSD = sd(d)
+		if continuous {
+			q.Diff, q.DiffCI, q.Method = PairedMean(d, strata, opts.Confidence)
+		}
 	}
 	costRatio = ratio(b.CostPerRequestUSD, a.CostPerRequestUSD)
 	p95Ratio = ratio(b.P95LatencyMs, a.P95LatencyMs)
 
 	lo, hi := (1-opts.Confidence)/2*100, (1+opts.Confidence)/2*100
 	B := opts.Resamples
-	// Paired bootstrap of the accuracy difference: resample graded pairs.
-	if q.N > 0 {
-		d := make([]float64, len(pairs))
-		for k, i := range pairs {
-			d[k] = b2f(cand[i].Passed) - b2f(inc[i].Passed)
-		}
-		diffs := make([]float64, B)
-		for r := range B {
-			s := 0.0
-			for range d {
-				s += d[draw(rng, len(d))]
-			}
-			diffs[r] = s / float64(len(d))
-		}
-		slices.Sort(diffs)
-		q.DiffCI = Interval{Low: NearestRank(diffs, lo), High: NearestRank(diffs, hi)}
-	}
 	// Paired bootstrap of cost and p95 ratios and latency percentiles:
 	// resample cases, the same draw for both arms. A resample is held as a
 	// count per case; percentiles are read by walking each arm's cases in
@@ -257,7 +265,7 @@ func compareIdx(inc, cand []Obs, idx []int, z float64, opts Options, rng *rand.R
 	}
 	ranks := [3]int{}
 	for k, p := range []float64{50, 95, 99} {
-		ranks[k] = max(1, min(n, int(math.Ceil(p/100*float64(n)))))
+		ranks[k] = percentile.Rank(n, p)
 	}
 	counts := make([]int, n)
 	for r := range B {
@@ -369,6 +377,63 @@ func arm(obs []Obs, idx []int, z float64) Arm {
 	a.P95LatencyCI = Interval{a.P95LatencyMs, a.P95LatencyMs}
 	a.P99LatencyCI = Interval{a.P99LatencyMs, a.P99LatencyMs}
 	return a
+}
+
+// Differences returns the per-case quality differences candidate − incumbent
+// over the cases both sides' graders judged, in input order: the score
+// difference when some such case has a score strictly between 0 and 1
+// (continuous is then true), else +1/0/−1 from the pass/fail grades. It is
+// what Compare's quality interval and the sequential test are computed on.
+func Differences(inc, cand []Obs) (d []float64, continuous bool) {
+	var pairs []int
+	for i := range min(len(inc), len(cand)) {
+		if inc[i].Graded && cand[i].Graded {
+			pairs = append(pairs, i)
+		}
+	}
+	return differences(inc, cand, pairs)
+}
+
+func differences(inc, cand []Obs, pairs []int) (d []float64, continuous bool) {
+	for _, i := range pairs {
+		continuous = continuous || (inc[i].Score > 0 && inc[i].Score < 1) || (cand[i].Score > 0 && cand[i].Score < 1)
+	}
+	d = make([]float64, len(pairs))
+	for k, i := range pairs {
+		if continuous {
+			d[k] = cand[i].Score - inc[i].Score
+		} else {
+			d[k] = b2f(cand[i].Passed) - b2f(inc[i].Passed)
+		}
+	}
+	return d, continuous
+}
+
+// stratum is the case's "category:" segment, "" without one.
+func stratum(segs []string) string {
+	for _, s := range segs {
+		if len(s) > 9 && s[:9] == "category:" {
+			return s
+		}
+	}
+	return ""
+}
+
+// sd is the sample standard deviation (n − 1); 0 for fewer than two values.
+func sd(xs []float64) float64 {
+	if len(xs) < 2 {
+		return 0
+	}
+	m := 0.0
+	for _, x := range xs {
+		m += x
+	}
+	m /= float64(len(xs))
+	v := 0.0
+	for _, x := range xs {
+		v += (x - m) * (x - m)
+	}
+	return math.Sqrt(v / float64(len(xs)-1))
 }
 
 func ratio(num, den float64) float64 {

@@ -40,12 +40,12 @@ func TestComparePairedFigures(t *testing.T) {
 	if want := McNemarExact(40, 10); q.McNemarP != want {
 		t.Errorf("McNemar p %v, want %v", q.McNemarP, want)
 	}
-	// Second method: normal approximation of the paired difference,
-	// Var(d̄) = (ψ − δ²)/n.
+	// Tango's score interval is close to the Wald interval of the paired
+	// difference at this size, Var(d̄) = (ψ − δ²)/n.
 	psi := 50 / n
 	se := math.Sqrt((psi - q.Diff*q.Diff) / n)
 	if math.Abs(q.DiffCI.Low-(q.Diff-Z95*se)) > 0.01 || math.Abs(q.DiffCI.High-(q.Diff+Z95*se)) > 0.01 {
-		t.Errorf("bootstrap CI %v, normal approximation [%.4f, %.4f]", q.DiffCI, q.Diff-Z95*se, q.Diff+Z95*se)
+		t.Errorf("Tango CI %v, normal approximation [%.4f, %.4f]", q.DiffCI, q.Diff-Z95*se, q.Diff+Z95*se)
 	}
 	if got, want := c.Incumbent.AccuracyCI, Wilson(240, 300, Z95); got != want {
 		t.Errorf("incumbent CI %v, want Wilson %v", got, want)
@@ -88,7 +88,7 @@ func TestCompareSeeded(t *testing.T) {
 	if !reflect.DeepEqual(a, b) {
 		t.Error("same seed gave different comparisons")
 	}
-	if a.Quality.DiffCI == c.Quality.DiffCI {
+	if a.Incumbent.P95LatencyCI == c.Incumbent.P95LatencyCI && a.Incumbent.P50LatencyCI == c.Incumbent.P50LatencyCI {
 		t.Error("different seeds gave identical bootstrap intervals")
 	}
 }
@@ -111,5 +111,33 @@ func TestCompareErrorsAndGraderErrors(t *testing.T) {
 	}
 	if c.CostRatio != 1 {
 		t.Errorf("0/0 cost ratio = %v, want 1", c.CostRatio)
+	}
+}
+
+// TestCompareJudgeScores: with continuous scores the quality difference is
+// the mean score difference with a stratified paired t interval; with 0/1
+// scores it stays the pass/fail difference with Tango's interval.
+func TestCompareJudgeScores(t *testing.T) {
+	var inc, cand []Obs
+	for i := range 120 {
+		cat := []string{"category:math", "category:code"}[i%2]
+		s := 0.4 + 0.5*float64(i%7)/6
+		inc = append(inc, Obs{Graded: true, Passed: s >= 0.5, Score: s, Segments: []string{cat}})
+		cand = append(cand, Obs{Graded: true, Passed: s-0.02 >= 0.5, Score: s - 0.02 + 0.01*float64(i%3-1)})
+	}
+	c, err := Compare(inc, cand, Options{Seed: 1, Resamples: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := c.Quality
+	if q.Method != MethodPairedTStratified || math.Abs(q.Diff+0.02) > 1e-9 || !q.DiffCI.Contains(-0.02) || q.DiffCI.High-q.DiffCI.Low > 0.01 {
+		t.Errorf("judge scores: method %s diff %v CI %v", q.Method, q.Diff, q.DiffCI)
+	}
+	for i := range inc {
+		inc[i].Score, cand[i].Score = b2f(inc[i].Passed), b2f(cand[i].Passed)
+	}
+	c, _ = Compare(inc, cand, Options{Seed: 1, Resamples: 50})
+	if c.Quality.Method != MethodTango || c.Quality.DiffCI != TangoInterval(c.Quality.CandidateOnly, c.Quality.IncumbentOnly, c.Quality.N, Z95) {
+		t.Errorf("pass/fail scores: %+v", c.Quality)
 	}
 }

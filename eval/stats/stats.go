@@ -1,7 +1,10 @@
 // Package stats holds the statistics a suite report and its gates are built
-// from: Wilson score intervals for accuracy, a seeded paired bootstrap for
-// differences and ratios, McNemar's exact test, nearest-rank percentiles,
-// Holm's multiple-comparison correction and the McNemar sample size.
+// from: Wilson score intervals for accuracy; Tango's score interval for the
+// paired accuracy difference and a stratified paired t for judge scores; a
+// seeded paired bootstrap for cost and latency ratios; McNemar's exact test;
+// nearest-rank percentiles (store/percentile); Holm's correction; the exact
+// operating characteristics and sample sizes of the three-way quality rule
+// (Operating, Plan, DetectableDrop); and the anytime-valid Sequential test.
 //
 // Every function is pure and deterministic for a given seed.
 package stats
@@ -12,6 +15,8 @@ import (
 	"slices"
 
 	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/conductor-shadow/conductor-shadow/store/percentile"
 )
 
 // Z95 is the two-sided 95% standard normal quantile, Φ⁻¹(0.975).
@@ -79,23 +84,12 @@ func McNemarExact(b, c int) float64 {
 }
 
 // NearestRank returns the p-th percentile (0 < p ≤ 100) of sorted values by
-// the nearest-rank method: the value at 1-based rank ⌈p/100·n⌉. 0 for none.
-func NearestRank(sorted []float64, p float64) float64 {
-	n := len(sorted)
-	if n == 0 {
-		return 0
-	}
-	rank := int(math.Ceil(p / 100 * float64(n)))
-	rank = max(1, min(n, rank))
-	return sorted[rank-1]
-}
+// the nearest-rank method: the value at 1-based rank ⌈p/100·n⌉; 0 for none.
+// It is percentile.NearestRank, the project's one definition of p50/p95/p99.
+func NearestRank(sorted []float64, p float64) float64 { return percentile.NearestRank(sorted, p) }
 
 // Percentile sorts a copy of values and returns NearestRank(copy, p).
-func Percentile(values []float64, p float64) float64 {
-	s := slices.Clone(values)
-	slices.Sort(s)
-	return NearestRank(s, p)
-}
+func Percentile(values []float64, p float64) float64 { return percentile.Of(values, p) }
 
 // Holm returns Holm's (1979) step-down adjusted p-values, in the input order:
 // with p sorted ascending p(1) ≤ … ≤ p(m), adj(i) = max over j ≤ i of

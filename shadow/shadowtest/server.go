@@ -32,6 +32,10 @@ type Reply struct {
 	// ExtraUsage adds fields to the streamed usage object, e.g. Fugu's
 	// "orchestration_input_tokens".
 	ExtraUsage map[string]int
+	// Reasoning is streamed before the content as reasoning deltas, in one chunk
+	// under ReasoningKey ("reasoning_content" when empty, or "reasoning").
+	Reasoning    string
+	ReasoningKey string
 }
 
 // Request is one request the server received.
@@ -193,6 +197,15 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		if flusher != nil {
 			flusher.Flush()
 		}
+	}
+	if reply.Reasoning != "" {
+		key := reply.ReasoningKey
+		if key == "" {
+			key = "reasoning_content"
+		}
+		b, _ := json.Marshal(map[string]any{"id": fmt.Sprintf("chatcmpl-%d", req.Seq), "object": "chat.completion.chunk",
+			"model": req.Decoded.Model, "choices": []any{map[string]any{"index": 0, "delta": map[string]any{key: reply.Reasoning}}}})
+		sendRaw(b)
 	}
 	for _, piece := range split(reply.Content, reply.Chunks) {
 		send(openai.ChatCompletionStreamResponse{Choices: []openai.ChatCompletionStreamChoice{{

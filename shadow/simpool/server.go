@@ -41,6 +41,11 @@ const SystemFingerprint = "simllm"
 // SystemFingerprint.
 const SimulatedHeader = "X-Simulated"
 
+// LatencyScaleHeader carries Config.LatencyScale on every response, so a report
+// built from the answers can say that their latencies were scaled. Its value is
+// the factor as a decimal number (1 = realistic, 0 = instant).
+const LatencyScaleHeader = "X-Simulated-Latency-Scale"
+
 // maxBodyBytes caps a request body (32 MiB).
 const maxBodyBytes = 32 << 20
 
@@ -274,6 +279,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 	id := responseID(s.cfg.Seed, req.Model, msgs)
 	w.Header().Set(SimulatedHeader, SystemFingerprint)
+	w.Header().Set(LatencyScaleHeader, strconv.FormatFloat(s.cfg.LatencyScale, 'g', -1, 64))
 	if req.Stream {
 		s.stream(r.Context(), w, id, req.Model, rep, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
 		return

@@ -218,6 +218,32 @@ func contractOverview(t *testing.T, st store.Store, an store.OverviewAnalytics) 
 		ShadowRuns: 4, ErrorRuns: 1, ShadowRequests: 2})
 	assertEqual(t, "agreement", ov.Agreement, []store.Agreement{{Candidate: "conductor", Pairs: 2, Agree: 2},
 		{Candidate: "moa:3", Pairs: 1, Agree: 0}})
+	if la, ok := st.(store.LiveAgreement); ok {
+		// The sequence holds the same pairs, in candidate then time order.
+		seq, truncated, err := la.AgreementSequence(ctx, window)
+		if err != nil || truncated {
+			t.Fatalf("agreement sequence: %v (truncated %v)", err, truncated)
+		}
+		var got []store.Agreement
+		for i, p := range seq {
+			if i > 0 && p.Candidate == seq[i-1].Candidate && p.StartedAt.Before(seq[i-1].StartedAt) {
+				t.Errorf("pair %d out of time order: %+v after %+v", i, p, seq[i-1])
+			}
+			if len(got) == 0 || got[len(got)-1].Candidate != p.Candidate {
+				got = append(got, store.Agreement{Candidate: p.Candidate})
+			}
+			got[len(got)-1].Pairs++
+			if p.Agree {
+				got[len(got)-1].Agree++
+			}
+		}
+		assertEqual(t, "agreement sequence counts", got, ov.Agreement)
+		if _, _, err := la.AgreementSequence(ctx, store.OverviewQuery{}); err == nil {
+			t.Error("agreement sequence without a window: want error")
+		}
+	} else {
+		t.Errorf("%T does not implement store.LiveAgreement", st)
+	}
 	var names []string
 	for _, p := range ov.Totals {
 		names = append(names, p.Pipeline)
@@ -227,14 +253,15 @@ func contractOverview(t *testing.T, st store.Store, an store.OverviewAnalytics) 
 	}
 	assertEqual(t, "totals' pipelines", names, []string{"incumbent:gpt-5", "conductor", "moa:3", "single:qwen3-32b"})
 	inc, cond := ov.Totals[0], ov.Totals[1]
-	// Latencies 100 and 812.5 ms: p50 = 100 + 0.5·712.5, p95 = 100 + 0.95·712.5.
+	// Nearest rank over two latencies: p50 is rank ⌈1⌉ = 1, p95 rank ⌈1.9⌉ = 2.
+	// Incumbent 100 and 812.5 ms, conductor 100 and 1520 ms.
 	for _, f := range []struct {
 		name      string
 		got, want float64
 	}{
-		{"incumbent p50", inc.P50Ms, 456.25}, {"incumbent p95", inc.P95Ms, 776.875},
+		{"incumbent p50", inc.P50Ms, 100}, {"incumbent p95", inc.P95Ms, 812.5},
 		{"incumbent cost", inc.CostUSD, 0.0031}, {"incumbent cost/request", inc.CostPerRequestUSD, 0.00155},
-		{"conductor p50", cond.P50Ms, 810}, {"conductor p95", cond.P95Ms, 1449},
+		{"conductor p50", cond.P50Ms, 100}, {"conductor p95", cond.P95Ms, 1520},
 		{"conductor cost/request", cond.CostPerRequestUSD, 0.0026},
 	} {
 		if !near(f.got, f.want) {

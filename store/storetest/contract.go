@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -35,6 +36,7 @@ func RunContract(t *testing.T, newStore NewStoreFunc) {
 		{"NotFound", contractNotFound},
 		{"QueryReadOnly", contractQueryReadOnly},
 		{"HostileText", contractHostileText},
+		{"SearchEscapedText", contractSearchEscaped},
 		{"Close", contractClose},
 	}
 	for _, c := range cases {
@@ -471,4 +473,68 @@ func assertEqual(t *testing.T, what string, got, want any) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("%s:\n got  %+v\n want %+v", what, got, want)
 	}
+}
+
+// contractSearchEscaped: the input is stored as JSON, where a typed quote, tab,
+// backslash or newline is escaped; a search for the typed text still finds it,
+// through ListTraces and, when the store has it, SearchTraces.
+func contractSearchEscaped(t *testing.T, st store.Store) {
+	ctx := context.Background()
+	texts := map[string]string{
+		"q-quote":     `she said "hello there" twice`,
+		"q-tab":       "col1\tcol2\tcol3",
+		"q-backslash": `C:\Users\ada\notes.txt`,
+		"q-newline":   "first line\nsecond line",
+		"q-plain":     "nothing special here",
+	}
+	var reqs []store.Request
+	i := 0
+	for id, text := range texts {
+		i++
+		in, err := json.Marshal([]map[string]string{{"role": "user", "content": text}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		reqs = append(reqs, store.Request{RequestID: id, ReceivedAt: T0().Add(time.Duration(i) * time.Second),
+			App: "a", Source: store.SourceTap, Input: string(in)})
+	}
+	if err := st.InsertRequests(ctx, reqs); err != nil {
+		t.Fatalf("InsertRequests: %v", err)
+	}
+	tests := []struct{ needle, want string }{
+		{`"hello there"`, "q-quote"},
+		{`said "HELLO`, "q-quote"},
+		{"col2\tcol3", "q-tab"},
+		{`\Users\ada`, "q-backslash"},
+		{"line\nsecond", "q-newline"},
+		{"special", "q-plain"},
+	}
+	an, searchable := st.(store.Analytics)
+	for _, tc := range tests {
+		got, err := st.ListTraces(ctx, store.TraceFilter{Text: tc.needle})
+		if err != nil {
+			t.Fatalf("ListTraces(%q): %v", tc.needle, err)
+		}
+		if len(got) != 1 || got[0].RequestID != tc.want {
+			t.Errorf("ListTraces(Text=%q) = %v; want [%s]", tc.needle, summaryIDs(got), tc.want)
+		}
+		if !searchable {
+			continue
+		}
+		got, err = an.SearchTraces(ctx, store.TraceSearch{TraceFilter: store.TraceFilter{Text: tc.needle}})
+		if err != nil {
+			t.Fatalf("SearchTraces(%q): %v", tc.needle, err)
+		}
+		if len(got) != 1 || got[0].RequestID != tc.want {
+			t.Errorf("SearchTraces(Text=%q) = %v; want [%s]", tc.needle, summaryIDs(got), tc.want)
+		}
+	}
+}
+
+func summaryIDs(rows []store.TraceSummary) []string {
+	var out []string
+	for _, r := range rows {
+		out = append(out, r.RequestID)
+	}
+	return out
 }

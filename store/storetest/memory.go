@@ -227,13 +227,12 @@ func (m *Memory) ListTraces(ctx context.Context, f store.TraceFilter) ([]store.T
 		return nil, fmt.Errorf("store: list traces: %w", err)
 	}
 	before := ms(f.Before)
-	lower := strings.ToLower(f.Text)
 	var picked []store.Request
 	for _, r := range m.requests {
 		if f.App != "" && r.App != f.App || f.Source != "" && r.Source != f.Source {
 			continue
 		}
-		if f.Text != "" && !strings.Contains(r.Input, f.Text) && !strings.Contains(strings.ToLower(r.Input), lower) {
+		if f.Text != "" && !inputHolds(r.Input, f.Text) {
 			continue
 		}
 		if !before.IsZero() {

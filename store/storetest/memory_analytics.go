@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/conductor-shadow/conductor-shadow/store"
+	"github.com/conductor-shadow/conductor-shadow/store/percentile"
 )
 
 var _ store.Analytics = (*Memory)(nil)
@@ -78,7 +79,7 @@ func (m *Memory) SearchTraces(ctx context.Context, q store.TraceSearch) ([]store
 
 // textMatches: lower (a lower-cased needle) is in the input or a final output.
 func textMatches(r store.Request, runs []store.Run, lower string) bool {
-	if strings.Contains(strings.ToLower(r.Input), lower) {
+	if inputHolds(r.Input, lower) {
 		return true
 	}
 	return slices.ContainsFunc(runs, func(run store.Run) bool {
@@ -221,7 +222,7 @@ func points(runs []store.Run, bucket func(time.Time) time.Time) []store.Pipeline
 		}
 		p.CostPerRequestUSD = p.CostUSD / float64(len(reqs))
 		slices.Sort(lat)
-		p.P50Ms, p.P95Ms = quantileInclusive(lat, 0.5), quantileInclusive(lat, 0.95)
+		p.P50Ms, p.P95Ms = percentile.NearestRank(lat, 50), percentile.NearestRank(lat, 95)
 		out = append(out, p)
 	}
 	slices.SortFunc(out, func(a, b store.PipelinePoint) int {
@@ -238,20 +239,6 @@ func points(runs []store.Run, bucket func(time.Time) time.Time) []store.Pipeline
 		return a.Bucket.Compare(b.Bucket)
 	})
 	return out
-}
-
-// quantileInclusive is the p-quantile of sorted xs with linear interpolation
-// between ranks (R7, ClickHouse quantileExactInclusive); 0 for no values.
-func quantileInclusive(xs []float64, p float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	h := float64(len(xs)-1) * p
-	lo := int(h)
-	if lo+1 >= len(xs) {
-		return xs[len(xs)-1]
-	}
-	return xs[lo] + (h-float64(lo))*(xs[lo+1]-xs[lo])
 }
 
 // agreement pairs every ok candidate run with its request's ok incumbent answer.
@@ -284,6 +271,59 @@ func agreement(runs []store.Run) []store.Agreement {
 	}
 	slices.SortFunc(out, func(a, b store.Agreement) int { return strings.Compare(a.Candidate, b.Candidate) })
 	return out
+}
+
+var _ store.LiveAgreement = (*Memory)(nil)
+
+// AgreementSequence implements store.LiveAgreement as the SQL stores compute it.
+func (m *Memory) AgreementSequence(ctx context.Context, q store.OverviewQuery) ([]store.AgreementPair, bool, error) {
+	if err := q.Validate(); err != nil {
+		return nil, false, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	var runs []store.Run
+	for _, r := range m.runs {
+		if r.StartedAt.Before(q.From) || !r.StartedAt.Before(q.To) || r.SuiteRunID != "" || r.Status != store.StatusOK {
+			continue
+		}
+		if req, ok := m.requests[r.RequestID]; q.App != "" && (!ok || req.App != q.App) {
+			continue
+		}
+		runs = append(runs, r)
+	}
+	inc := map[string]string{}
+	for _, r := range runs {
+		if r.Mode == store.ModeIncumbent {
+			inc[r.RequestID] = store.NormalizeAnswer(r.FinalOutput)
+		}
+	}
+	var out []store.AgreementPair
+	for _, r := range runs {
+		want, ok := inc[r.RequestID]
+		if r.Mode != store.ModeCandidate || !ok {
+			continue
+		}
+		out = append(out, store.AgreementPair{Candidate: r.Pipeline, RequestID: r.RequestID, StartedAt: r.StartedAt.UTC(),
+			Agree: store.NormalizeAnswer(r.FinalOutput) == want})
+	}
+	slices.SortFunc(out, func(a, b store.AgreementPair) int {
+		if c := strings.Compare(a.Candidate, b.Candidate); c != 0 {
+			return c
+		}
+		if c := a.StartedAt.Compare(b.StartedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.RequestID, b.RequestID)
+	})
+	truncated := len(out) > store.MaxAgreementPairs
+	if truncated {
+		out = out[:store.MaxAgreementPairs]
+	}
+	return out, truncated, nil
 }
 
 var _ store.Comparisons = (*Memory)(nil)
@@ -449,4 +489,16 @@ func (m *Memory) SegmentMix(ctx context.Context, q store.SegmentMixQuery) ([]sto
 			strings.Compare(a.LengthBucket, b.LengthBucket))
 	})
 	return out, nil
+}
+
+// inputHolds reports whether input holds text as typed or JSON-escaped
+// (store.InputNeedles), exactly or case-insensitively.
+func inputHolds(input, text string) bool {
+	lowerInput := strings.ToLower(input)
+	for _, n := range store.InputNeedles(text) {
+		if strings.Contains(input, n) || strings.Contains(lowerInput, strings.ToLower(n)) {
+			return true
+		}
+	}
+	return false
 }

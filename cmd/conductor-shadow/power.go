@@ -1,0 +1,146 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/conductor-shadow/conductor-shadow/eval/gate"
+	"github.com/conductor-shadow/conductor-shadow/eval/stats"
+	"github.com/conductor-shadow/conductor-shadow/eval/validity"
+)
+
+// powerResult is the power command's answer. N is the cases the quality gate
+// needs to reach Target with probability Power under the scenario (exact,
+// stats.Plan); OC the verdict probabilities at N; McNemarConnorN the classic
+// two-sided McNemar sample size for the same effect (Connor 1987), for
+// comparison (0 for effect 0).
+type powerResult struct {
+	N              int            `json:"n"`
+	Target         string         `json:"target"`
+	Test           string         `json:"test"`
+	Scenario       stats.Scenario `json:"scenario"`
+	Design         stats.Design   `json:"design"`
+	Power          float64        `json:"power"`
+	OC             stats.OC       `json:"oc"`
+	McNemarConnorN int            `json:"mcnemar_connor_n,omitempty"`
+}
+
+// powerCmd plans a suite's size for the shipped default quality gate.
+func powerCmd() *cobra.Command {
+	def := gate.NewDefaultPolicy()
+	var (
+		s              stats.Scenario
+		margin, failAt float64
+		alpha, power   float64
+		minN           int
+		asJSON         bool
+	)
+	c := &cobra.Command{
+		Use:   "power",
+		Short: "Cases the quality gate needs: to FAIL a candidate worse by --effect (negative) or, with --effect 0, to PASS an equal one",
+		Long: `power computes, exactly (Tango's score test summed over the trinomial distribution of discordant pairs), the
+smallest number of paired cases at which the quality gate of policy ` + def.Version + ` (PASS when the lower bound of
+candidate − incumbent ≥ −margin, FAIL when the upper bound < −fail-at) says FAIL with probability --power when the
+candidate is worse by --effect, or PASS with that probability when --effect is 0 (or above −fail-at).
+Accuracies and differences are fractions: --effect -0.05 is five points worse.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			d := stats.Design{Margin: margin, FailAt: failAt, Confidence: 1 - alpha}
+			if err := d.Validate(); err != nil {
+				return err
+			}
+			n, err := stats.Plan(s, d, power, minN)
+			if err != nil {
+				return err
+			}
+			oc, err := stats.Operating(n, s, d)
+			if err != nil {
+				return err
+			}
+			res := powerResult{N: n, Target: d.Target(s), Test: stats.MethodTango, Scenario: s, Design: d, Power: power, OC: oc}
+			if s.Effect != 0 {
+				res.McNemarConnorN, _ = stats.McNemarSampleSize(s.Effect, s.Discordance, alpha, power)
+			}
+			return printResult(cmd.OutOrStdout(), asJSON, res, func(w io.Writer) {
+				fmt.Fprintf(w, "%d paired cases for %.0f%% %s (P=%.2f, D=%.2f, effect %+.1f pts; margin %.1f pts, FAIL below %.1f pts, α=%.3g two-sided, %s)\n",
+					n, 100*power, res.Target, s.PIncumbent, s.Discordance, 100*s.Effect, 100*margin, 100*failAt, alpha, res.Test)
+				fmt.Fprintf(w, "at n=%d: PASS %.1f%%, FAIL %.1f%%, INCONCLUSIVE %.1f%%\n", n, 100*oc.Pass, 100*oc.Fail, 100*oc.Inconclusive)
+				if res.McNemarConnorN > 0 {
+					fmt.Fprintf(w, "two-sided McNemar (Connor 1987) for the same effect: %d\n", res.McNemarConnorN)
+				}
+			})
+		},
+	}
+	f := c.Flags()
+	f.Float64Var(&s.PIncumbent, "p-incumbent", 0.85, "incumbent accuracy, 0..1")
+	f.Float64Var(&s.Discordance, "discordance", 0.20, "share of cases where incumbent and candidate disagree on pass/fail, 0..1")
+	f.Float64Var(&s.Effect, "effect", -0.05, "candidate − incumbent accuracy, fraction (negative: worse; 0: plan a PASS)")
+	f.Float64Var(&margin, "margin", def.Quality.MarginPoints/100, "non-inferiority margin, fraction (PASS when the lower bound ≥ −margin)")
+	f.Float64Var(&failAt, "fail-at", def.Quality.Fail()/100, "FAIL when the upper bound < −fail-at, fraction")
+	f.Float64Var(&alpha, "alpha", 1-def.Confidence, "two-sided level of the interval (each one-sided error ≈ α/2)")
+	f.Float64Var(&power, "power", 0.8, "probability of reaching the target verdict")
+	f.IntVar(&minN, "min-n", def.MinN, "never recommend fewer cases (the policy's min_n)")
+	f.BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+// validityCmd simulates suites under the shipped default policy.
+func validityCmd() *cobra.Command {
+	var (
+		cfg    validity.Config
+		policy string
+		asJSON bool
+	)
+	c := &cobra.Command{
+		Use:   "validity",
+		Short: "Simulate suites with a known truth and print the share of PASS, FAIL and INCONCLUSIVE verdicts",
+		Long: `validity draws --suites simulated suites of --n paired cases (incumbent accuracy --p-incumbent, --discordance
+discordant pairs, candidate − incumbent --effect) and counts the verdicts of the gate policy (default: the shipped
+` + gate.DefaultVersion + `). With --look-every L the sequential quality gate looks after every L cases up to --n
+and stops at the first decision; the median cases to a decision are reported.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if policy != "" {
+				p, err := gate.Load(policy)
+				if err != nil {
+					return err
+				}
+				cfg.Policy = p
+			}
+			r, err := validity.Simulate(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			return printResult(cmd.OutOrStdout(), asJSON, r, func(w io.Writer) { fmt.Fprintln(w, r.String()) })
+		},
+	}
+	f := c.Flags()
+	f.IntVar(&cfg.Cases, "n", 300, "cases per suite (with --look-every: the most a suite runs)")
+	f.Float64Var(&cfg.PIncumbent, "p-incumbent", 0.85, "incumbent accuracy, 0..1")
+	f.Float64Var(&cfg.Discordance, "discordance", 0.20, "share of discordant pairs, 0..1")
+	f.Float64Var(&cfg.Effect, "effect", 0, "candidate − incumbent accuracy, fraction (0: A/A)")
+	f.IntVar(&cfg.Suites, "suites", 1000, "simulated suites")
+	f.IntVar(&cfg.LookEvery, "look-every", 0, "sequential gate: look after every this many cases (0: one fixed-n verdict)")
+	f.Uint64Var(&cfg.Seed, "seed", 1, "simulation seed (same seed, same figures)")
+	f.IntVar(&cfg.Resamples, "resamples", 1000, "bootstrap resamples per suite (cost and latency gates)")
+	f.StringVar(&policy, "policy", "", "gate policy YAML (default: the shipped "+gate.DefaultVersion+")")
+	f.BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+// printResult writes v as indented JSON or with text.
+func printResult(w io.Writer, asJSON bool, v any, text func(io.Writer)) error {
+	if !asJSON {
+		text(w)
+		return nil
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return fmt.Errorf("encode result: %w", err)
+	}
+	return nil
+}

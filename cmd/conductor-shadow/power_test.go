@@ -1,0 +1,58 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+)
+
+// TestPowerAndValidityJSON runs both planning commands as scripts do and
+// reads their JSON: the plan for a 5-point drop stays within 1.25× the exact
+// McNemar minimum (658 at D = 0.20), effect 0 plans a PASS, and validity's
+// shares are the three verdict kinds summing to 1.
+func TestPowerAndValidityJSON(t *testing.T) {
+	ctx := context.Background()
+	exec := func(args ...string) []byte {
+		t.Helper()
+		var out bytes.Buffer
+		if err := run(ctx, args, &out, io.Discard); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+		return out.Bytes()
+	}
+	var drop, pass struct {
+		N      int    `json:"n"`
+		Target string `json:"target"`
+	}
+	if err := json.Unmarshal(exec("power", "--p-incumbent", "0.85", "--discordance", "0.2", "--effect", "-0.05", "--json"), &drop); err != nil {
+		t.Fatal(err)
+	}
+	if drop.Target != "FAIL" || drop.N < 500 || drop.N > 658*5/4 {
+		t.Errorf("5-point drop: %+v", drop)
+	}
+	if err := json.Unmarshal(exec("power", "--effect", "0", "--margin", "0.05", "--json"), &pass); err != nil {
+		t.Fatal(err)
+	}
+	if pass.Target != "PASS" || pass.N <= 100 {
+		t.Errorf("effect 0: %+v", pass)
+	}
+	var r struct {
+		Pass, Fail, Inconclusive float64
+		Suites                   int
+		MedianCasesToFail        int `json:"median_cases_to_fail"`
+	}
+	if err := json.Unmarshal(exec("validity", "--n", "600", "--effect", "-0.05", "--suites", "200", "--look-every", "25", "--seed", "3", "--json"), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Suites != 200 || r.Pass+r.Fail+r.Inconclusive < 0.999 || r.Fail == 0 || r.MedianCasesToFail == 0 {
+		t.Errorf("validity: %+v", r)
+	}
+	var out bytes.Buffer
+	err := run(ctx, []string{"power", "--discordance", "0.02", "--effect", "-0.05"}, &out, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "exceeds the discordance") {
+		t.Errorf("impossible scenario: %v", err)
+	}
+}

@@ -1,0 +1,251 @@
+package stats
+
+import (
+	"fmt"
+	"math"
+)
+
+// SequentialConfig sets up a Sequential test: the same three-way rule as
+// Design, but valid however often it is looked at.
+type SequentialConfig struct {
+	// Margin (0..1): PASS when "θ ≤ −Margin" is rejected.
+	Margin float64 `json:"margin"`
+	// FailAt (0..1): FAIL when "θ ≥ −FailAt" is rejected.
+	FailAt float64 `json:"fail_at"`
+	// Effect (0..1, > FailAt): the drop the FAIL test's bets are sized for
+	// (the alternative θ = −Effect); the PASS test's bets are sized for θ = 0.
+	Effect float64 `json:"effect"`
+	// Confidence is two-sided; each one-sided test runs at α/2 = (1 − conf)/2.
+	Confidence float64 `json:"confidence"`
+	// MinN: no decision before this many cases.
+	MinN int `json:"min_n"`
+	// LookEvery: decisions are taken only after every LookEvery cases (1 or 0:
+	// after every case). Fewer looks never raise the error rates.
+	LookEvery int `json:"look_every"`
+	// PassOnly runs only the PASS test, for differences that are lower bounds
+	// of the true per-case difference (live traffic's disagreement, see the
+	// package README); FAIL is then never concluded.
+	PassOnly bool `json:"pass_only"`
+}
+
+// Validate reports values outside their ranges.
+func (c SequentialConfig) Validate() error {
+	switch {
+	case c.Margin < 0 || c.Margin >= 1, c.FailAt < 0 || c.FailAt >= 1:
+		return fmt.Errorf("stats: sequential: margin and fail threshold must be in [0, 1), got %g and %g", c.Margin, c.FailAt)
+	case c.Effect <= c.FailAt || c.Effect >= 1:
+		return fmt.Errorf("stats: sequential: effect must be in (fail threshold %g, 1), got %g", c.FailAt, c.Effect)
+	case c.Confidence <= 0 || c.Confidence >= 1:
+		return fmt.Errorf("stats: sequential: confidence must be in (0, 1), got %g", c.Confidence)
+	case c.MinN < 0 || c.LookEvery < 0:
+		return fmt.Errorf("stats: sequential: min n and look interval must be >= 0, got %d and %d", c.MinN, c.LookEvery)
+	}
+	return nil
+}
+
+// Sequential is an anytime-valid test of the paired per-case differences
+// d ∈ [−1, 1] (candidate − incumbent: −1, 0, +1 for pass/fail grades, the score
+// difference for continuous grades) by betting (Shafer & Vovk; Waudby-Smith &
+// Ramdas 2023, "Estimating means of bounded random variables by betting",
+// JRSS-B 86(1):1–27). Two capital processes run side by side:
+//
+//	PASS test, H₀: θ ≤ −m:  K⁺ₜ = Π (1 + λᵢ(dᵢ + m))
+//	FAIL test, H₀: θ ≥ −f:  K⁻ₜ = Π (1 − μᵢ(dᵢ + f))
+//
+// Under its H₀ each is a nonnegative supermartingale for any distribution of
+// the d's, so by Ville's inequality P(sup_t K ≥ 2/α) ≤ α/2: stopping at the
+// first look where K⁺ or K⁻ reaches 2/α keeps P(PASS | θ ≤ −m) ≤ α/2 and
+// P(FAIL | θ ≥ −f) ≤ α/2 however many looks are taken. The bets are
+// predictable (they use d₁…dᵢ₋₁ only): the approximate Kelly bet for the
+// design alternative, λ = Δ/(σ̂² + Δ²) (Waudby-Smith & Ramdas 2023 §5.3,
+// GRAPA with the alternative fixed at the design effect), Δ = m for the PASS
+// test (alternative: equal) and Δ = e − f for the FAIL test (alternative:
+// worse by the effect e), σ̂² the running variance of d shrunk towards 0.25
+// with weight 10 cases; bets are capped so a factor never drops below ½.
+//
+// The confidence sequence (CS) is the set of θ₀ whose one-sided tests, with
+// bets sized the same way around θ₀, have not reached 2/α at any time so far.
+type Sequential struct {
+	cfg       SequentialConfig
+	d         []float64
+	logPass   float64 // log K⁺
+	logFail   float64 // log K⁻
+	maxPass   float64 // running max of log K⁺
+	maxFail   float64
+	mean, m2  float64 // Welford over the d's
+	verdict   string
+	decidedAt int
+	threshold float64 // log(2/α)
+}
+
+// NewSequential starts a test; it returns cfg's Validate error.
+func NewSequential(cfg SequentialConfig) (*Sequential, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.LookEvery == 0 {
+		cfg.LookEvery = 1
+	}
+	return &Sequential{cfg: cfg, threshold: math.Log(2 / (1 - cfg.Confidence))}, nil
+}
+
+// seqPriorVar and seqPriorWeight shrink the running variance early on.
+const (
+	seqPriorVar    = 0.25
+	seqPriorWeight = 10.0
+)
+
+func (s *Sequential) sigma2() float64 {
+	return (seqPriorVar*seqPriorWeight + s.m2) / (seqPriorWeight + float64(len(s.d)))
+}
+
+// bet is the capped Kelly bet for a shift delta with variance v, where the
+// factor's worst outcome is 1 − bet·span.
+func bet(delta, v, span float64) float64 {
+	return math.Max(0, math.Min(delta/(v+delta*delta), 0.5/span))
+}
+
+// Add takes the next case's difference d (clamped to [−1, 1]). After a
+// decision the test stops: further cases are counted but change nothing.
+func (s *Sequential) Add(d float64) {
+	d = math.Max(-1, math.Min(1, d))
+	if s.verdict == "" {
+		v := s.sigma2()
+		m, f := s.cfg.Margin, s.cfg.FailAt
+		lp := bet(math.Max(m, 0.005), v, 1-m)
+		s.logPass += math.Log1p(lp * (d + m))
+		s.maxPass = math.Max(s.maxPass, s.logPass)
+		if !s.cfg.PassOnly {
+			lf := bet(s.cfg.Effect-f, v, 1+f)
+			s.logFail += math.Log1p(-lf * (d + f))
+			s.maxFail = math.Max(s.maxFail, s.logFail)
+		}
+	}
+	s.d = append(s.d, d)
+	n := float64(len(s.d))
+	delta := d - s.mean
+	s.mean += delta / n
+	s.m2 += delta * (d - s.mean)
+	if s.verdict == "" && len(s.d) >= s.cfg.MinN && len(s.d)%s.cfg.LookEvery == 0 {
+		switch {
+		case s.logPass >= s.threshold:
+			s.verdict, s.decidedAt = "PASS", len(s.d)
+		case !s.cfg.PassOnly && s.logFail >= s.threshold:
+			s.verdict, s.decidedAt = "FAIL", len(s.d)
+		}
+	}
+}
+
+// SequentialState is where a Sequential test stands.
+type SequentialState struct {
+	N         int     `json:"n"`          // cases seen
+	Mean      float64 `json:"mean"`       // mean difference so far
+	Verdict   string  `json:"verdict"`    // "PASS", "FAIL" or "INCONCLUSIVE" (still running)
+	DecidedAt int     `json:"decided_at"` // cases at the decision, 0 while running
+	// PassEvidence and FailEvidence are the tests' capitals (e-values) K⁺ and
+	// K⁻; a test decides when its capital reaches Threshold = 2/α.
+	PassEvidence float64 `json:"pass_evidence"`
+	FailEvidence float64 `json:"fail_evidence"`
+	Threshold    float64 `json:"threshold"`
+	// PassProgress and FailProgress are log K / log(2/α) clamped to [0, 1]:
+	// how far each test is on the way to deciding.
+	PassProgress float64 `json:"pass_progress"`
+	FailProgress float64 `json:"fail_progress"`
+	// MoreCases projects the cases still needed by the test that is closer to
+	// deciding, from its capital's growth per case so far; -1 before MinN
+	// cases or when neither grows (no projection), 0 once decided.
+	MoreCases int `json:"more_cases"`
+	// CS is the anytime-valid confidence sequence for θ at this time (see
+	// Sequential); with PassOnly only its lower end is meaningful.
+	CS     Interval         `json:"cs"`
+	Config SequentialConfig `json:"config"`
+}
+
+// State returns the test's current state, the CS included (O(n) per bound).
+func (s *Sequential) State() SequentialState {
+	st := SequentialState{N: len(s.d), Mean: s.mean, Verdict: s.verdict, DecidedAt: s.decidedAt,
+		PassEvidence: math.Exp(s.logPass), FailEvidence: math.Exp(s.logFail), Threshold: math.Exp(s.threshold),
+		Config: s.cfg}
+	if st.Verdict == "" {
+		st.Verdict = "INCONCLUSIVE"
+	}
+	prog := func(l float64) float64 { return math.Max(0, math.Min(1, l/s.threshold)) }
+	st.PassProgress, st.FailProgress = prog(s.logPass), prog(s.logFail)
+	if s.verdict != "" {
+		st.PassProgress, st.FailProgress = prog(s.maxPass), prog(s.maxFail)
+	}
+	st.MoreCases = -1
+	if s.verdict != "" {
+		st.MoreCases = 0
+	} else if n := float64(len(s.d)); n > 0 && len(s.d) >= s.cfg.MinN {
+		lead := s.logPass
+		if !s.cfg.PassOnly && s.logFail > lead {
+			lead = s.logFail
+		}
+		if lead > 0 {
+			more := int(math.Ceil((s.threshold - lead) / (lead / n)))
+			st.MoreCases = max(more, 0)
+		}
+	}
+	st.CS = s.cs()
+	return st
+}
+
+// rejects reports whether the one-sided betting test of "θ ≤ t0" (lower) or
+// "θ ≥ t0" (upper) has reached 2/α at some time over the data so far.
+func (s *Sequential) rejects(t0 float64, lower bool) bool {
+	var logK, m2, mean float64
+	for i, d := range s.d {
+		v := (seqPriorVar*seqPriorWeight + m2) / (seqPriorWeight + float64(i))
+		if lower {
+			logK += math.Log1p(bet(math.Max(s.cfg.Margin, 0.005), v, 1+t0) * (d - t0))
+		} else {
+			logK += math.Log1p(-bet(s.cfg.Effect-s.cfg.FailAt, v, 1-t0) * (d - t0))
+		}
+		if logK >= s.threshold {
+			return true
+		}
+		delta := d - mean
+		mean += delta / float64(i+1)
+		m2 += delta * (d - mean)
+	}
+	return false
+}
+
+// cs bisects the CS's ends: the largest θ₀ below the mean whose lower test
+// rejects, the smallest above it whose upper test rejects.
+func (s *Sequential) cs() Interval {
+	iv := Interval{-1, 1}
+	if len(s.d) == 0 {
+		return iv
+	}
+	if s.rejects(-1+1e-9, true) {
+		lo, hi := -1+1e-9, s.mean
+		for hi-lo > 1e-4 {
+			mid := (lo + hi) / 2
+			if s.rejects(mid, true) {
+				lo = mid
+			} else {
+				hi = mid
+			}
+		}
+		iv.Low = lo
+	}
+	if s.rejects(1-1e-9, false) {
+		lo, hi := s.mean, 1-1e-9
+		for hi-lo > 1e-4 {
+			mid := (lo + hi) / 2
+			if s.rejects(mid, false) {
+				hi = mid
+			} else {
+				lo = mid
+			}
+		}
+		iv.High = hi
+	}
+	return iv
+}
+
+// Verdict is "PASS" or "FAIL" once decided, "" while running (cheaper than
+// State, which also computes the confidence sequence).
+func (s *Sequential) Verdict() string { return s.verdict }

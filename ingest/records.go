@@ -1,0 +1,207 @@
+package ingest
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/conductor-shadow/conductor-shadow/shadow"
+	"github.com/conductor-shadow/conductor-shadow/store"
+)
+
+// UsagePricer prices a usage with its cached prompt tokens at the cached rate
+// (shadow.Price.Cost). A Pricer that also implements it is asked first, so a
+// tapped incumbent gets the same cache discount as a pool candidate.
+type UsagePricer interface {
+	CostUsage(model string, u shadow.Usage) (usd float64, known bool)
+}
+
+// RequestRecord turns an exchange into the stored request row: the messages as
+// JSON, their sha256, the category from metadata["category"].
+func RequestRecord(ex Exchange) (store.Request, error) {
+	input, err := json.Marshal(ex.Request.Messages)
+	if err != nil {
+		return store.Request{}, fmt.Errorf("ingest: encode messages: %w", err)
+	}
+	input = unescapeHTMLInJSON(input)
+	sum := sha256.Sum256(input)
+	source := store.SourceTap
+	if ex.Metadata["source"] == store.SourceReplay {
+		source = store.SourceReplay
+	}
+	received := ex.ReceivedAt
+	if received.IsZero() {
+		received = time.Now()
+	}
+	return store.Request{
+		RequestID:  ex.RequestID,
+		ReceivedAt: received.UTC(),
+		Source:     source,
+		App:        ex.App,
+		Input:      string(input),
+		InputHash:  hex.EncodeToString(sum[:]),
+		Category:   ex.Metadata["category"],
+		Metadata:   ex.Metadata,
+	}, nil
+}
+
+// incumbentStatus is the run status of the incumbent's answer:
+// store.StatusCancelledByClient when the client hung up mid-answer,
+// store.StatusError for a non-2xx status, an error or an answer cut off by the
+// incumbent, store.StatusOK otherwise.
+func incumbentStatus(r *ExchangeResponse) string {
+	switch {
+	case r.CancelledByClient:
+		return store.StatusCancelledByClient
+	case r.Failed():
+		return store.StatusError
+	}
+	return store.StatusOK
+}
+
+// incumbentError is the run's error text: the HTTP status with the error body,
+// or why the answer is incomplete.
+func incumbentError(r *ExchangeResponse) string {
+	var msg string
+	if r.Status != 0 && (r.Status < 200 || r.Status > 299) {
+		msg = fmt.Sprintf("the incumbent answered HTTP %d %s", r.Status, http.StatusText(r.Status))
+		if r.Error != "" {
+			msg += ": " + r.Error
+		}
+		if ra := r.Headers["retry-after"]; ra != "" {
+			msg += " (Retry-After: " + ra + ")"
+		}
+	} else if r.Error != "" {
+		msg = r.Error
+	}
+	if r.CancelledByClient {
+		note := fmt.Sprintf("the client hung up mid-answer: the run holds the %d characters that arrived", len([]rune(r.Content)))
+		if msg != "" {
+			return note + "; " + msg
+		}
+		return note
+	}
+	return msg
+}
+
+// detailJSON encodes the choices and the tool calls of an answer for the run's
+// Choices and ToolCalls columns ("" when there are none).
+func detailJSON(r *ExchangeResponse) (choices, toolCalls string) {
+	if len(r.Choices) == 0 {
+		return "", ""
+	}
+	b, _ := json.Marshal(r.Choices) // plain structs: cannot fail
+	choices = string(b)
+	type flatCall struct {
+		Choice int `json:"choice"`
+		ToolCall
+	}
+	var calls []flatCall
+	for _, c := range r.Choices {
+		for _, tc := range c.ToolCalls {
+			calls = append(calls, flatCall{Choice: c.Index, ToolCall: tc})
+		}
+	}
+	if len(calls) > 0 {
+		b, _ = json.Marshal(calls)
+		toolCalls = string(b)
+	}
+	return choices, toolCalls
+}
+
+// IncumbentRun turns the incumbent's recorded answer into a run with one step.
+// The pipeline is named "incumbent:<model>"; its cost is the recorded usage priced
+// by pricer, cached prompt tokens at the cached rate when pricer implements
+// UsagePricer (0 for a model missing from the table, noted in the step's error).
+// A failed answer (non-2xx, error event, cut off) is a run with status "error"
+// or "cancelled_by_client", its HTTP status, error text and rate-limit headers,
+// and whatever text arrived: candidates are compared against it like any run.
+func IncumbentRun(ex Exchange, pricer Pricer) (store.Run, store.Step) {
+	resp := ex.Response
+	model := resp.Model
+	if model == "" {
+		model = ex.Request.Model
+	}
+	name := "incumbent:" + model
+	runID := shadow.RunID(ex.RequestID, "", name)
+	var cost float64
+	var note string
+	if pricer != nil {
+		var known bool
+		if up, ok := pricer.(UsagePricer); ok {
+			cost, known = up.CostUsage(model, resp.Usage.Shadow())
+		} else {
+			cost, known = pricer.Cost(model, resp.Usage.PromptTokens, resp.Usage.CompletionTokens)
+		}
+		if !known && !(resp.Usage.PromptTokens == 0 && resp.Usage.CompletionTokens == 0) {
+			note = fmt.Sprintf("no price for model %q: cost recorded as 0", model)
+		}
+	}
+	received := ex.ReceivedAt
+	if received.IsZero() {
+		received = time.Now()
+	}
+	status, errText := incumbentStatus(resp), incumbentError(resp)
+	choices, toolCalls := detailJSON(resp)
+	messages, _ := json.Marshal(ex.Request.Messages) // already encoded once by RequestRecord
+	run := store.Run{
+		RunID:           runID,
+		RequestID:       ex.RequestID,
+		Pipeline:        name,
+		PipelineVersion: "production",
+		Mode:            store.ModeIncumbent,
+		StartedAt:       received.UTC(),
+		LatencyMs:       resp.LatencyMs,
+		Status:          status,
+		HTTPStatus:      int32(resp.Status),
+		ResponseHeaders: resp.Headers,
+		Partial:         resp.Partial,
+		FinalOutput:     resp.Content,
+		Reasoning:       resp.Reasoning,
+		Choices:         choices,
+		ToolCalls:       toolCalls,
+		TokensIn:        resp.Usage.PromptTokens,
+		TokensOut:       resp.Usage.CompletionTokens,
+		CostUSD:         cost,
+		Calls:           1,
+		Error:           errText,
+		Simulated:       ex.Simulated,
+	}
+	stepErr := errText
+	if note != "" {
+		stepErr = joinNonEmpty(stepErr, note)
+	}
+	step := store.Step{
+		RunID:             runID,
+		Index:             0,
+		Parent:            -1,
+		Role:              "incumbent",
+		Worker:            "incumbent",
+		Model:             model,
+		Access:            `"all"`,
+		Messages:          string(messages),
+		InputTokens:       resp.Usage.PromptTokens,
+		OutputTokens:      resp.Usage.CompletionTokens,
+		CachedInputTokens: resp.Usage.CachedPromptTokens,
+		CostUSD:           cost,
+		StartedAt:         received.UTC(),
+		LatencyMs:         resp.LatencyMs,
+		TTFTMs:            resp.TTFTMs,
+		Status:            status,
+		Output:            resp.Content,
+		Reasoning:         resp.Reasoning,
+		Error:             stepErr,
+		Attempt:           1,
+	}
+	return run, step
+}
+
+func joinNonEmpty(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}

@@ -1,0 +1,118 @@
+package shadow
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// usageFields is a usage object in every spelling ParseUsage reads. Pointers tell
+// a field that is absent from one that is 0.
+type usageFields struct {
+	// OpenAI chat completions (and most OpenAI-compatible servers).
+	PromptTokens        *int64 `json:"prompt_tokens"`
+	CompletionTokens    *int64 `json:"completion_tokens"`
+	PromptTokensDetails *struct {
+		CachedTokens int64 `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+	// OpenAI Responses API (input_tokens include the cached ones) and Anthropic
+	// Messages API (input_tokens exclude cache reads and cache writes).
+	InputTokens        *int64 `json:"input_tokens"`
+	OutputTokens       *int64 `json:"output_tokens"`
+	InputTokensDetails *struct {
+		CachedTokens int64 `json:"cached_tokens"`
+	} `json:"input_tokens_details"`
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+	// DeepSeek: prompt_tokens = hit + miss.
+	PromptCacheHitTokens int64 `json:"prompt_cache_hit_tokens"`
+	// Moonshot (Kimi): cached tokens at the top of usage.
+	CachedTokens int64 `json:"cached_tokens"`
+	// Gemini API usageMetadata.
+	PromptTokenCount        *int64 `json:"promptTokenCount"`
+	CandidatesTokenCount    *int64 `json:"candidatesTokenCount"`
+	ThoughtsTokenCount      int64  `json:"thoughtsTokenCount"`
+	CachedContentTokenCount int64  `json:"cachedContentTokenCount"`
+	// Fugu's orchestration usage.
+	OrchestrationInputTokens       int64 `json:"orchestration_input_tokens"`
+	OrchestrationInputCachedTokens int64 `json:"orchestration_input_cached_tokens"`
+	OrchestrationOutputTokens      int64 `json:"orchestration_output_tokens"`
+}
+
+// ParseUsage reads a usage object in any of the spellings providers use and
+// returns it in this package's terms (PromptTokens include the cached ones).
+// reported is false when raw holds no token count at all (null, {} or unrelated
+// keys). The spellings:
+//
+//   - OpenAI chat completions: prompt_tokens, completion_tokens,
+//     prompt_tokens_details.cached_tokens.
+//   - OpenAI Responses API: input_tokens (cached included), output_tokens,
+//     input_tokens_details.cached_tokens.
+//   - Anthropic Messages API: input_tokens (cache reads and writes excluded),
+//     output_tokens, cache_read_input_tokens, cache_creation_input_tokens; the
+//     prompt is their sum. Gateways that put cache_read_input_tokens beside an
+//     OpenAI prompt_tokens (which already includes them) are read as OpenAI.
+//   - DeepSeek: prompt_cache_hit_tokens (of prompt_tokens). Moonshot: cached_tokens.
+//   - Gemini API usageMetadata: promptTokenCount, candidatesTokenCount (+
+//     thoughtsTokenCount), cachedContentTokenCount.
+//   - Fugu: orchestration_input_tokens, _input_cached_tokens, _output_tokens.
+//
+// Cache writes (cache_creation_input_tokens) count as fresh prompt tokens: the
+// price table has no cache-write rate (Anthropic bills them at 1.25× input).
+// A value of the wrong JSON type is an error.
+func ParseUsage(raw []byte) (u Usage, reported bool, err error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return Usage{}, false, nil
+	}
+	var f usageFields
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return Usage{}, false, fmt.Errorf("usage: %w", err)
+	}
+	switch {
+	case f.PromptTokens != nil || f.CompletionTokens != nil:
+		reported = true
+		u.PromptTokens = deref(f.PromptTokens)
+		u.CompletionTokens = deref(f.CompletionTokens)
+	case f.InputTokens != nil || f.OutputTokens != nil:
+		reported = true
+		u.PromptTokens = deref(f.InputTokens)
+		u.CompletionTokens = deref(f.OutputTokens)
+		if f.InputTokensDetails == nil {
+			// Anthropic: input_tokens exclude what was read from or written to the cache.
+			u.PromptTokens += f.CacheReadInputTokens + f.CacheCreationInputTokens
+		}
+	case f.PromptTokenCount != nil || f.CandidatesTokenCount != nil:
+		reported = true
+		u.PromptTokens = deref(f.PromptTokenCount)
+		u.CompletionTokens = deref(f.CandidatesTokenCount) + f.ThoughtsTokenCount
+	}
+	for _, c := range []int64{detail(f.PromptTokensDetails), detail(f.InputTokensDetails), f.CacheReadInputTokens,
+		f.PromptCacheHitTokens, f.CachedTokens, f.CachedContentTokenCount} {
+		if c > 0 {
+			u.CachedPromptTokens = c
+			break
+		}
+	}
+	u.OrchestrationInputTokens = f.OrchestrationInputTokens
+	u.OrchestrationInputCachedTokens = f.OrchestrationInputCachedTokens
+	u.OrchestrationOutputTokens = f.OrchestrationOutputTokens
+	if u.OrchestrationInputTokens+u.OrchestrationOutputTokens > 0 {
+		reported = true
+	}
+	return u, reported, nil
+}
+
+func deref(p *int64) int64 {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+func detail(d *struct {
+	CachedTokens int64 `json:"cached_tokens"`
+}) int64 {
+	if d == nil {
+		return 0
+	}
+	return d.CachedTokens
+}
