@@ -18,7 +18,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/conductor-shadow/conductor-shadow/eval/stats"
+	"github.com/conductor-shadow/conductor-shadow/store/percentile"
 	"github.com/conductor-shadow/conductor-shadow/ingest"
 	"github.com/conductor-shadow/conductor-shadow/shadow"
 	"github.com/conductor-shadow/conductor-shadow/shadow/simpool"
@@ -72,7 +72,7 @@ func addUsersLoad(cmd *cobra.Command, load loader) {
 // UsersLevel is the figures of one concurrency level. Requests counts the runs
 // that finished; Completed those that produced an answer (the candidate's or a
 // fallback's), and RequestsPerSecond is Completed / ElapsedS. Latency is the
-// wall time of one answered run (ms, nearest-rank percentiles, eval/stats).
+// wall time of one answered run (ms, nearest-rank percentiles, store/percentile).
 // Cost per request is the runs' total cost / runs (USD), as in suite reports.
 // Error share: runs whose status is error or budget_exceeded; fallback share:
 // runs a fallback answered (status plan_unparsable or a "fallback" step).
@@ -307,8 +307,8 @@ func runUsersLevel(ctx context.Context, cand shadow.Pipeline, prompts []shadow.R
 	n := float64(len(results))
 	lvl.Completed = len(lat)
 	lvl.RequestsPerSecond = float64(lvl.Completed) / elapsed
-	lvl.P50LatencyMs = stats.Percentile(lat, 50)
-	lvl.P95LatencyMs = stats.Percentile(lat, 95)
+	lvl.P50LatencyMs = percentile.Of(lat, 50)
+	lvl.P95LatencyMs = percentile.Of(lat, 95)
 	lvl.CostPerRequestUSD = cost / n
 	lvl.ErrorShare = float64(errs) / n
 	lvl.FallbackShare = float64(fallbacks) / n
