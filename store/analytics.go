@@ -564,6 +564,9 @@ func (s *sqlStore) AgreementSequence(ctx context.Context, q OverviewQuery) ([]Ag
 	if q.App != "" {
 		runCond += fmt.Sprintf(" AND request_id IN (SELECT request_id FROM %s.requests WHERE app = %s)", s.db, quoteString(q.App))
 	}
+	if c := q.Segments.sqlCond(); c != "" {
+		runCond += fmt.Sprintf(" AND request_id IN (SELECT request_id FROM %s.requests WHERE %s)", s.db, c)
+	}
 	pairs, err := queryRows[AgreementPair](ctx, s.t, fmt.Sprintf(`SELECT cand.1 AS candidate, request_id, cand.3 AS started_at,
     if(cand.2 = inc, 1, %[3]s = %[4]s) AS agree
 FROM (

@@ -393,7 +393,7 @@ func (s *server) overview(c *gin.Context) {
 	}
 	var live map[string]*liveVerdict
 	if la, ok := s.st.(store.LiveAgreement); ok {
-		pairs, truncated, err := la.AgreementSequence(c.Request.Context(), store.OverviewQuery{App: q.App, From: q.From, To: q.To, BucketSeconds: bucket})
+		pairs, truncated, err := la.AgreementSequence(c.Request.Context(), store.OverviewQuery{App: q.App, From: q.From, To: q.To, BucketSeconds: bucket, Segments: q.Seg})
 		if err != nil {
 			s.storeFailed(c, "agreement sequence", "", fmt.Errorf("web: overview: %w", err))
 			return

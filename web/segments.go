@@ -65,3 +65,14 @@ func segmentLabel(r store.TraceSummary) string {
 	}
 	return strings.Join(parts, " · ")
 }
+
+// segmentFilterLabel renders an active segment filter: "language=ru, has_table=yes".
+func segmentFilterLabel(f store.SegmentFilter) string {
+	var parts []string
+	for _, kv := range [][2]string{{"language", f.Language}, {"has_table", f.HasTable}, {"has_code", f.HasCode}, {"length_bucket", f.LengthBucket}} {
+		if kv[1] != "" {
+			parts = append(parts, kv[0]+"="+kv[1])
+		}
+	}
+	return strings.Join(parts, ", ")
+}

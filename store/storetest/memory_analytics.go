@@ -293,6 +293,9 @@ func (m *Memory) AgreementSequence(ctx context.Context, q store.OverviewQuery) (
 		if req, ok := m.requests[r.RequestID]; q.App != "" && (!ok || req.App != q.App) {
 			continue
 		}
+		if req, ok := m.requests[r.RequestID]; !q.Segments.Empty() && (!ok || !q.Segments.Matches(req)) {
+			continue
+		}
 		runs = append(runs, r)
 	}
 	inc := map[string]string{}

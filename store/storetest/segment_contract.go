@@ -41,6 +41,30 @@ func contractSegments(t *testing.T, st store.Store) {
 	if _, err := st.(store.SegmentAnalytics).SegmentMix(ctx, store.SegmentMixQuery{From: at, To: at}); err == nil {
 		t.Error("an empty window must be an error")
 	}
+	// The running verdict's agreement pairs follow the same filter.
+	var runs []store.Run
+	for _, id := range []string{"ru-1", "ru-2", "en-1"} {
+		runs = append(runs,
+			store.Run{RunID: id + "-inc", RequestID: id, Pipeline: "incumbent:gpt-5", Mode: store.ModeIncumbent, StartedAt: at.Add(time.Minute), Status: store.StatusOK, FinalOutput: "42"},
+			store.Run{RunID: id + "-cand", RequestID: id, Pipeline: "conductor", Mode: store.ModeCandidate, StartedAt: at.Add(time.Minute), Status: store.StatusOK, FinalOutput: "42"})
+	}
+	if err := st.InsertRuns(ctx, runs); err != nil {
+		t.Fatal(err)
+	}
+	if la, ok := st.(store.LiveAgreement); ok {
+		pairs, _, err := la.AgreementSequence(ctx, store.OverviewQuery{From: at, To: at.Add(time.Hour), BucketSeconds: 60,
+			Segments: store.SegmentFilter{Language: "ru", HasTable: store.SegmentYes}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, p := range pairs {
+			ids = append(ids, p.RequestID)
+		}
+		if fmt.Sprint(ids) != "[ru-1 ru-2]" {
+			t.Errorf("agreement pairs of Russian prompts with tables: %v, want [ru-1 ru-2]", ids)
+		}
+	}
 	an := st.(store.Analytics)
 	for _, c := range []struct {
 		f    store.SegmentFilter
