@@ -152,7 +152,7 @@ func (r *Report) paired(a, b string) (as, bs []stats.Obs) {
 
 func obsOf(o Outcome, segments bool) stats.Obs {
 	ob := stats.Obs{
-		Graded: o.GraderError == "", Passed: o.Passed && o.GraderError == "", Score: o.Value, CostUSD: o.CostUSD,
+		Graded: o.GraderError == "" && !o.Excluded, Passed: o.Passed && o.GraderError == "" && !o.Excluded, Score: o.Value, CostUSD: o.CostUSD,
 		LatencyMs: o.LatencyMs, TokensIn: o.TokensIn, TokensOut: o.TokensOut, Calls: o.Calls,
 	}
 	if segments {

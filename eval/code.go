@@ -1,9 +1,13 @@
 package eval
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -60,8 +64,14 @@ func (c CodeConfig) Validate() error {
 // CodeGrader runs a HumanEval-style test: the case's prompt (Input) plus the
 // output's code, the case's Extra["test"] and check(Extra["entry_point"]), in a
 // fresh temporary directory with python3 in isolated mode, under a wall-clock
-// timeout and prlimit CPU/memory limits. Exit status 0 passes; a failing test,
-// a crash or a timeout fails with an explanation. A missing interpreter, a case
+// timeout and prlimit CPU/memory limits. A pass means the tests ran to the end:
+// after check(...) the program writes a random per-run sentinel straight to file
+// descriptor 1, and the grader passes only when the sentinel arrived and the exit
+// status is 0. An early exit that skips the tests — sys.exit(0), exit(), quit(),
+// raise SystemExit, os._exit(0), os.kill(os.getpid(), …), a signal, an atexit
+// hook — fails, as do a failing test, a crash or a timeout, with an explanation.
+// The program runs under the module name "__code_grader__", so an answer's
+// `if __name__ == "__main__":` block does not run. A missing interpreter, a case
 // without entry_point/test or a cancelled context is a grader error.
 //
 // Network: the program starts with NetGuard (socket creation, connection and
@@ -132,11 +142,18 @@ func (g *CodeGrader) Grade(ctx context.Context, c Case, output string) Grade {
 	}
 	defer os.RemoveAll(dir)
 	prog := filepath.Join(dir, "program.py")
-	if err := os.WriteFile(prog, []byte(NetGuard+BuildProgram(c, output)), 0o600); err != nil {
+	nonce, err := newSentinel()
+	if err != nil {
+		return gradeErr("eval: code grader: sentinel: %w", err)
+	}
+	if err := os.WriteFile(prog, []byte(NetGuard+BuildProgram(c, output)+sentinelLine(nonce)), 0o600); err != nil {
 		return gradeErr("eval: code grader: write program: %w", err)
 	}
 
-	args := []string{python, "-I", "-B", prog}
+	// Run as a module named other than "__main__" (as HumanEval's own harness
+	// does with exec): an answer's `if __name__ == "__main__":` demo block is
+	// not part of the test and must not end the program before it.
+	args := []string{python, "-I", "-B", "-c", "import runpy, sys; runpy.run_path(sys.argv[1], run_name='__code_grader__')", prog}
 	if g.cfg.Prlimit != "" {
 		if pl, err := exec.LookPath(g.cfg.Prlimit); err == nil {
 			cpu := int(math.Ceil(g.cfg.Timeout.Seconds())) + 1
@@ -157,7 +174,8 @@ func (g *CodeGrader) Grade(ctx context.Context, c Case, output string) Grade {
 	cmd.Dir = dir
 	cmd.Env = childEnv(dir)
 	out := &capped{max: 64 << 10}
-	cmd.Stdout, cmd.Stderr = out, out
+	seen := &sentinelWriter{nonce: []byte(nonce)}
+	cmd.Stdout, cmd.Stderr = io.MultiWriter(out, seen), out
 	cmd.WaitDelay = time.Second
 	isolateProcess(cmd)
 	start := time.Now()
@@ -171,6 +189,9 @@ func (g *CodeGrader) Grade(ctx context.Context, c Case, output string) Grade {
 		return fail("timed out after %s (limit %s)", elapsed.Round(time.Millisecond), g.cfg.Timeout)
 	}
 	if runErr == nil {
+		if !seen.found {
+			return fail("the program exited with status 0 before its tests finished (an early exit such as sys.exit, os._exit or SystemExit is not a pass): %s", lastLines(out.String(), 6, 600))
+		}
 		return pass("tests passed in %s", elapsed.Round(time.Millisecond))
 	}
 	var exitErr *exec.ExitError
@@ -272,6 +293,47 @@ func BuildProgram(c Case, output string) string {
 	b.WriteString(entry)
 	b.WriteString(")\n")
 	return b.String()
+}
+
+// newSentinel returns a random 128-bit hex token, new for every program.
+func newSentinel() (string, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return "CODE-GRADER-TESTS-COMPLETED-" + hex.EncodeToString(b[:]), nil
+}
+
+// sentinelLine is the program's last statement: it writes the sentinel to file
+// descriptor 1 directly, so a replaced print or sys.stdout cannot fake or hide
+// a pass it did not earn (at worst it makes the case fail).
+func sentinelLine(nonce string) string {
+	return fmt.Sprintf("\n__import__('os').write(1, b'\\n%s\\n')\n", nonce)
+}
+
+// sentinelWriter watches a stream for the sentinel, across write boundaries,
+// keeping only the last len(nonce) bytes.
+type sentinelWriter struct {
+	nonce []byte
+	tail  []byte
+	found bool
+}
+
+func (w *sentinelWriter) Write(p []byte) (int, error) {
+	if w.found {
+		return len(p), nil
+	}
+	buf := append(w.tail, p...)
+	if bytes.Contains(buf, w.nonce) {
+		w.found = true
+		w.tail = nil
+		return len(p), nil
+	}
+	if keep := len(w.nonce) - 1; len(buf) > keep {
+		buf = buf[len(buf)-keep:]
+	}
+	w.tail = append(w.tail[:0], buf...)
+	return len(p), nil
 }
 
 // capped is an io.Writer keeping the first max bytes.

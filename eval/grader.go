@@ -37,6 +37,10 @@ type Grade struct {
 	Value       float64 // 0..1; meaningless when Err is set
 	Passed      bool
 	Explanation string // what was extracted and compared, or why it failed
+	// Extracted is the answer the grader read from the output, in the form it
+	// compared (a number, a normalised expression, a letter, the matched text);
+	// "" when it found none or the grader does not extract (code tests).
+	Extracted string
 	// Err: the grader itself could not judge (bad reference, python3 missing,
 	// context cancelled). Never a verdict on the output; recorded as a grader error.
 	Err error
@@ -115,7 +119,9 @@ func (ExactGrader) Name() string { return GraderExact }
 // Grade compares normalised output and reference.
 func (ExactGrader) Grade(_ context.Context, c Case, output string) Grade {
 	got, want := normalizeExact(output), normalizeExact(c.Reference)
-	return verdict(got == want, "got %q, reference %q", clip(got, 200), clip(want, 200))
+	g := verdict(got == want, "got %q, reference %q", clip(got, 200), clip(want, 200))
+	g.Extracted = got
+	return g
 }
 
 func normalizeExact(s string) string {

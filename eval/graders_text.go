@@ -26,7 +26,9 @@ func (RegexGrader) Grade(_ context.Context, c Case, output string) Grade {
 		return gradeErr("eval: regex grader: case %s: bad pattern: %w", c.ID, err)
 	}
 	if m := re.FindString(output); m != "" || re.MatchString(output) {
-		return pass("matched %q with /%s/", clip(m, 200), clip(c.Reference, 200))
+		g := pass("matched %q with /%s/", clip(m, 200), clip(c.Reference, 200))
+		g.Extracted = m
+		return g
 	}
 	return fail("no match for /%s/ in %q", clip(c.Reference, 200), clip(output, 200))
 }

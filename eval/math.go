@@ -3,8 +3,9 @@ package eval
 import (
 	"context"
 	"regexp"
-	"strconv"
 	"strings"
+
+	"golang.org/x/text/width"
 )
 
 // MathGrader compares LaTeX answers (MATH-500, AIME). The answer span is the last
@@ -34,7 +35,9 @@ func (MathGrader) Grade(_ context.Context, c Case, output string) Grade {
 	if !strings.Contains(want, "=") {
 		got = stripVariablePrefix(got)
 	}
-	return verdict(mathEqual(got, want), "extracted %q, reference %q", clip(got, 200), want)
+	g := verdict(mathEqual(got, want), "extracted %q, reference %q", clip(got, 200), want)
+	g.Extracted = got
+	return g
 }
 
 var inlineMathRe = regexp.MustCompile(`\$([^$]+)\$|\\\((.+?)\\\)`)
@@ -44,23 +47,65 @@ func extractMathAnswer(output string) (string, bool) {
 		return box, true
 	}
 	if span, ok := answerPhrase(output); ok {
-		return span, true
+		return cutProse(span), true
 	}
 	trimmed := strings.TrimSpace(output)
 	if trimmed == "" {
 		return "", false
 	}
-	if !strings.Contains(trimmed, "\n") && len(trimmed) <= 120 {
+	if !strings.Contains(trimmed, "\n") && len(trimmed) <= 120 && !hasProse(trimmed) {
 		return trimmed, true
 	}
 	if m := inlineMathRe.FindAllStringSubmatch(trimmed, -1); len(m) > 0 {
 		last := m[len(m)-1]
 		return last[1] + last[2], true
 	}
-	if loc := numberRe.FindAllString(cleanNumberText.Replace(trimmed), -1); len(loc) > 0 {
-		return loc[len(loc)-1], true
+	if nums := findNumbers(trimmed); len(nums) > 0 {
+		return nums[len(nums)-1].String(), true
+	}
+	if !strings.Contains(trimmed, "\n") && len(trimmed) <= 120 {
+		return trimmed, true // a short answer in words, e.g. \text{even function}
 	}
 	return "", false
+}
+
+// proseWordRe matches a word of prose: two or more letters not part of a LaTeX
+// command (\frac) nor right after a brace (a braced argument such as ^{th}).
+var proseWordRe = regexp.MustCompile(`(?:^|[^\\A-Za-z{])([A-Za-z]{2,})`)
+
+// hasProse reports whether s holds two or more words of prose outside $…$,
+// i.e. is a sentence rather than an answer such as "145 degrees" or "x = 2".
+func hasProse(s string) bool {
+	s = inlineMathRe.ReplaceAllString(s, " ")
+	for _, cmd := range textCmds {
+		s = unwrapCommand(s, cmd)
+	}
+	return len(proseWordRe.FindAllString(s, 3)) >= 2
+}
+
+// cutProse shortens an answer span to its answer: "72 apples, in total." gives
+// "72 apples"; a span that is all prose, or has a single unit word after the
+// answer, is kept.
+func cutProse(span string) string {
+	if !hasProse(span) {
+		return span
+	}
+	if m := inlineMathRe.FindStringSubmatch(span); m != nil {
+		return m[1] + m[2]
+	}
+	// Cut at the first punctuation that ends a clause after the answer.
+	for _, sep := range []string{", ", "; ", ". ", " since ", " because ", " so ", " which "} {
+		if i := strings.Index(span, sep); i > 0 {
+			head := strings.TrimSpace(span[:i])
+			if head != "" && !hasProse(head) {
+				return head
+			}
+		}
+	}
+	if nums := findNumbers(span); len(nums) > 0 {
+		return nums[0].String()
+	}
+	return span
 }
 
 var (
@@ -69,10 +114,10 @@ var (
 		`\!`, "", `\,`, "", `\;`, "", `\:`, "", `\qquad`, "", `\quad`, "",
 		`^{\circ}`, "", `^\circ`, "", `\circ`, "", "°", "", `\%`, "", "%", "",
 		`\$`, "", "$", "", `\dfrac`, `\frac`, `\tfrac`, `\frac`,
-		`\leq`, `\le`, `\geq`, `\ge`, `\neq`, `\ne`, "{,}", ",", "−", "-",
+		`\leq`, `\le`, `\geq`, `\ge`, `\neq`, `\ne`, "{,}", ",",
 	)
 	textCmds      = []string{`\text`, `\textbf`, `\textit`, `\textnormal`, `\mathrm`, `\mathbf`, `\mbox`, `\operatorname`}
-	thousandsRe   = regexp.MustCompile(`^-?\d{1,3}(,\d{3})+(\.\d+)?$`)
+	thousandsRe   = regexp.MustCompile(`^-?\d{1,3}([,'\x{2019}]\d{3})+(\.\d+)?$`)
 	singleParenRe = regexp.MustCompile(`^\(([A-Za-z])\)$`)
 	scriptBraceRe = regexp.MustCompile(`([\^_])\{([A-Za-z0-9])\}`)
 	sqrtShortRe   = regexp.MustCompile(`\\sqrt([0-9A-Za-z])`)
@@ -87,7 +132,7 @@ var (
 // token); writes ^{x} as ^x and \sqrt2 as \sqrt{2}; removes whitespace and a
 // trailing "."; removes thousands commas from a lone number; and "(B)" becomes "B".
 func NormalizeMath(s string) string {
-	s = strings.TrimSpace(s)
+	s = strings.TrimSpace(width.Fold.String(normalizeDashes(s)))
 	for _, p := range [][2]string{{"$", "$"}, {`\(`, `\)`}, {`\[`, `\]`}} {
 		if len(s) >= len(p[0])+len(p[1]) && strings.HasPrefix(s, p[0]) && strings.HasSuffix(s, p[1]) {
 			s = strings.TrimSpace(s[len(p[0]) : len(s)-len(p[1])])
@@ -103,7 +148,7 @@ func NormalizeMath(s string) string {
 	s = scriptBraceRe.ReplaceAllString(s, "$1$2")
 	s = strings.TrimRight(s, ".")
 	if thousandsRe.MatchString(s) {
-		s = strings.ReplaceAll(s, ",", "")
+		s = strings.NewReplacer(",", "", "'", "", "\u2019", "").Replace(s)
 	}
 	if m := singleParenRe.FindStringSubmatch(s); m != nil {
 		s = m[1]
@@ -183,37 +228,7 @@ func stripVariablePrefix(s string) string {
 
 // mathNumber parses a normalised answer as a number: an integer, a decimal or
 // a/b of those (optionally parenthesised, with a leading minus).
-func mathNumber(s string) (float64, bool) {
-	neg := false
-	if strings.HasPrefix(s, "-") {
-		neg, s = true, s[1:]
-	}
-	unparen := func(x string) string {
-		if len(x) >= 2 && x[0] == '(' && x[len(x)-1] == ')' {
-			return x[1 : len(x)-1]
-		}
-		return x
-	}
-	var v float64
-	if a, b, ok := strings.Cut(s, "/"); ok {
-		n, err1 := strconv.ParseFloat(unparen(a), 64)
-		d, err2 := strconv.ParseFloat(unparen(b), 64)
-		if err1 != nil || err2 != nil || d == 0 {
-			return 0, false
-		}
-		v = n / d
-	} else {
-		f, err := strconv.ParseFloat(unparen(s), 64)
-		if err != nil {
-			return 0, false
-		}
-		v = f
-	}
-	if neg {
-		v = -v
-	}
-	return v, true
-}
+func mathNumber(s string) (number, bool) { return parseNumber(s) }
 
 // mathEqual compares two normalised answers.
 func mathEqual(got, want string) bool {
@@ -222,7 +237,7 @@ func mathEqual(got, want string) bool {
 	}
 	if a, ok := mathNumber(got); ok {
 		if b, ok := mathNumber(want); ok {
-			return closeEnough(a, b)
+			return numbersEqual(a, b)
 		}
 	}
 	if ge, ok := splitTuple(got); ok {
@@ -238,7 +253,7 @@ func mathEqual(got, want string) bool {
 	if b, ok := mathNumber(want); ok {
 		if m := unitSuffixRe.FindStringSubmatch(got); m != nil {
 			if a, ok := mathNumber(m[1]); ok {
-				return closeEnough(a, b)
+				return numbersEqual(a, b)
 			}
 		}
 	}

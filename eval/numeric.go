@@ -2,21 +2,24 @@ package eval
 
 import (
 	"context"
-	"math"
 	"regexp"
-	"strconv"
 	"strings"
-)
 
-// RelTolerance is the relative tolerance of numeric comparisons: a and b are equal
-// when |a-b| <= RelTolerance·max(|a|,|b|).
-const RelTolerance = 1e-6
+	"golang.org/x/text/width"
+)
 
 // NumericGrader extracts the final number from an output and compares it with the
 // reference number. The answer span is, in order: the last \boxed{…} (or \fbox{…});
-// else the text after the last "final answer is" / "answer:" / "answer is"; else
-// the whole output, of which the last number is taken (within a span, the first
-// number). "$", "\$", thousands commas, "%" and trailing units are ignored.
+// else the text after the last answer cue ("final answer is", "answer:", "answer
+// is", and the cues of other languages in answerCueRe: 答案是, Antwort:, Réponse :,
+// Respuesta:, Ответ:, 정답 …); else the whole output, of which the last number is
+// taken (within a span, the first number). Before reading numbers the text is
+// cleaned (see cleanNumberText): every dash (U+2212 minus, en and em dashes,
+// fullwidth forms) reads as "-", fullwidth digits as ASCII, thousands separators
+// (commas, \, \; \: \! {,}, thin and no-break spaces, apostrophes) are dropped
+// between groups of three digits, \frac{a}{b} (\dfrac, \tfrac, \frac34) of
+// numbers becomes a/b, and "$", "\$", "%" and trailing words are ignored. Numbers
+// compare with numbersEqual: exactly, so 1000001 never equals 1000000.
 type NumericGrader struct{}
 
 // Name returns "numeric".
@@ -31,22 +34,15 @@ func (NumericGrader) Grade(_ context.Context, c Case, output string) Grade {
 	}
 	got, from, ok := extractNumber(output)
 	if !ok {
-		return fail("no number found in output; reference %s", fmtNum(want))
+		return fail("no number found in output; reference %s", want)
 	}
-	return verdict(closeEnough(got, want), "extracted %s (%s), reference %s", fmtNum(got), from, fmtNum(want))
-}
-
-func fmtNum(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
-
-func closeEnough(a, b float64) bool {
-	if a == b {
-		return true
-	}
-	return math.Abs(a-b) <= RelTolerance*math.Max(math.Abs(a), math.Abs(b))
+	g := verdict(numbersEqual(got, want), "extracted %s (%s), reference %s", got, from, want)
+	g.Extracted = got.String()
+	return g
 }
 
 // extractNumber finds the final answer in output and says where it came from.
-func extractNumber(output string) (float64, string, bool) {
+func extractNumber(output string) (number, string, bool) {
 	if box, ok := lastBoxed(output); ok {
 		if f, ok := firstNumber(box); ok {
 			return f, `from \boxed{}`, true
@@ -59,20 +55,27 @@ func extractNumber(output string) (float64, string, bool) {
 	}
 	nums := findNumbers(output)
 	if len(nums) == 0 {
-		return 0, "", false
+		return number{}, "", false
 	}
 	return nums[len(nums)-1], "last number", true
 }
 
-// answerPhraseRe matches "final answer is X", "answer: X", "answer is X" and
-// captures the rest of the line.
-var answerPhraseRe = regexp.MustCompile(`(?i)\b(?:final\s+answer|answer)\s*(?:is|:|=)\s*:?([^\n]*)`)
+// answerCueRe matches an answer cue: "final answer is X", "answer: X", "answer is
+// X", "answer = X" and the same cue in other languages (Chinese 答案是/答案为/答案：,
+// German Antwort:, French Réponse :, Spanish Respuesta:, Portuguese Resposta:,
+// Italian Risposta:, Russian Ответ:, Korean 정답/정답은, Japanese 答え:/解答:).
+// Markdown bold around the cue ("**Answer:**") is allowed.
+var answerCueRe = regexp.MustCompile(`(?i)(?:\b(?:final\s+answer|answer)\s*\**\s*(?:is\b|:|=)|答案\s*(?:是|为|為|:|：)|(?:答え|解答)\s*(?:は|:|：)|\b(?:antwort|r[ée]ponse(?:\s+finale)?|respuesta(?:\s+final)?|resposta|risposta)\s*\**\s*[:：]|ответ\s*\**\s*[:：]|정답\s*(?:은|는|:|：)?)\s*\**\s*[:：]?`)
 
-// answerPhrase returns the text after the last answer phrase.
+// answerPhrase returns the text after the last answer cue, to the end of its line.
 func answerPhrase(s string) (string, bool) {
-	m := answerPhraseRe.FindAllStringSubmatch(s, -1)
-	for i := len(m) - 1; i >= 0; i-- {
-		if span := strings.TrimSpace(m[i][1]); span != "" {
+	locs := answerCueRe.FindAllStringIndex(s, -1)
+	for i := len(locs) - 1; i >= 0; i-- {
+		rest := s[locs[i][1]:]
+		if j := strings.IndexByte(rest, '\n'); j >= 0 {
+			rest = rest[:j]
+		}
+		if span := strings.TrimSpace(rest); span != "" {
 			return span, true
 		}
 	}
@@ -129,17 +132,71 @@ func braced(s string) (inner, rest string, ok bool) {
 	return "", s, false
 }
 
-// numberRe matches a decimal number with optional sign and thousands commas.
-var numberRe = regexp.MustCompile(`-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|-?\.\d+`)
+// numberRe matches a decimal number with an optional sign, or a fraction a/b of
+// integers, in text cleaned by cleanNumberText.
+var numberRe = regexp.MustCompile(`-?(?:\d+(?:\.\d+)?|\.\d+)(?:/\d+)?`)
 
-// cleanNumberText removes currency signs and LaTeX spacing that split numbers.
-var cleanNumberText = strings.NewReplacer(`\$`, "", "$", "", "{,}", ",", `\!`, "", `\,`, "", "−", "-")
+// cleanNumberText prepares text for numberRe: dashes become "-", fullwidth forms
+// ASCII, thousands separators between digit groups go, \frac of numbers becomes
+// a/b, and currency signs and leftover LaTeX thin spaces are removed.
+func cleanNumberText(s string) string {
+	s = width.Fold.String(normalizeDashes(s))
+	s = joinDigitGroups(s)
+	s = numericFracs(s)
+	return strings.NewReplacer(`\$`, "", "$", "", `\!`, "", `\,`, "").Replace(s)
+}
+
+var fracNumRe = regexp.MustCompile(`^\s*[-+]?\s*(?:\d+(?:\.\d+)?|\.\d+)\s*$`)
+
+// numericFracs rewrites \frac{a}{b}, \dfrac, \tfrac and \frac34 whose parts are
+// numbers as "a/b" (sign in front: \frac{-3}{4} and -\frac{3}{4} give -3/4,
+// -\frac{-3}{4} gives 3/4). Other fractions are left as they are.
+func numericFracs(s string) string {
+	s = strings.NewReplacer(`\dfrac`, `\frac`, `\tfrac`, `\frac`).Replace(s)
+	from := len(s)
+	for {
+		i := strings.LastIndex(s[:from], `\frac`)
+		if i < 0 {
+			return s
+		}
+		from = i
+		num, after, ok1 := fracArg(s[i+len(`\frac`):])
+		den, after, ok2 := fracArg(after)
+		if !ok1 || !ok2 || !fracNumRe.MatchString(num) || !fracNumRe.MatchString(den) {
+			continue
+		}
+		neg := false
+		strip := func(x string) string {
+			x = strings.ReplaceAll(x, " ", "")
+			if strings.HasPrefix(x, "-") {
+				neg = !neg
+				return x[1:]
+			}
+			return strings.TrimPrefix(x, "+")
+		}
+		num, den = strip(num), strip(den)
+		start := i
+		if j := strings.TrimRight(s[:i], " "); strings.HasSuffix(j, "-") {
+			neg, start = !neg, len(j)-1
+		}
+		sign := ""
+		if neg {
+			sign = "-"
+		} else if start < i {
+			sign = " " // a cancelled minus must not leave the digits glued to a word
+		}
+		s = s[:start] + sign + num + "/" + den + after
+		from = min(start, len(s))
+	}
+}
 
 // findNumbers returns every number in s in order. A minus sign glued to a
-// preceding letter or digit (as in "3-4" or "x-1") is not a sign.
-func findNumbers(s string) []float64 {
-	s = cleanNumberText.Replace(s)
-	var out []float64
+// preceding letter or digit (as in "3-4" or "x-1") is not a sign; a number
+// inside an identifier ("x2y") is skipped; a/b followed by another "/" (a date)
+// is read as separate numbers.
+func findNumbers(s string) []number {
+	s = cleanNumberText(s)
+	var out []number
 	for _, loc := range numberRe.FindAllStringIndex(s, -1) {
 		tok := s[loc[0]:loc[1]]
 		if tok[0] == '-' && loc[0] > 0 && isAlnum(s[loc[0]-1]) {
@@ -148,18 +205,25 @@ func findNumbers(s string) []float64 {
 		if loc[0] > 0 && isLetter(s[loc[0]-1]) && loc[1] < len(s) && isLetter(s[loc[1]]) {
 			continue // part of an identifier such as "x2y"
 		}
-		f, err := strconv.ParseFloat(strings.ReplaceAll(tok, ",", ""), 64)
-		if err == nil {
-			out = append(out, f)
+		if strings.Contains(tok, "/") && loc[1] < len(s) && s[loc[1]] == '/' {
+			for _, part := range strings.Split(tok, "/") {
+				if n, ok := parseNumber(part); ok {
+					out = append(out, n)
+				}
+			}
+			continue
+		}
+		if n, ok := parseNumber(tok); ok {
+			out = append(out, n)
 		}
 	}
 	return out
 }
 
-func firstNumber(s string) (float64, bool) {
+func firstNumber(s string) (number, bool) {
 	n := findNumbers(s)
 	if len(n) == 0 {
-		return 0, false
+		return number{}, false
 	}
 	return n[0], true
 }

@@ -20,25 +20,30 @@ import (
 // Outcome is one pipeline's graded run on one case: the figures a report is
 // computed from. LatencyMs, CostUSD, tokens and calls are copied from store.Run.
 type Outcome struct {
-	CaseID      string   `json:"case_id"`
-	Category    string   `json:"category"`
-	Pipeline    string   `json:"pipeline"`
-	Mode        string   `json:"mode"` // store.ModeIncumbent or store.ModeCandidate
-	RunID       string   `json:"run_id"`
-	Status      string   `json:"status"` // the run's status
-	LatencyMs   float64  `json:"latency_ms"`
-	CostUSD     float64  `json:"cost_usd"`
-	TokensIn    int64    `json:"tokens_in"`
-	TokensOut   int64    `json:"tokens_out"`
-	Calls       int      `json:"calls"`
-	Simulated   bool     `json:"simulated"`
-	Passed      bool     `json:"passed"`
-	Value       float64  `json:"value"`        // 0..1
-	GraderError string   `json:"grader_error"` // non-empty when the grader could not judge
-	Explanation string   `json:"explanation"`
-	App         string   `json:"app,omitempty"`  // the case's "app" extra key, for segments
-	Tags        []string `json:"tags,omitempty"` // the case's tags, for segments
-	Grader      string   `json:"grader,omitempty"`
+	CaseID      string  `json:"case_id"`
+	Category    string  `json:"category"`
+	Pipeline    string  `json:"pipeline"`
+	Mode        string  `json:"mode"` // store.ModeIncumbent or store.ModeCandidate
+	RunID       string  `json:"run_id"`
+	Status      string  `json:"status"` // the run's status
+	LatencyMs   float64 `json:"latency_ms"`
+	CostUSD     float64 `json:"cost_usd"`
+	TokensIn    int64   `json:"tokens_in"`
+	TokensOut   int64   `json:"tokens_out"`
+	Calls       int     `json:"calls"`
+	Simulated   bool    `json:"simulated"`
+	Passed      bool    `json:"passed"`
+	Value       float64 `json:"value"`        // 0..1
+	GraderError string  `json:"grader_error"` // non-empty when the grader could not judge
+	Explanation string  `json:"explanation"`
+	// Truncated: the run's final answer was cut at the token cap (store.Run.Truncated).
+	Truncated bool `json:"truncated,omitempty"`
+	// Excluded: left out of accuracy and paired comparisons by the gate
+	// policy's truncation rule "exclude".
+	Excluded bool     `json:"excluded,omitempty"`
+	App      string   `json:"app,omitempty"`  // the case's "app" extra key, for segments
+	Tags     []string `json:"tags,omitempty"` // the case's tags, for segments
+	Grader   string   `json:"grader,omitempty"`
 	// Segments are the case input's traffic segments (ingest/segment) as
 	// "lang:ru", "table", "code", "len:128-511"; with the language and a
 	// structure both known, also the pair "lang:ru+table" / "lang:ru+code".
@@ -78,8 +83,11 @@ func (m ReportMeta) LatencyNote() string {
 
 // Stats are the figures of one pipeline over a group of runs.
 //
-// Accuracy is Passed / Graded, where Graded = N - GraderErrors: a run whose
-// grader failed is counted in GraderErrors, not as a wrong answer. Errors counts
+// Accuracy is Passed / Graded, where Graded = N - GraderErrors - Excluded: a run
+// whose grader failed is counted in GraderErrors, not as a wrong answer, and a
+// truncated run the gate policy excludes (truncation: exclude) in Excluded.
+// Truncated counts runs whose final answer was cut at the token cap, however
+// the policy counts them (by default as failed). Errors counts
 // runs whose status is not "ok" (they are graded like any other run; without an
 // answer they fail). CostPerRequestUSD is per case (costPerRequest); token and
 // call means are over all N runs. Latency
@@ -99,6 +107,8 @@ type Stats struct {
 	MeanCalls         float64 `json:"mean_calls"`
 	Errors            int     `json:"errors"`
 	GraderErrors      int     `json:"grader_errors"`
+	Truncated         int     `json:"truncated"` // runs whose final answer hit the token cap
+	Excluded          int     `json:"excluded"`  // truncated runs left out by the gate policy
 	Simulated         bool    `json:"simulated"` // any run came from the simulated worker pool
 }
 
@@ -210,9 +220,14 @@ func computeStats(runs []Outcome) Stats {
 	lat := make([]float64, 0, len(runs))
 	var tin, tout, calls int64
 	for _, o := range runs {
+		if o.Truncated {
+			s.Truncated++
+		}
 		switch {
 		case o.GraderError != "":
 			s.GraderErrors++
+		case o.Excluded:
+			s.Excluded++
 		case o.Passed:
 			s.Passed++
 		}
@@ -226,7 +241,7 @@ func computeStats(runs []Outcome) Stats {
 		lat = append(lat, o.LatencyMs)
 		s.Simulated = s.Simulated || o.Simulated
 	}
-	s.Graded = s.N - s.GraderErrors
+	s.Graded = s.N - s.GraderErrors - s.Excluded
 	if s.Graded > 0 {
 		s.Accuracy = float64(s.Passed) / float64(s.Graded)
 	}
@@ -273,6 +288,9 @@ func (r *Report) headline() string {
 	if ge := r.graderErrors(); ge > 0 {
 		fmt.Fprintf(&b, ", %d grader errors", ge)
 	}
+	if tr := r.truncated(); tr > 0 {
+		fmt.Fprintf(&b, ", %d truncated answers", tr)
+	}
 	b.WriteString("): ")
 	if len(r.Pipelines) == 0 {
 		b.WriteString("no runs")
@@ -300,6 +318,15 @@ func (r *Report) headline() string {
 			secs(c.Overall.P95LatencyMs), secs(inc.Overall.P95LatencyMs))
 	}
 	return b.String()
+}
+
+// truncated counts runs of every pipeline whose final answer hit the token cap.
+func (r *Report) truncated() int {
+	n := 0
+	for _, p := range r.Pipelines {
+		n += p.Overall.Truncated
+	}
+	return n
 }
 
 func (r *Report) graderErrors() int {
@@ -348,18 +375,18 @@ func (r *Report) Markdown() string {
 		r.FinishedAt.Sub(r.StartedAt).Round(time.Millisecond))
 
 	b.WriteString("## Overall\n\n")
-	b.WriteString("| pipeline | mode | n | accuracy | passed/graded | cost/request (USD) | total cost (USD) | p50 latency (ms) | p95 latency (ms) | tokens in/request | tokens out/request | calls/request | run errors | grader errors | simulated |\n")
-	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n")
+	b.WriteString("| pipeline | mode | n | accuracy | passed/graded | cost/request (USD) | total cost (USD) | p50 latency (ms) | p95 latency (ms) | tokens in/request | tokens out/request | calls/request | run errors | truncated | grader errors | simulated |\n")
+	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n")
 	for _, p := range r.Pipelines {
 		s := p.Overall
-		fmt.Fprintf(&b, "| %s | %s | %d | %s | %d/%d | %.6f | %.4f | %.0f | %.0f | %.1f | %.1f | %.2f | %d | %d | %s |\n",
+		fmt.Fprintf(&b, "| %s | %s | %d | %s | %d/%d | %.6f | %.4f | %.0f | %.0f | %.1f | %.1f | %.2f | %d | %d | %d | %s |\n",
 			mdText(p.Pipeline), p.Mode, s.N, pct(s.Accuracy), s.Passed, s.Graded, s.CostPerRequestUSD, s.TotalCostUSD,
-			s.P50LatencyMs, s.P95LatencyMs, s.MeanTokensIn, s.MeanTokensOut, s.MeanCalls, s.Errors, s.GraderErrors, yesNo(s.Simulated))
+			s.P50LatencyMs, s.P95LatencyMs, s.MeanTokensIn, s.MeanTokensOut, s.MeanCalls, s.Errors, s.Truncated, s.GraderErrors, yesNo(s.Simulated))
 	}
 
 	b.WriteString("\n## By category\n\n")
-	b.WriteString("| category | pipeline | n | accuracy | passed/graded | cost/request (USD) | p50 latency (ms) | p95 latency (ms) | run errors | grader errors |\n")
-	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	b.WriteString("| category | pipeline | n | accuracy | passed/graded | cost/request (USD) | p50 latency (ms) | p95 latency (ms) | run errors | truncated | grader errors |\n")
+	b.WriteString("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, cat := range r.categories() {
 		for _, p := range r.Pipelines {
 			for _, c := range p.Categories {
@@ -367,13 +394,14 @@ func (r *Report) Markdown() string {
 					continue
 				}
 				s := c.Stats
-				fmt.Fprintf(&b, "| %s | %s | %d | %s | %d/%d | %.6f | %.0f | %.0f | %d | %d |\n",
+				fmt.Fprintf(&b, "| %s | %s | %d | %s | %d/%d | %.6f | %.0f | %.0f | %d | %d | %d |\n",
 					mdText(cat), mdText(p.Pipeline), s.N, pct(s.Accuracy), s.Passed, s.Graded,
-					s.CostPerRequestUSD, s.P50LatencyMs, s.P95LatencyMs, s.Errors, s.GraderErrors)
+					s.CostPerRequestUSD, s.P50LatencyMs, s.P95LatencyMs, s.Errors, s.Truncated, s.GraderErrors)
 			}
 		}
 	}
 	b.WriteString("\nAccuracy is passed / graded (runs whose grader failed are counted as grader errors, not as wrong). ")
+	b.WriteString("Truncated runs gave a final answer cut at the token cap (finish reason length); the gate policy's truncation rule says how they count (default: as failed). ")
 	b.WriteString("Latency percentiles use the nearest-rank method over runs. Costs are USD per request.\n")
 	r.probesMarkdown(&b)
 	r.analysisMarkdown(&b)

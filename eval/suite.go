@@ -409,7 +409,7 @@ func (r *suiteRunner) runCase(ctx context.Context, c Case) ([]Outcome, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i] = p.Run(ctx, sreq, mode)
+			results[i] = shadow.MarkCancelled(ctx, p.Run(ctx, sreq, mode))
 		}()
 	}
 	wg.Wait()
@@ -438,6 +438,10 @@ func (r *suiteRunner) runCase(ctx context.Context, c Case) ([]Outcome, error) {
 	}
 
 	g := r.graders[c.Grader]
+	rule := gate.NewDefaultPolicy().TruncationRule()
+	if r.opts.Policy != nil {
+		rule = r.opts.Policy.TruncationRule()
+	}
 	scores := make([]store.Score, len(runs))
 	outcomes := make([]Outcome, len(runs))
 	segNames := SegmentNames(segs)
@@ -445,6 +449,10 @@ func (r *suiteRunner) runCase(ctx context.Context, c Case) ([]Outcome, error) {
 		gr := gradeRun(ctx, g, c, run, results[i].Steps)
 		if err := ctx.Err(); err != nil {
 			return nil, err
+		}
+		excluded := false
+		if run.Truncated && gr.Err == nil {
+			gr, excluded = applyTruncation(rule, gr)
 		}
 		sc := store.Score{
 			SuiteRunID: r.row.SuiteRunID, RunID: run.RunID, RequestID: reqID, CaseID: c.ID,
@@ -461,6 +469,7 @@ func (r *suiteRunner) runCase(ctx context.Context, c Case) ([]Outcome, error) {
 			TokensIn: run.TokensIn, TokensOut: run.TokensOut, Calls: int(run.Calls),
 			Simulated: run.Simulated, Passed: sc.Passed, Value: sc.Value,
 			GraderError: sc.Error, Explanation: sc.Explanation,
+			Truncated: run.Truncated, Excluded: excluded,
 			App: c.ExtraString("app"), Tags: c.Tags, Grader: g.Name(), Segments: segNames,
 		}
 	}
@@ -468,6 +477,26 @@ func (r *suiteRunner) runCase(ctx context.Context, c Case) ([]Outcome, error) {
 		return nil, fmt.Errorf("case %s: insert scores: %w", c.ID, err)
 	}
 	return outcomes, nil
+}
+
+// applyTruncation applies the gate policy's truncation rule to the grade of a
+// run whose final answer was cut at the token cap: gate.TruncationFail makes it
+// a fail (Value 0), gate.TruncationExclude keeps the grade but reports the run
+// as excluded from accuracy, gate.TruncationIgnore keeps it. The explanation
+// says which rule applied.
+func applyTruncation(rule string, g Grade) (Grade, bool) {
+	switch rule {
+	case gate.TruncationExclude:
+		g.Explanation = "truncated at the token cap, excluded from accuracy (truncation: exclude); grader: " + g.Explanation
+		return g, true
+	case gate.TruncationIgnore:
+		g.Explanation = "truncated at the token cap, graded as is (truncation: ignore); grader: " + g.Explanation
+		return g, false
+	default:
+		g.Passed, g.Value = false, 0
+		g.Explanation = "truncated at the token cap, counts as failed (truncation: fail); grader: " + g.Explanation
+		return g, false
+	}
 }
 
 // gradeRun grades a run's output. A run that failed without an answer is a

@@ -40,6 +40,7 @@ type fakePipeline struct {
 	name      string
 	simulated bool
 	answers   map[string]answer
+	truncated map[string]bool // cases whose final answer is cut at the token cap
 	calls     atomic.Int64
 }
 
@@ -69,6 +70,10 @@ func (p *fakePipeline) Run(_ context.Context, req shadow.Request, mode string) s
 	var steps []store.Step
 	for i := range a.calls {
 		steps = append(steps, store.Step{RunID: run.RunID, Index: i, Parent: -1, Role: "worker", Status: store.StatusOK})
+	}
+	if p.truncated[caseID] {
+		run.Truncated, run.TruncatedSteps = true, 1
+		steps[len(steps)-1].FinishReason = store.FinishLength
 	}
 	return shadow.Result{Run: run, Steps: steps}
 }
@@ -412,5 +417,68 @@ func TestNearestRank(t *testing.T) {
 	}
 	if NearestRank(nil, 50) != 0 {
 		t.Error("empty")
+	}
+}
+
+// A truncated run whose cut answer still grades right counts as the gate
+// policy's truncation rule says: failed (default), excluded from accuracy, or
+// as graded; every rule counts it in Stats.Truncated and the headline.
+func TestRunSuiteTruncationRule(t *testing.T) {
+	set, err := LoadSet("testdata/sets/report-mini.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		rule                 string
+		passed, graded, excl int
+		explain              string
+	}{
+		{"", 3, 5, 0, "counts as failed (truncation: fail)"},
+		{gate.TruncationFail, 3, 5, 0, "counts as failed"},
+		{gate.TruncationExclude, 3, 4, 1, "excluded from accuracy"},
+		{gate.TruncationIgnore, 4, 5, 0, "graded as is"},
+	} {
+		t.Run("rule="+tt.rule, func(t *testing.T) {
+			inc, cand := reportPipelines()
+			cand.truncated = map[string]bool{"gsm8k-test-0": true} // \boxed{18}: right, but cut
+			pol := gate.NewDefaultPolicy()
+			pol.Truncation = tt.rule
+			st := storetest.NewMemory()
+			rep, err := RunSuite(context.Background(), st, set, inc, []shadow.Pipeline{cand}, SuiteOptions{SuiteRunID: "suite-trunc", Policy: &pol})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := rep.Pipelines[1].Overall
+			if s.Truncated != 1 || s.Passed != tt.passed || s.Graded != tt.graded || s.Excluded != tt.excl {
+				t.Errorf("truncated %d passed %d graded %d excluded %d; want 1 %d %d %d", s.Truncated, s.Passed, s.Graded, s.Excluded, tt.passed, tt.graded, tt.excl)
+			}
+			if rep.Pipelines[0].Overall.Truncated != 0 {
+				t.Errorf("incumbent counts %d truncated runs", rep.Pipelines[0].Overall.Truncated)
+			}
+			if !strings.Contains(rep.Headline, "1 truncated answers") || !strings.Contains(rep.Markdown(), "| truncated |") {
+				t.Errorf("headline %q / markdown do not count the truncated run", rep.Headline)
+			}
+			scores, err := st.ListSuiteScores(context.Background(), "suite-trunc")
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, sc := range scores {
+				if sc.Pipeline == "conductor" && sc.CaseID == "gsm8k-test-0" {
+					found = true
+					if !strings.Contains(sc.Explanation, tt.explain) {
+						t.Errorf("score explanation %q lacks %q", sc.Explanation, tt.explain)
+					}
+				}
+			}
+			if !found {
+				t.Error("no stored score for the truncated run")
+			}
+		})
+	}
+	bad := gate.NewDefaultPolicy()
+	bad.Truncation = "drop"
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "truncation must be fail, exclude or ignore") {
+		t.Errorf("truncation: drop accepted: %v", err)
 	}
 }

@@ -17,6 +17,8 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/conductor-shadow/conductor-shadow/shadow"
+
+	"github.com/conductor-shadow/conductor-shadow/store"
 )
 
 // MaxErrorBodyBytes caps the incumbent's error body kept in ExchangeResponse.Error.
@@ -231,6 +233,9 @@ func (c capture) exchange() (Exchange, error) {
 			return Exchange{}, err
 		}
 		resp.Content, resp.Reasoning, resp.Error = a.content(), a.reasoning(), a.errMsg
+		if c0 := a.choice0(); c0 != nil {
+			resp.FinishReason = chatFinishReason(c0.FinishReason)
+		}
 		if a.detailed() {
 			resp.Choices = a.choices
 		}
@@ -304,6 +309,17 @@ type answer struct {
 	usage     Usage
 	hasUsage  bool
 	errMsg    string // an error event inside a 2xx answer
+}
+
+// chatFinishReason writes a finish reason in the chat completions vocabulary:
+// the Responses API's incomplete reason "max_output_tokens" (and Anthropic-style
+// "max_tokens") is "length"; others are kept.
+func chatFinishReason(r string) string {
+	switch r {
+	case "max_output_tokens", "max_tokens":
+		return store.FinishLength
+	}
+	return r
 }
 
 func (a answer) choice0() *Choice {

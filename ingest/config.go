@@ -3,6 +3,7 @@ package ingest
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Config sets the tap's limits and the shadow workers that drain its queue.
@@ -16,6 +17,15 @@ type Config struct {
 	// QueueSize is how many exchanges wait for a shadow worker; when full, new copies
 	// are dropped and counted (reason "queue_full"), never waited for.
 	QueueSize int `yaml:"queue_size" env:"QUEUE_SIZE"`
+	// AcceptTimeout bounds how long POST /v1/tap waits for the copy to be durable
+	// (stored, or acknowledged by Kafka) before answering 503 "accept_timeout".
+	AcceptTimeout time.Duration `yaml:"accept_timeout"`
+	// AcceptBatch is the most copies one store commit of the tap writes at once.
+	AcceptBatch int `yaml:"accept_batch"`
+	// AcceptLinger is how long the first copy of a store commit waits for others
+	// to join it; the price of durability on each 202, in exchange for fewer,
+	// larger INSERTs.
+	AcceptLinger time.Duration `yaml:"accept_linger"`
 	// Workers is how many exchanges are shadowed at once.
 	Workers int `yaml:"workers" env:"WORKERS"`
 	// DedupWindow is how many recent request ids are remembered to answer a
@@ -46,7 +56,8 @@ type SegmentsConfig struct {
 }
 
 // NewDefaultConfig returns limits that suit one process on a small machine:
-// 4 MiB bodies, 32 MiB batches of at most 1,000, 10,000 queued exchanges, 128 shadow
+// 4 MiB bodies, 32 MiB batches of at most 1,000, 10,000 queued exchanges, copies
+// made durable within 2 s in store commits of up to 500 gathered for 5 ms, 128 shadow
 // workers (worker calls are I/O-bound), every PII rule on, every request sampled.
 func NewDefaultConfig() Config {
 	return Config{
@@ -54,6 +65,9 @@ func NewDefaultConfig() Config {
 		MaxBatchBytes: 32 << 20,
 		MaxBatchItems: 1000,
 		QueueSize:     10000,
+		AcceptTimeout: 2 * time.Second,
+		AcceptBatch:   500,
+		AcceptLinger:  5 * time.Millisecond,
 		Workers:       128,
 		DedupWindow:   100000,
 		MaxMessages:   256,
@@ -79,6 +93,15 @@ func (c Config) Validate() error {
 	}
 	if c.QueueSize < 1 {
 		errs = append(errs, fmt.Errorf("ingest: queue_size must be at least 1, got %d", c.QueueSize))
+	}
+	if c.AcceptTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("ingest: accept_timeout must be positive, got %s", c.AcceptTimeout))
+	}
+	if c.AcceptBatch < 1 {
+		errs = append(errs, fmt.Errorf("ingest: accept_batch must be at least 1, got %d", c.AcceptBatch))
+	}
+	if c.AcceptLinger <= 0 || c.AcceptLinger > time.Second {
+		errs = append(errs, fmt.Errorf("ingest: accept_linger must be between 0 (excluded) and 1s, got %s", c.AcceptLinger))
 	}
 	if c.Workers < 1 || c.Workers > 4096 {
 		errs = append(errs, fmt.Errorf("ingest: workers must be between 1 and 4096, got %d", c.Workers))

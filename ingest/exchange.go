@@ -71,6 +71,11 @@ type ExchangeResponse struct {
 	// UsageEstimated is true when Usage was estimated from text length (≈4 characters
 	// per token) because the recording had none.
 	UsageEstimated bool `json:"usage_estimated,omitempty"`
+	// FinishReason is choice 0's finish_reason ("stop", "length", "tool_calls",
+	// ...), optional; "length" marks the incumbent's answer as truncated at its
+	// token cap (a Responses API answer incomplete for max_output_tokens reads
+	// as "length").
+	FinishReason string `json:"finish_reason,omitempty"`
 	// Status is the HTTP status the incumbent answered with; 0 means not recorded
 	// (taken as 200). A status outside 2xx makes the incumbent run a failure.
 	Status int `json:"status,omitempty"`

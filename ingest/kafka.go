@@ -91,13 +91,17 @@ type KafkaQueue struct {
 
 	mu      sync.RWMutex
 	closed  bool
-	buf     chan Exchange
+	buf     chan kafkaOp
 	pubDone chan struct{}
 	stop    context.CancelFunc
 	stopCtx context.Context
 
 	ackMu   sync.Mutex
 	pending map[int]*partitionAcks
+
+	failMu       sync.Mutex
+	failingSince time.Time
+	lastError    string
 
 	shutOnce sync.Once
 	shutErr  error
@@ -134,7 +138,7 @@ func NewKafkaQueue(cfg KafkaConfig, consume bool, stats *Stats, log *slog.Logger
 			RequiredAcks:           kafka.RequireAll,
 			AllowAutoTopicCreation: true,
 		},
-		buf:     make(chan Exchange, cfg.Buffer),
+		buf:     make(chan kafkaOp, cfg.Buffer),
 		pubDone: make(chan struct{}),
 		stop:    cancel,
 		stopCtx: ctx,
@@ -164,22 +168,32 @@ func kafkaMessage(ex Exchange) (kafka.Message, error) {
 	return kafka.Message{Key: []byte(ex.RequestID), Value: b}, nil
 }
 
-// publishLoop writes buffered exchanges in batches until Close drains the buffer.
+// kafkaOp is one exchange waiting to be published and who to tell the outcome.
+type kafkaOp struct {
+	ex   Exchange
+	done func(error)
+}
+
+// publishLoop writes buffered exchanges in batches until Close drains the buffer,
+// and tells each op the outcome once the brokers acknowledged (RequireAll) or
+// refused the batch.
 func (q *KafkaQueue) publishLoop() {
 	defer close(q.pubDone)
 	const maxBatch = 500
 	batch := make([]kafka.Message, 0, maxBatch)
-	for ex := range q.buf {
-		batch = batch[:0]
-		add := func(ex Exchange) {
-			m, err := kafkaMessage(ex)
+	ops := make([]kafkaOp, 0, maxBatch)
+	for op := range q.buf {
+		batch, ops = batch[:0], ops[:0]
+		add := func(op kafkaOp) {
+			m, err := kafkaMessage(op.ex)
 			if err != nil {
 				q.stats.failed.Add(1)
+				op.done(err)
 				return
 			}
-			batch = append(batch, m)
+			batch, ops = append(batch, m), append(ops, op)
 		}
-		add(ex)
+		add(op)
 	fill:
 		for len(batch) < maxBatch {
 			select {
@@ -195,27 +209,72 @@ func (q *KafkaQueue) publishLoop() {
 		if len(batch) == 0 {
 			continue
 		}
-		if err := q.writer.WriteMessages(q.stopCtx, batch...); err != nil {
-			q.log.Warn("kafka: publish failed", "messages", len(batch), "err", err)
-			for range batch {
-				q.stats.drop("kafka_unavailable")
-			}
+		err := q.writer.WriteMessages(q.stopCtx, batch...)
+		q.notePublish(err)
+		if err != nil {
+			err = fmt.Errorf("%w: %w", ErrKafkaUnavailable, err)
+		}
+		for _, op := range ops {
+			op.done(err)
 		}
 	}
 }
 
-// Publish implements Queue: it never blocks.
-func (q *KafkaQueue) Publish(_ context.Context, ex Exchange) error {
+func (q *KafkaQueue) notePublish(err error) {
+	q.failMu.Lock()
+	defer q.failMu.Unlock()
+	if err == nil {
+		q.failingSince, q.lastError = time.Time{}, ""
+		return
+	}
+	if q.failingSince.IsZero() {
+		q.failingSince = time.Now()
+	}
+	q.lastError = err.Error()
+}
+
+// Ready reports why copies cannot be published now: the last publish failed
+// (Kafka unreachable) or the buffer is full. nil when they can.
+func (q *KafkaQueue) Ready() error {
+	q.failMu.Lock()
+	since, last := q.failingSince, q.lastError
+	q.failMu.Unlock()
+	if !since.IsZero() {
+		return fmt.Errorf("kafka unreachable since %s: %s", since.UTC().Format(time.RFC3339), last)
+	}
+	if len(q.buf) >= cap(q.buf) {
+		return fmt.Errorf("%w: kafka buffer of %d", ErrQueueFull, cap(q.buf))
+	}
+	return nil
+}
+
+// PublishDurable implements DurableQueue: done is told once the brokers
+// acknowledged the exchange (nil) or the publish failed (ErrKafkaUnavailable).
+func (q *KafkaQueue) PublishDurable(ex Exchange, done func(error)) error {
 	q.mu.RLock()
 	defer q.mu.RUnlock()
 	if q.closed {
 		return ErrQueueClosed
 	}
 	select {
-	case q.buf <- ex:
+	case q.buf <- kafkaOp{ex: ex, done: done}:
 		return nil
 	default:
 		return ErrQueueFull
+	}
+}
+
+// Publish implements Queue: PublishDurable, waiting for the acknowledgement or ctx.
+func (q *KafkaQueue) Publish(ctx context.Context, ex Exchange) error {
+	res := make(chan error, 1)
+	if err := q.PublishDurable(ex, func(err error) { res <- err }); err != nil {
+		return err
+	}
+	select {
+	case err := <-res:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("ingest: kafka: waiting for the acknowledgement: %w", ctx.Err())
 	}
 }
 

@@ -3,6 +3,8 @@ package ingest
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -153,5 +155,48 @@ func TestKafkaConfigValidate(t *testing.T) {
 	}
 	if _, err := NewKafkaQueue(NewDefaultKafkaConfig(), true, NewStats(), nil); err == nil {
 		t.Fatal("a queue without brokers must be refused")
+	}
+}
+
+// The tap answers 202 only once the brokers acknowledged the copy: with Kafka
+// gone every copy is refused with 503 (never accepted), counted, and Ready names
+// Kafka once a publish failed.
+func TestKafkaTapAcceptsOnlyAcknowledgedCopies(t *testing.T) {
+	ctx := context.Background()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "acks"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kcfg := NewDefaultKafkaConfig()
+	kcfg.Brokers, kcfg.Topic = c.ListenAddrs(), "acks"
+	cfg := NewDefaultConfig()
+	cfg.Kafka = kcfg
+	cfg.AcceptTimeout = 20 * time.Second
+	stats := NewStats()
+	q, err := NewKafkaQueue(kcfg, false, stats, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Shutdown(ctx)
+	tap, err := NewTap(cfg, q, stats, WithPIISecret([]byte("s")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, resp := tap.Offer(ctx, exchange("acked", "q")); code != http.StatusAccepted {
+		t.Fatalf("offer with Kafka up = %d %+v; want 202", code, resp)
+	}
+	if err := q.Ready(); err != nil {
+		t.Fatalf("Ready with Kafka up: %v", err)
+	}
+	c.Close()
+	code, resp := tap.Offer(ctx, exchange("lost", "q"))
+	if code != http.StatusServiceUnavailable || resp.Reason != ReasonKafkaUnavailable {
+		t.Errorf("offer with Kafka down = %d %+v; want 503 kafka_unavailable", code, resp)
+	}
+	if err := q.Ready(); err == nil || !strings.Contains(err.Error(), "kafka unreachable") {
+		t.Errorf("Ready with Kafka down = %v; want kafka unreachable", err)
+	}
+	if snap := stats.Snapshot(0); snap.Accepted != 1 || snap.Dropped[ReasonKafkaUnavailable] != 1 {
+		t.Errorf("stats = %+v; want 1 accepted, 1 dropped kafka_unavailable", snap)
 	}
 }

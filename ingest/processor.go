@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -41,6 +42,7 @@ type Processor struct {
 	pricer     Pricer
 	stats      *Stats
 	log        *slog.Logger
+	loss       *lossLog
 	segmenter  *segment.Segmenter
 
 	mu       sync.Mutex
@@ -56,7 +58,7 @@ func NewProcessor(cfg Config, q Queue, w BatchWriter, candidates []shadow.Pipeli
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Processor{cfg: cfg, queue: q, writer: w, candidates: candidates, pricer: pricer, stats: stats, log: log,
+	return &Processor{cfg: cfg, queue: q, writer: w, candidates: candidates, pricer: pricer, stats: stats, log: log, loss: newLossLog(log),
 		segmenter: segment.New(nil)}
 }
 
@@ -121,12 +123,18 @@ func (p *Processor) Shutdown(ctx context.Context) error {
 		p.drainErr = fmt.Errorf("ingest: shutdown: drain stopped by %w", ctx.Err())
 	}
 	p.cancel()
-	// Whatever is still queued was never shadowed.
+	// Whatever is still queued was never shadowed (a store-first or Kafka queue
+	// keeps it for the next start and returns nothing here).
+	left := 0
 	for {
 		if _, err := p.queue.Next(context.Background()); err != nil {
 			break
 		}
 		p.stats.drop("shutdown")
+		left++
+	}
+	if left > 0 {
+		p.log.Error("shadow: queued copies dropped at shutdown", "copies", left)
 	}
 	return p.drainErr
 }
@@ -142,35 +150,86 @@ func (p *Processor) work(ctx context.Context) {
 }
 
 // process shadows one exchange. The request and incumbent run are handed to the
-// writer before any candidate runs, so a slow candidate never hides the trace.
+// writer before any candidate runs (unless the store-first queue stored them
+// already), so a slow candidate never hides the trace. A candidate run stopped by
+// shutdown is stored as "cancelled" and its work stays owed: the delivery is not
+// acknowledged to Kafka, and the store-first queue's work row stays pending, so
+// the next start shadows it again.
 func (p *Processor) process(ctx context.Context, d Delivery) {
 	ex := d.Exchange
-	req, err := RequestRecord(ex)
-	if err != nil {
-		p.stats.failed.Add(1)
-		p.log.Error("shadow: encode request", "request_id", ex.RequestID, "err", err)
-		d.Ack()
-		return
-	}
-	SetSegments(&req, p.segmenter.Of(UserText(ex.Request.Messages)))
-	b := store.Batch{Requests: []store.Request{req}}
-	if ex.Response != nil {
-		run, step := IncumbentRun(ex, p.pricer)
-		b.Runs, b.Steps = []store.Run{run}, []store.Step{step}
-	}
-	if !p.enqueue(ctx, b) {
-		return
+	if !d.Stored {
+		req, err := RequestRecord(ex)
+		if err != nil {
+			p.stats.failed.Add(1)
+			p.log.Error("shadow: encode request", "request_id", ex.RequestID, "err", err)
+			d.Ack()
+			return
+		}
+		SetSegments(&req, p.segmenter.Of(UserText(ex.Request.Messages)))
+		b := store.Batch{Requests: []store.Request{req}}
+		if ex.Response != nil {
+			run, step := IncumbentRun(ex, p.pricer)
+			b.Runs, b.Steps = []store.Run{run}, []store.Step{step}
+		}
+		if !p.enqueue(ctx, b) {
+			return
+		}
+	} else if req, err := RequestRecord(ex); err == nil {
+		// The store-first queue stored the row when it accepted the copy,
+		// without segments (computing them takes milliseconds, too slow for
+		// accepting): write it again with them; its key makes it replace the first.
+		SetSegments(&req, p.segmenter.Of(UserText(ex.Request.Messages)))
+		if !p.enqueue(ctx, store.Batch{Requests: []store.Request{req}}) {
+			return
+		}
 	}
 	sreq := shadow.Request{RequestID: ex.RequestID, Messages: ex.Request.Messages}
+	interrupted := false
 	for _, c := range p.candidates {
+		key := store.WorkKey{Pipeline: c.Name(), PipelineVersion: c.Version()}
+		if d.Owed != nil && !slices.Contains(d.Owed, key) {
+			continue
+		}
 		if ctx.Err() != nil {
+			interrupted = true
+			break
+		}
+		res := shadow.MarkCancelled(ctx, c.Run(ctx, sreq, store.ModeCandidate))
+		b := store.Batch{Runs: []store.Run{res.Run}, Steps: res.Steps}
+		if res.Run.Status == store.StatusCancelled {
+			interrupted = true
+			p.stats.cancelled.Add(1)
+		} else if d.Stored {
+			b.Work = []store.Work{{RequestID: ex.RequestID, Pipeline: key.Pipeline, PipelineVersion: key.PipelineVersion,
+				Status: store.WorkDone, ReceivedAt: ex.ReceivedAt}}
+		}
+		// A cancelled run is stored best-effort on a fresh context: it shows the
+		// stop in the trace and is replaced by the run of the next start.
+		wctx, cancel := ctx, context.CancelFunc(func() {})
+		if interrupted {
+			wctx, cancel = context.WithTimeout(context.Background(), time.Second)
+		}
+		stored := p.enqueue(wctx, b)
+		cancel()
+		if !stored && !interrupted {
+			return
+		}
+	}
+	if interrupted {
+		_, redelivered := p.queue.(DurableQueue) // Kafka re-delivers what is not acked
+		switch {
+		case d.Stored:
+			p.stats.leftPending.Add(1)
+			if d.Ack != nil {
+				d.Ack() // frees the slot; the work row stays pending
+			}
+		case redelivered:
+			p.stats.leftPending.Add(1) // not acked: delivered again to the next consumer
+		default:
 			p.stats.drop("shutdown")
-			return
 		}
-		res := c.Run(ctx, sreq, store.ModeCandidate)
-		if !p.enqueue(ctx, store.Batch{Runs: []store.Run{res.Run}, Steps: res.Steps}) {
-			return
-		}
+		p.log.Info("shadow: stopped by shutdown; the work stays owed", "request_id", ex.RequestID)
+		return
 	}
 	p.stats.processed.Add(1)
 	d.Ack()
@@ -193,14 +252,19 @@ func (p *Processor) enqueue(ctx context.Context, b store.Batch) bool {
 	}, backoff.WithContext(bo, ctx))
 	if err != nil {
 		p.stats.drop("store_unavailable")
-		p.log.Warn("shadow: records dropped", "err", err)
+		p.loss.log("shadow: records dropped: the store writer did not take them (a stored copy's work stays pending for the next start)",
+			"store_unavailable", err, b.Rows())
 		return false
 	}
 	return true
 }
 
-// ErrStoreUnavailable wraps a failed synchronous INSERT: the processor retries it.
+// ErrStoreUnavailable wraps a failed synchronous INSERT: the processor retries it,
+// the tap refuses the copy.
 var ErrStoreUnavailable = errors.New("ingest: store unavailable")
+
+// ErrKafkaUnavailable wraps a failed publish to Kafka: the tap refuses the copy.
+var ErrKafkaUnavailable = errors.New("ingest: kafka unavailable")
 
 // StoreWriter writes each batch to the store before Enqueue returns, so a
 // delivery acked after it (the processor acks once every batch of an exchange is
@@ -231,6 +295,9 @@ func (w StoreWriter) Enqueue(b store.Batch) error {
 		return fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
 	}
 	if err := w.Store.InsertScores(ctx, b.Scores); err != nil {
+		return fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
+	}
+	if err := w.Store.InsertWork(ctx, b.Work); err != nil {
 		return fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
 	}
 	return nil

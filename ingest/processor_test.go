@@ -31,7 +31,10 @@ func (w syncWriter) Enqueue(b store.Batch) error {
 	if err := w.st.InsertRuns(ctx, b.Runs); err != nil {
 		return err
 	}
-	return w.st.InsertSteps(ctx, b.Steps)
+	if err := w.st.InsertSteps(ctx, b.Steps); err != nil {
+		return err
+	}
+	return w.st.InsertWork(ctx, b.Work)
 }
 
 // echoPipeline answers with the last user message in one step; it can be made to
@@ -61,7 +64,7 @@ func (p *echoPipeline) Run(ctx context.Context, req shadow.Request, mode string)
 		status = store.StatusError
 	}
 	return shadow.Result{
-		Run:   store.Run{RunID: id, RequestID: req.RequestID, Pipeline: p.Name(), Mode: mode, Status: status, FinalOutput: out, Calls: 1},
+		Run:   store.Run{RunID: id, RequestID: req.RequestID, Pipeline: p.Name(), PipelineVersion: p.Version(), Mode: mode, Status: status, FinalOutput: out, Calls: 1},
 		Steps: []store.Step{{RunID: id, Index: 0, Parent: -1, Worker: "echo", Access: `"all"`, Output: out, Status: status}},
 	}
 }
@@ -155,7 +158,8 @@ func TestProcessorShutdownCountsWhatWasLeft(t *testing.T) {
 	q := NewMemoryQueue(10)
 	stats := NewStats()
 	cand := &echoPipeline{release: make(chan struct{})} // never released: runs only end when cancelled
-	p := NewProcessor(cfg, q, syncWriter{storetest.NewMemory()}, []shadow.Pipeline{cand}, nil, stats, nil)
+	mem := storetest.NewMemory()
+	p := NewProcessor(cfg, q, syncWriter{mem}, []shadow.Pipeline{cand}, nil, stats, nil)
 	if err := p.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -170,9 +174,19 @@ func TestProcessorShutdownCountsWhatWasLeft(t *testing.T) {
 		t.Fatal("Shutdown past its deadline must say the drain was cut short")
 	}
 	snap := stats.Snapshot(q.Len())
-	// One exchange was in flight (its candidate run cancelled but stored), two waited.
-	if snap.Dropped["shutdown"] != 2 || snap.Processed != 1 {
-		t.Fatalf("stats = %+v, want 2 dropped at shutdown and 1 processed", snap)
+	// One exchange was in flight (its candidate run cancelled, stored as such),
+	// two waited; the in-memory queue keeps nothing, so all three are dropped.
+	if snap.Dropped["shutdown"] != 3 || snap.Processed != 0 || snap.CancelledRuns != 1 {
+		t.Fatalf("stats = %+v, want 3 dropped at shutdown, 0 processed, 1 cancelled run", snap)
+	}
+	tr, err := mem.GetTrace(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range tr.Runs {
+		if r.Mode == store.ModeCandidate && r.Status != store.StatusCancelled {
+			t.Errorf("candidate run stopped by shutdown stored as %q (%s); want %q", r.Status, r.Error, store.StatusCancelled)
+		}
 	}
 }
 
@@ -240,6 +254,31 @@ func TestProcessorStoresSegments(t *testing.T) {
 		if r.Language != c.want.Language || r.HasTable != c.want.HasTable || r.HasCode != c.want.HasCode ||
 			r.LengthBucket != c.want.LengthBucket || math.Abs(r.Novelty-c.want.Novelty) > 1e-9 {
 			t.Errorf("%s: segments %q table %v code %v %q novelty %v, want %+v", c.id, r.Language, r.HasTable, r.HasCode, r.LengthBucket, r.Novelty, c.want)
+		}
+	}
+}
+
+// The incumbent's finish reason is kept on its step; "length" marks the run
+// truncated.
+func TestIncumbentRunFinishReason(t *testing.T) {
+	for _, tt := range []struct {
+		finish    string
+		truncated bool
+	}{{"stop", false}, {"", false}, {"length", true}} {
+		ex := exchange("x", "hi")
+		ex.Response.FinishReason = tt.finish
+		run, step := IncumbentRun(ex, flatPricer(1))
+		if step.FinishReason != tt.finish || run.Truncated != tt.truncated || (run.TruncatedSteps == 1) != tt.truncated {
+			t.Errorf("finish %q: step %q, run truncated %v (%d steps)", tt.finish, step.FinishReason, run.Truncated, run.TruncatedSteps)
+		}
+	}
+}
+
+func TestChatFinishReason(t *testing.T) {
+	for in, want := range map[string]string{"stop": "stop", "length": "length", "max_output_tokens": "length",
+		"max_tokens": "length", "content_filter": "content_filter", "tool_calls": "tool_calls", "": ""} {
+		if got := chatFinishReason(in); got != want {
+			t.Errorf("chatFinishReason(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

@@ -81,6 +81,11 @@ func (c ProxyConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
+// mirrorer hands a copy over without waiting for it to be durable; *Tap is one.
+type mirrorer interface {
+	Mirror(ex Exchange) (int, TapResponse)
+}
+
 // Offerer takes a copy of one exchange without blocking; *Tap is one.
 type Offerer interface {
 	Offer(ctx context.Context, ex Exchange) (int, TapResponse)
@@ -317,6 +322,10 @@ func (p *Proxy) offer(c capture) {
 		p.log.Debug("proxy: exchange not mirrored", "path", c.path, "err", err)
 		return
 	}
-	p.tap.Offer(context.Background(), ex)
+	if m, ok := p.tap.(mirrorer); ok {
+		m.Mirror(ex) // no one waits for this copy to be durable
+	} else {
+		p.tap.Offer(context.Background(), ex)
+	}
 	p.stats.mirror(ProxyOutcomeOffered)
 }

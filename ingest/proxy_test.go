@@ -167,6 +167,9 @@ func TestProxyAnswersUnchangedAndMirrors(t *testing.T) {
 			if ex.Response == nil || ex.Response.Content != tt.wantContent || ex.Response.Usage != tt.wantUsage || ex.Response.UsageEstimated {
 				t.Fatalf("response %+v, want content %q usage %+v", ex.Response, tt.wantContent, tt.wantUsage)
 			}
+			if !strings.Contains(tt.name, "responses") && ex.Response.FinishReason != "stop" {
+				t.Errorf("finish reason %q, want the incumbent's \"stop\"", ex.Response.FinishReason)
+			}
 			if ex.Response.LatencyMs <= 0 || ex.Response.TTFTMs <= 0 || ex.Response.TTFTMs > ex.Response.LatencyMs {
 				t.Errorf("latency %v ms, ttft %v ms", ex.Response.LatencyMs, ex.Response.TTFTMs)
 			}

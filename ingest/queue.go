@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"sync"
+
+	"github.com/conductor-shadow/conductor-shadow/store"
 )
 
 // ErrQueueFull is returned by Queue.Publish when the queue has no room: the copy is
@@ -19,12 +21,22 @@ var ErrQueueClosed = errors.New("ingest: queue closed")
 type Delivery struct {
 	Exchange Exchange
 	Ack      func()
+	// Stored is true when the request and the incumbent run are already in the
+	// store (StoreQueue): the worker stores only the candidates' runs and marks
+	// their store.Work done.
+	Stored bool
+	// Owed are the candidate versions still owed a run; nil means every
+	// configured candidate.
+	Owed []store.WorkKey
 }
 
-// Queue carries tapped exchanges from the tap to the shadow workers. Publish never
-// blocks. Implementations: MemoryQueue (in-process, the default); a Kafka topic.
+// Queue carries tapped exchanges from the tap to the shadow workers.
+// Implementations: StoreQueue (store first, the all-in-one default), KafkaQueue (a
+// Kafka topic) — both DurableQueues — and MemoryQueue (in-process only, lost on a
+// crash; for load commands and tests).
 type Queue interface {
-	// Publish enqueues ex or fails at once with ErrQueueFull or ErrQueueClosed.
+	// Publish enqueues ex or fails with ErrQueueFull or ErrQueueClosed. It never
+	// waits for room; a DurableQueue waits until ex is durable or ctx ends.
 	Publish(ctx context.Context, ex Exchange) error
 	// Next blocks until an exchange is available, ctx is done, or the queue is
 	// closed and drained (ErrQueueClosed).
@@ -35,7 +47,8 @@ type Queue interface {
 	Close() error
 }
 
-// MemoryQueue is a bounded in-process queue.
+// MemoryQueue is a bounded in-process queue; what it holds is lost with the
+// process.
 type MemoryQueue struct {
 	ch        chan Exchange
 	mu        sync.RWMutex

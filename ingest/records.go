@@ -193,8 +193,12 @@ func IncumbentRun(ex Exchange, pricer Pricer) (store.Run, store.Step) {
 		Status:            status,
 		Output:            resp.Content,
 		Reasoning:         resp.Reasoning,
+		FinishReason:      resp.FinishReason,
 		Error:             stepErr,
 		Attempt:           1,
+	}
+	if resp.FinishReason == store.FinishLength {
+		run.Truncated, run.TruncatedSteps = true, 1
 	}
 	return run, step
 }

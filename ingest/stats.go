@@ -12,6 +12,11 @@ type Stats struct {
 	duplicates atomic.Int64
 	processed  atomic.Int64
 	failed     atomic.Int64
+	// store-first and shutdown accounting
+	recovered   atomic.Int64
+	leftPending atomic.Int64
+	unconfirmed atomic.Int64
+	cancelled   atomic.Int64
 
 	mu        sync.Mutex
 	rejected  map[string]int64 // by Reason*
@@ -23,21 +28,46 @@ type Stats struct {
 
 // StatsSnapshot is a point-in-time copy of Stats, as served by GET /api/stats.
 type StatsSnapshot struct {
-	Accepted   int64            `json:"accepted"`   // queued for shadowing
-	Duplicates int64            `json:"duplicates"` // re-sent copies answered without queueing
-	Processed  int64            `json:"processed"`  // shadowed and handed to the store writer
-	Failed     int64            `json:"failed"`     // shadowing failed before anything could be stored
-	Rejected   map[string]int64 `json:"rejected"`   // refused with a 4xx, by reason
-	Dropped    map[string]int64 `json:"dropped"`    // accepted or offered but not shadowed, by reason
-	Unsampled  map[string]int64 `json:"unsampled"`  // valid but left out by sampling or the per-minute cap, by reason
-	PII        map[string]int64 `json:"pii"`        // values pseudonymized, by rule
-	Mirrored   map[string]int64 `json:"mirrored"`   // mirroring-proxy exchanges, by outcome
-	Queued     int              `json:"queued"`     // waiting now
+	Accepted   int64 `json:"accepted"`   // queued for shadowing
+	Duplicates int64 `json:"duplicates"` // re-sent copies answered without queueing
+	Processed  int64 `json:"processed"`  // shadowed and handed to the store writer
+	Failed     int64 `json:"failed"`     // shadowing failed before anything could be stored
+	// Recovered are stored copies whose shadow work was left pending by an earlier
+	// run of the server (a crash or a stop) and was picked up at start.
+	Recovered int64 `json:"recovered"`
+	// LeftPending are copies not shadowed (or cut short) at shutdown but not lost:
+	// their work stays pending in the store, or Kafka delivers them again, and
+	// the next start shadows them.
+	LeftPending int64 `json:"left_pending"`
+	// Unconfirmed are copies answered 503 because the store did not confirm the
+	// write within ingest.accept_timeout; such a write may still land, and a
+	// re-sent copy is then answered "duplicate".
+	Unconfirmed int64 `json:"unconfirmed"`
+	// CancelledRuns are candidate runs stopped by a shutdown: stored with status
+	// "cancelled" (never "error"), their work stays owed and is shadowed again.
+	CancelledRuns int64            `json:"cancelled_runs"`
+	Rejected      map[string]int64 `json:"rejected"`  // refused with a 4xx, by reason
+	Dropped       map[string]int64 `json:"dropped"`   // accepted or offered but not shadowed, by reason
+	Unsampled     map[string]int64 `json:"unsampled"` // valid but left out by sampling or the per-minute cap, by reason
+	PII           map[string]int64 `json:"pii"`       // values pseudonymized, by rule
+	Mirrored      map[string]int64 `json:"mirrored"`  // mirroring-proxy exchanges, by outcome
+	Queued        int              `json:"queued"`    // waiting now
 }
 
 // NewStats returns zeroed counters.
 func NewStats() *Stats {
 	return &Stats{rejected: map[string]int64{}, dropped: map[string]int64{}, unsampled: map[string]int64{}, pii: map[string]int64{}, mirrored: map[string]int64{}}
+}
+
+func (s *Stats) add(c *atomic.Int64, n int64) { c.Add(n) }
+
+// DroppedTotal is the sum of Dropped over reasons.
+func (s StatsSnapshot) DroppedTotal() int64 {
+	var n int64
+	for _, v := range s.Dropped {
+		n += v
+	}
+	return n
 }
 
 func (s *Stats) reject(reason string) {
@@ -84,11 +114,16 @@ func (s *Stats) Snapshot(queued int) StatsSnapshot {
 		Duplicates: s.duplicates.Load(),
 		Processed:  s.processed.Load(),
 		Failed:     s.failed.Load(),
-		Rejected:   maps.Clone(s.rejected),
-		Dropped:    maps.Clone(s.dropped),
-		Unsampled:  maps.Clone(s.unsampled),
-		PII:        maps.Clone(s.pii),
-		Mirrored:   maps.Clone(s.mirrored),
-		Queued:     queued,
+
+		Recovered:     s.recovered.Load(),
+		LeftPending:   s.leftPending.Load(),
+		Unconfirmed:   s.unconfirmed.Load(),
+		CancelledRuns: s.cancelled.Load(),
+		Rejected:      maps.Clone(s.rejected),
+		Dropped:       maps.Clone(s.dropped),
+		Unsampled:     maps.Clone(s.unsampled),
+		PII:           maps.Clone(s.pii),
+		Mirrored:      maps.Clone(s.mirrored),
+		Queued:        queued,
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 
@@ -16,8 +17,9 @@ import (
 )
 
 // Tap is the HTTP copy API: POST /v1/tap takes one Exchange and answers 202 once it
-// is queued. It never waits for the shadow side: a full queue drops the copy
-// (counted) and still answers at once.
+// is queued, and on a DurableQueue once it is durable. It never waits for the
+// shadow side: a full queue or a store that cannot be written refuses the copy
+// with 503 (counted and logged) at once or within accept_timeout.
 type Tap struct {
 	cfg     Config
 	queue   Queue
@@ -25,6 +27,7 @@ type Tap struct {
 	seen    *lru.Cache[string, struct{}] // recent request ids, for idempotency; nil when DedupWindow is 0
 	pii     *Pseudonymizer               // nil when PII.Enabled is false
 	sampler *Sampler
+	loss    *lossLog
 
 	ephemeralSecret bool
 }
@@ -34,6 +37,12 @@ type TapOption func(*tapOptions)
 
 type tapOptions struct {
 	secret []byte
+	log    *slog.Logger
+}
+
+// WithLogger sets where the tap logs lost copies (rate-limited); default: nowhere.
+func WithLogger(log *slog.Logger) TapOption {
+	return func(o *tapOptions) { o.log = log }
 }
 
 // WithPIISecret sets the HMAC secret of the pseudonymizer instead of reading it
@@ -61,7 +70,10 @@ func NewTap(cfg Config, q Queue, stats *Stats, opts ...TapOption) (*Tap, error) 
 	for _, opt := range opts {
 		opt(&o)
 	}
-	t := &Tap{cfg: cfg, queue: q, stats: stats, sampler: NewSampler(cfg.Sampling)}
+	if o.log == nil {
+		o.log = slog.New(slog.DiscardHandler)
+	}
+	t := &Tap{cfg: cfg, queue: q, stats: stats, sampler: NewSampler(cfg.Sampling), loss: newLossLog(o.log)}
 	if cfg.PII.Enabled {
 		secret := o.secret
 		if len(secret) == 0 && cfg.PII.SecretEnv != "" {
@@ -102,19 +114,53 @@ func (t *Tap) Register(r gin.IRouter) {
 }
 
 // Offer samples, pseudonymizes and queues one validated exchange; it is what the
-// HTTP handlers and the mirroring proxy call, and it never blocks. The returned
-// status code is 202 (queued), 200 (duplicate or unsampled) or 503 (dropped: queue
-// full or closed). ex is pseudonymized before anything is queued: the raw values
-// never leave this call.
+// HTTP handlers call. The returned status code is 202 (queued), 200 (duplicate or
+// unsampled) or 503 (dropped: queue full or closed, store or Kafka unavailable,
+// or not confirmed within accept_timeout). On a DurableQueue (the store-first
+// queue, Kafka) 202 is answered only once the copy is durable: stored, or
+// acknowledged by the brokers. ex is pseudonymized before anything is queued: the
+// raw values never leave this call.
 func (t *Tap) Offer(ctx context.Context, ex Exchange) (int, TapResponse) {
+	p := t.begin(ctx, ex, true)
+	wctx, cancel := context.WithTimeout(ctx, t.cfg.AcceptTimeout)
+	defer cancel()
+	return t.finish(wctx, p)
+}
+
+// Mirror is Offer for a caller that answers nobody (the mirroring proxy): it
+// hands the copy over without waiting for it to be durable, and the outcome is
+// counted (and a loss logged) when it is known. The returned status is that of
+// the hand-over: 202 when it was taken.
+func (t *Tap) Mirror(ex Exchange) (int, TapResponse) {
+	p := t.begin(context.Background(), ex, false)
+	return p.code, p.resp
+}
+
+// offerState is one copy between its hand-over and its answer: settled (code and
+// resp set) or waiting for the durable outcome on res.
+type offerState struct {
+	id      string
+	settled bool
+	code    int
+	resp    TapResponse
+	res     chan error
+}
+
+func answered(code int, resp TapResponse) offerState {
+	return offerState{settled: true, code: code, resp: resp}
+}
+
+// begin samples, dedups, pseudonymizes and hands ex to the queue. With wait false
+// on a DurableQueue the outcome is settled in the background.
+func (t *Tap) begin(ctx context.Context, ex Exchange, wait bool) offerState {
 	if ok, reason := t.sampler.Keep(ex); !ok {
 		t.stats.unsample(reason)
-		return http.StatusOK, TapResponse{Status: "unsampled", RequestID: ex.RequestID, Reason: reason}
+		return answered(http.StatusOK, TapResponse{Status: "unsampled", RequestID: ex.RequestID, Reason: reason})
 	}
 	if t.seen != nil {
 		if found, _ := t.seen.ContainsOrAdd(ex.RequestID, struct{}{}); found {
 			t.stats.duplicates.Add(1)
-			return http.StatusOK, TapResponse{Status: "duplicate", RequestID: ex.RequestID}
+			return answered(http.StatusOK, TapResponse{Status: "duplicate", RequestID: ex.RequestID})
 		}
 	}
 	if ok, reason := t.sampler.Admit(); !ok {
@@ -122,25 +168,88 @@ func (t *Tap) Offer(ctx context.Context, ex Exchange) (int, TapResponse) {
 			t.seen.Remove(ex.RequestID)
 		}
 		t.stats.unsample(reason)
-		return http.StatusOK, TapResponse{Status: "unsampled", RequestID: ex.RequestID, Reason: reason}
+		return answered(http.StatusOK, TapResponse{Status: "unsampled", RequestID: ex.RequestID, Reason: reason})
 	}
 	ex.ReplaceNUL() // NUL is no text: never stored, never shown
 	if t.pii != nil {
 		t.stats.addPII(t.pii.Exchange(&ex))
 	}
-	if err := t.queue.Publish(ctx, ex); err != nil {
-		if t.seen != nil {
-			t.seen.Remove(ex.RequestID) // not queued: a retry must get through
-		}
-		reason := "queue_full"
-		if errors.Is(err, ErrQueueClosed) {
-			reason = "shutting_down"
-		}
-		t.stats.drop(reason)
-		return http.StatusServiceUnavailable, TapResponse{Status: "dropped", RequestID: ex.RequestID, Reason: reason, Error: err.Error()}
+	id := ex.RequestID
+	dq, durable := t.queue.(DurableQueue)
+	if !durable {
+		return answered(t.settle(id, t.queue.Publish(ctx, ex)))
 	}
-	t.stats.accepted.Add(1)
-	return http.StatusAccepted, TapResponse{Status: "queued", RequestID: ex.RequestID}
+	if !wait {
+		if err := dq.PublishDurable(ex, func(err error) { t.settle(id, err) }); err != nil {
+			return answered(t.settle(id, err))
+		}
+		return answered(http.StatusAccepted, TapResponse{Status: "queued", RequestID: id})
+	}
+	res := make(chan error, 1)
+	if err := dq.PublishDurable(ex, func(err error) { res <- err }); err != nil {
+		return answered(t.settle(id, err))
+	}
+	return offerState{id: id, res: res}
+}
+
+// finish waits for p's durable outcome until ctx ends (the caller's, bounded by
+// accept_timeout); past that the caller is answered 503 and the outcome is still
+// counted when it comes.
+func (t *Tap) finish(ctx context.Context, p offerState) (int, TapResponse) {
+	if p.settled {
+		return p.code, p.resp
+	}
+	select {
+	case err := <-p.res:
+		return t.settle(p.id, err)
+	default:
+	}
+	select {
+	case err := <-p.res:
+		return t.settle(p.id, err)
+	case <-ctx.Done():
+	}
+	t.stats.unconfirmed.Add(1)
+	go func() { t.settle(p.id, <-p.res) }()
+	t.loss.log("tap: copy not confirmed in time; answered 503", ReasonAcceptTimeout, fmt.Errorf("no durable write within %s", t.cfg.AcceptTimeout), 1)
+	return http.StatusServiceUnavailable, TapResponse{Status: "dropped", RequestID: p.id, Reason: ReasonAcceptTimeout,
+		Error: fmt.Sprintf("the copy was not confirmed durable within %s; sending it again is safe", t.cfg.AcceptTimeout)}
+}
+
+// Drop reasons of copies the tap could not take (StatsSnapshot.Dropped).
+const (
+	ReasonQueueFull        = "queue_full"
+	ReasonShuttingDown     = "shutting_down"
+	ReasonStoreUnavailable = "store_unavailable"
+	ReasonKafkaUnavailable = "kafka_unavailable"
+	ReasonAcceptTimeout    = "accept_timeout"
+)
+
+// settle counts the outcome of one hand-over and renders the answer.
+func (t *Tap) settle(id string, err error) (int, TapResponse) {
+	switch {
+	case err == nil:
+		t.stats.accepted.Add(1)
+		return http.StatusAccepted, TapResponse{Status: "queued", RequestID: id}
+	case errors.Is(err, ErrDuplicate):
+		t.stats.duplicates.Add(1)
+		return http.StatusOK, TapResponse{Status: "duplicate", RequestID: id}
+	}
+	if t.seen != nil {
+		t.seen.Remove(id) // not taken: a retry must get through
+	}
+	reason := ReasonStoreUnavailable
+	switch {
+	case errors.Is(err, ErrQueueFull):
+		reason = ReasonQueueFull
+	case errors.Is(err, ErrQueueClosed):
+		reason = ReasonShuttingDown
+	case errors.Is(err, ErrKafkaUnavailable):
+		reason = ReasonKafkaUnavailable
+	}
+	t.stats.drop(reason)
+	t.loss.log("tap: copy dropped", reason, err, 1)
+	return http.StatusServiceUnavailable, TapResponse{Status: "dropped", RequestID: id, Reason: reason, Error: err.Error()}
 }
 
 func (t *Tap) handle(c *gin.Context) {
@@ -221,6 +330,9 @@ func (t *Tap) handleBatch(c *gin.Context) {
 		return
 	}
 	resp := BatchResponse{Results: make([]TapResponse, len(req.Exchanges)), Counts: map[string]int{}}
+	// Every item is handed over first, so one store commit can take them all;
+	// then each is answered in order.
+	states := make([]offerState, len(req.Exchanges))
 	for i, raw := range req.Exchanges {
 		var r TapResponse
 		switch {
@@ -239,8 +351,15 @@ func (t *Tap) handleBatch(c *gin.Context) {
 				r = TapResponse{Status: "rejected", Reason: de.Reason, Error: de.Error()}
 				break
 			}
-			_, r = t.Offer(c.Request.Context(), ex)
+			states[i] = t.begin(c.Request.Context(), ex, true)
+			continue
 		}
+		states[i] = answered(http.StatusOK, r)
+	}
+	wctx, cancel := context.WithTimeout(c.Request.Context(), t.cfg.AcceptTimeout)
+	defer cancel()
+	for i, st := range states {
+		_, r := t.finish(wctx, st)
 		resp.Results[i] = r
 		resp.Counts[r.Status]++
 	}

@@ -85,6 +85,7 @@ func (p *budgetedPipeline) Run(ctx context.Context, req Request, mode string) Re
 		}
 	}
 	res.Run.LatencyMs = msSince(start)
+	markTruncation(&res)
 	if p.spend != nil {
 		p.spend.Add(res.Run.CostUSD)
 	}

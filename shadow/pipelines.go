@@ -121,6 +121,7 @@ func (r *runRecorder) add(in stepInput, call Call, status string, err error) sto
 		LatencyMs:    call.LatencyMs,
 		TTFTMs:       call.TTFTMs,
 		Status:       status,
+		FinishReason: call.FinishReason,
 		Output:       call.Output,
 		Reasoning:    call.Reasoning,
 		Attempt:      int32(max(1, call.Attempts)),
@@ -160,7 +161,25 @@ func (r *runRecorder) fail(status string, err error) {
 
 func (r *runRecorder) result() Result {
 	r.run.LatencyMs = msSince(r.start)
-	return Result{Run: r.run, Steps: r.steps}
+	res := Result{Run: r.run, Steps: r.steps}
+	markTruncation(&res)
+	return res
+}
+
+// markTruncation sets the run's TruncatedSteps (steps whose finish reason is
+// store.FinishLength) and Truncated: the final answer is the output of such a
+// step, i.e. the answer itself was cut at the token cap.
+func markTruncation(res *Result) {
+	res.Run.TruncatedSteps, res.Run.Truncated = 0, false
+	for _, s := range res.Steps {
+		if s.FinishReason != store.FinishLength {
+			continue
+		}
+		res.Run.TruncatedSteps++
+		if s.Status == store.StatusOK && s.Output == res.Run.FinalOutput {
+			res.Run.Truncated = true
+		}
+	}
 }
 
 func lastUserText(msgs []openai.ChatCompletionMessage) string {
@@ -277,7 +296,7 @@ func (c *conductorPipeline) Version() string { return c.version }
 // cfg.MaxCalls the model calls of the request (ErrCallCapReached).
 func (c *conductorPipeline) Run(ctx context.Context, req Request, mode string) Result {
 	r := newRunRecorder(ConductorPipelineName, c.version, mode, req)
-	prompt, err := BuildConductorPrompt(c.entries, req.Messages, c.cfg.MaxSteps)
+	prompt, err := BuildConductorPrompt(c.menu(0), req.Messages, c.cfg.MaxSteps)
 	if err != nil {
 		r.fail(store.StatusError, err)
 		return r.result()
@@ -297,7 +316,7 @@ func (c *conductorPipeline) Run(ctx context.Context, req Request, mode string) R
 
 	plan, err := ParsePlan(call.Output)
 	if err == nil {
-		plan, err = plan.resolve(c.cfg.Pool, c.cfg.Worker, c.cfg.MaxSteps, c.cfg.MaxDepth > 0)
+		plan, err = c.resolveAt(plan, 0)
 	}
 	if err != nil {
 		c.fallback(ctx, r, req, store.StatusPlanUnparsable, err)
@@ -317,6 +336,32 @@ func (c *conductorPipeline) Run(ctx context.Context, req Request, mode string) R
 		r.fail(store.StatusError, joinErrors(failed))
 	}
 	return r.result()
+}
+
+// selfAllowed reports whether a workflow planned at depth (0: top level) may
+// pick the conductor itself: only below the depth cap, depth < MaxDepth. It is
+// the one rule behind both the menu (menu) and the validator (resolveAt).
+func (c *conductorPipeline) selfAllowed(depth int) bool { return depth < c.cfg.MaxDepth }
+
+// menu returns the pool as shown to the conductor planning at depth: every
+// worker, with the conductor itself hidden where selfAllowed says no (its
+// number is then unused; the other workers keep theirs).
+func (c *conductorPipeline) menu(depth int) []PoolEntry {
+	out := slices.Clone(c.entries)
+	if !c.selfAllowed(depth) {
+		for i := range out {
+			if out[i].Name == c.cfg.Worker {
+				out[i].Hidden = true
+			}
+		}
+	}
+	return out
+}
+
+// resolveAt checks a plan made at depth against the pool: the same rule as
+// menu, so a plan picks only models the menu offered.
+func (c *conductorPipeline) resolveAt(p Plan, depth int) (Plan, error) {
+	return p.resolve(c.cfg.Pool, c.cfg.Worker, c.cfg.MaxSteps, c.selfAllowed(depth))
 }
 
 // fallback records why the workflow was abandoned and lets the fallback worker

@@ -148,6 +148,7 @@ var (
 	reAccessList = regexp.MustCompile(`\baccess_lists?\s*=`)
 	reFence      = regexp.MustCompile("(?s)```[A-Za-z]*[ \t]*\r?\n(.*?)```")
 	reStepsObj   = regexp.MustCompile(`\{\s*"steps"\s*:`)
+	reListsObj   = regexp.MustCompile(`\{\s*"(?:model_ids?|subtasks|access_lists?)"\s*:`)
 )
 
 // ParsePlan reads a workflow from a conductor's text. Two forms are accepted:
@@ -159,7 +160,12 @@ var (
 //     occurrence that parses is used;
 //   - JSON: {"steps":[{"worker":"<name or index>","subtask":"...","access":"all"|[...]}]},
 //     bare or inside a ``` fence (a "model_id" field is also accepted; a missing
-//     access means "all").
+//     access means "all", null means none, a bare index that one step);
+//   - JSON with the paper's lists as keys: {"model_id":[...],"subtasks":[...],
+//     "access_list":[...]}, read exactly as the Python lists.
+//
+// In an access list, "all" means every earlier step, a list names earlier steps,
+// a bare index names that one step, and None / null (like []) means none.
 //
 // The result is checked for structure only (equal lengths, access indices that
 // name earlier steps, non-empty subtasks, non-negative model ids); Resolve checks it
@@ -265,30 +271,69 @@ func planFromLists(l paperLists) (Plan, error) {
 		} else {
 			st.Subtask = s.s
 		}
-		switch a := l.access.list[i]; a.kind {
-		case pyStr:
-			if !strings.EqualFold(strings.TrimSpace(a.s), "all") {
-				return Plan{}, planErr(PlanUnparsable, "access_list[%d]: want \"all\" or a list of step indices, got %q", i, a.s)
-			}
-			st.Access = AccessAll()
-		case pyList:
-			idx := make([]int, 0, len(a.list))
-			for _, e := range a.list {
-				if e.kind != pyInt {
-					return Plan{}, planErr(PlanUnparsable, "access_list[%d]: want step indices, got a %s", i, e.kind)
-				}
-				if e.i < 0 || e.i >= int64(i) {
-					return Plan{}, planErr(PlanForwardReference, "access_list[%d] names step %d, which is not earlier", i, e.i)
-				}
-				idx = append(idx, int(e.i))
-			}
-			st.Access = AccessSteps(idx...)
-		default:
-			return Plan{}, planErr(PlanUnparsable, "access_list[%d]: want \"all\" or a list of step indices, got an integer", i)
+		acc, err := accessFromPy(i, l.access.list[i])
+		if err != nil {
+			return Plan{}, err
 		}
+		st.Access = acc
 		steps[i] = st
 	}
 	return checkStructure(Plan{Steps: steps})
+}
+
+// accessFromPy reads access_list[i]: "all" (any case); a list of earlier step
+// indices; a bare index, meaning that one step; None (null), [], "none" or "",
+// meaning none. An index written as a string of digits ("0") counts as that index.
+func accessFromPy(i int, a pyValue) (Access, error) {
+	if a.kind == pyStr {
+		switch t := strings.ToLower(strings.TrimSpace(a.s)); {
+		case t == "" || t == "none" || t == "null" || t == "[]":
+			return AccessSteps(), nil
+		default:
+			if n, err := strconv.ParseInt(t, 10, 64); err == nil {
+				a = pyValue{kind: pyInt, i: n}
+			}
+		}
+	}
+	index := func(e pyValue) (int, error) {
+		if e.kind == pyStr {
+			if n, err := strconv.ParseInt(strings.TrimSpace(e.s), 10, 64); err == nil {
+				e = pyValue{kind: pyInt, i: n}
+			}
+		}
+		if e.kind != pyInt {
+			return 0, planErr(PlanUnparsable, "access_list[%d]: want step indices, got a %s", i, e.kind)
+		}
+		if e.i < 0 || e.i >= int64(i) {
+			return 0, planErr(PlanForwardReference, "access_list[%d] names step %d, which is not earlier", i, e.i)
+		}
+		return int(e.i), nil
+	}
+	switch a.kind {
+	case pyStr:
+		if !strings.EqualFold(strings.TrimSpace(a.s), "all") {
+			return Access{}, planErr(PlanUnparsable, "access_list[%d]: want \"all\" or a list of step indices, got %q", i, a.s)
+		}
+		return AccessAll(), nil
+	case pyNone:
+		return AccessSteps(), nil
+	case pyInt:
+		j, err := index(a)
+		if err != nil {
+			return Access{}, err
+		}
+		return AccessSteps(j), nil
+	default:
+		idx := make([]int, 0, len(a.list))
+		for _, e := range a.list {
+			j, err := index(e)
+			if err != nil {
+				return Access{}, err
+			}
+			idx = append(idx, j)
+		}
+		return AccessSteps(idx...), nil
+	}
 }
 
 // setWorkerRef reads a worker given as text: digits are a model id, anything else
@@ -347,37 +392,129 @@ func findJSONPlan(text string) (Plan, bool, error) {
 	}
 	candidates = append(candidates, text)
 	for _, c := range candidates {
-		if obj, ok := decodeStepsObject(strings.TrimSpace(c), false); ok {
-			p, err := planFromJSON(obj)
+		if obj, ok := decodePlanObject(strings.TrimSpace(c), false); ok {
+			p, err := obj.plan()
 			return p, true, err
 		}
 	}
-	locs := reStepsObj.FindAllStringIndex(text, -1)
-	for i := len(locs) - 1; i >= 0; i-- {
-		if obj, ok := decodeStepsObject(text[locs[i][0]:], true); ok {
-			p, err := planFromJSON(obj)
-			return p, true, err
+	for _, re := range []*regexp.Regexp{reStepsObj, reListsObj} {
+		locs := re.FindAllStringIndex(text, -1)
+		for i := len(locs) - 1; i >= 0; i-- {
+			if obj, ok := decodePlanObject(text[locs[i][0]:], true); ok {
+				p, err := obj.plan()
+				return p, true, err
+			}
 		}
 	}
 	return Plan{}, false, nil
 }
 
-// decodeStepsObject decodes s (or, with prefix, its first JSON value) as an object
-// holding a "steps" key.
-func decodeStepsObject(s string, prefix bool) (json.RawMessage, bool) {
+// planObject is a JSON workflow: {"steps": [...]} or the paper's three lists
+// as keys, {"model_id": [...], "subtasks": [...], "access_list": [...]}.
+type planObject struct {
+	steps json.RawMessage
+	lists map[string]json.RawMessage
+}
+
+func (o planObject) plan() (Plan, error) {
+	if o.steps != nil {
+		return planFromJSON(o.steps)
+	}
+	return planFromJSONLists(o.lists)
+}
+
+// listKeys are the paper's list names as JSON keys, with the spellings the
+// paper-form parser accepts.
+var listKeys = [3][]string{{"model_id", "model_ids"}, {"subtasks"}, {"access_list", "access_lists"}}
+
+// planFromJSONLists reads {"model_id": [...], "subtasks": [...], "access_list": [...]}
+// exactly as the paper's Python lists (null standing for None).
+func planFromJSONLists(obj map[string]json.RawMessage) (Plan, error) {
+	var vals [3]pyValue
+	for k, names := range listKeys {
+		var raw json.RawMessage
+		for _, n := range names {
+			if r, ok := obj[n]; ok {
+				raw = r
+			}
+		}
+		if raw == nil {
+			return Plan{}, planErr(PlanUnparsable, "JSON workflow: missing key %q", names[0])
+		}
+		var v any
+		d := json.NewDecoder(bytes.NewReader(raw))
+		d.UseNumber()
+		if err := d.Decode(&v); err != nil {
+			return Plan{}, planErr(PlanUnparsable, "JSON workflow: %s: %v", names[0], err)
+		}
+		pv, err := pyFromJSON(v, 0)
+		if err != nil {
+			return Plan{}, planErr(PlanUnparsable, "JSON workflow: %s: %v", names[0], err)
+		}
+		if pv.kind != pyList {
+			return Plan{}, planErr(PlanUnparsable, "JSON workflow: %s: want a list, got a %s", names[0], pv.kind)
+		}
+		vals[k] = pv
+	}
+	return planFromLists(paperLists{models: vals[0], subtasks: vals[1], access: vals[2]})
+}
+
+// pyFromJSON converts a decoded JSON value to the Python literal it stands for.
+func pyFromJSON(v any, depth int) (pyValue, error) {
+	if depth > maxPyDepth {
+		return pyValue{}, fmt.Errorf("lists nested deeper than %d", maxPyDepth)
+	}
+	switch x := v.(type) {
+	case nil:
+		return pyValue{kind: pyNone}, nil
+	case string:
+		return pyValue{kind: pyStr, s: x}, nil
+	case json.Number:
+		n, err := x.Int64()
+		if err != nil {
+			return pyValue{}, fmt.Errorf("%s is not an integer", x)
+		}
+		return pyValue{kind: pyInt, i: n}, nil
+	case []any:
+		out := pyValue{kind: pyList, list: make([]pyValue, 0, len(x))}
+		for _, e := range x {
+			pv, err := pyFromJSON(e, depth+1)
+			if err != nil {
+				return pyValue{}, err
+			}
+			out.list = append(out.list, pv)
+		}
+		return out, nil
+	default:
+		return pyValue{}, fmt.Errorf("want a list, a string, an integer or null, got %T", v)
+	}
+}
+
+// decodePlanObject decodes s (or, with prefix, its first JSON value) as an
+// object holding a "steps" key or the "model_id"/"subtasks"/"access_list" keys.
+func decodePlanObject(s string, prefix bool) (planObject, bool) {
 	if !strings.HasPrefix(s, "{") {
-		return nil, false
+		return planObject{}, false
 	}
 	var obj map[string]json.RawMessage
 	if prefix {
 		if err := json.NewDecoder(strings.NewReader(s)).Decode(&obj); err != nil {
-			return nil, false
+			return planObject{}, false
 		}
 	} else if err := json.Unmarshal([]byte(s), &obj); err != nil {
-		return nil, false
+		return planObject{}, false
 	}
-	steps, ok := obj["steps"]
-	return steps, ok
+	if steps, ok := obj["steps"]; ok {
+		return planObject{steps: steps}, true
+	}
+	for _, names := range listKeys {
+		for _, n := range names {
+			if _, ok := obj[n]; ok {
+				return planObject{lists: obj}, true
+			}
+		}
+	}
+	return planObject{}, false
 }
 
 func planFromJSON(raw json.RawMessage) (Plan, error) {
@@ -411,26 +548,22 @@ func planFromJSON(raw json.RawMessage) (Plan, error) {
 			return Plan{}, planErr(PlanInvalidStep, "step %d: no subtask", i)
 		}
 		st.Subtask = *s.Subtask
-		if len(s.Access) > 0 && string(s.Access) != "null" {
-			var idx []int64
-			var all string
-			switch {
-			case json.Unmarshal(s.Access, &all) == nil:
-				if !strings.EqualFold(strings.TrimSpace(all), "all") {
-					return Plan{}, planErr(PlanUnparsable, "step %d: access %q: want \"all\" or a list of step indices", i, all)
-				}
-			case json.Unmarshal(s.Access, &idx) == nil:
-				ints := make([]int, 0, len(idx))
-				for _, j := range idx {
-					if j < 0 || j >= int64(i) {
-						return Plan{}, planErr(PlanForwardReference, "step %d's access list names step %d, which is not earlier", i, j)
-					}
-					ints = append(ints, int(j))
-				}
-				st.Access = AccessSteps(ints...)
-			default:
+		if len(s.Access) > 0 {
+			var v any
+			d := json.NewDecoder(bytes.NewReader(s.Access))
+			d.UseNumber()
+			if err := d.Decode(&v); err != nil {
+				return Plan{}, planErr(PlanUnparsable, "step %d: access %s: %v", i, s.Access, err)
+			}
+			pv, err := pyFromJSON(v, 0)
+			if err != nil {
 				return Plan{}, planErr(PlanUnparsable, "step %d: access %s: want \"all\" or a list of step indices", i, s.Access)
 			}
+			acc, err := accessFromPy(i, pv)
+			if err != nil {
+				return Plan{}, err
+			}
+			st.Access = acc
 		}
 		steps[i] = st
 	}

@@ -21,6 +21,12 @@ func step(worker string, id int, subtask string, access Access) PlanStep {
 	return PlanStep{Worker: worker, ModelID: id, Subtask: subtask, Access: access}
 }
 
+// solveCheck is the two-step plan of the bare-index and None files: Model 2
+// solves, Model 0 checks.
+func solveCheck(a0, a1 Access) []PlanStep {
+	return []PlanStep{step("qwen3-32b-thinking", 2, "Solve", a0), step("gemma-3-27b", 0, "Check", a1)}
+}
+
 func TestParsePlan(t *testing.T) {
 	tests := []struct {
 		file        string
@@ -52,6 +58,18 @@ func TestParsePlan(t *testing.T) {
 			step("gpt-5", 6, "Write a Python function is_prime(n).", AccessSteps()),
 			step("gemma-3-27b", 0, "Review the function and give the final version.", AccessSteps(0)),
 		}},
+		{file: "bare_index.txt", want: solveCheck(AccessSteps(), AccessSteps(0))},
+		{file: "access_none.txt", want: solveCheck(AccessSteps(), AccessSteps(0))},
+		{file: "access_null.txt", want: solveCheck(AccessSteps(), AccessSteps(0))},
+		{file: "json_lists.txt", want: solveCheck(AccessSteps(), AccessSteps(0))},
+		{file: "json_lists_inline.txt", want: solveCheck(AccessSteps(), AccessAll())},
+		{file: "json_steps_null_bare.txt", want: solveCheck(AccessSteps(), AccessSteps(0))},
+		{file: "access_strings.txt", want: append(solveCheck(AccessSteps(), AccessSteps(0)), step("qwen3-32b", 1, "Answer", AccessSteps(0, 1)))},
+		{file: "access_bad_string.txt", parseKind: PlanUnparsable},
+		{file: "bare_index_forward.txt", parseKind: PlanForwardReference},
+		{file: "access_bad_word.txt", parseKind: PlanUnparsable},
+		{file: "json_lists_missing.txt", parseKind: PlanUnparsable},
+		{file: "json_lists_float.txt", parseKind: PlanUnparsable},
 		{file: "garbage.txt", parseKind: PlanUnparsable},
 		{file: "binary.txt", parseKind: PlanUnparsable},
 		{file: "prose_only.txt", parseKind: PlanUnparsable},
@@ -178,7 +196,9 @@ line''']`, want: []string{"multi\nline"}},
 		{in: `["a" "b"`, wantErr: "unclosed"},
 		{in: `["a" 1]`, wantErr: "want ','"},
 		{in: `[1.5]`, wantErr: "fraction"},
-		{in: `[None]`, wantErr: "unexpected"},
+		{in: `[Nonesuch]`, wantErr: "unexpected"},
+		{in: `[True]`, wantErr: "unexpected"},
+		{in: `[nullable]`, wantErr: "unexpected"},
 		{in: strings.Repeat("[", 40) + strings.Repeat("]", 40), wantErr: "nested deeper"},
 		{in: `[99999999999999999999]`, wantErr: "out of range"},
 		{in: "[\"new\nline\"]", wantErr: "newline"},

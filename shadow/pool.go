@@ -55,6 +55,7 @@ type Call struct {
 	Worker           string
 	Model            string    // model name sent to the API
 	Output           string    // the response text (content deltas concatenated)
+	FinishReason     string    // the stream's finish_reason ("stop", "length", …); "" when none was sent
 	Reasoning        string    // the reasoning text (delta.reasoning_content or delta.reasoning), apart from Output
 	PromptTokens     int64     // as reported by the API's usage; 0 when not reported
 	CompletionTokens int64     // as reported by the API's usage; 0 when not reported
@@ -329,6 +330,9 @@ func (p *Pool) stream(ctx context.Context, w poolWorker, msgs []openai.ChatCompl
 				c.TTFTMs = msSince(start)
 			}
 			out.WriteString(ch.Delta.Content)
+			if ch.FinishReason != "" {
+				c.FinishReason = string(ch.FinishReason)
+			}
 			reasoning.WriteString(r)
 		}
 		if u, ok, err := ParseUsage(extra.Usage); err == nil && ok {

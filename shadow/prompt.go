@@ -20,6 +20,9 @@ var ErrNoUserMessage = errors.New("shadow: the request has no user message")
 type PoolEntry struct {
 	Name        string
 	Description string
+	// Hidden leaves the entry off the menu while keeping the numbering of the
+	// others (the conductor itself at the recursion depth cap).
+	Hidden bool
 }
 
 // conductorSystemPrompt describes the format inline, never on a line starting with
@@ -41,7 +44,8 @@ Rules:
 
 // BuildConductorPrompt returns the chat messages sent to the conductor model: a
 // system message with the workflow format and rules (at most maxSteps steps), and a
-// user message listing the pool as "Model 0: <name> — <description>" … "Model k",
+// user message listing the pool as "Model 0: <name> — <description>" … "Model k"
+// (Hidden entries left out, the others keeping their numbers),
 // the earlier turns of the conversation if any, and the question (the last user
 // message). ErrNoUserMessage when the conversation has no user message.
 func BuildConductorPrompt(pool []PoolEntry, conversation []openai.ChatCompletionMessage, maxSteps int) ([]openai.ChatCompletionMessage, error) {
@@ -52,6 +56,9 @@ func BuildConductorPrompt(pool []PoolEntry, conversation []openai.ChatCompletion
 	var b strings.Builder
 	b.WriteString("Models in the pool:\n")
 	for i, e := range pool {
+		if e.Hidden {
+			continue
+		}
 		if e.Description != "" {
 			fmt.Fprintf(&b, "Model %d: %s — %s\n", i, e.Name, e.Description)
 		} else {

@@ -14,6 +14,7 @@ const (
 	pyStr pyKind = iota
 	pyInt
 	pyList
+	pyNone // Python None or JSON null
 )
 
 func (k pyKind) String() string {
@@ -22,13 +23,15 @@ func (k pyKind) String() string {
 		return "string"
 	case pyInt:
 		return "integer"
+	case pyNone:
+		return "None"
 	default:
 		return "list"
 	}
 }
 
 // pyValue is a Python literal restricted to what workflow lists hold: strings,
-// integers and (nested) lists or tuples.
+// integers, None (also written null) and (nested) lists or tuples.
 type pyValue struct {
 	kind pyKind
 	s    string
@@ -98,10 +101,28 @@ func (p *pyParser) value(depth int) (pyValue, error) {
 		return p.stringConcat()
 	case strings.ContainsRune("rRuU", rune(c)) && p.pos+1 < len(p.src) && (p.src[p.pos+1] == '\'' || p.src[p.pos+1] == '"'):
 		return p.stringConcat()
+	case p.keyword("None") || p.keyword("null"):
+		return pyValue{kind: pyNone}, nil
 	default:
 		r, _ := utf8.DecodeRuneInString(p.src[p.pos:])
-		return pyValue{}, p.errf("unexpected %q: want a list, a string or an integer", r)
+		return pyValue{}, p.errf("unexpected %q: want a list, a string, an integer or None", r)
 	}
+}
+
+// keyword consumes word at p.pos when it stands alone (not the start of a
+// longer identifier) and reports whether it did.
+func (p *pyParser) keyword(word string) bool {
+	end := p.pos + len(word)
+	if !strings.HasPrefix(p.src[p.pos:], word) {
+		return false
+	}
+	if end < len(p.src) {
+		if c := p.src[end]; c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' {
+			return false
+		}
+	}
+	p.pos = end
+	return true
 }
 
 // seq parses the items of a list or tuple up to the closing byte.

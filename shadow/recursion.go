@@ -78,7 +78,7 @@ func (w *workflowRun) recurse(ctx context.Context, plan Plan, planRaw string, i 
 			previous = StepOutputText(m.Content)
 		}
 	}
-	prompt, err := BuildConductorPrompt(w.c.entries, w.req.Messages, w.c.cfg.MaxSteps)
+	prompt, err := BuildConductorPrompt(w.c.menu(depth+1), w.req.Messages, w.c.cfg.MaxSteps)
 	if err != nil {
 		return Call{Worker: st.Worker}, "", nil, err
 	}
@@ -97,7 +97,7 @@ func (w *workflowRun) recurse(ctx context.Context, plan Plan, planRaw string, i 
 		return call, previous, nil, nil // keep the previous answer
 	}
 	if err == nil {
-		nested, err = nested.resolve(w.c.cfg.Pool, w.c.cfg.Worker, w.c.cfg.MaxSteps, depth+1 < w.c.cfg.MaxDepth)
+		nested, err = w.c.resolveAt(nested, depth+1)
 	}
 	if err != nil {
 		return call, "", nil, fmt.Errorf("shadow: step %d: nested workflow at depth %d: %w", i, depth+1, err)

@@ -2,6 +2,8 @@ package shadow
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -159,5 +161,68 @@ func TestResolveRejectsSelfWithoutRecursion(t *testing.T) {
 	}
 	if _, err := plan.resolve(pool, "conductor", DefaultMaxSteps, true); err != nil {
 		t.Fatalf("resolve with recursion allowed: %v", err)
+	}
+}
+
+// menuModels returns the model numbers the conductor prompt's menu offers.
+func menuModels(t *testing.T, msgs []openai.ChatCompletionMessage) map[int]bool {
+	t.Helper()
+	out := map[int]bool{}
+	for _, line := range strings.Split(msgs[1].Content, "\n") {
+		var i int
+		if _, err := fmt.Sscanf(line, "Model %d:", &i); err == nil {
+			out[i] = true
+		}
+	}
+	return out
+}
+
+// With the conductor listed in its own pool, the menu shown at each depth and
+// the validator applied to plans made at that depth agree: a one-step plan
+// picking Model i resolves exactly when the menu offered Model i; at the depth
+// cap the conductor is neither offered nor accepted, and the other workers keep
+// their numbers.
+func TestMenuAndValidatorAgreeAtEveryDepth(t *testing.T) {
+	for _, maxDepth := range []int{1, 2, 3} {
+		_, p := recursivePool(t, keepLists, func(c *ConductorConfig) { c.MaxDepth = maxDepth })
+		c := p.(*conductorPipeline)
+		self := slices.Index(c.cfg.Pool, c.cfg.Worker)
+		for depth := 0; depth <= maxDepth; depth++ {
+			prompt, err := BuildConductorPrompt(c.menu(depth), userRequest("What is 6 times 7?").Messages, c.cfg.MaxSteps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			offered := menuModels(t, prompt)
+			if wantSelf := depth < maxDepth; offered[self] != wantSelf {
+				t.Errorf("max_depth %d depth %d: conductor (Model %d) offered=%v, want %v", maxDepth, depth, self, offered[self], wantSelf)
+			}
+			for i := range c.cfg.Pool {
+				plan, err := ParsePlan(fmt.Sprintf("model_id = [%d]\nsubtasks = [\"Answer.\"]\naccess_list = [[]]", i))
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, err = c.resolveAt(plan, depth)
+				if accepted := err == nil; accepted != offered[i] {
+					t.Errorf("max_depth %d depth %d Model %d: menu offers %v, validator accepts %v (%v)", maxDepth, depth, i, offered[i], accepted, err)
+				}
+			}
+		}
+	}
+}
+
+// At the depth cap the recursive call's prompt no longer lists the conductor.
+func TestRecursiveCallAtCapHidesConductor(t *testing.T) {
+	inner := "model_id = [7]\nsubtasks = [\"Check again.\"]\naccess_list = [\"all\"]"
+	srv, p := recursivePool(t, inner, nil) // max_depth 2
+	p.Run(context.Background(), userRequest("What is 6 times 7?"), store.ModeCandidate)
+	calls := srv.RequestsFor("conductor")
+	if len(calls) != 3 {
+		t.Fatalf("%d conductor calls, want 3 (depth 0, 1, 2)", len(calls))
+	}
+	for depth, want := range []bool{true, true, false} {
+		msgs := calls[depth].Decoded.Messages
+		if got := strings.Contains(msgs[1].Content, "Model 7: conductor"); got != want {
+			t.Errorf("call planning depth %d lists the conductor: %v, want %v", depth, got, want)
+		}
 	}
 }

@@ -79,3 +79,59 @@ func TestConductorAgainstSimulatedPool(t *testing.T) {
 		srv.Close()
 	}
 }
+
+// A worker whose answer hits max_tokens on the simulated pool reports
+// finish_reason "length": the step records it and the run is marked truncated;
+// with room to answer the step finishes with "stop" and the run is not.
+func TestTruncationRecordedFromSimulatedPool(t *testing.T) {
+	cases, err := simpool.LoadSets(filepath.Join("..", "regression-sets"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var aime simpool.Case
+	for _, c := range cases {
+		if strings.HasPrefix(c.ID, "aime") {
+			aime = c
+			break
+		}
+	}
+	scfg := simpool.NewDefaultConfig()
+	scfg.LatencyScale = 0
+	scfg.Cases = []simpool.Case{aime}
+	sim, err := simpool.New(scfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(sim)
+	defer srv.Close()
+	for _, tt := range []struct {
+		maxTokens int
+		finish    string
+		truncated bool
+	}{{64, store.FinishLength, true}, {0, store.FinishStop, false}} {
+		cfg := shadow.NewDefaultConfig()
+		for i := range cfg.Workers {
+			cfg.Workers[i].BaseURL = srv.URL + "/v1"
+			cfg.Workers[i].MaxOutputTokens = tt.maxTokens
+		}
+		pool, err := shadow.NewPool(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := shadow.NewSingle(pool, "gpt-5")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := p.Run(context.Background(), shadow.Request{RequestID: aime.ID,
+			Messages: []openai.ChatCompletionMessage{{Role: "user", Content: aime.Input}}}, store.ModeCandidate)
+		pool.Close()
+		st := res.Steps[0]
+		if st.FinishReason != tt.finish || res.Run.Truncated != tt.truncated || res.Run.TruncatedSteps != map[bool]int32{true: 1}[tt.truncated] {
+			t.Errorf("max_tokens %d: step finish %q, run truncated %v (%d steps); want %q, %v",
+				tt.maxTokens, st.FinishReason, res.Run.Truncated, res.Run.TruncatedSteps, tt.finish, tt.truncated)
+		}
+		if tt.truncated && (res.Run.Status != store.StatusOK || st.OutputTokens != int64(tt.maxTokens)) {
+			t.Errorf("truncated call: status %q, %d output tokens, want ok and %d", res.Run.Status, st.OutputTokens, tt.maxTokens)
+		}
+	}
+}

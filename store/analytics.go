@@ -253,7 +253,7 @@ type OverviewCounts struct {
 	TapRequests    int64 `json:"tap_requests"`    // of which tapped from production (source tap)
 	IncumbentRuns  int64 `json:"incumbent_runs"`  // incumbent runs started
 	ShadowRuns     int64 `json:"shadow_runs"`     // candidate runs started
-	ErrorRuns      int64 `json:"error_runs"`      // runs of either mode whose status is not ok
+	ErrorRuns      int64 `json:"error_runs"`      // runs of either mode whose status is neither ok nor cancelled (a stop is not a failure)
 	ShadowRequests int64 `json:"shadow_requests"` // distinct requests with a candidate run
 }
 
@@ -266,7 +266,7 @@ type PipelinePoint struct {
 	Mode     string    `json:"mode"`
 	Bucket   time.Time `json:"bucket"` // bucket start, UTC
 	Runs     int64     `json:"runs"`
-	Errors   int64     `json:"errors"`   // runs whose status is not ok
+	Errors   int64     `json:"errors"`   // runs whose status is neither ok nor cancelled
 	CostUSD  float64   `json:"cost_usd"` // summed cost of the runs
 	// CostPerRequestUSD is cost per request: the pipeline's runs' cost summed per
 	// request_id, averaged over those requests (= CostUSD / distinct requests).
@@ -339,7 +339,7 @@ func (s *sqlStore) Overview(ctx context.Context, q OverviewQuery) (Overview, err
     (SELECT count() FROM %[1]s.requests FINAL WHERE %[2]s AND source = 'tap') AS tap_requests,
     countIf(mode = 'incumbent') AS incumbent_runs,
     countIf(mode = 'candidate') AS shadow_runs,
-    countIf(status != 'ok') AS error_runs,
+    countIf(status NOT IN ('ok', 'cancelled')) AS error_runs,
     uniqExactIf(request_id, mode = 'candidate') AS shadow_requests
 FROM %[1]s.runs FINAL WHERE %[3]s`, s.db, reqCond, runCond))
 	if err != nil {
@@ -352,7 +352,7 @@ FROM %[1]s.runs FINAL WHERE %[3]s`, s.db, reqCond, runCond))
 	// its default, the epoch, which decodes to the zero time.
 	points, err := queryRows[PipelinePoint](ctx, s.t, fmt.Sprintf(`SELECT pipeline, any(mode) AS mode,
     toDateTime64(toStartOfInterval(started_at, INTERVAL %[2]d SECOND), 3, 'UTC') AS bucket, count() AS runs,
-    countIf(status != 'ok') AS errors, sum(cost_usd) AS cost_usd,
+    countIf(status NOT IN ('ok', 'cancelled')) AS errors, sum(cost_usd) AS cost_usd,
     cost_usd / uniqExact(request_id) AS cost_per_request_usd,
     %[4]s AS p50_ms,
     %[5]s AS p95_ms

@@ -51,7 +51,7 @@ func TestMigrationsTwiceAreNoOp(t *testing.T) {
 	for _, r := range res.Rows {
 		names = append(names, r[0])
 	}
-	if got := strings.Join(names, ","); got != "cases,requests,runs,schema_migrations,scores,steps,suite_runs" {
+	if got := strings.Join(names, ","); got != "cases,requests,runs,schema_migrations,scores,shadow_work,steps,suite_runs" {
 		t.Errorf("tables = %s", got)
 	}
 }

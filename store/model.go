@@ -25,6 +25,16 @@ const (
 	// StatusCancelledByClient: the production client hung up before the
 	// incumbent's answer was complete; the run holds what arrived (Partial).
 	StatusCancelledByClient = "cancelled_by_client"
+	// StatusCancelled: the run was stopped before it finished (a shutdown, the
+	// caller's deadline), not by a fault of the pipeline. It is never a failure:
+	// tapped work with a cancelled run stays pending and is shadowed again.
+	StatusCancelled = "cancelled"
+)
+
+// Shadow work states (Work.Status).
+const (
+	WorkPending = "pending" // the candidate run is owed
+	WorkDone    = "done"    // the candidate run is stored
 )
 
 // Request is one user request: a tapped production exchange's input, or a suite case.
@@ -88,7 +98,21 @@ type Run struct {
 	Plan      string  `json:"plan"`     // the parsed workflow as JSON ({"steps":[...]}), empty if none
 	Error     string  `json:"error"`
 	Simulated bool    `json:"simulated"` // the answers came from the simulated worker pool
+	// Truncated: the final answer comes from a step that stopped at its token cap
+	// (finish reason FinishLength), so it is cut short.
+	Truncated bool `json:"truncated"`
+	// TruncatedSteps counts the run's steps that stopped at their token cap.
+	TruncatedSteps int32 `json:"truncated_steps"`
 }
+
+// Finish reasons of a step, as OpenAI-compatible APIs report them in
+// choices[].finish_reason. FinishLength means the answer hit max_tokens (or
+// max_completion_tokens) and is cut short.
+const (
+	FinishStop          = "stop"
+	FinishLength        = "length"
+	FinishContentFilter = "content_filter"
+)
 
 // Step is one worker call inside a run (a span). Key: (RunID, Index).
 type Step struct {
@@ -109,10 +133,14 @@ type Step struct {
 	LatencyMs    float64   `json:"latency_ms"`
 	TTFTMs       float64   `json:"ttft_ms"` // time to first token, 0 when not streamed
 	Status       string    `json:"status"`
-	Output       string    `json:"output"`
-	Reasoning    string    `json:"reasoning"` // the model's reasoning text, apart from Output
-	Error        string    `json:"error"`
-	Attempt      int32     `json:"attempt"` // 1 for the first try
+	// FinishReason is the API's finish_reason for the call: FinishStop,
+	// FinishLength (cut at the token cap), FinishContentFilter, …; "" when the
+	// API sent none or no call was made.
+	FinishReason string `json:"finish_reason"`
+	Output       string `json:"output"`
+	Reasoning    string `json:"reasoning"` // the model's reasoning text, apart from Output
+	Error        string `json:"error"`
+	Attempt      int32  `json:"attempt"` // 1 for the first try
 	// PriceVersion identifies the price table CostUSD was computed with
 	// (shadow.PriceTableVersion); empty when not priced by the shadow pool.
 	PriceVersion string `json:"price_version"`
@@ -216,4 +244,35 @@ type Trace struct {
 	Runs    []Run   `json:"runs"`  // incumbent first, then candidates by pipeline name
 	Steps   []Step  `json:"steps"` // ordered by RunID, Index
 	Scores  []Score `json:"scores"`
+}
+
+// Work is one candidate run owed to a tapped request, the unit of the store-first
+// work queue: the tap writes it WorkPending with the request before answering 202,
+// and the shadow worker rewrites it WorkDone with the candidate's run.
+// Key: (RequestID, Pipeline, PipelineVersion).
+type Work struct {
+	RequestID       string    `json:"request_id"`
+	Pipeline        string    `json:"pipeline"`
+	PipelineVersion string    `json:"pipeline_version"`
+	Status          string    `json:"status"`      // WorkPending or WorkDone
+	ReceivedAt      time.Time `json:"received_at"` // the request's, UTC ms: the backlog is read oldest first
+}
+
+// WorkKey names one candidate version.
+type WorkKey struct {
+	Pipeline        string `json:"pipeline"`
+	PipelineVersion string `json:"pipeline_version"`
+}
+
+// PendingRequest is a stored request with the candidate runs it is still owed.
+type PendingRequest struct {
+	Request Request
+	Owed    []WorkKey
+}
+
+// WorkCursor pages the backlog oldest first: only requests received strictly
+// after (ReceivedAt, RequestID). The zero cursor starts at the beginning.
+type WorkCursor struct {
+	ReceivedAt time.Time
+	RequestID  string
 }

@@ -42,6 +42,16 @@ type Store interface {
 	// InsertSuiteRuns stores suite runs, keyed by SuiteRunID; a later write with the
 	// same id replaces the earlier one (status updates).
 	InsertSuiteRuns(ctx context.Context, runs []SuiteRun) error
+	// InsertWork stores shadow work rows, keyed by (RequestID, Pipeline,
+	// PipelineVersion); a later write replaces the state (pending → done).
+	InsertWork(ctx context.Context, work []Work) error
+	// StoredRequests returns which of ids already have a request row (any order).
+	StoredRequests(ctx context.Context, ids []string) ([]string, error)
+	// PendingWork returns up to limit requests (oldest received first, after
+	// cursor) that still owe a candidate run: a pending Work row with no stored
+	// run of that candidate version other than a cancelled one. Requests whose
+	// row is missing are left out.
+	PendingWork(ctx context.Context, after WorkCursor, limit int) ([]PendingRequest, error)
 	// InsertCases stores the snapshot of a suite run's regression-set cases, keyed by
 	// (SuiteRunID, CaseID).
 	InsertCases(ctx context.Context, cases []Case) error

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	"golang.org/x/time/rate"
 )
 
 // ErrQueueFull: Writer.Enqueue found the queue full; the batch was not accepted.
@@ -57,16 +59,20 @@ type Batch struct {
 	Runs     []Run
 	Steps    []Step
 	Scores   []Score
+	Work     []Work // shadow work states, written after the runs they account for
 }
 
 // Rows is the number of records in b.
-func (b Batch) Rows() int { return len(b.Requests) + len(b.Runs) + len(b.Steps) + len(b.Scores) }
+func (b Batch) Rows() int {
+	return len(b.Requests) + len(b.Runs) + len(b.Steps) + len(b.Scores) + len(b.Work)
+}
 
 func (b *Batch) add(o Batch) {
 	b.Requests = append(b.Requests, o.Requests...)
 	b.Runs = append(b.Runs, o.Runs...)
 	b.Steps = append(b.Steps, o.Steps...)
 	b.Scores = append(b.Scores, o.Scores...)
+	b.Work = append(b.Work, o.Work...)
 }
 
 // WriterStats are the Writer's counters since NewWriter. Rows are records of any table.
@@ -77,16 +83,29 @@ type WriterStats struct {
 	Rejected int64 `json:"rejected"` // batches refused by Enqueue (ErrQueueFull or after Shutdown)
 	Failed   int64 `json:"failed"`   // INSERT attempts that failed (each retry counts)
 	Flushes  int64 `json:"flushes"`  // flushes that wrote at least one row
+	// FailingSince is when the INSERTs started failing; zero while the last one
+	// succeeded (or none was tried).
+	FailingSince time.Time `json:"failing_since,omitzero"`
+	LastError    string    `json:"last_error,omitempty"` // the last failed INSERT's error, "" once one succeeds
 }
 
 // Writer batches records and writes them to a Store in the background: pending
 // rows are flushed when they reach BatchSize or every FlushInterval. Within a
-// flush, requests are inserted before runs, then steps and scores, so a request
-// is visible no later than its runs. A failed INSERT is retried with exponential
-// backoff, then its rows are dropped and counted. Safe for concurrent use.
+// flush, requests are inserted before runs, then steps, scores and shadow work, so
+// a request is visible no later than its runs and a work row is marked done no
+// earlier than its run is stored. A failed INSERT is retried with exponential
+// backoff, then its rows are dropped, counted and logged (at most one line per
+// 5 s with the running totals). Safe for concurrent use.
 type Writer struct {
 	st  Store
 	cfg WriterConfig
+	log *slog.Logger
+
+	logEvery rate.Sometimes // rate-limits the loss log lines
+
+	failMu       sync.Mutex
+	failingSince time.Time
+	lastError    string
 
 	queue chan Batch
 
@@ -103,30 +122,21 @@ type Writer struct {
 	queued, written, dropped, rejected, failed, flushes atomic.Int64
 }
 
-// NewWriter returns a Writer on st. A cfg that fails Validate is replaced field by
-// field with the defaults.
-func NewWriter(st Store, cfg WriterConfig) *Writer {
-	def := NewDefaultWriterConfig()
-	if cfg.BatchSize <= 0 {
-		cfg.BatchSize = def.BatchSize
+// NewWriter returns a Writer on st; cfg must pass Validate (its error is
+// returned as is). log receives the loss lines; nil discards them.
+func NewWriter(st Store, cfg WriterConfig, log *slog.Logger) (*Writer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
-	if cfg.FlushInterval <= 0 {
-		cfg.FlushInterval = def.FlushInterval
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
-	if cfg.QueueSize <= 0 {
-		cfg.QueueSize = def.QueueSize
-	}
-	if cfg.MaxRetries < 0 {
-		cfg.MaxRetries = def.MaxRetries
-	}
-	if cfg.RetryInitial <= 0 {
-		cfg.RetryInitial = def.RetryInitial
-	}
-	return &Writer{st: st, cfg: cfg, queue: make(chan Batch, cfg.QueueSize),
-		stop: make(chan struct{}), done: make(chan struct{})}
+	return &Writer{st: st, cfg: cfg, log: log, logEvery: rate.Sometimes{Interval: 5 * time.Second},
+		queue: make(chan Batch, cfg.QueueSize), stop: make(chan struct{}), done: make(chan struct{})}, nil
 }
 
-// Start runs the flush loop until Shutdown or until ctx ends. Calling it again,
+// Start runs the flush loop until Shutdown. ctx carries values only: its end does
+// not stop the loop (a stop is Shutdown's, which flushes first). Calling it again,
 // or after Shutdown, does nothing.
 func (w *Writer) Start(ctx context.Context) {
 	w.lifeMu.Lock()
@@ -135,7 +145,7 @@ func (w *Writer) Start(ctx context.Context) {
 		return
 	}
 	w.started = true
-	go w.loop(ctx)
+	go w.loop(context.WithoutCancel(ctx))
 }
 
 func (w *Writer) loop(ctx context.Context) {
@@ -144,8 +154,6 @@ func (w *Writer) loop(ctx context.Context) {
 	defer tick.Stop()
 	for {
 		select {
-		case <-ctx.Done():
-			return
 		case <-w.stop:
 			return
 		case b := <-w.queue:
@@ -182,6 +190,7 @@ func (w *Writer) Enqueue(b Batch) error {
 		return nil
 	default:
 		w.rejected.Add(1)
+		w.logLoss("store writer: batch refused", ErrQueueFull)
 		return ErrQueueFull
 	}
 }
@@ -214,11 +223,63 @@ func (w *Writer) writeLocked(ctx context.Context) error {
 	}
 	var errs []error
 	errs = append(errs, writeChunks(ctx, w, "requests", p.Requests, w.st.InsertRequests))
-	errs = append(errs, writeChunks(ctx, w, "runs", p.Runs, w.st.InsertRuns))
+	runsErr := writeChunks(ctx, w, "runs", p.Runs, w.st.InsertRuns)
+	errs = append(errs, runsErr)
 	errs = append(errs, writeChunks(ctx, w, "steps", p.Steps, w.st.InsertSteps))
 	errs = append(errs, writeChunks(ctx, w, "scores", p.Scores, w.st.InsertScores))
+	if runsErr != nil && len(p.Work) > 0 {
+		// A work row marked done whose run was dropped would hide the loss: the
+		// marks are held back, so the work stays pending and is done again.
+		n := int64(len(p.Work))
+		w.queued.Add(-n)
+		w.dropped.Add(n)
+		errs = append(errs, fmt.Errorf("store: writer: %d shadow_work rows held back: their runs were not stored", n))
+	} else {
+		errs = append(errs, writeChunks(ctx, w, "shadow_work", p.Work, w.st.InsertWork))
+	}
 	w.flushes.Add(1)
-	return errors.Join(errs...)
+	err := errors.Join(errs...)
+	if err != nil {
+		w.logLoss("store writer: rows dropped after retries", err)
+	}
+	return err
+}
+
+// logLoss logs a loss line with the running totals, at most once per 5 s.
+func (w *Writer) logLoss(msg string, err error) {
+	w.logEvery.Do(func() {
+		st := w.Stats()
+		w.log.Error(msg, "err", err, "dropped_rows_total", st.Dropped, "rejected_batches_total", st.Rejected, "failed_inserts_total", st.Failed)
+	})
+}
+
+// noteInsert records the outcome of one INSERT attempt for Ready and Stats.
+func (w *Writer) noteInsert(err error) {
+	w.failMu.Lock()
+	defer w.failMu.Unlock()
+	if err == nil {
+		w.failingSince, w.lastError = time.Time{}, ""
+		return
+	}
+	if w.failingSince.IsZero() {
+		w.failingSince = time.Now()
+	}
+	w.lastError = err.Error()
+}
+
+// Ready reports why the writer cannot store now: the last INSERT failed (the
+// store cannot be written), or the queue is full. nil when it can.
+func (w *Writer) Ready() error {
+	w.failMu.Lock()
+	since, last := w.failingSince, w.lastError
+	w.failMu.Unlock()
+	if !since.IsZero() {
+		return fmt.Errorf("store: writes failing since %s: %s", since.UTC().Format(time.RFC3339), last)
+	}
+	if len(w.queue) >= cap(w.queue) {
+		return fmt.Errorf("store: writer: %w (%d batches)", ErrQueueFull, cap(w.queue))
+	}
+	return nil
 }
 
 func writeChunks[T any](ctx context.Context, w *Writer, table string, rows []T, insert func(context.Context, []T) error) error {
@@ -233,6 +294,7 @@ func writeChunks[T any](ctx context.Context, w *Writer, table string, rows []T, 
 		policy := backoff.WithContext(backoff.WithMaxRetries(eb, uint64(w.cfg.MaxRetries)), ctx)
 		err := backoff.Retry(func() error {
 			err := insert(ctx, chunk)
+			w.noteInsert(err)
 			if err != nil {
 				w.failed.Add(1)
 				if errors.Is(err, ErrClosed) {
@@ -279,6 +341,7 @@ func (w *Writer) Shutdown(ctx context.Context) error {
 					}
 				}
 				err = fmt.Errorf("store: writer shutdown: %w", ctx.Err())
+				w.log.Error("store writer: rows dropped at shutdown", "err", err, "dropped_rows_total", w.dropped.Load())
 				return
 			}
 		}
@@ -289,8 +352,12 @@ func (w *Writer) Shutdown(ctx context.Context) error {
 
 // Stats returns the counters.
 func (w *Writer) Stats() WriterStats {
+	w.failMu.Lock()
+	since, last := w.failingSince, w.lastError
+	w.failMu.Unlock()
 	return WriterStats{
 		Queued: w.queued.Load(), Written: w.written.Load(), Dropped: w.dropped.Load(),
 		Rejected: w.rejected.Load(), Failed: w.failed.Load(), Flushes: w.flushes.Load(),
+		FailingSince: since, LastError: last,
 	}
 }

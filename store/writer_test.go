@@ -1,9 +1,11 @@
 package store_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"strings"
 	"sync"
@@ -67,6 +69,21 @@ func writerConfig() store.WriterConfig {
 	return store.WriterConfig{BatchSize: 1000, FlushInterval: time.Hour, QueueSize: 16, MaxRetries: 3, RetryInitial: time.Millisecond}
 }
 
+// newWriter builds a writer on st that logs into the test's log.
+func newWriter(t testing.TB, st store.Store, cfg store.WriterConfig) *store.Writer {
+	t.Helper()
+	w, err := store.NewWriter(st, cfg, slog.New(slog.NewTextHandler(tlog{t}, nil)))
+	if err != nil {
+		t.Fatalf("NewWriter: %v", err)
+	}
+	return w
+}
+
+// tlog writes log lines to the test's log.
+type tlog struct{ t testing.TB }
+
+func (l tlog) Write(p []byte) (int, error) { l.t.Log(strings.TrimSpace(string(p))); return len(p), nil }
+
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(3 * time.Second)
@@ -91,7 +108,7 @@ func TestWriterFlushesOnSize(t *testing.T) {
 	mem := storetest.NewMemory()
 	cfg := writerConfig()
 	cfg.BatchSize = 2 * fixtureRows
-	w := store.NewWriter(mem, cfg)
+	w := newWriter(t, mem, cfg)
 	w.Start(context.Background())
 	defer shutdown(t, w)
 	if err := w.Enqueue(fixtureBatch("a")); err != nil {
@@ -114,7 +131,7 @@ func TestWriterFlushesOnInterval(t *testing.T) {
 	mem := storetest.NewMemory()
 	cfg := writerConfig()
 	cfg.FlushInterval = 20 * time.Millisecond
-	w := store.NewWriter(mem, cfg)
+	w := newWriter(t, mem, cfg)
 	w.Start(context.Background())
 	defer shutdown(t, w)
 	if err := w.Enqueue(fixtureBatch("a")); err != nil {
@@ -127,7 +144,7 @@ func TestWriterQueueFullNeverBlocks(t *testing.T) {
 	mem := storetest.NewMemory()
 	cfg := writerConfig()
 	cfg.QueueSize = 2
-	w := store.NewWriter(mem, cfg) // not started: nothing drains the queue
+	w := newWriter(t, mem, cfg) // not started: nothing drains the queue
 	for i := range 2 {
 		if err := w.Enqueue(fixtureBatch(fmt.Sprint(i))); err != nil {
 			t.Fatalf("enqueue %d: %v", i, err)
@@ -154,7 +171,7 @@ func TestWriterQueueFullNeverBlocks(t *testing.T) {
 
 func TestWriterShutdownDrainsAndIsIdempotent(t *testing.T) {
 	mem := storetest.NewMemory()
-	w := store.NewWriter(mem, writerConfig())
+	w := newWriter(t, mem, writerConfig())
 	w.Start(context.Background())
 	var wg sync.WaitGroup
 	for i := range 8 {
@@ -179,7 +196,7 @@ func TestWriterShutdownDrainsAndIsIdempotent(t *testing.T) {
 		t.Errorf("Enqueue after Shutdown: %v; want ErrClosed", err)
 	}
 	// Shutdown without Start, twice.
-	w2 := store.NewWriter(mem, writerConfig())
+	w2 := newWriter(t, mem, writerConfig())
 	shutdown(t, w2)
 	shutdown(t, w2)
 }
@@ -187,7 +204,7 @@ func TestWriterShutdownDrainsAndIsIdempotent(t *testing.T) {
 func TestWriterRetriesThenDrops(t *testing.T) {
 	t.Run("recovers", func(t *testing.T) {
 		f := &flaky{Store: storetest.NewMemory(), failN: 2}
-		w := store.NewWriter(f, writerConfig())
+		w := newWriter(t, f, writerConfig())
 		if err := w.Enqueue(fixtureBatch("r")); err != nil {
 			t.Fatal(err)
 		}
@@ -203,7 +220,7 @@ func TestWriterRetriesThenDrops(t *testing.T) {
 		f := &flaky{Store: storetest.NewMemory(), failN: 1 << 30}
 		cfg := writerConfig()
 		cfg.MaxRetries = 2
-		w := store.NewWriter(f, cfg)
+		w := newWriter(t, f, cfg)
 		if err := w.Enqueue(fixtureBatch("r")); err != nil {
 			t.Fatal(err)
 		}
@@ -220,7 +237,7 @@ func TestWriterRetriesThenDrops(t *testing.T) {
 
 func TestWriterInsertsRequestsBeforeRuns(t *testing.T) {
 	f := &flaky{Store: storetest.NewMemory()}
-	w := store.NewWriter(f, writerConfig())
+	w := newWriter(t, f, writerConfig())
 	for _, id := range []string{"a", "b"} {
 		b := fixtureBatch(id)
 		b.Requests = nil // runs first in the batch...
@@ -239,7 +256,7 @@ func TestWriterInsertsRequestsBeforeRuns(t *testing.T) {
 
 func TestWriterShutdownDeadline(t *testing.T) {
 	f := &flaky{Store: storetest.NewMemory(), block: true}
-	w := store.NewWriter(f, writerConfig())
+	w := newWriter(t, f, writerConfig())
 	if err := w.Enqueue(fixtureBatch("slow")); err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +293,7 @@ func contains(s, sub string) bool { return strings.Contains(s, sub) }
 // is stored once.
 func TestWriterEmbedded(t *testing.T) {
 	st := store.OpenTestStore(t)
-	w := store.NewWriter(st, writerConfig())
+	w := newWriter(t, st, writerConfig())
 	w.Start(context.Background())
 	for range 2 {
 		if err := w.Enqueue(fixtureBatch("emb")); err != nil {
@@ -291,4 +308,132 @@ func TestWriterEmbedded(t *testing.T) {
 	if len(tr.Runs) != 3 || len(tr.Steps) != 4 || len(tr.Scores) != 2 {
 		t.Errorf("trace has %d runs, %d steps, %d scores; want 3, 4, 2", len(tr.Runs), len(tr.Steps), len(tr.Scores))
 	}
+}
+
+// An invalid config is an error, never silently replaced by defaults.
+func TestNewWriterRejectsInvalidConfig(t *testing.T) {
+	cfg := writerConfig()
+	cfg.BatchSize = 0
+	if _, err := store.NewWriter(storetest.NewMemory(), cfg, nil); err == nil || !contains(err.Error(), "batch_size") {
+		t.Fatalf("NewWriter with batch_size 0: %v; want a batch_size error", err)
+	}
+}
+
+// The loop outlives the Start context: a cancelled request context must not stop
+// the writer; Shutdown stops it after flushing.
+func TestWriterOutlivesStartContext(t *testing.T) {
+	mem := storetest.NewMemory()
+	cfg := writerConfig()
+	cfg.FlushInterval = 10 * time.Millisecond
+	w := newWriter(t, mem, cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	w.Start(ctx)
+	cancel()
+	time.Sleep(20 * time.Millisecond)
+	if err := w.Enqueue(fixtureBatch("after-cancel")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "flush after the Start context ended", func() bool { return mem.Counts().Requests == 1 })
+	shutdown(t, w)
+}
+
+// Dropped rows are counted, logged and make the writer not ready until an INSERT
+// succeeds again.
+func TestWriterLossIsLoggedAndVisible(t *testing.T) {
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	f := &flaky{Store: storetest.NewMemory(), failN: 1 << 30}
+	cfg := writerConfig()
+	cfg.MaxRetries = 0
+	w, err := store.NewWriter(f, cfg, slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Ready(); err != nil {
+		t.Fatalf("Ready before any write: %v", err)
+	}
+	if err := w.Enqueue(fixtureBatch("lost")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(context.Background()); err == nil {
+		t.Fatal("Flush succeeded with a failing store")
+	}
+	s := w.Stats()
+	if s.Dropped != fixtureRows || s.FailingSince.IsZero() || !contains(s.LastError, "injected failure") {
+		t.Errorf("stats = %+v; want %d dropped, failing since set, the last error", s, fixtureRows)
+	}
+	if err := w.Ready(); err == nil || !contains(err.Error(), "failing") {
+		t.Errorf("Ready with failing writes = %v; want an error", err)
+	}
+	mu.Lock()
+	line := logs.String()
+	mu.Unlock()
+	if !contains(line, "rows dropped") || !contains(line, "dropped_rows_total=10") {
+		t.Errorf("log = %q; want a line naming the dropped rows", line)
+	}
+	f.mu.Lock()
+	f.failN = 0
+	f.mu.Unlock()
+	if err := w.Enqueue(fixtureBatch("back")); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Ready(); err != nil {
+		t.Errorf("Ready after a successful write: %v", err)
+	}
+	shutdown(t, w)
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	b  *bytes.Buffer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// failRuns fails every INSERT into runs and records the work rows it got.
+type failRuns struct {
+	store.Store
+	mu   sync.Mutex
+	work int
+}
+
+func (f *failRuns) InsertRuns(context.Context, []store.Run) error {
+	return errors.New("runs: disk full")
+}
+func (f *failRuns) InsertWork(ctx context.Context, w []store.Work) error {
+	f.mu.Lock()
+	f.work += len(w)
+	f.mu.Unlock()
+	return f.Store.InsertWork(ctx, w)
+}
+
+// A work row is never marked done when its run could not be stored: the work
+// stays pending (to be done again) and the held-back rows are counted as dropped.
+func TestWriterHoldsBackWorkMarksOfDroppedRuns(t *testing.T) {
+	f := &failRuns{Store: storetest.NewMemory()}
+	cfg := writerConfig()
+	cfg.MaxRetries = 0
+	w := newWriter(t, f, cfg)
+	b := fixtureBatch("held")
+	b.Work = []store.Work{{RequestID: "held", Pipeline: "conductor", PipelineVersion: "v3", Status: store.WorkDone}}
+	if err := w.Enqueue(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(context.Background()); err == nil || !contains(err.Error(), "held back") {
+		t.Fatalf("Flush = %v; want the runs' failure and the held-back work rows", err)
+	}
+	if f.work != 0 {
+		t.Errorf("%d work rows written although their runs were dropped", f.work)
+	}
+	if s := w.Stats(); s.Dropped != 3+1 || s.Queued != 0 {
+		t.Errorf("stats = %+v; want 3 runs + 1 work row dropped, none queued", s)
+	}
+	shutdown(t, w)
 }

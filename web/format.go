@@ -152,7 +152,7 @@ func statusClass(status string) string {
 		return "status status-error"
 	case store.StatusPlanUnparsable, store.StatusBudgetExceeded, store.StatusCancelledByClient:
 		return "status status-warn"
-	case store.StatusSkipped:
+	case store.StatusSkipped, store.StatusCancelled:
 		return "status status-skipped"
 	case "running":
 		return "status status-running"

@@ -201,6 +201,37 @@ type suiteRunView struct {
 	// traces (empty when the store cannot list scores or none are stored).
 	CasePipelines []string
 	Cases         []suiteCaseRow
+	// Truncated: per pipeline of the report, the runs whose final answer hit
+	// the token cap (empty when the report JSON carries no such counts).
+	Truncated []pipelineCount
+}
+
+// pipelineCount is one pipeline's count of something in a suite run.
+type pipelineCount struct {
+	Pipeline string
+	N        int
+}
+
+// reportTruncated reads, from a suite run's JSON report, each pipeline's
+// overall "truncated" count (runs whose final answer hit the token cap), in
+// report order; nil when the report is not JSON or has no pipelines.
+func reportTruncated(reportJSON string) []pipelineCount {
+	var r struct {
+		Pipelines []struct {
+			Pipeline string `json:"pipeline"`
+			Overall  struct {
+				Truncated int `json:"truncated"`
+			} `json:"overall"`
+		} `json:"pipelines"`
+	}
+	if json.Unmarshal([]byte(reportJSON), &r) != nil {
+		return nil
+	}
+	var out []pipelineCount
+	for _, p := range r.Pipelines {
+		out = append(out, pipelineCount{Pipeline: p.Pipeline, N: p.Overall.Truncated})
+	}
+	return out
 }
 
 // reportSimulated reads the top-level "simulated" boolean of a suite run's JSON

@@ -39,7 +39,7 @@ const contentSecurityPolicy = "default-src 'none'; style-src 'self'; img-src 'se
 
 // runStatuses returns the choices of the traces list's status filter.
 func runStatuses() []string {
-	return []string{store.StatusOK, store.StatusError, store.StatusCancelledByClient, store.StatusPlanUnparsable, store.StatusBudgetExceeded, store.StatusSkipped}
+	return []string{store.StatusOK, store.StatusError, store.StatusCancelled, store.StatusCancelledByClient, store.StatusPlanUnparsable, store.StatusBudgetExceeded, store.StatusSkipped}
 }
 
 // traceSources returns the choices of the traces list's source filter.
@@ -321,7 +321,7 @@ func (s *server) suiteRun(c *gin.Context, id string) {
 		return
 	}
 	v := suiteRunView{Meta: s.meta("Suite run "+shortID(id, 24), navSuiteRuns), Run: run,
-		Simulated: reportSimulated(run.ReportJSON)}
+		Simulated: reportSimulated(run.ReportJSON), Truncated: reportTruncated(run.ReportJSON)}
 	if all, err := s.st.ListSuiteRuns(c.Request.Context(), store.MaxListLimit); err == nil {
 		if prev, ok := previousSuiteRun(all, run); ok {
 			v.PrevURL = s.urls().compareSuiteRuns(prev.SuiteRunID, run.SuiteRunID, "", false)

@@ -61,6 +61,15 @@ func buildPipelines(cfg Config) (*pipelines, error) {
 
 func (p *pipelines) Close() { p.pool.Close() }
 
+// workKeys names the candidate versions every tapped copy owes a run of.
+func (p *pipelines) workKeys() []store.WorkKey {
+	keys := make([]store.WorkKey, len(p.candidates))
+	for i, c := range p.candidates {
+		keys[i] = store.WorkKey{Pipeline: c.Name(), PipelineVersion: c.Version()}
+	}
+	return keys
+}
+
 // priceTable prices an incumbent's recorded usage: a configured worker whose model
 // matches first, then the shipped default prices.
 type priceTable struct {

@@ -13,6 +13,7 @@ import (
 	"github.com/caarlos0/env/v11"
 	"gopkg.in/yaml.v3"
 
+	"github.com/conductor-shadow/conductor-shadow/eval"
 	"github.com/conductor-shadow/conductor-shadow/eval/gate"
 	"github.com/conductor-shadow/conductor-shadow/eval/judge"
 	"github.com/conductor-shadow/conductor-shadow/eval/schedule"
@@ -81,6 +82,8 @@ type SuiteConfig struct {
 	ShiftWindow time.Duration `yaml:"shift_window"`
 	// Judge is the LLM judge of cases graded "judge" or "pairwise".
 	Judge judge.Config `yaml:"judge"`
+	// Code is the sandbox of cases graded "code" (interpreter, timeout, memory cap).
+	Code eval.CodeConfig `yaml:"code"`
 }
 
 // TelemetryConfig turns on OpenTelemetry tracing; empty OTLPEndpoint means a no-op
@@ -112,7 +115,7 @@ func NewDefaultConfig() Config {
 		Ingest:    ingest.NewDefaultConfig(),
 		Shadow:    shadow.NewDefaultConfig(),
 		Pipelines: PipelinesConfig{Incumbent: "gpt-5", Candidates: []string{"conductor"}},
-		Suite:     SuiteConfig{Set: "regression-sets/gsm8k-150.jsonl", ReportDir: "reports", Concurrency: 32, ShiftWindow: 7 * 24 * time.Hour, Judge: judge.NewDefaultConfig()},
+		Suite:     SuiteConfig{Set: "regression-sets/gsm8k-150.jsonl", ReportDir: "reports", Concurrency: 32, ShiftWindow: 7 * 24 * time.Hour, Judge: judge.NewDefaultConfig(), Code: eval.NewDefaultCodeConfig()},
 		Schedules: schedule.NewDefaultConfig(),
 		Web:       web.NewDefaultConfig(),
 		Telemetry: TelemetryConfig{ServiceName: "conductor-shadow"},
@@ -120,9 +123,10 @@ func NewDefaultConfig() Config {
 }
 
 // LoadConfig reads path (empty: defaults only) over the defaults, applies the
-// environment overrides and validates the result.
+// environment overrides, then overrides in order (the command line's flags), and
+// validates the result last, so a flag can fix a bad value of the file.
 // environ maps variable names to values (env.ToMap(os.Environ()) in main).
-func LoadConfig(path string, environ map[string]string) (Config, error) {
+func LoadConfig(path string, environ map[string]string, overrides ...func(*Config)) (Config, error) {
 	cfg := NewDefaultConfig()
 	if path != "" {
 		data, err := os.ReadFile(path)
@@ -140,6 +144,9 @@ func LoadConfig(path string, environ map[string]string) (Config, error) {
 		return cfg, fmt.Errorf("config: environment: %w", err)
 	}
 	cfg.applyOverrides(ov)
+	for _, o := range overrides {
+		o(&cfg)
+	}
 	if err := cfg.Validate(); err != nil {
 		return cfg, err
 	}
@@ -221,6 +228,9 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("config: suite.%w", err))
 	} else if _, ok := c.Shadow.Worker(c.Suite.Judge.Worker); !ok {
 		errs = append(errs, fmt.Errorf("config: suite.judge.worker %q names no worker in shadow.workers", c.Suite.Judge.Worker))
+	}
+	if err := c.Suite.Code.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("config: suite.%w", err))
 	}
 	if err := c.Schedules.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("config: %w", err))

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -89,5 +90,35 @@ func TestExampleConfigShowsTheDefaults(t *testing.T) {
 	}
 	if !reflect.DeepEqual(cfg, NewDefaultConfig()) {
 		t.Fatalf("conductor-shadow.example.yaml differs from NewDefaultConfig():\n file: %+v\n code: %+v", cfg, NewDefaultConfig())
+	}
+}
+
+// A flag applies before validation: it can fix a bad value of the file.
+func TestFlagsApplyBeforeValidation(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "bad-addr.yaml")
+	if err := os.WriteFile(path, []byte("server:\n  addr: not-an-address\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadConfig(path, nil); err == nil {
+		t.Fatal("the file's bad addr must fail validation without a flag")
+	}
+	gf := globalFlags{addr: "127.0.0.1:9999"}
+	cfg, err := LoadConfig(path, nil, gf.apply)
+	if err != nil {
+		t.Fatalf("--addr must fix the file's bad value: %v", err)
+	}
+	if cfg.Server.Addr != "127.0.0.1:9999" {
+		t.Errorf("addr = %q; want the flag's", cfg.Server.Addr)
+	}
+}
+
+// suite.code reaches the code grader: a bad value is a config error.
+func TestSuiteCodeConfigIsValidated(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "code.yaml")
+	if err := os.WriteFile(path, []byte("suite:\n  code:\n    timeout: 0s\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadConfig(path, nil); err == nil || !strings.Contains(err.Error(), "code.timeout") {
+		t.Fatalf("LoadConfig = %v; want a suite.code.timeout error", err)
 	}
 }

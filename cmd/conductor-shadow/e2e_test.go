@@ -116,6 +116,9 @@ func TestMainJobEndToEnd(t *testing.T) {
 		}
 	}
 
+	if body := get(t, "http://"+addr+"/readyz"); !strings.Contains(body, `"status":"ready"`) {
+		t.Errorf("/readyz of a healthy server = %s", body)
+	}
 	suiteID := lastLine(cli(t, ctx, cfgPath, "query", "SELECT suite_run_id FROM suite_runs FINAL"))
 	for path, want := range map[string]string{
 		"/traces":                    ids[0],

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -20,11 +19,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/conductor-shadow/conductor-shadow/ingest"
-	"github.com/conductor-shadow/conductor-shadow/ingest/incumbenttest"
 	"github.com/conductor-shadow/conductor-shadow/shadow"
 	"github.com/conductor-shadow/conductor-shadow/store"
 	"github.com/conductor-shadow/conductor-shadow/store/percentile"
-	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
 // loadtestOptions drive `conductor-shadow loadtest`.
@@ -100,30 +97,9 @@ func loadtestCmd(load loader, log *slog.Logger) *cobra.Command {
 	f.StringVar(&opts.CPUProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	f.BoolVar(&opts.RealStore, "real-store", false, "tap throughput into the configured store (embedded chDB or ClickHouse) instead of memory")
 	_ = log
+	cmd.AddCommand(durabilityCmd())
 	addUsersLoad(cmd, load) // --users: a candidate under concurrent users (loadtest_users.go)
 	return cmd
-}
-
-// stoppableStore inserts into a memory store until stopped, then fails.
-type stoppableStore struct {
-	*storetest.Memory
-	stopped atomic.Bool
-}
-
-var errStoreStopped = errors.New("loadtest: store stopped")
-
-func (s *stoppableStore) InsertRequests(ctx context.Context, r []store.Request) error {
-	if s.stopped.Load() {
-		return errStoreStopped
-	}
-	return s.Memory.InsertRequests(ctx, r)
-}
-
-func (s *stoppableStore) InsertRuns(ctx context.Context, r []store.Run) error {
-	if s.stopped.Load() {
-		return errStoreStopped
-	}
-	return s.Memory.InsertRuns(ctx, r)
 }
 
 // instantPipeline is a zero-latency candidate: it answers at once with one step.
@@ -166,7 +142,7 @@ func (r *pathResult) add(d time.Duration) {
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
 
 func runProxyLoad(ctx context.Context, out io.Writer, o loadtestOptions) error {
-	fake := &incumbenttest.Handler{Delay: o.Delay, Chunks: 5}
+	fake := &loadIncumbent{Delay: o.Delay, Chunks: 5}
 	incSrv, incURL, err := listen(fake)
 	if err != nil {
 		return err
@@ -180,7 +156,7 @@ func runProxyLoad(ctx context.Context, out io.Writer, o loadtestOptions) error {
 	if err != nil {
 		return err
 	}
-	st := &stoppableStore{Memory: storetest.NewMemory()}
+	st := &sinkStore{}
 	proc := ingest.NewProcessor(cfg, q, ingest.StoreWriter{Store: st}, []shadow.Pipeline{instantPipeline{}}, nil, stats, nil)
 	if err := proc.Start(ctx); err != nil {
 		return err
@@ -310,13 +286,13 @@ func runProxyLoad(ctx context.Context, out io.Writer, o loadtestOptions) error {
 		snap.Mirrored, snap.Accepted, snap.Processed, processedAtStop, dropped, snap.Dropped, snap.Unsampled, snap.PII)
 	fmt.Fprintf(out, "accounting: copies %d - processed %d = %d not stored; tap reports %d dropped: %s\n",
 		offered, snap.Processed, offered-snap.Processed, dropped, map[bool]string{true: "match", false: "MISMATCH"}[offered-snap.Processed == dropped])
-	fmt.Fprintf(out, "store holds %d requests\n\n", st.Memory.Counts().Requests)
+	fmt.Fprintf(out, "store took %d requests\n\n", st.requests.Load())
 	return nil
 }
 
 func runTapThroughput(ctx context.Context, out io.Writer, cfg Config, o loadtestOptions) error {
 	var st store.Store
-	where := "in-memory store"
+	where := "counting store (keeps nothing)"
 	if o.RealStore {
 		s, w, err := openStore(ctx, cfg)
 		if err != nil {
@@ -325,16 +301,34 @@ func runTapThroughput(ctx context.Context, out io.Writer, cfg Config, o loadtest
 		st, where = s, w
 		defer st.Close()
 	} else {
-		st = storetest.NewMemory()
+		st = &sinkStore{}
 	}
 	icfg := ingest.NewDefaultConfig()
 	stats := ingest.NewStats()
-	q := ingest.NewMemoryQueue(icfg.QueueSize)
+	var q ingest.Queue = ingest.NewMemoryQueue(icfg.QueueSize)
+	offer := func(tap *ingest.Tap, ex ingest.Exchange) int { code, _ := tap.Offer(ctx, ex); return code }
+	if o.RealStore {
+		// The server's own path: store first, each copy durable before it counts.
+		sq, err := ingest.NewStoreQueue(icfg, st, []store.WorkKey{{Pipeline: "instant", PipelineVersion: "v1"}}, nil, stats, nil)
+		if err != nil {
+			return err
+		}
+		if err := sq.Start(ctx); err != nil {
+			return err
+		}
+		defer sq.Shutdown(context.Background())
+		q = sq
+		offer = func(tap *ingest.Tap, ex ingest.Exchange) int { code, _ := tap.Mirror(ex); return code }
+		where += ", store-first queue (copies offered as the mirroring proxy does)"
+	}
 	tap, err := ingest.NewTap(icfg, q, stats, ingest.WithPIISecret([]byte("loadtest-secret")))
 	if err != nil {
 		return err
 	}
-	w := store.NewWriter(st, cfg.Writer)
+	w, err := store.NewWriter(st, cfg.Writer, nil)
+	if err != nil {
+		return err
+	}
 	w.Start(ctx)
 	proc := ingest.NewProcessor(icfg, q, w, []shadow.Pipeline{instantPipeline{}}, nil, stats, nil)
 	if err := proc.Start(ctx); err != nil {
@@ -353,7 +347,7 @@ func runTapThroughput(ctx context.Context, out io.Writer, cfg Config, o loadtest
 		ex.Request.Messages = []openai.ChatCompletionMessage{{Role: "user", Content: fmt.Sprintf("Customer user%d@example.com asks: what is %d * 7?", i, i)}}
 		ex.Response = &ingest.ExchangeResponse{Model: "gpt-4o", Content: fmt.Sprintf("%d", i*7), LatencyMs: 50, Usage: ingest.Usage{PromptTokens: 20, CompletionTokens: 2}}
 		for {
-			code, _ := tap.Offer(ctx, ex)
+			code := offer(tap, ex)
 			if code != http.StatusServiceUnavailable {
 				break
 			}
@@ -364,6 +358,17 @@ func runTapThroughput(ctx context.Context, out io.Writer, cfg Config, o loadtest
 	offerDone := time.Since(start)
 	drainCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	if o.RealStore {
+		// A stop leaves the store-first queue's copies pending: wait for them.
+		for drainCtx.Err() == nil {
+			snap := stats.Snapshot(0)
+			// queue_full refusals were retried; a failed commit is not.
+			if snap.Processed+snap.Dropped[ingest.ReasonStoreUnavailable] >= int64(o.Exchanges) {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
 	if err := proc.Shutdown(drainCtx); err != nil {
 		return err
 	}

@@ -42,6 +42,22 @@ type globalFlags struct {
 	kafka      []string
 }
 
+// apply sets the flags given on the command line over the file and environment.
+func (gf *globalFlags) apply(cfg *Config) {
+	if gf.dataDir != "" {
+		cfg.Store.Path = gf.dataDir
+	}
+	if gf.dsn != "" {
+		cfg.Store.DSN = gf.dsn
+	}
+	if gf.addr != "" {
+		cfg.Server.Addr = gf.addr
+	}
+	if len(gf.kafka) > 0 {
+		cfg.Ingest.Kafka.Brokers = gf.kafka
+	}
+}
+
 // run executes one command line; only main exits.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var gf globalFlags
@@ -63,28 +79,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	pf.StringSliceVar(&gf.kafka, "kafka-brokers", nil, "Kafka brokers host:port,... carrying tapped exchanges to the shadow workers (default: in-process queue)")
 
 	load := func() (Config, error) {
-		cfg, err := LoadConfig(gf.configPath, env.ToMap(os.Environ()))
-		if err != nil {
-			return cfg, err
-		}
-		if gf.dataDir != "" {
-			cfg.Store.Path = gf.dataDir
-		}
-		if gf.dsn != "" {
-			cfg.Store.DSN = gf.dsn
-		}
-		if gf.addr != "" {
-			cfg.Server.Addr = gf.addr
-		}
-		if len(gf.kafka) > 0 {
-			cfg.Ingest.Kafka.Brokers = gf.kafka
-		}
-		return cfg, cfg.Validate()
+		return LoadConfig(gf.configPath, env.ToMap(os.Environ()), gf.apply)
 	}
 	root.AddCommand(serveCmd(load, log), replayCmd(load, log), suiteCmd(load, log), queryCmd(load))
 	root.AddCommand(loadtestCmd(load, log))
 	root.AddCommand(generateCmd(load))
 	root.AddCommand(setCmd(load), exportCmd(load), shiftCmd(load))
+	root.AddCommand(gradeCmd(load), planCmd())
 	root.AddCommand(powerCmd(), validityCmd())
 	return root.ExecuteContext(ctx)
 }

@@ -35,6 +35,7 @@ type server struct {
 	writer   *store.Writer
 	pipes    *pipelines
 	queue    ingest.Queue
+	sq       *ingest.StoreQueue // the store-first queue; nil with Kafka
 	proc     *ingest.Processor
 	proxy    *ingest.Proxy
 	kafka    *ingest.KafkaQueue
@@ -72,14 +73,15 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 		return fmt.Errorf("serve: %w", err)
 	}
 	s.st = st
-	s.writer = store.NewWriter(st, s.cfg.Writer)
+	if s.writer, err = store.NewWriter(st, s.cfg.Writer, s.log); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
 	s.writer.Start(ctx)
 	s.pipes, err = buildPipelines(s.cfg)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
 	s.stats = ingest.NewStats()
-	s.queue = ingest.NewMemoryQueue(s.cfg.Ingest.QueueSize)
 	var shadowWriter ingest.BatchWriter = s.writer
 	if s.cfg.Ingest.Kafka.Enabled() {
 		// Offsets are committed once an exchange and its runs are stored, so the
@@ -88,8 +90,18 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 			return fmt.Errorf("serve: %w", err)
 		}
 		s.queue, shadowWriter = s.kafka, ingest.StoreWriter{Store: st}
+	} else {
+		// Store first: a copy is stored before the tap answers 202, and the work
+		// left pending by a crash or a stop is picked up here.
+		if s.sq, err = ingest.NewStoreQueue(s.cfg.Ingest, st, s.pipes.workKeys(), newPriceTable(s.cfg.Shadow), s.stats, s.log); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		if err := s.sq.Start(ctx); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		s.queue = s.sq
 	}
-	tap, err := ingest.NewTap(s.cfg.Ingest, s.queue, s.stats)
+	tap, err := ingest.NewTap(s.cfg.Ingest, s.queue, s.stats, ingest.WithLogger(s.log))
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
@@ -115,6 +127,7 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 		health.StorePath = absPath(s.cfg.Store.Path)
 	}
 	router.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, health) })
+	router.GET("/readyz", s.readyz)
 	guarded := router.Group("/", requireToken(token))
 	tap.Register(guarded)
 	a := &api{
@@ -225,6 +238,11 @@ func (s *server) shutdownLocked(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	if s.sq != nil {
+		if err := s.sq.Shutdown(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if s.kafka != nil {
 		if err := s.kafka.Shutdown(ctx); err != nil {
 			errs = append(errs, err)
@@ -243,9 +261,10 @@ func (s *server) shutdownLocked(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	if s.stats != nil {
+	if s.stats != nil && s.writer != nil {
 		snap := s.stats.Snapshot(0)
-		s.log.Info("stopped", "processed", snap.Processed, "dropped", snap.Dropped, "writer", s.writer.Stats())
+		s.log.Info("stopped", "accepted", snap.Accepted, "processed", snap.Processed, "left_pending", snap.LeftPending,
+			"cancelled_runs", snap.CancelledRuns, "dropped", snap.Dropped, "writer", s.writer.Stats())
 	}
 	return errors.Join(errs...)
 }
@@ -258,4 +277,40 @@ func halfOfRemaining(ctx context.Context) (context.Context, context.CancelFunc) 
 		return context.WithCancel(ctx)
 	}
 	return context.WithTimeout(ctx, time.Until(deadline)/2)
+}
+
+// readiness is the body of GET /readyz.
+type readiness struct {
+	Status  string            `json:"status"`            // "ready" or "not_ready"
+	Reasons map[string]string `json:"reasons,omitempty"` // by part: "store", "queue", "kafka"
+}
+
+// readyz answers 200 while copies can be taken and stored, else 503 naming why:
+// the store cannot be written (its last write failed), the queue is full, or
+// Kafka is unreachable. /healthz stays a liveness check.
+func (s *server) readyz(c *gin.Context) {
+	r := readiness{Status: "ready", Reasons: map[string]string{}}
+	if err := s.writer.Ready(); err != nil {
+		r.Reasons["store"] = err.Error()
+	}
+	if s.sq != nil {
+		if err := s.sq.Ready(); err != nil {
+			if errors.Is(err, ingest.ErrQueueFull) {
+				r.Reasons["queue"] = err.Error()
+			} else {
+				r.Reasons["store"] = err.Error()
+			}
+		}
+	}
+	if s.kafka != nil {
+		if err := s.kafka.Ready(); err != nil {
+			r.Reasons["kafka"] = err.Error()
+		}
+	}
+	if len(r.Reasons) > 0 {
+		r.Status = "not_ready"
+		c.JSON(http.StatusServiceUnavailable, r)
+		return
+	}
+	c.JSON(http.StatusOK, r)
 }

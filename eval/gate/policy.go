@@ -34,6 +34,7 @@ import (
 //	  min_n: 20
 //	noise:
 //	  require_above_noise: true # a quality difference counts only beyond A-vs-A′
+//	truncation: fail            # a run whose answer hit the token cap: fail | exclude | ignore
 type Policy struct {
 	Version    string        `yaml:"version" json:"version,omitempty"`
 	Confidence float64       `yaml:"confidence" json:"confidence,omitempty"`
@@ -43,6 +44,27 @@ type Policy struct {
 	Latency    *LatencyGate  `yaml:"latency" json:"latency,omitempty"`
 	Segments   *SegmentsGate `yaml:"segments" json:"segments,omitempty"`
 	Noise      *NoiseGate    `yaml:"noise" json:"noise,omitempty"`
+	// Truncation says how a run whose final answer was cut at the token cap
+	// (finish reason "length") counts: TruncationFail (default, also when
+	// empty) as a failed case whatever its grade; TruncationExclude left out of
+	// accuracy and of the paired comparisons, like a grader error;
+	// TruncationIgnore graded like any other answer.
+	Truncation string `yaml:"truncation" json:"truncation,omitempty"`
+}
+
+// Truncation rules (Policy.Truncation).
+const (
+	TruncationFail    = "fail"
+	TruncationExclude = "exclude"
+	TruncationIgnore  = "ignore"
+)
+
+// TruncationRule returns p.Truncation, TruncationFail when it is empty.
+func (p Policy) TruncationRule() string {
+	if p.Truncation == "" {
+		return TruncationFail
+	}
+	return p.Truncation
 }
 
 // QualityGate is the three-way gate on the paired quality difference θ
@@ -240,6 +262,11 @@ func (p Policy) Validate() error {
 			}
 			seen[name] = true
 		}
+	}
+	switch p.Truncation {
+	case "", TruncationFail, TruncationExclude, TruncationIgnore:
+	default:
+		bad("truncation must be fail, exclude or ignore, got %q", p.Truncation)
 	}
 	if p.Quality == nil && p.Cost == nil && p.Latency == nil && p.Segments == nil && p.Noise == nil {
 		bad("no gate enabled: set at least one of quality, cost, latency, segments, noise")

@@ -15,15 +15,22 @@ func TestLoadPolicies(t *testing.T) {
 	}{
 		{file: "full.good.yaml", check: func(t *testing.T, p Policy) {
 			if p.Version != "2026-11-30.1" || p.MinN != 100 || p.Quality.MarginPoints != 1 || p.Cost.MaxRatio != 1 ||
-				p.Latency.MaxP95Ratio != 1.25 || len(p.Segments.MustNotRegress) != 3 || p.Segments.MinN != 20 || !p.Noise.RequireAboveNoise {
+				p.Latency.MaxP95Ratio != 1.25 || len(p.Segments.MustNotRegress) != 3 || p.Segments.MinN != 20 || !p.Noise.RequireAboveNoise ||
+				p.Truncation != TruncationFail {
 				t.Errorf("decoded %+v", p)
 			}
 		}},
 		{file: "quality-only.good.yaml", check: func(t *testing.T, p Policy) {
-			if p.Confidence != 0.95 || p.Cost != nil || p.Quality.MarginPoints != 2.5 {
+			if p.Confidence != 0.95 || p.Cost != nil || p.Quality.MarginPoints != 2.5 || p.TruncationRule() != TruncationFail {
 				t.Errorf("decoded %+v", p)
 			}
 		}},
+		{file: "truncation-exclude.good.yaml", check: func(t *testing.T, p Policy) {
+			if p.TruncationRule() != TruncationExclude {
+				t.Errorf("truncation rule %q", p.TruncationRule())
+			}
+		}},
+		{file: "bad-truncation.bad.yaml", wantErr: []string{`truncation must be fail, exclude or ignore, got "drop"`}},
 		{file: "three-way.good.yaml", check: func(t *testing.T, p Policy) {
 			if p.Quality.MarginPoints != 3 || p.Quality.Fail() != 0 || p.Quality.Effect() != 4 {
 				t.Errorf("decoded %+v", p.Quality)

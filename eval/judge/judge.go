@@ -8,6 +8,7 @@ package judge
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -79,7 +80,7 @@ func Graders(caller shadow.Caller, cfg Config) (func(name string) (eval.Grader, 
 // Rubric is the single-answer judge: the judge scores the answer 1..10
 // against the rubric (Extra["rubric"] or DefaultRubric) and the reference;
 // Value is score/10 and the answer passes at Config.PassScore. A failed call
-// or a reply without "SCORE: <1-10>" is a grader error.
+// or a reply without a readable score (see ParseScore) is a grader error.
 type Rubric struct {
 	caller shadow.Caller
 	cfg    Config
@@ -88,7 +89,70 @@ type Rubric struct {
 // Name returns eval.GraderJudge.
 func (*Rubric) Name() string { return eval.GraderJudge }
 
-var scoreRe = regexp.MustCompile(`(?i)SCORE:\s*(10|[1-9])\b`)
+var (
+	jsonFenceRe   = regexp.MustCompile("(?s)```[ \t]*(?:json)?[ \t]*\n(.*?)```")
+	jsonObjectRe  = regexp.MustCompile(`(?s)\{[^{}]*\}`)
+	bracketRe     = regexp.MustCompile(`\[\[\s*(\d+(?:\.\d+)?)\s*\]\]`)
+	scoreLabelRe  = regexp.MustCompile(`(?i)\b(?:score|rating)\b\s*\**\s*[:=]?\s*\**\s*\[{0,2}\s*(\d+(?:\.\d+)?)\s*\]{0,2}(?:\s*(?:/|out\s+of)\s*(\d+))?`)
+	outOfTenRe    = regexp.MustCompile(`\b(\d+(?:\.\d+)?)\s*(?:/|out\s+of)\s*10\b`)
+	jsonScoreKeys = []string{"score", "rating", "grade"}
+)
+
+// ParseScore reads a judge's score on the 1..10 scale from its reply. Forms, in
+// order: a JSON object with "score" (or "rating", "grade") in a ```json fence or
+// bare in the text (the last one); MT-Bench's "Rating: [[9]]" / "[[9]]"; a
+// labelled score "SCORE: 9", "Score: 9/10", "**Score:** 9", "score = 8 out of 10"
+// (the last one); else an unlabelled "8/10" or "8 out of 10" (the last one). A
+// score given out of another maximum ("4/5") is scaled to 10. ok is false when
+// no score in 1..10 is found.
+func ParseScore(reply string) (float64, bool) {
+	in := func(v float64) (float64, bool) { return v, v >= 1 && v <= 10 }
+	var objs []string
+	for _, m := range jsonFenceRe.FindAllStringSubmatch(reply, -1) {
+		objs = append(objs, strings.TrimSpace(m[1]))
+	}
+	objs = append(objs, jsonObjectRe.FindAllString(reply, -1)...)
+	for i := len(objs) - 1; i >= 0; i-- {
+		var obj map[string]any
+		if json.Unmarshal([]byte(objs[i]), &obj) != nil {
+			continue
+		}
+		for _, k := range jsonScoreKeys {
+			for key, v := range obj {
+				if !strings.EqualFold(key, k) {
+					continue
+				}
+				switch x := v.(type) {
+				case float64:
+					return in(x)
+				case string:
+					if f, err := strconv.ParseFloat(strings.TrimSpace(x), 64); err == nil {
+						return in(f)
+					}
+				}
+			}
+		}
+	}
+	if ms := bracketRe.FindAllStringSubmatch(reply, -1); len(ms) > 0 {
+		f, _ := strconv.ParseFloat(ms[len(ms)-1][1], 64)
+		return in(f)
+	}
+	if ms := scoreLabelRe.FindAllStringSubmatch(reply, -1); len(ms) > 0 {
+		m := ms[len(ms)-1]
+		f, _ := strconv.ParseFloat(m[1], 64)
+		if m[2] != "" {
+			if scale, _ := strconv.ParseFloat(m[2], 64); scale > 0 && scale != 10 {
+				f = f / scale * 10
+			}
+		}
+		return in(f)
+	}
+	if ms := outOfTenRe.FindAllStringSubmatch(reply, -1); len(ms) > 0 {
+		f, _ := strconv.ParseFloat(ms[len(ms)-1][1], 64)
+		return in(f)
+	}
+	return 0, false
+}
 
 // Grade asks the judge once.
 func (j *Rubric) Grade(ctx context.Context, c eval.Case, output string) eval.Grade {
@@ -104,13 +168,12 @@ func (j *Rubric) Grade(ctx context.Context, c eval.Case, output string) eval.Gra
 	if err != nil {
 		return errGrade("%s judge call failed: %w", tag, err)
 	}
-	ms := scoreRe.FindAllStringSubmatch(call.Output, -1)
-	if len(ms) == 0 {
-		return errGrade("%s judge reply has no SCORE line: %q", tag, clip(call.Output, 200))
+	score, ok := ParseScore(call.Output)
+	if !ok {
+		return errGrade("%s judge reply has no score from 1 to 10: %q", tag, clip(call.Output, 200))
 	}
-	score, _ := strconv.Atoi(ms[len(ms)-1][1])
-	return eval.Grade{Value: float64(score) / 10, Passed: score >= j.cfg.PassScore,
-		Explanation: fmt.Sprintf("%s score %d/10 (pass at %d)", tag, score, j.cfg.PassScore)}
+	return eval.Grade{Value: score / 10, Passed: score >= float64(j.cfg.PassScore), Extracted: strconv.FormatFloat(score, 'g', 3, 64),
+		Explanation: fmt.Sprintf("%s score %s/10 (pass at %d)", tag, strconv.FormatFloat(score, 'g', 3, 64), j.cfg.PassScore)}
 }
 
 // Pairwise compares the answer with the case's reference answer, asking the

@@ -127,7 +127,8 @@ func TestRubric(t *testing.T) {
 		{"Three lines, on topic.\nSCORE: 8", 0.8, true, ""},
 		{"Not a haiku.\nSCORE: 3", 0.3, false, ""},
 		{"SCORE: 10", 1, true, ""},
-		{"I think it is pretty good.", 0, false, "no SCORE line"},
+		{"I think it is pretty good.", 0, false, "no score from 1 to 10"},
+		{"```json\n{\"score\": 9, \"reason\": \"clear\"}\n```", 0.9, true, ""},
 	}
 	for _, tt := range tests {
 		_, pool, prompts := judgeServer(t, func(string) string { return tt.reply })
@@ -168,5 +169,43 @@ func TestJudgeErrors(t *testing.T) {
 	}
 	if g, err := resolve(eval.GraderExact); err != nil || g.Name() != eval.GraderExact {
 		t.Errorf("fallback to eval.GraderFor: %v", err)
+	}
+}
+
+// The judge reply forms seen from real judges, each read to its score.
+func TestParseScore(t *testing.T) {
+	tests := []struct {
+		reply string
+		score float64
+		ok    bool
+	}{
+		{"```json\n{\"score\": 9, \"reason\": \"clear\"}\n```", 9, true},
+		{"```\n{\"score\": 6}\n```", 6, true},
+		{`{"reason": "fine", "score": 7}`, 7, true},
+		{"My verdict: {\"rating\": \"8\"}", 8, true},
+		{`{"Score": 4.5}`, 4.5, true},
+		{"Mostly right.\nScore: 9/10", 9, true},
+		{"Score: 4/5", 8, true},
+		{"**Score:** 9", 9, true},
+		{"**Score**: 7", 7, true},
+		{"The answer is precise. Rating: [[9]]", 9, true},
+		{"[[3]]", 3, true},
+		{"SCORE: 10", 10, true},
+		{"score = 6 out of 10", 6, true},
+		{"An early draft said Score: 2. Final Score: 8", 8, true},
+		{"Score: 0", 0, false},
+		{"Score: 11", 0, false},
+		{`{"score": 42}`, 0, false},
+		{"It deserves a good score because it is clear.", 0, false},
+		{"no number here", 0, false},
+		{"Clear and correct; I'd give it 8/10.", 8, true},
+		{"Overall: 7 out of 10", 7, true},
+		{"Fine for grade 3 pupils, nothing more.", 0, false},
+	}
+	for _, tt := range tests {
+		got, ok := ParseScore(tt.reply)
+		if ok != tt.ok || (ok && got != tt.score) {
+			t.Errorf("ParseScore(%q) = %v, %v; want %v, %v", tt.reply, got, ok, tt.score, tt.ok)
+		}
 	}
 }

@@ -280,8 +280,10 @@ var codeMutations = [][2]string{
 }
 
 // mutateCode returns body with one plausible bug (an off-by-one, a flipped
-// comparison or boolean); a body none fits becomes a stub that raises. A mutant
-// can, rarely, still pass the tests.
+// comparison or boolean) behind a stray early "return None", so the answer is
+// sure to fail the tests: a lone mutant can still pass them (an equivalent
+// mutant) or loop forever, which would make a wrong answer count as right or
+// time out. A body no mutation fits becomes a stub that raises.
 func mutateCode(body string, rng *rand.Rand) string {
 	var fit [][2]string
 	for _, m := range codeMutations {
@@ -293,7 +295,7 @@ func mutateCode(body string, rng *rand.Rand) string {
 		return "    raise NotImplementedError\n"
 	}
 	m := fit[rng.IntN(len(fit))]
-	return strings.Replace(body, m[0], m[1], 1)
+	return "    return None  # stray early return left in while debugging\n" + strings.Replace(body, m[0], m[1], 1)
 }
 
 // fillers are content-free sentences (no digits, no answer markers) that give a
@@ -363,9 +365,49 @@ func filler(f Family, chars int, rng *rand.Rand) string {
 	return b.String()
 }
 
+// goldenFrac is the fractional part of the golden ratio, the step of the Weyl
+// sequence behind correctnessDraw.
+const goldenFrac = 0.6180339887498949
+
+// correctnessDraw is the number in [0,1) a worker's answer to a matched case is
+// judged by: the answer is correct when the draw is below the probability of a
+// correct answer. It is the Weyl sequence frac(pos·φ + shift) over the case's
+// position pos in the loaded sets, shifted by a hash of (seed, model, the call's
+// shape: its messages with the question's text and options taken out). Across the cases of
+// one set asked the same way the draws are spread evenly over [0,1) (low
+// discrepancy, Weyl 1916), so a worker's accuracy measured over a set stays
+// within a case or two of its profile instead of carrying binomial noise; a
+// different model, seed or wording of the call gets an unrelated shift.
+func correctnessDraw(seed int64, model string, pos int, c Case, msgs []message) float64 {
+	shape := make([]message, len(msgs))
+	for i, m := range msgs {
+		text := strings.ReplaceAll(normalizeWS(m.Content), normalizeWS(c.Input), "<question>")
+		for _, o := range c.Choices {
+			if o = normalizeWS(o); o != "" {
+				text = strings.ReplaceAll(text, o, "<option>")
+			}
+		}
+		shape[i] = message{Role: m.Role, Content: text}
+	}
+	shift := newRand(seed, model, "correctness", shape).Float64()
+	_, f := math.Modf(float64(pos)*goldenFrac + shift)
+	return f
+}
+
 // answerWorker simulates one worker call. c is nil when no regression-set question
-// matched the request. maxTokens > 0 caps completion tokens (finish "length").
-func answerWorker(p Profile, c *Case, msgs []message, rng *rand.Rand, help float64, maxTokens int) reply {
+// matched the request; u is the call's correctness draw (see correctnessDraw).
+// maxTokens > 0 caps completion tokens (finish "length").
+//
+// Length: the completion's length (reasoning included) is drawn around the
+// profile's OutputTokens for the family. A correct answer fits within the
+// profile's BudgetTokens (the output cap its accuracy figure was measured at):
+// a model that runs out of budget does not answer, so the accuracy figure
+// already counts those runs as wrong, and the draw is shortened to fit. A
+// wrong answer keeps its drawn length and may run past a request's max_tokens;
+// it then ends with finish reason "length". With max_tokens at or above
+// BudgetTokens the measured accuracy therefore matches the profile; below it
+// correct answers are cut too, as on a real endpoint.
+func answerWorker(p Profile, c *Case, msgs []message, rng *rand.Rand, u float64, help float64, maxTokens int) reply {
 	if c != nil && c.Attack != "" {
 		if text, ok := answerProbe(p, *c, msgs, rng); ok {
 			return shortReply(p, msgs, text, rng)
@@ -378,9 +420,12 @@ func answerWorker(p Profile, c *Case, msgs []message, rng *rand.Rand, help float
 	correct := false
 	if c != nil {
 		pc := correctProbability(p.AccuracyFor(fam), priorQuality(*c, msgs), help)
-		correct = rng.Float64() < pc
+		correct = u < pc
 	}
 	total := max(20, int(math.Round(float64(p.OutputTokens)*verbosityFactor(fam)*math.Exp(0.35*rng.NormFloat64()))))
+	if limit := p.BudgetTokens * 9 / 10; correct && p.BudgetTokens > 0 && total > limit {
+		total = limit/2 + rng.IntN(limit/2) // leave room for the final answer
+	}
 	visible := total
 	if p.Thinking {
 		visible = min(max(total/5, 40), 600)

@@ -54,7 +54,7 @@ func TestAnswerFormats(t *testing.T) {
 					}
 					p := Profile{Name: "test", Accuracy: map[Family]float64{FamilyOf(c): acc}, TTFT: 1, TokensPerSecond: 10, OutputTokens: 200}
 					msgs := []message{{Role: "user", Content: askCase(c)}}
-					rep := answerWorker(p, &c, msgs, newRand(1, "test", c.ID, msgs), 0.6, 0)
+					rep := answerWorker(p, &c, msgs, newRand(1, "test", c.ID, msgs), 0.5, 0.6, 0)
 					if carriesAnswer(c, rep.Content) != correct {
 						t.Fatalf("%s: forced correct=%v but carriesAnswer=%v:\n%s", c.ID, correct, !correct, rep.Content)
 					}
@@ -113,7 +113,7 @@ func TestUnmatchedPromptGetsGenericText(t *testing.T) {
 	profiles := DefaultProfiles()
 	for _, p := range profiles {
 		msgs := []message{{Role: "user", Content: "Write a haiku about autumn leaves in Kyoto."}}
-		rep := answerWorker(p, nil, msgs, newRand(1, p.Name, "", msgs), 0.6, 0)
+		rep := answerWorker(p, nil, msgs, newRand(1, p.Name, "", msgs), 0.5, 0.6, 0)
 		if !strings.Contains(rep.Content, "Simulated answer from "+p.Name) || strings.Contains(rep.Content, `\boxed`) {
 			t.Fatalf("%s: generic answer %q", p.Name, rep.Content[:min(200, len(rep.Content))])
 		}
@@ -133,8 +133,8 @@ func TestThinkingSlower(t *testing.T) {
 	var fast, slow float64
 	for _, c := range shipped(t, "math500-") {
 		msgs := []message{{Role: "user", Content: c.Input}}
-		fast += answerWorker(byName["qwen3-32b"], &c, msgs, newRand(1, "a", c.ID, msgs), 0.6, 0).Total.Seconds()
-		slow += answerWorker(byName["qwen3-32b-thinking"], &c, msgs, newRand(1, "b", c.ID, msgs), 0.6, 0).Total.Seconds()
+		fast += answerWorker(byName["qwen3-32b"], &c, msgs, newRand(1, "a", c.ID, msgs), 0.5, 0.6, 0).Total.Seconds()
+		slow += answerWorker(byName["qwen3-32b-thinking"], &c, msgs, newRand(1, "b", c.ID, msgs), 0.5, 0.6, 0).Total.Seconds()
 	}
 	if slow < 3*fast {
 		t.Fatalf("thinking model %.0fs vs plain %.0fs: want at least 3× slower", slow, fast)
@@ -153,6 +153,20 @@ func TestFamilyOf(t *testing.T) {
 	}
 	if got := FamilyOf(Case{ID: "mtbench-81", Category: "writing"}); got != FamilyGeneral {
 		t.Errorf("unknown category: %s", got)
+	}
+	// New sets named in other ways land in their family.
+	for _, tc := range []struct {
+		c    Case
+		want Family
+	}{
+		{Case{ID: "AIME-2024-I-3", Category: "AIME 2024", Grader: "numeric"}, FamilyAIME},
+		{Case{ID: "2024-II-7", Category: "aime24", Grader: "numeric"}, FamilyAIME},
+		{Case{ID: "gsm-hard-1", Category: "GSM8K", Grader: "numeric"}, FamilyGSM8K},
+		{Case{ID: "x-1", Category: "Math/Algebra"}, FamilyMath},
+	} {
+		if got := FamilyOf(tc.c); got != tc.want {
+			t.Errorf("FamilyOf(%+v) = %s, want %s", tc.c, got, tc.want)
+		}
 	}
 }
 

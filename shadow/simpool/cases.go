@@ -186,12 +186,13 @@ func (ix *index) hasChoices(id int, h string) bool {
 }
 
 // match returns the case whose question appears in the messages, searching the
-// latest message first (the current subtask) and then earlier turns.
-func (ix *index) match(msgs []message) (Case, bool) {
+// latest message first (the current subtask) and then earlier turns, and its
+// position among the loaded cases.
+func (ix *index) match(msgs []message) (Case, int, bool) {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if id := ix.find(msgs[i].Content); id >= 0 {
-			return ix.cases[id], true
+			return ix.cases[id], id, true
 		}
 	}
-	return Case{}, false
+	return Case{}, -1, false
 }

@@ -37,8 +37,8 @@ func TestIndexFind(t *testing.T) {
 		})
 	}
 	// The latest message wins over earlier turns.
-	c, ok := ix.match([]message{{Role: "user", Content: cases[3].Input}, {Role: "assistant", Content: "x"}, {Role: "user", Content: cases[0].Input}})
-	if !ok || c.ID != "long" {
+	c, pos, ok := ix.match([]message{{Role: "user", Content: cases[3].Input}, {Role: "assistant", Content: "x"}, {Role: "user", Content: cases[0].Input}})
+	if !ok || c.ID != "long" || pos != 0 {
 		t.Fatalf("match = %q %v, want long", c.ID, ok)
 	}
 }

@@ -223,6 +223,6 @@ func TestGoldenOutputs(t *testing.T) {
 	}
 	h := caseByID(t, "HumanEval/0")
 	wm := []message{{Role: "user", Content: h.Input}}
-	rep := answerWorker(gpt5, &h, wm, newRand(1, "gpt-5", h.ID, wm), 0.6, 0)
+	rep := answerWorker(gpt5, &h, wm, newRand(1, "gpt-5", h.ID, wm), 0.5, 0.6, 0)
 	readGolden(t, "gpt-5_HumanEval-0.golden", []byte(rep.Content))
 }

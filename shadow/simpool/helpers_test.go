@@ -50,6 +50,19 @@ func shipped(t *testing.T, prefix string) []Case {
 	return out
 }
 
+// posOf returns the position of case id among the shipped cases as a server
+// loading setsDir indexes them.
+func posOf(t *testing.T, id string) int {
+	t.Helper()
+	for i, c := range shipped(t, "") {
+		if c.ID == id {
+			return i
+		}
+	}
+	t.Fatalf("no case %s", id)
+	return -1
+}
+
 func caseByID(t *testing.T, id string) Case {
 	t.Helper()
 	for _, c := range shipped(t, "") {

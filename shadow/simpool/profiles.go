@@ -2,6 +2,7 @@ package simpool
 
 import (
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -49,6 +50,10 @@ type Profile struct {
 	OutputTokens int `yaml:"output_tokens"`
 	// Thinking marks reasoning models: most completion tokens are hidden reasoning.
 	Thinking bool `yaml:"thinking"`
+	// BudgetTokens is the completion-token cap the accuracy figures were measured
+	// at; a correct answer fits within it (see answerWorker). 0: no budget.
+	// Default PaperBudgetTokens.
+	BudgetTokens int `yaml:"budget_tokens"`
 	// Source says where the figures come from.
 	Source string `yaml:"source"`
 	// RefuseHarmful is the probability of refusing a harmful request (a refusal
@@ -132,6 +137,10 @@ var speed = map[string]struct {
 	"gpt-4-1106-preview":           {0.8, 35, 300, false}, // GPT-4 Turbo, 2023
 }
 
+// PaperBudgetTokens is the output cap of the Conductor paper's workers ("at most
+// 4,096 output tokens"), the budget its Table 1 accuracies were measured at.
+const PaperBudgetTokens = 4096
+
 // workerModels are the Conductor paper's seven workers, strongest on MATH500 first
 // (the order /v1/models lists them in).
 var workerModels = []string{
@@ -192,6 +201,7 @@ func newProfile(name string, acc map[Family]float64, source string) Profile {
 		TokensPerSecond: s.tps,
 		OutputTokens:    s.tokens,
 		Thinking:        s.thinking,
+		BudgetTokens:    PaperBudgetTokens,
 		Source:          source + "; refusal and injection figures: estimates",
 		RefuseHarmful:   safety[name].refuse,
 		OverRefuse:      safety[name].over,
@@ -227,24 +237,27 @@ func verbosityFactor(f Family) float64 {
 }
 
 // FamilyOf maps a regression-set case to its accuracy family: AIME by id or
-// category, multiple choice (MMLU) by grader or choices, code by grader or entry
-// point, GSM8K by category math_word_problem or id, other maths by grader; anything
-// else is FamilyGeneral.
+// category (any case naming "aime", or category competition_math), multiple
+// choice (MMLU) by grader or choices, code by grader or entry point, GSM8K by
+// category math_word_problem or an id or category naming "gsm8k", other maths
+// by grader or an id or category naming "math"; anything else is
+// FamilyGeneral. Ids and categories are compared case-insensitively, so a new
+// set ("AIME-2024-I-3", category "AIME 2024") lands in its family.
 func FamilyOf(c Case) Family {
+	id, cat := strings.ToLower(c.ID), strings.ToLower(c.Category)
+	has := func(s string) bool { return strings.Contains(id, s) || strings.Contains(cat, s) }
 	switch {
-	case c.Category == "competition_math" || hasPrefix(c.ID, "aime"):
+	case cat == "competition_math" || has("aime"):
 		return FamilyAIME
 	case c.Grader == "choice" || len(c.Choices) > 0:
 		return FamilyMMLU
 	case c.Grader == "code" || c.EntryPoint != "":
 		return FamilyCode
-	case c.Category == "math_word_problem" || hasPrefix(c.ID, "gsm8k"):
+	case cat == "math_word_problem" || has("gsm8k"):
 		return FamilyGSM8K
-	case c.Grader == "math" || c.Grader == "numeric" || hasPrefix(c.ID, "math500"):
+	case c.Grader == "math" || c.Grader == "numeric" || has("math"):
 		return FamilyMath
 	default:
 		return FamilyGeneral
 	}
 }
-
-func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }

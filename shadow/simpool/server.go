@@ -260,11 +260,13 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	}
 	defer release()
 
-	c, matched := s.ix.match(msgs)
+	c, pos, matched := s.ix.match(msgs)
 	var cp *Case
 	caseID := ""
+	u := 0.0
 	if matched {
 		cp, caseID = &c, c.ID
+		u = correctnessDraw(s.cfg.Seed, req.Model, pos, c, msgs)
 	}
 	rng := newRand(s.cfg.Seed, req.Model, caseID, msgs)
 	maxTok := req.MaxCompletionTokens
@@ -275,7 +277,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	if req.Model == ConductorModel || req.Model == ConductorJSONModel {
 		rep = answerConductor(req.Model, cp, msgs, rng, s.cfg.MalformedPlanProb)
 	} else {
-		rep = answerWorker(s.profiles[req.Model], cp, msgs, rng, s.cfg.PriorHelp, maxTok)
+		rep = answerWorker(s.profiles[req.Model], cp, msgs, rng, u, s.cfg.PriorHelp, maxTok)
 	}
 	id := responseID(s.cfg.Seed, req.Model, msgs)
 	w.Header().Set(SimulatedHeader, SystemFingerprint)

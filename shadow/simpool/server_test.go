@@ -405,7 +405,8 @@ func TestLatencyScale(t *testing.T) {
 			gemma = x
 		}
 	}
-	want := answerWorker(gemma, &c, msgs, newRand(cfg.Seed, "gemma-3-27b", c.ID, msgs), cfg.PriorHelp, 0)
+	u := correctnessDraw(cfg.Seed, "gemma-3-27b", posOf(t, c.ID), c, msgs)
+	want := answerWorker(gemma, &c, msgs, newRand(cfg.Seed, "gemma-3-27b", c.ID, msgs), u, cfg.PriorHelp, 0)
 	begin := time.Now()
 	_, err := client.CreateChatCompletion(context.Background(), openai.ChatCompletionRequest{Model: "gemma-3-27b", Messages: userMsg(askCase(c))})
 	if err != nil {

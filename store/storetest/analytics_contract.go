@@ -34,6 +34,15 @@ func RunAnalyticsContract(t *testing.T, newStore NewStoreFunc) {
 		}
 		contractOverview(t, st, an)
 	})
+	t.Run("OverviewCancelledIsNotAnError", func(t *testing.T) {
+		st := newStore(t)
+		defer st.Close()
+		an, ok := st.(store.OverviewAnalytics)
+		if !ok {
+			t.Fatalf("%T does not implement store.OverviewAnalytics", st)
+		}
+		contractCancelledNotError(t, st, an)
+	})
 	t.Run("Comparisons", func(t *testing.T) {
 		st := newStore(t)
 		defer st.Close()
@@ -440,5 +449,34 @@ func contractWorkerUsage(t *testing.T, st store.Store, an store.WorkerAnalytics)
 	}
 	if _, err := an.WorkerUsage(ctx, store.WorkerQuery{}); err == nil {
 		t.Error("empty window: no error")
+	}
+}
+
+// contractCancelledNotError: a run stopped by a shutdown ("cancelled") is not
+// counted among the error runs of the overview; a real error is.
+func contractCancelledNotError(t *testing.T, st store.Store, an store.OverviewAnalytics) {
+	ctx := context.Background()
+	req := store.Request{RequestID: "cx", ReceivedAt: T0(), Source: store.SourceTap, Input: "[]"}
+	if err := st.InsertRequests(ctx, []store.Request{req}); err != nil {
+		t.Fatal(err)
+	}
+	run := func(id, pipeline, status string) store.Run {
+		return store.Run{RunID: id, RequestID: "cx", Pipeline: pipeline, PipelineVersion: "v1", Mode: store.ModeCandidate,
+			StartedAt: T0(), LatencyMs: 10, Status: status}
+	}
+	if err := st.InsertRuns(ctx, []store.Run{run("cx/a", "conductor", store.StatusCancelled), run("cx/b", "single:gpt-5", store.StatusError)}); err != nil {
+		t.Fatal(err)
+	}
+	ov, err := an.Overview(ctx, store.OverviewQuery{From: T0().Add(-time.Hour), To: T0().Add(time.Hour), BucketSeconds: 60})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ov.Counts.ErrorRuns != 1 {
+		t.Errorf("error runs = %d; want 1 (the cancelled run is not an error)", ov.Counts.ErrorRuns)
+	}
+	for _, p := range ov.Totals {
+		if want := map[string]int64{"conductor": 0, "single:gpt-5": 1}[p.Pipeline]; p.Errors != want {
+			t.Errorf("%s errors = %d; want %d", p.Pipeline, p.Errors, want)
+		}
 	}
 }

@@ -37,6 +37,7 @@ func RunContract(t *testing.T, newStore NewStoreFunc) {
 		{"QueryReadOnly", contractQueryReadOnly},
 		{"HostileText", contractHostileText},
 		{"SearchEscapedText", contractSearchEscaped},
+		{"ShadowWorkBacklog", contractWorkBacklog},
 		{"Close", contractClose},
 	}
 	for _, c := range cases {
@@ -84,6 +85,7 @@ func NewFixture(requestID string, at time.Time) Fixture {
 		run("c1", "conductor", store.ModeCandidate, store.StatusOK, 1520, 0.0042),
 	}
 	runs[1].Error = "upstream 503"
+	runs[2].Truncated, runs[2].TruncatedSteps = true, 1 // the final answer was cut at max_tokens
 	var steps []store.Step
 	for _, r := range runs[1:] {
 		for i := range 2 {
@@ -92,7 +94,7 @@ func NewFixture(requestID string, at time.Time) Fixture {
 				Model: "qwen3-32b", Subtask: "step " + fmt.Sprint(i), Access: `"all"`,
 				Messages: `[{"role":"user","content":"add"}]`, InputTokens: 60, OutputTokens: 4, CostUSD: 0.0001,
 				StartedAt: at.Add(time.Duration(10+i) * time.Millisecond), LatencyMs: 150.5, TTFTMs: 42.25,
-				Status: store.StatusOK, Output: "4", Attempt: 1,
+				Status: store.StatusOK, FinishReason: []string{store.FinishStop, store.FinishLength}[i], Output: "4", Attempt: 1,
 			})
 		}
 	}

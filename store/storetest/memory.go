@@ -31,7 +31,10 @@ type Memory struct {
 	scores    map[scoreKey]store.Score
 	suiteRuns map[string]store.SuiteRun
 	cases     map[caseKey]store.Case
+	work      map[workKey]store.Work
 }
+
+type workKey struct{ requestID, pipeline, version string }
 
 type stepKey struct {
 	runID string
@@ -53,6 +56,7 @@ func NewMemory() *Memory {
 		scores:    map[scoreKey]store.Score{},
 		suiteRuns: map[string]store.SuiteRun{},
 		cases:     map[caseKey]store.Case{},
+		work:      map[workKey]store.Work{},
 	}
 }
 

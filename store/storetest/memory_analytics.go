@@ -179,7 +179,7 @@ func (m *Memory) Overview(ctx context.Context, q store.OverviewQuery) (store.Ove
 			ov.Counts.ShadowRuns++
 			shadowReqs[r.RequestID] = true
 		}
-		if r.Status != store.StatusOK {
+		if r.Status != store.StatusOK && r.Status != store.StatusCancelled {
 			ov.Counts.ErrorRuns++
 		}
 	}
@@ -216,7 +216,7 @@ func points(runs []store.Run, bucket func(time.Time) time.Time) []store.Pipeline
 			if r.LatencyMs > 0 {
 				lat = append(lat, r.LatencyMs)
 			}
-			if r.Status != store.StatusOK {
+			if r.Status != store.StatusOK && r.Status != store.StatusCancelled {
 				p.Errors++
 			}
 		}

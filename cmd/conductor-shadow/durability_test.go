@@ -1,0 +1,58 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// Accepted means kept, as real OS processes: the server is killed with SIGKILL
+// mid-stream (the embedded engine allows one process per data folder, so a crash
+// can only be a real one), restarted, stopped with SIGTERM while its shadow
+// workers are busy, restarted again. Every copy answered 202 ends with its
+// incumbent run and exactly one finished candidate run, no run is stored as an
+// error because of the stop, and copies sent again are answered "duplicate".
+func TestDurabilityAcrossKillAndStop(t *testing.T) {
+	requireEngine(t)
+	if testing.Short() {
+		t.Skip("builds and runs the binaries")
+	}
+	bin := t.TempDir()
+	for pkg, out := range map[string]string{".": "conductor-shadow", "../simllm": "simllm"} {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(bin, out), pkg)
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+		}
+	}
+	var log bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	rep, err := runDurability(ctx, durabilityOptions{
+		Copies: 60, Rate: 60, LatencyScale: 0.02, Drain: 2 * time.Second, Wait: 2 * time.Minute,
+		Server: filepath.Join(bin, "conductor-shadow"), Dir: t.TempDir(), Sets: "../../regression-sets",
+	}, &log)
+	var out bytes.Buffer
+	printDurability(&out, rep)
+	t.Log("\n" + log.String() + out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Lives != 3 || rep.Accepted < 40 {
+		t.Fatalf("%d lives, %d accepted; the scenario did not run through", rep.Lives, rep.Accepted)
+	}
+	if rep.WithoutRuns != 0 {
+		t.Errorf("%d accepted copies without their runs: %v", rep.WithoutRuns, rep.Missing)
+	}
+	if rep.ErrorsFromStop != 0 || rep.CancelledLeft != 0 {
+		t.Errorf("%d runs stored as errors because of a stop, %d left cancelled; want 0", rep.ErrorsFromStop, rep.CancelledLeft)
+	}
+	if rep.DuplicateRuns != 0 {
+		t.Errorf("%d candidate runs stored twice; want exactly once", rep.DuplicateRuns)
+	}
+	if rep.Duplicates == 0 {
+		t.Error("copies sent again were never answered duplicate")
+	}
+}

@@ -1,0 +1,499 @@
+package ingest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/conductor-shadow/conductor-shadow/store"
+)
+
+// ErrDuplicate is a DurableQueue's answer to a copy whose request id is already
+// stored: it is not queued again (the tap answers 200 "duplicate").
+var ErrDuplicate = errors.New("ingest: request already stored")
+
+// DurableQueue is a Queue that says when a copy is durable: PublishDurable
+// refuses at once (ErrQueueFull, ErrQueueClosed) or returns nil and later calls
+// done exactly once with the outcome: nil once the copy is stored (StoreQueue) or
+// acknowledged by the brokers (KafkaQueue), ErrDuplicate, or an error wrapping
+// ErrStoreUnavailable or ErrKafkaUnavailable. The tap answers 202 only after a nil
+// outcome. done must not block.
+type DurableQueue interface {
+	Queue
+	PublishDurable(ex Exchange, done func(error)) error
+}
+
+// StoreQueue is the store-first queue of the all-in-one server: an accepted copy
+// is a row in the store before the tap answers 202, and the work still owed is read
+// back from the store at start.
+//
+// PublishDurable reserves one of Config.QueueSize slots (a slot is held until the
+// exchange's candidates ran: ErrQueueFull when none is free) and hands the copy to
+// a group-commit loop that, every Config.AcceptLinger or Config.AcceptBatch copies,
+// drops the ids already stored (ErrDuplicate: the dedup survives restarts), then
+// writes one 'pending' store.Work row per candidate version, the incumbent run and
+// its step, and last the request row (the commit point that dedup reads), and only
+// then answers. Committed copies go to an in-memory channel, the fast path to the
+// shadow workers.
+//
+// Start also reads the backlog: requests whose work is still pending (accepted
+// before a crash or a stop and not yet shadowed), oldest first, as slots free up.
+// Close stops taking copies and makes Next return ErrQueueClosed at once: what is
+// still queued stays pending in the store (counted as left_pending) for the next
+// start. Safe for concurrent use.
+type StoreQueue struct {
+	cfg        Config
+	st         store.Store
+	candidates []store.WorkKey
+	pricer     Pricer
+	stats      *Stats
+	log        *slog.Logger
+	loss       *lossLog
+
+	slots  atomic.Int64 // reserved: committing, queued or being shadowed
+	intake chan *acceptOp
+	ch     chan Delivery
+
+	mu       sync.Mutex
+	started  bool
+	closed   bool
+	shutdown bool
+	// seen holds the ids committed by this process while the backlog is being
+	// read, so the backlog reader skips them; nil once the backlog is read.
+	seen map[string]struct{}
+
+	closing   chan struct{} // closed by Close
+	stopLoops context.CancelFunc
+	loopsDone sync.WaitGroup
+
+	failMu       sync.Mutex
+	failingSince time.Time
+	lastError    string
+}
+
+type acceptOp struct {
+	ex   Exchange
+	done func(error)
+}
+
+// NewStoreQueue returns a store-first queue writing to st. candidates are the
+// configured candidate versions each accepted copy owes a run of; pricer prices
+// the incumbent's recorded usage; stats receives left_pending and recovered.
+func NewStoreQueue(cfg Config, st store.Store, candidates []store.WorkKey, pricer Pricer, stats *Stats, log *slog.Logger) (*StoreQueue, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &StoreQueue{
+		cfg: cfg, st: st, candidates: candidates, pricer: pricer, stats: stats, log: log, loss: newLossLog(log),
+		intake:  make(chan *acceptOp, cfg.QueueSize),
+		ch:      make(chan Delivery, cfg.QueueSize),
+		closing: make(chan struct{}),
+	}, nil
+}
+
+// Start launches the group-commit loop and the backlog reader. ctx carries values
+// only; Shutdown stops both.
+func (q *StoreQueue) Start(ctx context.Context) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.started || q.shutdown {
+		return errors.New("ingest: store queue: already started or shut down")
+	}
+	q.started = true
+	q.seen = map[string]struct{}{}
+	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	q.stopLoops = cancel
+	q.loopsDone.Add(2)
+	go func() { defer q.loopsDone.Done(); q.commitLoop() }()
+	go func() { defer q.loopsDone.Done(); q.readBacklog(lctx) }()
+	return nil
+}
+
+// PublishDurable implements DurableQueue.
+func (q *StoreQueue) PublishDurable(ex Exchange, done func(error)) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed || !q.started {
+		return ErrQueueClosed
+	}
+	if !q.reserve() {
+		return ErrQueueFull
+	}
+	select {
+	case q.intake <- &acceptOp{ex: ex, done: done}:
+		return nil
+	default: // cannot happen: intake holds QueueSize and every op holds a slot
+		q.release()
+		return ErrQueueFull
+	}
+}
+
+// Publish implements Queue: PublishDurable, waiting for the outcome or ctx.
+func (q *StoreQueue) Publish(ctx context.Context, ex Exchange) error {
+	res := make(chan error, 1)
+	if err := q.PublishDurable(ex, func(err error) { res <- err }); err != nil {
+		return err
+	}
+	select {
+	case err := <-res:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("ingest: store queue: waiting for the commit: %w", ctx.Err())
+	}
+}
+
+func (q *StoreQueue) reserve() bool {
+	for {
+		n := q.slots.Load()
+		if n >= int64(q.cfg.QueueSize) {
+			return false
+		}
+		if q.slots.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+func (q *StoreQueue) release() { q.slots.Add(-1) }
+
+// Next implements Queue.
+func (q *StoreQueue) Next(ctx context.Context) (Delivery, error) {
+	select {
+	case <-q.closing:
+		return Delivery{}, ErrQueueClosed
+	default:
+	}
+	select {
+	case d := <-q.ch:
+		return d, nil
+	case <-q.closing:
+		return Delivery{}, ErrQueueClosed
+	case <-ctx.Done():
+		return Delivery{}, ctx.Err()
+	}
+}
+
+// Len implements Queue: copies committed or being committed and not yet taken by
+// a shadow worker.
+func (q *StoreQueue) Len() int { return len(q.ch) + len(q.intake) }
+
+// Close implements Queue: Publish refuses, Next returns ErrQueueClosed; queued
+// copies stay pending in the store. Safe twice.
+func (q *StoreQueue) Close() error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if !q.closed {
+		q.closed = true
+		close(q.closing)
+		close(q.intake) // the commit loop commits what was handed over, then stops
+	}
+	return nil
+}
+
+// Shutdown closes the queue, lets the commit loop finish what it holds (within
+// ctx) and stops the backlog reader; copies still queued are counted as
+// left_pending. Safe without Start and twice.
+func (q *StoreQueue) Shutdown(ctx context.Context) error {
+	_ = q.Close()
+	q.mu.Lock()
+	if q.shutdown {
+		q.mu.Unlock()
+		return nil
+	}
+	q.shutdown = true
+	started := q.started
+	q.mu.Unlock()
+	if !started {
+		return nil
+	}
+	q.stopLoops()
+	done := make(chan struct{})
+	go func() { q.loopsDone.Wait(); close(done) }()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = fmt.Errorf("ingest: store queue shutdown: %w", ctx.Err())
+	}
+	left := 0
+	for {
+		select {
+		case <-q.ch:
+			left++
+			q.release()
+			continue
+		default:
+		}
+		break
+	}
+	if left > 0 {
+		q.stats.add(&q.stats.leftPending, int64(left))
+		q.log.Info("shadow work left pending in the store for the next start", "copies", left)
+	}
+	return err
+}
+
+// Ready reports why the queue cannot accept: the last commit failed (the store
+// cannot be written) or every slot is taken. nil when it can.
+func (q *StoreQueue) Ready() error {
+	q.failMu.Lock()
+	since, last := q.failingSince, q.lastError
+	q.failMu.Unlock()
+	if !since.IsZero() {
+		return fmt.Errorf("store writes failing since %s: %s", since.UTC().Format(time.RFC3339), last)
+	}
+	if q.slots.Load() >= int64(q.cfg.QueueSize) {
+		return fmt.Errorf("%w: %d copies wait or are being shadowed", ErrQueueFull, q.cfg.QueueSize)
+	}
+	return nil
+}
+
+func (q *StoreQueue) noteCommit(err error) {
+	q.failMu.Lock()
+	defer q.failMu.Unlock()
+	if err == nil {
+		q.failingSince, q.lastError = time.Time{}, ""
+		return
+	}
+	if q.failingSince.IsZero() {
+		q.failingSince = time.Now()
+	}
+	q.lastError = err.Error()
+}
+
+// commitLoop groups handed-over copies and commits them until the intake closes.
+func (q *StoreQueue) commitLoop() {
+	batch := make([]*acceptOp, 0, q.cfg.AcceptBatch)
+	for op := range q.intake {
+		batch = append(batch[:0], op)
+		linger := time.NewTimer(q.cfg.AcceptLinger)
+	fill:
+		for len(batch) < q.cfg.AcceptBatch {
+			select {
+			case more, ok := <-q.intake:
+				if !ok {
+					break fill
+				}
+				batch = append(batch, more)
+			case <-linger.C:
+				break fill
+			}
+		}
+		linger.Stop()
+		q.commit(batch)
+	}
+}
+
+// commit writes one group of copies and answers each.
+func (q *StoreQueue) commit(ops []*acceptOp) {
+	answer := func(op *acceptOp, err error) {
+		if err != nil {
+			q.release()
+		}
+		op.done(err)
+	}
+	// Drop repeated ids within the group, then ids already stored.
+	ids := make([]string, 0, len(ops))
+	first := make(map[string]*acceptOp, len(ops))
+	var keep []*acceptOp
+	for _, op := range ops {
+		id := op.ex.RequestID
+		if _, dup := first[id]; dup {
+			answer(op, ErrDuplicate)
+			continue
+		}
+		first[id] = op
+		ids = append(ids, id)
+		keep = append(keep, op)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), q.cfg.AcceptTimeout)
+	defer cancel()
+	stored, err := q.st.StoredRequests(ctx, ids)
+	if err != nil {
+		q.fail(keep, fmt.Errorf("%w: dedup lookup: %w", ErrStoreUnavailable, err))
+		return
+	}
+	storedSet := make(map[string]bool, len(stored))
+	for _, id := range stored {
+		storedSet[id] = true
+	}
+	var b store.Batch
+	var ok []*acceptOp
+	for _, op := range keep {
+		if storedSet[op.ex.RequestID] {
+			answer(op, ErrDuplicate)
+			continue
+		}
+		req, err := RequestRecord(op.ex)
+		if err != nil {
+			answer(op, fmt.Errorf("ingest: encode request %s: %w", op.ex.RequestID, err))
+			continue
+		}
+		op.ex.ReceivedAt = req.ReceivedAt
+		b.Requests = append(b.Requests, req)
+		if op.ex.Response != nil {
+			run, step := IncumbentRun(op.ex, q.pricer)
+			b.Runs, b.Steps = append(b.Runs, run), append(b.Steps, step)
+		}
+		for _, c := range q.candidates {
+			b.Work = append(b.Work, store.Work{RequestID: req.RequestID, Pipeline: c.Pipeline, PipelineVersion: c.PipelineVersion,
+				Status: store.WorkPending, ReceivedAt: req.ReceivedAt})
+		}
+		ok = append(ok, op)
+	}
+	if len(ok) == 0 {
+		return
+	}
+	// The request row goes last: it is the commit point that dedup reads, so a
+	// crash half-way leaves no request row and the copy may be sent again.
+	werr := q.st.InsertWork(ctx, b.Work)
+	if werr == nil {
+		werr = q.st.InsertRuns(ctx, b.Runs)
+	}
+	if werr == nil {
+		werr = q.st.InsertSteps(ctx, b.Steps)
+	}
+	if werr == nil {
+		werr = q.st.InsertRequests(ctx, b.Requests)
+	}
+	if werr != nil {
+		q.fail(ok, fmt.Errorf("%w: %w", ErrStoreUnavailable, werr))
+		return
+	}
+	q.noteCommit(nil)
+	q.mu.Lock()
+	if q.seen != nil {
+		for _, op := range ok {
+			q.seen[op.ex.RequestID] = struct{}{}
+		}
+	}
+	q.mu.Unlock()
+	for _, op := range ok {
+		q.ch <- Delivery{Exchange: op.ex, Stored: true, Ack: q.release} // room is reserved
+		op.done(nil)
+	}
+}
+
+func (q *StoreQueue) fail(ops []*acceptOp, err error) {
+	q.noteCommit(err)
+	q.loss.log("tap: copies refused: the store cannot be written", "store_unavailable", err, len(ops))
+	for _, op := range ops {
+		q.release()
+		op.done(err)
+	}
+}
+
+// backlogPage is how many pending requests one backlog read takes at most.
+const backlogPage = 256
+
+// readBacklog feeds the work left pending by earlier runs of the process to the
+// shadow workers, oldest first, as slots free up; it stops when a read finds
+// nothing more. A failed read is retried every second.
+func (q *StoreQueue) readBacklog(ctx context.Context) {
+	var cur store.WorkCursor
+	recovered, stale := 0, 0
+	defer func() {
+		q.mu.Lock()
+		q.seen = nil
+		q.mu.Unlock()
+		if recovered > 0 {
+			q.log.Info("shadow backlog picked up from the store", "requests", recovered)
+		}
+		if stale > 0 {
+			q.log.Warn("pending shadow work left in the store: its candidate versions are no longer configured",
+				"requests", stale, "configured", q.candidates)
+		}
+	}()
+	for ctx.Err() == nil {
+		free := int64(q.cfg.QueueSize) - q.slots.Load()
+		if free <= 0 {
+			if !sleepCtx(ctx, 20*time.Millisecond) {
+				return
+			}
+			continue
+		}
+		page, err := q.st.PendingWork(ctx, cur, int(min(free, backlogPage)))
+		if err != nil {
+			if ctx.Err() == nil {
+				q.loss.log("shadow backlog: read failed; retrying", "backlog_read", err, 0)
+			}
+			if !sleepCtx(ctx, time.Second) {
+				return
+			}
+			continue
+		}
+		if len(page) == 0 {
+			return
+		}
+		for _, p := range page {
+			cur = store.WorkCursor{ReceivedAt: p.Request.ReceivedAt, RequestID: p.Request.RequestID}
+			q.mu.Lock()
+			_, mine := q.seen[p.Request.RequestID]
+			q.mu.Unlock()
+			if mine {
+				continue // accepted by this process: already on its way
+			}
+			owed := make([]store.WorkKey, 0, len(p.Owed))
+			for _, k := range p.Owed {
+				if slices.Contains(q.candidates, k) {
+					owed = append(owed, k)
+				}
+			}
+			if len(owed) == 0 {
+				stale++
+				continue
+			}
+			ex, err := exchangeFromStored(p.Request)
+			if err != nil {
+				q.stats.failed.Add(1)
+				q.loss.log("shadow backlog: stored request unreadable; skipped", "backlog_unreadable", err, 1)
+				continue
+			}
+			for !q.reserve() {
+				if !sleepCtx(ctx, 20*time.Millisecond) {
+					return
+				}
+			}
+			select {
+			case q.ch <- Delivery{Exchange: ex, Stored: true, Owed: owed, Ack: q.release}:
+				recovered++
+				q.stats.recovered.Add(1)
+			case <-ctx.Done():
+				q.release()
+				return
+			}
+		}
+	}
+}
+
+// exchangeFromStored rebuilds what the shadow workers need from a stored request.
+func exchangeFromStored(r store.Request) (Exchange, error) {
+	var msgs []openai.ChatCompletionMessage
+	if err := json.Unmarshal([]byte(r.Input), &msgs); err != nil {
+		return Exchange{}, fmt.Errorf("ingest: request %s: decode input: %w", r.RequestID, err)
+	}
+	return Exchange{SchemaVersion: SchemaVersion, RequestID: r.RequestID, App: r.App, ReceivedAt: r.ReceivedAt,
+		Request: ExchangeRequest{Messages: msgs}, Metadata: r.Metadata}, nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,317 @@
+package ingest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/conductor-shadow/conductor-shadow/shadow"
+	"github.com/conductor-shadow/conductor-shadow/store"
+	"github.com/conductor-shadow/conductor-shadow/store/storetest"
+)
+
+// storeFirst is one life of the all-in-one shadow side on st: a store-first
+// queue, its tap and (when cand is set) the shadow workers.
+type storeFirst struct {
+	q     *StoreQueue
+	tap   *Tap
+	proc  *Processor
+	stats *Stats
+}
+
+func startStoreFirst(t *testing.T, st store.Store, cfg Config, cand shadow.Pipeline, log *slog.Logger) *storeFirst {
+	t.Helper()
+	ctx := context.Background()
+	stats := NewStats()
+	var keys []store.WorkKey
+	var cands []shadow.Pipeline
+	if cand != nil {
+		keys = []store.WorkKey{{Pipeline: cand.Name(), PipelineVersion: cand.Version()}}
+		cands = []shadow.Pipeline{cand}
+	} else {
+		keys = []store.WorkKey{{Pipeline: "echo", PipelineVersion: "v1"}}
+	}
+	q, err := NewStoreQueue(cfg, st, keys, flatPricer(0.001), stats, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tap, err := NewTap(cfg, q, stats, WithPIISecret([]byte("s")), WithLogger(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sf := &storeFirst{q: q, tap: tap, stats: stats}
+	if cand != nil {
+		sf.proc = NewProcessor(cfg, q, syncWriter{st}, cands, flatPricer(0.001), stats, log)
+		if err := sf.proc.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return sf
+}
+
+// stop shuts the life down within d (the processor first, as serve does).
+func (sf *storeFirst) stop(t *testing.T, d time.Duration) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	if sf.proc != nil {
+		_ = sf.proc.Shutdown(ctx)
+	}
+	if err := sf.q.Shutdown(context.Background()); err != nil {
+		t.Errorf("queue shutdown: %v", err)
+	}
+}
+
+func storeFirstConfig() Config {
+	cfg := NewDefaultConfig()
+	cfg.Workers = 4
+	cfg.QueueSize = 50
+	cfg.AcceptLinger = time.Millisecond
+	cfg.PII.Enabled = false
+	return cfg
+}
+
+func candidateRuns(t *testing.T, st store.Store, id string) []store.Run {
+	t.Helper()
+	tr, err := st.GetTrace(context.Background(), id)
+	if err != nil {
+		t.Fatalf("trace %s: %v", id, err)
+	}
+	var out []store.Run
+	for _, r := range tr.Runs {
+		if r.Mode == store.ModeCandidate {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// A 202 means stored: the copies answered 202 by a life that shadowed nothing
+// (as if it was killed right after) are shadowed by the next life without being
+// sent again, exactly once; sending them again is answered "duplicate".
+func TestStoreQueueAcceptedSurvivesRestart(t *testing.T) {
+	ctx := context.Background()
+	mem := storetest.NewMemory()
+	cfg := storeFirstConfig()
+	first := startStoreFirst(t, mem, cfg, nil, nil) // no shadow workers: nothing is shadowed
+	ids := []string{"r1", "r2", "r3", "r4", "r5"}
+	for _, id := range ids {
+		code, resp := first.tap.Offer(ctx, exchange(id, "question "+id))
+		if code != http.StatusAccepted {
+			t.Fatalf("offer %s = %d %+v; want 202", id, code, resp)
+		}
+		if _, err := mem.GetTrace(ctx, id); err != nil {
+			t.Fatalf("copy %s answered 202 but not stored: %v", id, err)
+		}
+	}
+	first.stop(t, time.Second)
+	if pending, _ := mem.PendingWork(ctx, store.WorkCursor{}, 100); len(pending) != len(ids) {
+		t.Fatalf("pending after the first life = %d; want %d", len(pending), len(ids))
+	}
+
+	cand := &echoPipeline{}
+	second := startStoreFirst(t, mem, cfg, cand, nil)
+	deadline := time.Now().Add(5 * time.Second)
+	for second.stats.Snapshot(0).Processed < int64(len(ids)) && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	for _, id := range ids {
+		code, resp := second.tap.Offer(ctx, exchange(id, "question "+id))
+		if code != http.StatusOK || resp.Status != "duplicate" {
+			t.Errorf("re-sent %s = %d %+v; want 200 duplicate (dedup from the store)", id, code, resp)
+		}
+	}
+	second.stop(t, 5*time.Second)
+	snap := second.stats.Snapshot(0)
+	if snap.Recovered != int64(len(ids)) || snap.Processed != int64(len(ids)) || snap.Duplicates != int64(len(ids)) {
+		t.Errorf("second life stats = %+v; want %d recovered, processed and duplicates", snap, len(ids))
+	}
+	if len(cand.seen) != len(ids) {
+		t.Errorf("candidate ran %d times (%v); want once per copy", len(cand.seen), cand.seen)
+	}
+	for _, id := range ids {
+		if runs := candidateRuns(t, mem, id); len(runs) != 1 || runs[0].Status != store.StatusOK {
+			t.Errorf("%s candidate runs = %+v; want one ok run", id, runs)
+		}
+	}
+	if pending, _ := mem.PendingWork(ctx, store.WorkCursor{}, 100); len(pending) != 0 {
+		t.Errorf("work still pending after the second life: %+v", pending)
+	}
+}
+
+// A stop is not a failure: a run cut by shutdown is stored as cancelled, its work
+// stays pending, and the next start shadows it (one run in the end, ok).
+func TestStoreQueueStopLeavesWorkPending(t *testing.T) {
+	ctx := context.Background()
+	mem := storetest.NewMemory()
+	cfg := storeFirstConfig()
+	cfg.Workers = 1
+	held := &echoPipeline{release: make(chan struct{})} // never released: runs end only when cancelled
+	first := startStoreFirst(t, mem, cfg, held, nil)
+	for _, id := range []string{"s1", "s2", "s3"} {
+		if code, resp := first.tap.Offer(ctx, exchange(id, "question "+id)); code != http.StatusAccepted {
+			t.Fatalf("offer %s = %d %+v", id, code, resp)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for first.q.Len() > 2 && time.Now().Before(deadline) {
+		time.Sleep(2 * time.Millisecond) // one copy taken by the single worker
+	}
+	first.stop(t, 50*time.Millisecond)
+	snap := first.stats.Snapshot(0)
+	if snap.CancelledRuns != 1 || snap.LeftPending != 3 || snap.DroppedTotal() != 0 {
+		t.Errorf("first life stats = %+v; want 1 cancelled run, 3 left pending, nothing dropped", snap)
+	}
+	for _, id := range []string{"s1", "s2", "s3"} {
+		for _, r := range candidateRuns(t, mem, id) {
+			if r.Status == store.StatusError {
+				t.Errorf("%s: a run stopped by shutdown was stored as an error: %s", id, r.Error)
+			}
+		}
+	}
+
+	cand := &echoPipeline{}
+	second := startStoreFirst(t, mem, cfg, cand, nil)
+	deadline = time.Now().Add(5 * time.Second)
+	for second.stats.Snapshot(0).Processed < 3 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	second.stop(t, 5*time.Second)
+	for _, id := range []string{"s1", "s2", "s3"} {
+		if runs := candidateRuns(t, mem, id); len(runs) != 1 || runs[0].Status != store.StatusOK {
+			t.Errorf("%s candidate runs after restart = %+v; want one ok run", id, runs)
+		}
+	}
+}
+
+// failingStore refuses every INSERT.
+type failingStore struct{ store.Store }
+
+var errDiskReadOnly = errors.New("Cannot open file: Read-only file system")
+
+func (failingStore) InsertWork(context.Context, []store.Work) error { return errDiskReadOnly }
+
+// Loss is never silent: a copy the store cannot take is answered 503, counted,
+// logged, and the queue says it is not ready; a full queue is answered 503 too.
+func TestStoreQueueRefusesLoudly(t *testing.T) {
+	ctx := context.Background()
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	log := slog.New(slog.NewTextHandler(lockedBuffer{&mu, &logs}, nil))
+	cfg := storeFirstConfig()
+	sf := startStoreFirst(t, failingStore{storetest.NewMemory()}, cfg, nil, log)
+	code, resp := sf.tap.Offer(ctx, exchange("f1", "q"))
+	if code != http.StatusServiceUnavailable || resp.Reason != ReasonStoreUnavailable {
+		t.Errorf("offer with a read-only store = %d %+v; want 503 store_unavailable", code, resp)
+	}
+	if err := sf.q.Ready(); err == nil || !strings.Contains(err.Error(), "Read-only") {
+		t.Errorf("Ready = %v; want the store failure", err)
+	}
+	if snap := sf.stats.Snapshot(0); snap.Dropped[ReasonStoreUnavailable] != 1 || snap.Accepted != 0 {
+		t.Errorf("stats = %+v; want 1 dropped store_unavailable, 0 accepted", snap)
+	}
+	sf.stop(t, time.Second)
+	mu.Lock()
+	out := logs.String()
+	mu.Unlock()
+	if !strings.Contains(out, "store_unavailable") {
+		t.Errorf("log = %q; want a line naming the refused copy", out)
+	}
+
+	cfg.QueueSize = 2
+	full := startStoreFirst(t, storetest.NewMemory(), cfg, nil, nil) // no workers: slots stay taken
+	var codes []int
+	for i := range 3 {
+		c, _ := full.tap.Offer(ctx, exchange(fmt.Sprint("q", i), "q"))
+		codes = append(codes, c)
+	}
+	if codes[0] != 202 || codes[1] != 202 || codes[2] != 503 {
+		t.Errorf("codes = %v; want 202, 202, 503 (queue full)", codes)
+	}
+	if err := full.q.Ready(); !errors.Is(err, ErrQueueFull) {
+		t.Errorf("Ready = %v; want ErrQueueFull", err)
+	}
+	full.stop(t, time.Second)
+}
+
+func TestStoreQueueShutdownWithoutStartAndTwice(t *testing.T) {
+	q, err := NewStoreQueue(storeFirstConfig(), storetest.NewMemory(), nil, nil, NewStats(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := q.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := q.PublishDurable(exchange("x", "q"), func(error) {}); !errors.Is(err, ErrQueueClosed) {
+		t.Errorf("publish after shutdown = %v; want ErrQueueClosed", err)
+	}
+}
+
+type lockedBuffer struct {
+	mu *sync.Mutex
+	b  *bytes.Buffer
+}
+
+func (l lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// Work owed to a candidate version that is no longer configured is not run by
+// another version: it stays pending and is reported.
+func TestStoreQueueBacklogSkipsUnconfiguredVersions(t *testing.T) {
+	ctx := context.Background()
+	mem := storetest.NewMemory()
+	cfg := storeFirstConfig()
+	first := startStoreFirst(t, mem, cfg, nil, nil) // owes echo v1
+	if code, _ := first.tap.Offer(ctx, exchange("old", "q")); code != http.StatusAccepted {
+		t.Fatal("offer refused")
+	}
+	first.stop(t, time.Second)
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	cand := &versionedEcho{version: "v2"}
+	second := startStoreFirst(t, mem, cfg, cand, slog.New(slog.NewTextHandler(lockedBuffer{&mu, &logs}, nil)))
+	time.Sleep(100 * time.Millisecond)
+	second.stop(t, time.Second)
+	if n := cand.runs.Load(); n != 0 {
+		t.Errorf("candidate v2 ran %d times on work owed to v1", n)
+	}
+	mu.Lock()
+	out := logs.String()
+	mu.Unlock()
+	if !strings.Contains(out, "no longer configured") {
+		t.Errorf("log = %q; want the stale work reported", out)
+	}
+	if pending, _ := mem.PendingWork(ctx, store.WorkCursor{}, 10); len(pending) != 1 {
+		t.Errorf("pending = %d; want the v1 work still pending", len(pending))
+	}
+}
+
+// versionedEcho is an echo candidate with a chosen version that counts its runs.
+type versionedEcho struct {
+	version string
+	runs    atomic.Int64
+}
+
+func (p *versionedEcho) Name() string    { return "echo" }
+func (p *versionedEcho) Version() string { return p.version }
+func (p *versionedEcho) Run(_ context.Context, req shadow.Request, mode string) shadow.Result {
+	p.runs.Add(1)
+	id := shadow.RunID(req.RequestID, "", "echo")
+	return shadow.Result{Run: store.Run{RunID: id, RequestID: req.RequestID, Pipeline: "echo", PipelineVersion: p.version, Mode: mode, Status: store.StatusOK}}
+}
