@@ -43,6 +43,9 @@ type Config struct {
 	// Kafka carries copies between the tap and the shadow workers when brokers are
 	// set; otherwise the in-process queue does.
 	Kafka KafkaConfig `yaml:"kafka"`
+	// Admission is the adaptive limit on concurrent shadow runs and the shedding
+	// of proxy copies while production is under pressure.
+	Admission AdmissionConfig `yaml:"admission"`
 	// Segments configures the segment columns computed for every stored request.
 	Segments SegmentsConfig `yaml:"segments"`
 }
@@ -75,6 +78,7 @@ func NewDefaultConfig() Config {
 		Sampling:      SamplingConfig{Rate: 1},
 		Proxy:         NewDefaultProxyConfig(),
 		Kafka:         NewDefaultKafkaConfig(),
+		Admission:     NewDefaultAdmissionConfig(),
 		Segments:      SegmentsConfig{VocabularySets: []string{}},
 	}
 }
@@ -112,6 +116,6 @@ func (c Config) Validate() error {
 	if c.MaxMessages < 1 {
 		errs = append(errs, fmt.Errorf("ingest: max_messages must be at least 1, got %d", c.MaxMessages))
 	}
-	errs = append(errs, c.PII.Validate(), c.Sampling.Validate(), c.Proxy.Validate(), c.Kafka.Validate())
+	errs = append(errs, c.PII.Validate(), c.Sampling.Validate(), c.Proxy.Validate(), c.Kafka.Validate(), c.Admission.Validate())
 	return errors.Join(errs...)
 }

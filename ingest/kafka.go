@@ -29,14 +29,18 @@ type KafkaConfig struct {
 	BatchTimeout time.Duration `yaml:"batch_timeout"`
 	// CommitTimeout bounds one offset commit; a failed commit means re-delivery.
 	CommitTimeout time.Duration `yaml:"commit_timeout"`
+	// SessionTimeout is how long a shadow worker may stay silent (crashed, killed)
+	// before the group hands its partitions to the others; heartbeats go every
+	// third of it.
+	SessionTimeout time.Duration `yaml:"session_timeout"`
 }
 
 // NewDefaultKafkaConfig returns Kafka off, topic "conductor-shadow.exchanges",
-// group "conductor-shadow", a 10,000-exchange buffer, 10 ms produce batches and
-// 10 s commits.
+// group "conductor-shadow", a 10,000-exchange buffer, 10 ms produce batches,
+// 10 s commits and a 10 s session.
 func NewDefaultKafkaConfig() KafkaConfig {
 	return KafkaConfig{Topic: "conductor-shadow.exchanges", Group: "conductor-shadow", Buffer: 10000,
-		BatchTimeout: 10 * time.Millisecond, CommitTimeout: 10 * time.Second}
+		BatchTimeout: 10 * time.Millisecond, CommitTimeout: 10 * time.Second, SessionTimeout: 10 * time.Second}
 }
 
 // Enabled reports whether brokers are configured.
@@ -67,6 +71,9 @@ func (c KafkaConfig) Validate() error {
 	}
 	if c.CommitTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("ingest: kafka.commit_timeout must be positive, got %s", c.CommitTimeout))
+	}
+	if c.SessionTimeout < time.Second {
+		errs = append(errs, fmt.Errorf("ingest: kafka.session_timeout must be at least 1s, got %s", c.SessionTimeout))
 	}
 	return errors.Join(errs...)
 }
@@ -146,12 +153,14 @@ func NewKafkaQueue(cfg KafkaConfig, consume bool, stats *Stats, log *slog.Logger
 	}
 	if consume {
 		q.reader = kafka.NewReader(kafka.ReaderConfig{
-			Brokers:        cfg.Brokers,
-			GroupID:        cfg.Group,
-			Topic:          cfg.Topic,
-			MaxWait:        250 * time.Millisecond,
-			CommitInterval: 0, // synchronous commits: Ack returns once committed
-			StartOffset:    kafka.FirstOffset,
+			Brokers:           cfg.Brokers,
+			GroupID:           cfg.Group,
+			Topic:             cfg.Topic,
+			MaxWait:           250 * time.Millisecond,
+			CommitInterval:    0, // synchronous commits: Ack returns once committed
+			StartOffset:       kafka.FirstOffset,
+			SessionTimeout:    cfg.SessionTimeout,
+			HeartbeatInterval: cfg.SessionTimeout / 3,
 		})
 	}
 	go q.publishLoop()

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptrace"
 	"net/http/httputil"
 	"net/url"
 	"strings"
@@ -109,6 +110,7 @@ type Proxy struct {
 	rp       *httputil.ReverseProxy
 	captures chan capture
 	wg       sync.WaitGroup
+	observer AddedLatencyObserver // nil: nothing measured
 
 	mu      sync.RWMutex
 	started bool
@@ -157,6 +159,18 @@ func NewProxy(cfg ProxyConfig, tap Offerer, stats *Stats, transport http.RoundTr
 	}
 	return p, nil
 }
+
+// AddedLatencyObserver takes the proxy's own added latency of one mirrored request:
+// from receiving it to having written it to the incumbent (reading the body,
+// rewriting, taking a connection, writing), so CPU starvation of the forwarding
+// path shows up in it. *Admission is one; it must not block.
+type AddedLatencyObserver interface {
+	ObserveAdded(d time.Duration)
+}
+
+// ObserveAddedLatency makes every mirrored request report its added latency to o.
+// Call it before serving.
+func (p *Proxy) ObserveAddedLatency(o AddedLatencyObserver) { p.observer = o }
 
 // bufferPool recycles ReverseProxy's 32 KiB copy buffers (one per answer otherwise).
 type bufferPool struct{ p sync.Pool }
@@ -213,6 +227,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			io.Reader
 			io.Closer
 		}{io.MultiReader(bytes.NewReader(reqBody), r.Body), r.Body}
+	}
+	if p.observer != nil {
+		obs := p.observer
+		r = r.WithContext(httptrace.WithClientTrace(r.Context(), &httptrace.ClientTrace{
+			WroteRequest: func(httptrace.WroteRequestInfo) { obs.ObserveAdded(time.Since(start)) },
+		}))
 	}
 	app := r.Header.Get(p.cfg.AppHeader)
 	if app == "" {

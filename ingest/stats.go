@@ -18,12 +18,35 @@ type Stats struct {
 	unconfirmed atomic.Int64
 	cancelled   atomic.Int64
 
+	// The mirroring proxy's forwarding path counts here: lock-free after a key's
+	// first use, so it never waits on a lock the shadow side holds.
+	dropped  counterMap // by "queue_full", "shutdown", "capture_busy", ...
+	mirrored counterMap // proxy outcomes, by ProxyOutcome*
+
 	mu        sync.Mutex
 	rejected  map[string]int64 // by Reason*
-	dropped   map[string]int64 // by "queue_full", "shutdown", "store_full", ...
 	unsampled map[string]int64 // by ReasonSampledOut, ReasonRateCap
 	pii       map[string]int64 // values replaced, by rule
-	mirrored  map[string]int64 // proxy outcomes, by ProxyOutcome*
+}
+
+// counterMap counts by key; Add takes no lock once the key exists.
+type counterMap struct{ m sync.Map } // string -> *atomic.Int64
+
+func (c *counterMap) add(key string) {
+	v, ok := c.m.Load(key)
+	if !ok {
+		v, _ = c.m.LoadOrStore(key, new(atomic.Int64))
+	}
+	v.(*atomic.Int64).Add(1)
+}
+
+func (c *counterMap) snapshot() map[string]int64 {
+	out := map[string]int64{}
+	c.m.Range(func(k, v any) bool {
+		out[k.(string)] = v.(*atomic.Int64).Load()
+		return true
+	})
+	return out
 }
 
 // StatsSnapshot is a point-in-time copy of Stats, as served by GET /api/stats.
@@ -56,7 +79,7 @@ type StatsSnapshot struct {
 
 // NewStats returns zeroed counters.
 func NewStats() *Stats {
-	return &Stats{rejected: map[string]int64{}, dropped: map[string]int64{}, unsampled: map[string]int64{}, pii: map[string]int64{}, mirrored: map[string]int64{}}
+	return &Stats{rejected: map[string]int64{}, unsampled: map[string]int64{}, pii: map[string]int64{}}
 }
 
 func (s *Stats) add(c *atomic.Int64, n int64) { c.Add(n) }
@@ -76,11 +99,7 @@ func (s *Stats) reject(reason string) {
 	s.mu.Unlock()
 }
 
-func (s *Stats) drop(reason string) {
-	s.mu.Lock()
-	s.dropped[reason]++
-	s.mu.Unlock()
-}
+func (s *Stats) drop(reason string) { s.dropped.add(reason) }
 
 func (s *Stats) unsample(reason string) {
 	s.mu.Lock()
@@ -88,11 +107,7 @@ func (s *Stats) unsample(reason string) {
 	s.mu.Unlock()
 }
 
-func (s *Stats) mirror(outcome string) {
-	s.mu.Lock()
-	s.mirrored[outcome]++
-	s.mu.Unlock()
-}
+func (s *Stats) mirror(outcome string) { s.mirrored.add(outcome) }
 
 func (s *Stats) addPII(fired map[string]int) {
 	if len(fired) == 0 {
@@ -120,10 +135,10 @@ func (s *Stats) Snapshot(queued int) StatsSnapshot {
 		Unconfirmed:   s.unconfirmed.Load(),
 		CancelledRuns: s.cancelled.Load(),
 		Rejected:      maps.Clone(s.rejected),
-		Dropped:       maps.Clone(s.dropped),
+		Dropped:       s.dropped.snapshot(),
 		Unsampled:     maps.Clone(s.unsampled),
 		PII:           maps.Clone(s.pii),
-		Mirrored:      maps.Clone(s.mirrored),
+		Mirrored:      s.mirrored.snapshot(),
 		Queued:        queued,
 	}
 }

@@ -45,7 +45,9 @@ type api struct {
 	suites *suiteRunner
 	stats  func() ingest.StatsSnapshot
 	writer func() store.WriterStats
-	log    *slog.Logger // console audit: every POST /api/query with its outcome; nil: none
+	// admission is the adaptive shadow-run limit's state; nil in the tap role.
+	admission func() ingest.AdmissionSnapshot
+	log       *slog.Logger // console audit: every POST /api/query with its outcome; nil: none
 }
 
 func (a *api) register(r gin.IRouter) {
@@ -102,7 +104,11 @@ func (a *api) audit(c *gin.Context, sql string, start time.Time, rows int, err e
 }
 
 func (a *api) statsHandler(c *gin.Context) {
-	c.JSON(http.StatusOK, gin.H{"tap": a.stats(), "writer": a.writer()})
+	body := gin.H{"tap": a.stats(), "writer": a.writer()}
+	if a.admission != nil {
+		body["admission"] = a.admission()
+	}
+	c.JSON(http.StatusOK, body)
 }
 
 func (a *api) runSuite(c *gin.Context) {

@@ -48,6 +48,8 @@ type ServerConfig struct {
 	// ShutdownTimeout bounds draining: in-flight HTTP requests, the tap's queue and
 	// the store writer.
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// Role is what this process runs: RoleAll (default), RoleTap or RoleShadow.
+	Role string `yaml:"role"`
 	// AllowedHosts are the further names the server answers under (Host
 	// header), beside localhost, IP addresses and the name in Addr: e.g. the
 	// name of a reverse proxy in front of it, or ".example.com" for every name
@@ -55,6 +57,20 @@ type ServerConfig struct {
 	// are accepted too. Other names get 421 (DNS rebinding protection).
 	AllowedHosts []string `yaml:"allowed_hosts"`
 }
+
+// Roles of `serve` (server.role, --role).
+const (
+	// RoleAll runs the tap, the mirroring proxy, the shadow workers, the store
+	// writer, schedules, the web UI and the API in one process.
+	RoleAll = "all"
+	// RoleTap runs the mirroring proxy and /v1/tap only and hands every copy to
+	// Kafka: no store, no candidate pool, no shadow work, no web UI.
+	RoleTap = "tap"
+	// RoleShadow runs shadow workers only: a member of the Kafka consumer group
+	// that stores each exchange and its candidate runs, then commits its offset;
+	// the web UI and API serve its store. No tap, no proxy, no schedules.
+	RoleShadow = "shadow"
+)
 
 // PipelinesConfig names what runs on every request.
 type PipelinesConfig struct {
@@ -109,7 +125,7 @@ type envOverrides struct {
 // the incumbent of suite runs.
 func NewDefaultConfig() Config {
 	return Config{
-		Server:    ServerConfig{Addr: "127.0.0.1:8080", APITokenEnv: "CONDUCTOR_SHADOW_API_TOKEN", ShutdownTimeout: 30 * time.Second},
+		Server:    ServerConfig{Addr: "127.0.0.1:8080", APITokenEnv: "CONDUCTOR_SHADOW_API_TOKEN", ShutdownTimeout: 30 * time.Second, Role: RoleAll},
 		Store:     store.NewDefaultConfig(),
 		Writer:    store.NewDefaultWriterConfig(),
 		Ingest:    ingest.NewDefaultConfig(),
@@ -187,6 +203,15 @@ func (c Config) Validate() error {
 	}
 	if c.Server.ShutdownTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("config: server.shutdown_timeout must be > 0, got %v", c.Server.ShutdownTimeout))
+	}
+	switch c.Server.Role {
+	case RoleAll:
+	case RoleTap, RoleShadow:
+		if !c.Ingest.Kafka.Enabled() {
+			errs = append(errs, fmt.Errorf("config: server.role %q needs ingest.kafka.brokers (or --kafka-brokers): the tap and the shadow workers meet on a Kafka topic", c.Server.Role))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("config: server.role %q: want %q, %q or %q", c.Server.Role, RoleAll, RoleTap, RoleShadow))
 	}
 	for _, err := range []error{c.Store.Validate(), c.Writer.Validate(), c.Ingest.Validate(), c.Shadow.Validate(), c.Web.Validate()} {
 		if err != nil {

@@ -36,6 +36,9 @@ func TestLoadConfigErrorsNameTheField(t *testing.T) {
 		"bad_duration.bad.yaml":      "soon",
 		"negative_queue.bad.yaml":    "queue_size",
 		"bad_worker_url.bad.yaml":    "base_url",
+		"bad_role.bad.yaml":          "server.role",
+		"tap_without_kafka.bad.yaml": "kafka.brokers",
+		"bad_admission.bad.yaml":     "admission.backoff_ratio",
 	}
 	for file, want := range tests {
 		_, err := LoadConfig(filepath.Join("testdata/config", file), nil)

@@ -36,6 +36,10 @@ type loadtestOptions struct {
 	CPUProfile  string        // write a CPU profile of the whole run here
 	Sequential  bool          // run the direct load, then the proxied one, instead of both at once
 	NoMirror    bool          // the proxy forwards but offers nothing to the tap (isolates the hop's cost)
+	InProcess   bool          // run the in-process proxy-overhead run (1.)
+	Roles       []string      // roles for the side-by-side run against a bare proxy; empty skips it
+	PoolURL     string        // worker pool of the all-in-one server; "" = the configured workers' base URL
+	Repeat      int           // rounds of the role run (medians printed when > 1)
 }
 
 // nopOfferer takes nothing.
@@ -46,17 +50,27 @@ func (nopOfferer) Offer(context.Context, ingest.Exchange) (int, ingest.TapRespon
 }
 
 func loadtestCmd(load loader, log *slog.Logger) *cobra.Command {
-	opts := loadtestOptions{Rate: 1000, Duration: 30 * time.Second, Delay: 50 * time.Millisecond, StopStoreAt: 0.5, Exchanges: 100000}
+	opts := loadtestOptions{Rate: 1000, Duration: 30 * time.Second, Delay: 50 * time.Millisecond, StopStoreAt: 0.5, Exchanges: 100000,
+		InProcess: true, Roles: []string{RoleAll, RoleTap}}
 	cmd := &cobra.Command{
 		Use:   "loadtest",
-		Short: "Measure the mirroring proxy's added latency, the tap's throughput, and behaviour with the store stopped",
+		Short: "Measure the mirroring proxy's added latency by role against a bare reverse proxy, the tap's throughput, and behaviour with the store stopped",
 		Long: `Runs on loopback, in one process:
  1. a fake incumbent answering in --delay; the same open-loop load (--rate requests/s
     for --duration) is sent directly to it and, at the same time, through the
     mirroring proxy with the real tap, PII pseudonymizer and shadow workers behind it.
     After --stop-store-at of the run the store fails every INSERT. Prints p50/p95/p99
     of each path and the difference, production errors, and the tap's accounting.
- 2. tap throughput: --exchanges copies offered to the tap with zero-latency shadow
+    (--inprocess=false skips it.)
+ 2. roles (--roles all,tap): the same open-loop load at once to the fake
+    incumbent directly, to a bare httputil.ReverseProxy and to ` + "`serve`" + ` in each
+    role, every one its own process: the all-in-one server (embedded store,
+    candidates calling the worker pool at --pool, which must be running) and the
+    tap-only server (copies to a Kafka peer). Prints p50/p95/p99, the added
+    latency over direct, its ratio to the bare proxy's and the target (all-in-one
+    ≤ 2× bare + 0.5 ms at p95 and + 1 ms at p99; tap-only ≤ 1.5× with the same
+    allowances), and each server's shadow-side accounting.
+ 3. tap throughput: --exchanges copies offered to the tap with zero-latency shadow
     workers writing through the store writer; prints exchanges/s stored.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -76,8 +90,20 @@ func loadtestCmd(load loader, log *slog.Logger) *cobra.Command {
 				}
 				defer pprof.StopCPUProfile()
 			}
-			if err := runProxyLoad(cmd.Context(), out, opts); err != nil {
-				return err
+			if opts.InProcess {
+				if err := runProxyLoad(cmd.Context(), out, opts); err != nil {
+					return err
+				}
+			}
+			if len(opts.Roles) > 0 {
+				pool := opts.PoolURL
+				if pool == "" && len(cfg.Shadow.Workers) > 0 {
+					pool = cfg.Shadow.Workers[0].BaseURL
+				}
+				ro := roleLoadOptions{Roles: opts.Roles, Rate: opts.Rate, Duration: opts.Duration, Delay: opts.Delay, PoolURL: pool, Repeat: opts.Repeat}
+				if err := runRoleLoad(cmd.Context(), out, ro); err != nil {
+					return err
+				}
 			}
 			if opts.Exchanges > 0 {
 				return runTapThroughput(cmd.Context(), out, cfg, opts)
@@ -94,9 +120,14 @@ func loadtestCmd(load loader, log *slog.Logger) *cobra.Command {
 	f.IntVar(&opts.Exchanges, "exchanges", opts.Exchanges, "exchanges for the tap-throughput run (0: skip)")
 	f.BoolVar(&opts.Sequential, "sequential", false, "send the direct load first, then the proxied one (halves the peak load)")
 	f.BoolVar(&opts.NoMirror, "no-mirror", false, "forward without offering copies to the tap (the bare proxy hop)")
+	f.BoolVar(&opts.InProcess, "inprocess", opts.InProcess, "run the in-process proxy-overhead run")
+	f.StringSliceVar(&opts.Roles, "roles", opts.Roles, "serve roles compared side by side with a bare reverse proxy: all, tap (empty: skip)")
+	f.IntVar(&opts.Repeat, "repeat", 1, "rounds of the role run, each --duration long; medians are printed when > 1")
+	f.StringVar(&opts.PoolURL, "pool", "", "worker pool base URL of the all-in-one server (default: the configured workers')")
 	f.StringVar(&opts.CPUProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	f.BoolVar(&opts.RealStore, "real-store", false, "tap throughput into the configured store (embedded chDB or ClickHouse) instead of memory")
 	_ = log
+	cmd.AddCommand(bareProxyCmd())
 	cmd.AddCommand(durabilityCmd())
 	addUsersLoad(cmd, load) // --users: a candidate under concurrent users (loadtest_users.go)
 	return cmd

@@ -40,6 +40,7 @@ type globalFlags struct {
 	dsn        string
 	addr       string
 	kafka      []string
+	role       string
 }
 
 // apply sets the flags given on the command line over the file and environment.
@@ -55,6 +56,9 @@ func (gf *globalFlags) apply(cfg *Config) {
 	}
 	if len(gf.kafka) > 0 {
 		cfg.Ingest.Kafka.Brokers = gf.kafka
+	}
+	if gf.role != "" {
+		cfg.Server.Role = gf.role
 	}
 }
 
@@ -76,6 +80,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	pf.StringVar(&gf.dataDir, "data", "", "embedded store folder (default ./data)")
 	pf.StringVar(&gf.dsn, "clickhouse-dsn", "", "ClickHouse server DSN, e.g. clickhouse://host:9000/db (replaces the embedded store)")
 	pf.StringVar(&gf.addr, "addr", "", "server listen address host:port (default 127.0.0.1:8080)")
+	pf.StringVar(&gf.role, "role", "", "what serve runs: all (default), tap (proxy + /v1/tap to Kafka) or shadow (Kafka consumer-group workers)")
 	pf.StringSliceVar(&gf.kafka, "kafka-brokers", nil, "Kafka brokers host:port,... carrying tapped exchanges to the shadow workers (default: in-process queue)")
 
 	load := func() (Config, error) {

@@ -18,39 +18,42 @@ import (
 	"github.com/conductor-shadow/conductor-shadow/eval/gate"
 	"github.com/conductor-shadow/conductor-shadow/eval/schedule"
 	"github.com/conductor-shadow/conductor-shadow/ingest"
+	"github.com/conductor-shadow/conductor-shadow/shadow"
 	"github.com/conductor-shadow/conductor-shadow/store"
 	"github.com/conductor-shadow/conductor-shadow/web"
 )
 
-// server is `conductor-shadow serve`: the tap, the shadow workers, the web UI and
-// the API on one listener, over one store.
+// server is `conductor-shadow serve`: by role (server.role), the tap and proxy,
+// the shadow workers, the web UI and the API on one listener, over one store.
 type server struct {
 	cfg Config
 	log *slog.Logger
 
-	mu       sync.Mutex
-	started  bool
-	stopped  bool
-	st       store.Store
-	writer   *store.Writer
-	pipes    *pipelines
-	queue    ingest.Queue
-	sq       *ingest.StoreQueue // the store-first queue; nil with Kafka
-	proc     *ingest.Processor
-	proxy    *ingest.Proxy
-	kafka    *ingest.KafkaQueue
-	stats    *ingest.Stats
-	http     *http.Server
-	sched    *schedule.Scheduler
-	serveErr chan error
+	mu        sync.Mutex
+	started   bool
+	stopped   bool
+	st        store.Store
+	writer    *store.Writer
+	pipes     *pipelines
+	queue     ingest.Queue
+	sq        *ingest.StoreQueue // the store-first queue; nil with Kafka
+	proc      *ingest.Processor
+	admission *ingest.Admission
+	proxy     *ingest.Proxy
+	kafka     *ingest.KafkaQueue
+	stats     *ingest.Stats
+	http      *http.Server
+	sched     *schedule.Scheduler
+	serveErr  chan error
 }
 
 func newServer(cfg Config, log *slog.Logger) *server {
 	return &server{cfg: cfg, log: log, serveErr: make(chan error, 1)}
 }
 
-// Start opens the store, starts the writer and the shadow workers, and listens.
-// On error everything already started is shut down.
+// Start opens what the role needs (server.role): the store, the writer and the
+// shadow workers unless the role is tap; the tap and the proxy unless it is
+// shadow; then listens. On error everything already started is shut down.
 func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -64,36 +67,44 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 		}
 	}()
 
+	role := s.cfg.Server.Role
 	token := os.Getenv(s.cfg.Server.APITokenEnv)
 	if !web.IsLoopback(s.cfg.Server.Addr) && token == "" {
 		return fmt.Errorf("serve: listening on %s beyond loopback needs a bearer token in $%s", s.cfg.Server.Addr, s.cfg.Server.APITokenEnv)
 	}
-	st, where, err := openStore(ctx, s.cfg)
-	if err != nil {
-		return fmt.Errorf("serve: %w", err)
-	}
-	s.st = st
-	if s.writer, err = store.NewWriter(st, s.cfg.Writer, s.log); err != nil {
-		return fmt.Errorf("serve: %w", err)
-	}
-	s.writer.Start(ctx)
-	s.pipes, err = buildPipelines(s.cfg)
-	if err != nil {
-		return fmt.Errorf("serve: %w", err)
-	}
 	s.stats = ingest.NewStats()
+	where := "none (tap role: copies go to Kafka)"
+	if role != RoleTap {
+		st, w, err := openStore(ctx, s.cfg)
+		if err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		s.st, where = st, w
+		if s.writer, err = store.NewWriter(st, s.cfg.Writer, s.log); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		s.writer.Start(ctx)
+		s.pipes, err = buildPipelines(s.cfg)
+		if err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+	}
 	var shadowWriter ingest.BatchWriter = s.writer
 	if s.cfg.Ingest.Kafka.Enabled() {
 		// Offsets are committed once an exchange and its runs are stored, so the
 		// workers write synchronously rather than through the buffered writer.
-		if s.kafka, err = ingest.NewKafkaQueue(s.cfg.Ingest.Kafka, true, s.stats, s.log); err != nil {
+		// The tap role only produces.
+		if s.kafka, err = ingest.NewKafkaQueue(s.cfg.Ingest.Kafka, role != RoleTap, s.stats, s.log); err != nil {
 			return fmt.Errorf("serve: %w", err)
 		}
-		s.queue, shadowWriter = s.kafka, ingest.StoreWriter{Store: st}
+		s.queue = s.kafka
+		if s.st != nil {
+			shadowWriter = ingest.StoreWriter{Store: s.st}
+		}
 	} else {
 		// Store first: a copy is stored before the tap answers 202, and the work
 		// left pending by a crash or a stop is picked up here.
-		if s.sq, err = ingest.NewStoreQueue(s.cfg.Ingest, st, s.pipes.workKeys(), newPriceTable(s.cfg.Shadow), s.stats, s.log); err != nil {
+		if s.sq, err = ingest.NewStoreQueue(s.cfg.Ingest, s.st, s.pipes.workKeys(), newPriceTable(s.cfg.Shadow), s.stats, s.log); err != nil {
 			return fmt.Errorf("serve: %w", err)
 		}
 		if err := s.sq.Start(ctx); err != nil {
@@ -101,82 +112,122 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 		}
 		s.queue = s.sq
 	}
-	tap, err := ingest.NewTap(s.cfg.Ingest, s.queue, s.stats, ingest.WithLogger(s.log))
-	if err != nil {
-		return fmt.Errorf("serve: %w", err)
+	var tap *ingest.Tap
+	if role != RoleShadow {
+		if tap, err = ingest.NewTap(s.cfg.Ingest, s.queue, s.stats, ingest.WithLogger(s.log)); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		if tap.EphemeralSecret() {
+			s.log.Warn("PII pseudonyms change on restart: no secret in $" + s.cfg.Ingest.PII.SecretEnv)
+		}
 	}
-	if tap.EphemeralSecret() {
-		s.log.Warn("PII pseudonyms change on restart: no secret in $" + s.cfg.Ingest.PII.SecretEnv)
-	}
-	s.proc = ingest.NewProcessor(s.cfg.Ingest, s.queue, shadowWriter, s.pipes.candidates, newPriceTable(s.cfg.Shadow), s.stats, s.log)
-	seg, err := newSegmenter(s.cfg, s.log)
-	if err != nil {
-		return fmt.Errorf("serve: %w", err)
-	}
-	s.proc.UseSegmenter(seg)
-	if err := s.proc.Start(ctx); err != nil {
-		return fmt.Errorf("serve: %w", err)
+	if role != RoleTap {
+		// Shadow runs take a slot of the adaptive limit first, so they back off
+		// when production (the proxy, the CPU) shows pressure.
+		if s.admission, err = ingest.NewAdmission(s.cfg.Ingest.Admission, s.stats, s.log); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		if err := s.admission.Start(ctx); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		candidates := make([]shadow.Pipeline, len(s.pipes.candidates))
+		for i, c := range s.pipes.candidates {
+			candidates[i] = s.admission.Pipeline(c)
+		}
+		s.proc = ingest.NewProcessor(s.cfg.Ingest, s.queue, shadowWriter, candidates, newPriceTable(s.cfg.Shadow), s.stats, s.log)
+		seg, err := newSegmenter(s.cfg, s.log)
+		if err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		s.proc.UseSegmenter(seg)
+		if err := s.proc.Start(ctx); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
 	}
 
 	gin.SetMode(gin.ReleaseMode)
 	router := gin.New()
 	router.Use(gin.Recovery(), otelgin.Middleware(s.cfg.Telemetry.ServiceName, otelgin.WithTracerProvider(tp)),
 		logServerErrors(s.log), browserGuard(newHostRules(s.cfg.Server.Addr, s.cfg.Server.AllowedHosts), s.log))
-	health := serverHealth{Status: "ok", Store: where}
-	if s.cfg.Store.DSN == "" {
+	health := serverHealth{Status: "ok", Role: role, Store: where}
+	if s.cfg.Store.DSN == "" && s.st != nil {
 		health.StorePath = absPath(s.cfg.Store.Path)
 	}
 	router.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, health) })
 	router.GET("/readyz", s.readyz)
 	guarded := router.Group("/", requireToken(token))
-	tap.Register(guarded)
+	if tap != nil {
+		tap.Register(guarded)
+	}
 	a := &api{
-		st:     st,
-		suites: &suiteRunner{cfg: s.cfg, st: st, p: s.pipes, where: where + " (through the server at " + s.cfg.Server.Addr + ")"},
+		st:     s.st,
 		stats:  func() ingest.StatsSnapshot { return s.stats.Snapshot(s.queue.Len()) },
-		writer: s.writer.Stats,
+		writer: func() store.WriterStats { return store.WriterStats{} },
 		log:    s.log,
 	}
-	a.register(guarded)
-	s.sched, err = schedule.New(s.cfg.Schedules, func(ctx context.Context, job schedule.Suite) (string, error) {
-		res, err := a.suites.runScheduled(ctx, job, nil)
-		return res.SuiteRunID, err
-	}, s.log)
-	if err != nil {
-		return fmt.Errorf("serve: %w", err)
+	if s.writer != nil {
+		a.writer = s.writer.Stats
 	}
-	if err := s.sched.Start(ctx); err != nil {
-		return fmt.Errorf("serve: %w", err)
+	if s.admission != nil {
+		a.admission = s.admission.Snapshot
 	}
-	if s.cfg.Ingest.Proxy.Enabled() {
-		// The mirroring proxy: production clients bring their own incumbent API key.
-		if s.proxy, err = ingest.NewProxy(s.cfg.Ingest.Proxy, tap, s.stats, nil, s.log); err != nil {
-			return fmt.Errorf("serve: %w", err)
-		}
-		router.NoRoute(gin.WrapH(s.proxy)) // paths the server does not serve pass through
+	if role == RoleTap {
+		guarded.GET("/api/stats", a.statsHandler)
+	} else {
+		a.suites = &suiteRunner{cfg: s.cfg, st: s.st, p: s.pipes, where: where + " (through the server at " + s.cfg.Server.Addr + ")"}
+		a.register(guarded)
 	}
-	// The UI's own credentials; beyond loopback the API token (required above)
-	// also opens it, as the basic-auth password.
-	webAuth := s.cfg.Web.ResolveAuth(os.Getenv)
-	if webAuth.Token == "" && !web.IsLoopback(s.cfg.Server.Addr) {
-		webAuth.Token = token
-	}
-	if err := web.CheckExposure(s.cfg.Server.Addr, webAuth); err != nil {
-		return fmt.Errorf("serve: %w", err)
-	}
-	webCfg := s.cfg.Web
-	if len(webCfg.ShiftSets) == 0 {
-		webCfg.ShiftSets = setsInUse(s.cfg)
-	}
-	if s.cfg.Suite.Policy != "" { // the overview's running verdicts use the suites' policy
-		p, err := gate.Load(s.cfg.Suite.Policy)
+	if role == RoleAll {
+		// Schedules run in one place: with several shadow workers, each would run them.
+		s.sched, err = schedule.New(s.cfg.Schedules, func(ctx context.Context, job schedule.Suite) (string, error) {
+			res, err := a.suites.runScheduled(ctx, job, nil)
+			return res.SuiteRunID, err
+		}, s.log)
 		if err != nil {
 			return fmt.Errorf("serve: %w", err)
 		}
-		webCfg.GatePolicy = &p
+		if err := s.sched.Start(ctx); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
 	}
-	if err := web.Register(router.Group("/", webAuth.Middleware()), st, webCfg); err != nil {
-		return fmt.Errorf("serve: web: %w", err)
+	if s.cfg.Ingest.Proxy.Enabled() && tap != nil {
+		// The mirroring proxy: production clients bring their own incumbent API key.
+		var offerer ingest.Offerer = tap
+		if s.admission != nil {
+			offerer = s.admission.Offerer(tap, s.queue.Len)
+		}
+		if s.proxy, err = ingest.NewProxy(s.cfg.Ingest.Proxy, offerer, s.stats, nil, s.log); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		if s.admission != nil {
+			s.proxy.ObserveAddedLatency(s.admission)
+		}
+		router.NoRoute(gin.WrapH(s.proxy)) // paths the server does not serve pass through
+	}
+	if s.st != nil {
+		// The UI's own credentials; beyond loopback the API token (required above)
+		// also opens it, as the basic-auth password.
+		webAuth := s.cfg.Web.ResolveAuth(os.Getenv)
+		if webAuth.Token == "" && !web.IsLoopback(s.cfg.Server.Addr) {
+			webAuth.Token = token
+		}
+		if err := web.CheckExposure(s.cfg.Server.Addr, webAuth); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		webCfg := s.cfg.Web
+		if len(webCfg.ShiftSets) == 0 {
+			webCfg.ShiftSets = setsInUse(s.cfg)
+		}
+		if s.cfg.Suite.Policy != "" { // the overview's running verdicts use the suites' policy
+			p, err := gate.Load(s.cfg.Suite.Policy)
+			if err != nil {
+				return fmt.Errorf("serve: %w", err)
+			}
+			webCfg.GatePolicy = &p
+		}
+		if err := web.Register(router.Group("/", webAuth.Middleware()), s.st, webCfg); err != nil {
+			return fmt.Errorf("serve: web: %w", err)
+		}
 	}
 
 	ln, err := net.Listen("tcp", s.cfg.Server.Addr)
@@ -191,7 +242,7 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 	// Everything that reads a secret from the environment has read it.
 	scrubSecrets(s.cfg)
 	go func() { s.serveErr <- s.http.Serve(ln) }()
-	s.log.Info("serving", "url", "http://"+ln.Addr().String(), "store", where)
+	s.log.Info("serving", "url", "http://"+ln.Addr().String(), "role", role, "store", where)
 	return nil
 }
 
@@ -238,6 +289,9 @@ func (s *server) shutdownLocked(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	if s.admission != nil {
+		_ = s.admission.Shutdown(ctx)
+	}
 	if s.sq != nil {
 		if err := s.sq.Shutdown(ctx); err != nil {
 			errs = append(errs, err)
@@ -263,8 +317,12 @@ func (s *server) shutdownLocked(ctx context.Context) error {
 	}
 	if s.stats != nil && s.writer != nil {
 		snap := s.stats.Snapshot(0)
+		var ws store.WriterStats
+		if s.writer != nil {
+			ws = s.writer.Stats()
+		}
 		s.log.Info("stopped", "accepted", snap.Accepted, "processed", snap.Processed, "left_pending", snap.LeftPending,
-			"cancelled_runs", snap.CancelledRuns, "dropped", snap.Dropped, "writer", s.writer.Stats())
+			"cancelled_runs", snap.CancelledRuns, "dropped", snap.Dropped, "writer", ws)
 	}
 	return errors.Join(errs...)
 }
@@ -290,8 +348,10 @@ type readiness struct {
 // Kafka is unreachable. /healthz stays a liveness check.
 func (s *server) readyz(c *gin.Context) {
 	r := readiness{Status: "ready", Reasons: map[string]string{}}
-	if err := s.writer.Ready(); err != nil {
-		r.Reasons["store"] = err.Error()
+	if s.writer != nil { // the tap role has no store
+		if err := s.writer.Ready(); err != nil {
+			r.Reasons["store"] = err.Error()
+		}
 	}
 	if s.sq != nil {
 		if err := s.sq.Ready(); err != nil {

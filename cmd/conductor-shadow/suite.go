@@ -105,6 +105,7 @@ func absPath(p string) string {
 // whether a running server holds the store it was pointed at.
 type serverHealth struct {
 	Status    string `json:"status"`
+	Role      string `json:"role,omitempty"`       // server.role: all, tap or shadow
 	Store     string `json:"store"`                // e.g. "embedded chDB in ./data"
 	StorePath string `json:"store_path,omitempty"` // the embedded store's folder, absolute; "" for a ClickHouse server
 }

@@ -1,0 +1,404 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/conductor-shadow/conductor-shadow/ingest"
+	"github.com/conductor-shadow/conductor-shadow/ingest/incumbenttest"
+	"github.com/conductor-shadow/conductor-shadow/store/percentile"
+)
+
+// Targets of the role load run: a role's added latency may be at most
+// factor × the bare reverse proxy's added latency + the allowance, at p95 and p99.
+const (
+	allInOneFactor = 2.0
+	tapOnlyFactor  = 1.5
+	p95AllowanceMs = 0.5
+	p99AllowanceMs = 1.0
+)
+
+// roleLoadOptions drive the side-by-side run of `loadtest --roles`.
+type roleLoadOptions struct {
+	Roles    []string      // RoleAll and/or RoleTap
+	Rate     int           // requests/s on every path
+	Duration time.Duration // ≤ 30 s is plenty
+	Delay    time.Duration // the fake incumbent's answer time
+	PoolURL  string        // the worker pool the all-in-one server's candidates call
+	Repeat   int           // rounds; with more than one, medians are printed too
+}
+
+// bareProxyCmd is the hidden `loadtest bare-proxy`: a plain httputil.ReverseProxy
+// in its own process, the baseline every role is compared with.
+func bareProxyCmd() *cobra.Command {
+	var target, addr string
+	cmd := &cobra.Command{
+		Use:    "bare-proxy",
+		Short:  "Serve a bare httputil.ReverseProxy to --target (the loadtest baseline)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			u, err := url.Parse(target)
+			if err != nil || u.Host == "" {
+				return fmt.Errorf("bare-proxy: --target %q: want http://host:port", target)
+			}
+			// The same connection pool and flushing as the mirroring proxy, so the
+			// comparison measures what the mirroring adds, not a different pool.
+			t := http.DefaultTransport.(*http.Transport).Clone()
+			t.MaxIdleConns, t.MaxIdleConnsPerHost = 4096, 1024
+			rp := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) { pr.SetURL(u) }, Transport: t, FlushInterval: -1}
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				return fmt.Errorf("bare-proxy: %w", err)
+			}
+			srv := &http.Server{Handler: rp, ReadHeaderTimeout: 10 * time.Second}
+			go func() { <-cmd.Context().Done(); _ = srv.Close() }()
+			if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+				return fmt.Errorf("bare-proxy: %w", err)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&target, "target", "", "incumbent base URL")
+	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:0", "listen address")
+	return cmd
+}
+
+// child is one process of the role run.
+type child struct {
+	name string
+	url  string
+	cmd  *exec.Cmd
+	log  *bytes.Buffer
+	done chan struct{}
+}
+
+func startChild(ctx context.Context, name, addr string, args []string, env []string) (*child, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("loadtest: %w", err)
+	}
+	c := &child{name: name, url: "http://" + addr, log: &bytes.Buffer{}, done: make(chan struct{})}
+	c.cmd = exec.Command(exe, args...)
+	c.cmd.Env = env
+	c.cmd.Stdout, c.cmd.Stderr = c.log, c.log
+	if err := c.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("loadtest: start %s: %w", name, err)
+	}
+	go func() { _ = c.cmd.Wait(); close(c.done) }()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		select {
+		case <-c.done:
+			return nil, fmt.Errorf("loadtest: %s exited at start:\n%s", name, tailString(c.log.String(), 2000))
+		default:
+		}
+		if conn, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			conn.Close()
+			return c, nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			c.stop()
+			return nil, fmt.Errorf("loadtest: %s did not listen on %s:\n%s", name, addr, tailString(c.log.String(), 2000))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// stop sends SIGTERM and waits up to 30 s, then kills.
+func (c *child) stop() {
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.done:
+	case <-time.After(30 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-c.done
+	}
+}
+
+func tailString(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}
+
+func loopbackAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("loadtest: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// roleRow is one path of the role run.
+type roleRow struct {
+	name   string
+	url    string
+	result *pathResult
+	role   string // "" for direct and bare
+}
+
+// runRoleLoad sends the same open-loop load at once to the fake incumbent
+// directly, to a bare reverse proxy and to `serve` in each requested role, all
+// separate processes on loopback, and prints p50/p95/p99 per path, the added
+// latency over direct, its ratio to the bare proxy's and the target.
+func runRoleLoad(ctx context.Context, out io.Writer, o roleLoadOptions) error {
+	fake := &incumbenttest.Handler{Delay: o.Delay, Chunks: 5}
+	incSrv, incURL, err := listen(fake)
+	if err != nil {
+		return err
+	}
+	defer incSrv.Close()
+	dir, err := os.MkdirTemp("", "conductor-shadow-loadtest-")
+	if err != nil {
+		return fmt.Errorf("loadtest: %w", err)
+	}
+	defer os.RemoveAll(dir)
+
+	env := append(os.Environ(), "CONDUCTOR_SHADOW_POOL_URL="+o.PoolURL, "CONDUCTOR_SHADOW_PII_SECRET=loadtest-secret")
+	var children []*child
+	defer func() {
+		for _, c := range children {
+			c.stop()
+		}
+	}()
+	rows := []*roleRow{{name: "direct", url: incURL, result: &pathResult{}}}
+
+	addr, err := loopbackAddr()
+	if err != nil {
+		return err
+	}
+	bare, err := startChild(ctx, "bare proxy", addr, []string{"loadtest", "bare-proxy", "--target", incURL, "--addr", addr}, env)
+	if err != nil {
+		return err
+	}
+	children = append(children, bare)
+	rows = append(rows, &roleRow{name: "bare proxy", url: bare.url, result: &pathResult{}})
+
+	for _, role := range o.Roles {
+		addr, err := loopbackAddr()
+		if err != nil {
+			return err
+		}
+		cfg := fmt.Sprintf("server:\n  addr: %s\n  role: %s\n  shutdown_timeout: 10s\nstore:\n  path: %s\ningest:\n  proxy:\n    incumbent_url: %s\n",
+			addr, role, filepath.Join(dir, "data-"+role), incURL)
+		name := "all-in-one"
+		switch role {
+		case RoleTap:
+			name = "tap-only"
+			kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(6, "conductor-shadow.exchanges"))
+			if err != nil {
+				return fmt.Errorf("loadtest: kafka: %w", err)
+			}
+			defer kc.Close()
+			cfg += fmt.Sprintf("  kafka:\n    brokers: [%q]\n", kc.ListenAddrs()[0])
+		case RoleAll:
+			if err := poolAnswers(o.PoolURL); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("loadtest: --roles: %q is not all or tap", role)
+		}
+		path := filepath.Join(dir, "config-"+role+".yaml")
+		if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+			return fmt.Errorf("loadtest: %w", err)
+		}
+		c, err := startChild(ctx, name, addr, []string{"--config", path, "serve"}, env)
+		if err != nil {
+			return err
+		}
+		children = append(children, c)
+		rows = append(rows, &roleRow{name: name, url: c.url, result: &pathResult{}, role: role})
+	}
+
+	fmt.Fprintf(out, "roles: %d req/s on each of %d paths for %s, interleaved (every tick sends one request to each path, order rotating), incumbent answers in %s, every exchange unique\n",
+		o.Rate, len(rows), o.Duration, o.Delay)
+	fmt.Fprintf(out, "every path is its own process on loopback; the all-in-one server's candidates call the pool at %s\n", o.PoolURL)
+
+	var rounds []map[string][2]float64 // per round: path -> added p95, p99 (ms)
+	for round := 1; round <= max(1, o.Repeat) && ctx.Err() == nil; round++ {
+		for _, r := range rows {
+			r.result = &pathResult{}
+		}
+		if o.Repeat > 1 {
+			fmt.Fprintf(out, "round %d of %d\n", round, o.Repeat)
+		}
+		rounds = append(rounds, measureRoles(ctx, out, rows, o))
+	}
+	for _, r := range rows[2:] {
+		fmt.Fprintf(out, "%s: %s\n", r.name, serverStats(r.url))
+	}
+	if len(rounds) > 1 {
+		// Medians over the rounds (nearest rank), then the same target check.
+		med := func(name string, i int) float64 {
+			v := make([]float64, 0, len(rounds))
+			for _, m := range rounds {
+				v = append(v, m[name][i])
+			}
+			slices.Sort(v)
+			return percentile.NearestRank(v, 50)
+		}
+		fmt.Fprintf(out, "medians over %d rounds (ms added over direct):\n", len(rounds))
+		b95, b99 := med("bare proxy", 0), med("bare proxy", 1)
+		fmt.Fprintf(out, "%-11s %11s %11s %9s %9s\n", "path", "added p95", "added p99", "×bare p95", "×bare p99")
+		fmt.Fprintf(out, "%-11s %11.2f %11.2f\n", "bare proxy", b95, b99)
+		for _, r := range rows[2:] {
+			a95, a99 := med(r.name, 0), med(r.name, 1)
+			fmt.Fprintf(out, "%-11s %11.2f %11.2f %9s %9s  %s\n", r.name, a95, a99, ratio(a95, b95), ratio(a99, b99), verdict(r.role, a95, a99, b95, b99))
+		}
+	}
+	fmt.Fprintln(out)
+	return nil
+}
+
+func ratio(a, b float64) string {
+	if b <= 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2f×", a/b)
+}
+
+// poolAnswers checks the worker pool is up before the all-in-one server needs it.
+func poolAnswers(base string) error {
+	c := &http.Client{Timeout: 2 * time.Second}
+	resp, err := c.Get(strings.TrimSuffix(base, "/") + "/models")
+	if err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			return nil
+		}
+		err = fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return fmt.Errorf("loadtest: the worker pool at %s does not answer (%v): start it first, e.g. `bin/simllm --latency-scale 0.2`, or pass --pool", base, err)
+}
+
+// serverStats summarises GET /api/stats of a role's server: shadowed, dropped by
+// reason, and the adaptive limit.
+func serverStats(base string) string {
+	c := &http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get(base + "/api/stats")
+	if err != nil {
+		return "stats unavailable: " + err.Error()
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Tap       ingest.StatsSnapshot      `json:"tap"`
+		Admission *ingest.AdmissionSnapshot `json:"admission"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return "stats unreadable: " + err.Error()
+	}
+	s := fmt.Sprintf("mirrored %v; accepted %d, shadowed %d, queued %d, dropped %v", body.Tap.Mirrored, body.Tap.Accepted, body.Tap.Processed, body.Tap.Queued, body.Tap.Dropped)
+	if a := body.Admission; a != nil {
+		s += fmt.Sprintf("; shadow-run limit %d (in flight %d, waiting %d; last interval: %.0f%% of requests above max_added_latency, sched p99 %.2f ms, cpu %.0f%%, pressure %q)",
+			a.Limit, a.InFlight, a.Waiting, a.Pressure.SlowShare*100, a.Pressure.SchedP99Ms, a.Pressure.CPU*100, a.Pressure.Reason)
+	}
+	return s
+}
+
+// measureRoles runs one round of the open-loop load on every row, prints its
+// table and returns each path's added p95 and p99 over direct, ms.
+func measureRoles(ctx context.Context, out io.Writer, rows []*roleRow, o roleLoadOptions) map[string][2]float64 {
+	clients := make([]*http.Client, len(rows))
+	for i := range rows {
+		clients[i] = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConns: 4096, MaxIdleConnsPerHost: 4096, IdleConnTimeout: time.Minute}}
+	}
+	runID := time.Now().UnixNano()
+	send := func(k, i int) {
+		r := rows[k]
+		body := fmt.Sprintf(`{"model":"gpt-5","messages":[{"role":"user","content":"Customer %d (user%d@example.com) asks: what is %d * 7? Run %d."}]}`, i, i, i, runID)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, r.url+"/v1/chat/completions", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Request-Id", fmt.Sprintf("lt-%d-%d", runID, i))
+		start := time.Now()
+		resp, err := clients[k].Do(req)
+		if err != nil {
+			r.result.errors.Add(1)
+			return
+		}
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			r.result.errors.Add(1)
+			return
+		}
+		r.result.add(time.Since(start))
+	}
+	interval := time.Second / time.Duration(o.Rate)
+	total := int(o.Duration / interval)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := 0; i < total && ctx.Err() == nil; i++ {
+		time.Sleep(time.Until(start.Add(time.Duration(i) * interval)))
+		for j := range rows {
+			k := (i + j) % len(rows)
+			wg.Add(1)
+			go func() { defer wg.Done(); send(k, i) }()
+		}
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	for _, c := range clients {
+		c.CloseIdleConnections()
+	}
+
+	// One percentile definition for the whole product: nearest rank.
+	pct := func(r *pathResult, p float64) float64 {
+		v := make([]float64, len(r.latencies))
+		for i, d := range r.latencies {
+			v[i] = float64(d.Microseconds()) / 1000
+		}
+		slices.Sort(v)
+		return percentile.NearestRank(v, p)
+	}
+	direct95, direct99 := pct(rows[0].result, 95), pct(rows[0].result, 99)
+	bare95, bare99 := pct(rows[1].result, 95)-direct95, pct(rows[1].result, 99)-direct99
+	added := map[string][2]float64{}
+	fmt.Fprintf(out, "sent %d requests per path in %s\n", total, elapsed.Round(time.Millisecond))
+	fmt.Fprintf(out, "%-11s %9s %9s %9s %7s %11s %11s %9s %9s  %s\n", "path", "p50 ms", "p95 ms", "p99 ms", "errors", "added p95", "added p99", "×bare p95", "×bare p99", "target")
+	for k, r := range rows {
+		p50, p95, p99 := pct(r.result, 50), pct(r.result, 95), pct(r.result, 99)
+		line := fmt.Sprintf("%-11s %9.2f %9.2f %9.2f %7d", r.name, p50, p95, p99, r.result.errors.Load())
+		if k > 0 {
+			a95, a99 := p95-direct95, p99-direct99
+			added[r.name] = [2]float64{a95, a99}
+			line += fmt.Sprintf(" %11.2f %11.2f", a95, a99)
+			if k > 1 {
+				line += fmt.Sprintf(" %9s %9s  %s", ratio(a95, bare95), ratio(a99, bare99), verdict(r.role, a95, a99, bare95, bare99))
+			}
+		}
+		fmt.Fprintln(out, line)
+	}
+	return added
+}
+
+// verdict checks a role's added latency against its target.
+func verdict(role string, a95, a99, bare95, bare99 float64) string {
+	factor := allInOneFactor
+	if role == RoleTap {
+		factor = tapOnlyFactor
+	}
+	ok := a95 <= factor*bare95+p95AllowanceMs && a99 <= factor*bare99+p99AllowanceMs
+	return fmt.Sprintf("≤ %.1f× bare + %.1f ms (p95), + %.1f ms (p99): %s", factor, p95AllowanceMs, p99AllowanceMs, map[bool]string{true: "PASS", false: "FAIL"}[ok])
+}

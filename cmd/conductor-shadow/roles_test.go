@@ -1,0 +1,302 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/conductor-shadow/conductor-shadow/ingest"
+	"github.com/conductor-shadow/conductor-shadow/shadow/simpool"
+	"github.com/conductor-shadow/conductor-shadow/store"
+)
+
+// buildBinary compiles this command into a temporary folder.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "conductor-shadow")
+	cmd := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// osProcess is one `serve` running as its own OS process.
+type osProcess struct {
+	name, addr string
+	cmd        *exec.Cmd
+	exited     chan error    // the exit, once (waitHTTP reads it while starting)
+	done       chan struct{} // closed at exit
+	log        *syncBuffer
+}
+
+func startServe(t *testing.T, bin string, env []string, name string, args ...string) *osProcess {
+	t.Helper()
+	addr := freeAddr(t)
+	p := &osProcess{name: name, addr: addr, exited: make(chan error, 1), done: make(chan struct{}), log: &syncBuffer{}}
+	p.cmd = exec.Command(bin, append(append([]string{}, args...), "--addr", addr, "serve")...)
+	p.cmd.Env = env
+	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.exited <- p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill() // no-op once it exited
+		<-p.done
+		if t.Failed() {
+			t.Logf("--- %s log:\n%s", p.name, tail(p.log.String(), 3000))
+		}
+	})
+	waitHTTP(t, "http://"+addr+"/healthz", p.exited)
+	return p
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// stats reads GET /api/stats.
+func (p *osProcess) stats(t *testing.T) ingest.StatsSnapshot {
+	t.Helper()
+	var body struct {
+		Tap ingest.StatsSnapshot `json:"tap"`
+	}
+	if err := json.Unmarshal([]byte(get(t, "http://"+p.addr+"/api/stats")), &body); err != nil {
+		t.Fatal(err)
+	}
+	return body.Tap
+}
+
+// query runs SQL through the process's API.
+func (p *osProcess) query(t *testing.T, sql string) [][]string {
+	t.Helper()
+	b, _ := json.Marshal(queryRequest{SQL: sql})
+	resp, err := http.Post("http://"+p.addr+"/api/query", "application/json", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var res store.QueryResult
+	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s: query %q: %d %v", p.name, sql, resp.StatusCode, err)
+	}
+	return res.Rows
+}
+
+// TestRolesOneTapTwoShadowWorkersKill9 runs the scale-out topology as real OS
+// processes: a Kafka peer (kfake on a TCP port), one `serve --role tap` and two
+// `serve --role shadow` workers in one consumer group, each with its own embedded
+// store (an embedded data folder has one owner; in production the workers share
+// a ClickHouse server). Exchanges are posted to the tap, one worker is killed
+// with SIGKILL mid-stream and started again on its folder, and every exchange must
+// end up stored with its incumbent and candidate runs: over the union of the two
+// stores, one request row, one incumbent run and one candidate run per request id
+// (run ids are derived from request id and pipeline, so a re-delivered exchange
+// rewrites the same keys; a shared ClickHouse server collapses them with FINAL).
+func TestRolesOneTapTwoShadowWorkersKill9(t *testing.T) {
+	requireEngine(t)
+	if testing.Short() {
+		t.Skip("builds the binary and runs four processes")
+	}
+	bin := buildBinary(t)
+
+	const topic = "exchanges"
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(6, topic), kfake.GroupMinSessionTimeout(500*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kc.Close()
+
+	simCfg := simpool.NewDefaultConfig()
+	simCfg.LatencyScale = 0.01 // runs take tens of ms: some are in flight at the kill
+	simCfg.MalformedPlanProb = 0
+	simCfg.SetsDir = "../../regression-sets"
+	sim, err := simpool.New(simCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := httptest.NewServer(sim)
+	defer pool.Close()
+
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "config.yaml")
+	writeFile(t, cfgPath, fmt.Sprintf(`ingest:
+  workers: 4
+  kafka:
+    brokers: [%q]
+    topic: %s
+    group: shadow-workers
+    session_timeout: 2s
+    commit_timeout: 2s
+writer:
+  flush_interval: 50ms
+`, kc.ListenAddrs()[0], topic))
+	env := append(os.Environ(), "CONDUCTOR_SHADOW_POOL_URL="+pool.URL+"/v1", "CHDB_LIB_PATH="+os.Getenv("CHDB_LIB_PATH"))
+	data1, data2 := filepath.Join(dir, "data1"), filepath.Join(dir, "data2")
+
+	tap := startServe(t, bin, env, "tap", "--config", cfgPath, "--role", "tap")
+	w1 := startServe(t, bin, env, "worker-1", "--config", cfgPath, "--role", "shadow", "--data", data1)
+	w2 := startServe(t, bin, env, "worker-2", "--config", cfgPath, "--role", "shadow", "--data", data2)
+
+	// The tap role has no store and no web UI.
+	if h := get(t, "http://"+tap.addr+"/healthz"); !strings.Contains(h, `"role":"tap"`) || !strings.Contains(h, "none") {
+		t.Fatalf("tap healthz: %s", h)
+	}
+	resp, err := http.Get("http://" + tap.addr + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("the tap role serves no web UI: GET / = %s", resp.Status)
+	}
+
+	const n = 150
+	ids := make(map[string]bool, n)
+	for b := 0; b < 3; b++ {
+		var req ingest.BatchRequest
+		for i := b * 50; i < (b+1)*50; i++ {
+			id := fmt.Sprintf("roles-%03d", i)
+			ids[id] = true
+			ex := ingest.Exchange{SchemaVersion: 1, RequestID: id, App: "roles-test", ReceivedAt: time.Now().UTC(),
+				Request:  ingest.ExchangeRequest{Model: "gpt-5"},
+				Response: &ingest.ExchangeResponse{Model: "gpt-5", Content: fmt.Sprint(i * 7), LatencyMs: 50, Usage: ingest.Usage{PromptTokens: 20, CompletionTokens: 3}},
+			}
+			ex.Request.Messages = []openai.ChatCompletionMessage{{Role: "user", Content: fmt.Sprintf("What is %d * 7? Answer with the number.", i)}}
+			raw, _ := json.Marshal(ex)
+			req.Exchanges = append(req.Exchanges, raw)
+		}
+		body, _ := json.Marshal(req)
+		resp, err := http.Post("http://"+tap.addr+"/v1/tap/batch", "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var br ingest.BatchResponse
+		err = json.NewDecoder(resp.Body).Decode(&br)
+		resp.Body.Close()
+		if err != nil || br.Counts["queued"] != 50 {
+			t.Fatalf("batch %d: %v %v", b, br.Counts, err)
+		}
+	}
+
+	// Kill worker 1 with SIGKILL once it has stored some, while work remains.
+	waitForCond(t, 60*time.Second, "worker 1 stores a first share", func() bool { return w1.stats(t).Processed >= 10 })
+	before1 := w1.stats(t).Processed
+	if err := w1.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-w1.done
+	if done := before1 + w2.stats(t).Processed; done >= n {
+		t.Fatalf("%d of %d exchanges were done before the kill: it came too late to test anything", done, n)
+	}
+	// The crashed worker comes back on its own folder and rejoins the group.
+	w1 = startServe(t, bin, env, "worker-1 (restarted)", "--config", cfgPath, "--role", "shadow", "--data", data1)
+
+	type runRow struct{ requestID, mode string }
+	union := func() (requests map[string]int, runs map[string]runRow, stepsOf map[string]bool, rows [2]int) {
+		requests, runs, stepsOf = map[string]int{}, map[string]runRow{}, map[string]bool{}
+		for i, w := range []*osProcess{w1, w2} {
+			for _, r := range w.query(t, "SELECT request_id FROM requests FINAL") {
+				requests[r[0]]++
+				rows[i]++
+			}
+			for _, r := range w.query(t, "SELECT run_id, request_id, mode FROM runs FINAL") {
+				runs[r[0]] = runRow{r[1], r[2]}
+			}
+			for _, r := range w.query(t, "SELECT DISTINCT run_id FROM steps FINAL") {
+				stepsOf[r[0]] = true
+			}
+		}
+		return
+	}
+	waitForCond(t, 120*time.Second, "every exchange stored with its runs", func() bool {
+		requests, runs, _, _ := union()
+		return len(requests) == n && len(runs) == 2*n
+	})
+	requests, runs, stepsOf, rows := union()
+
+	perRequest := map[string]map[string]int{}
+	for runID, r := range runs {
+		if !ids[r.requestID] {
+			t.Errorf("run %s belongs to unknown request %q", runID, r.requestID)
+		}
+		if perRequest[r.requestID] == nil {
+			perRequest[r.requestID] = map[string]int{}
+		}
+		perRequest[r.requestID][r.mode]++
+		if !stepsOf[runID] {
+			t.Errorf("run %s (%s, %s) has no steps", runID, r.requestID, r.mode)
+		}
+	}
+	for id := range ids {
+		if requests[id] == 0 {
+			t.Errorf("exchange %s was accepted (202) but never stored", id)
+		}
+		if m := perRequest[id]; m[store.ModeIncumbent] != 1 || m[store.ModeCandidate] != 1 {
+			t.Errorf("exchange %s has runs %v, want one incumbent and one candidate", id, m)
+		}
+	}
+	if len(requests) != n {
+		t.Errorf("%d distinct requests stored, want %d", len(requests), n)
+	}
+	twice := 0
+	for _, c := range requests {
+		if c > 1 {
+			twice++
+		}
+	}
+	// Re-delivered exchanges that went back to worker 1 were written twice into its
+	// own store under the same keys: visible without FINAL until the parts merge.
+	raw := 0
+	for _, w := range []*osProcess{w1, w2} {
+		var c int
+		fmt.Sscan(w.query(t, "SELECT count() FROM runs")[0][0], &c)
+		raw += c
+	}
+	t.Logf("worker 1 stored %d before SIGKILL; request rows: worker 1 %d, worker 2 %d; %d exchanges in both stores; %d run rows written for %d runs (re-deliveries under the same keys)",
+		before1, rows[0], rows[1], twice, raw, len(runs))
+
+	for _, p := range []*osProcess{tap, w1, w2} {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	for _, p := range []*osProcess{tap, w1, w2} {
+		select {
+		case err := <-p.exited:
+			if err != nil {
+				t.Errorf("%s after SIGTERM: %v", p.name, err)
+			}
+		case <-time.After(60 * time.Second):
+			t.Errorf("%s did not stop within 60s of SIGTERM", p.name)
+		}
+	}
+	if d := tap.log.String(); strings.Contains(d, "kafka: publish failed") {
+		t.Errorf("the tap failed to publish:\n%s", tail(d, 2000))
+	}
+}
+
+func waitForCond(t *testing.T, d time.Duration, what string, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for: %s", d, what)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
