@@ -122,9 +122,11 @@ func (s *sqlStore) SegmentMix(ctx context.Context, q SegmentMixQuery) ([]Segment
 	if err := s.check(ctx); err != nil {
 		return nil, fmt.Errorf("store: segment mix: %w", err)
 	}
-	cond := fmt.Sprintf("received_at >= %s AND received_at < %s AND source != 'suite'", timeLiteral(q.From), timeLiteral(q.To))
+	p := Params{}.Time("from", q.From).Time("to", q.To)
+	cond := "received_at >= {from:DateTime64(3, 'UTC')} AND received_at < {to:DateTime64(3, 'UTC')} AND source != 'suite'"
 	if q.App != "" {
-		cond += " AND app = " + quoteString(q.App)
+		p.Str("app", q.App)
+		cond += " AND app = {app:String}"
 	}
 	rows, err := queryRows[SegmentCount](ctx, s.t, fmt.Sprintf(`SELECT
     language, has_table, has_code, length_bucket,
@@ -135,7 +137,7 @@ func (s *sqlStore) SegmentMix(ctx context.Context, q SegmentMixQuery) ([]Segment
 FROM %s.requests FINAL
 WHERE %s
 GROUP BY language, has_table, has_code, length_bucket
-ORDER BY requests DESC, language, has_table, has_code, length_bucket`, s.db, cond))
+ORDER BY requests DESC, language, has_table, has_code, length_bucket`, s.db, cond), p)
 	if err != nil {
 		return nil, fmt.Errorf("store: segment mix: %w", err)
 	}
