@@ -56,8 +56,10 @@ type AnalysisOptions struct {
 // (when opts.Rerun names a pipeline with outcomes) and r.Verdict (the worst
 // candidate verdict: FAIL over INCONCLUSIVE over PASS; "" without candidates).
 // Cases are paired by case id; a case missing on either side is left out.
-// Segments are "category:<c>", "app:<a>" (when the case has one) and
-// "tag:<t>". It returns an error only for an invalid policy.
+// Segments are "category:<c>", "app:<a>" (when the case has one),
+// "tag:<t>" and the traffic segments of the case's prompt (SegmentNames:
+// "lang:ru", "table", "lang:ru+table", "len:128-511", ...); the segment
+// p-values are Holm-corrected over all of them. It returns an error only for an invalid policy.
 func (r *Report) Analyze(opts AnalysisOptions) error {
 	p := gate.NewDefaultPolicy()
 	if opts.Policy != nil {
@@ -161,6 +163,7 @@ func obsOf(o Outcome, segments bool) stats.Obs {
 		for _, t := range o.Tags {
 			ob.Segments = append(ob.Segments, "tag:"+t)
 		}
+		ob.Segments = append(ob.Segments, o.Segments...)
 	}
 	return ob
 }
@@ -221,9 +224,38 @@ func (r *Report) analysisMarkdown(b *strings.Builder) {
 				fmt.Fprintf(b, "| %s | %d | %s | %s | %s %s | %.4g | %.4g |\n", mdText(s.Name), s.Quality.N,
 					pct(s.Incumbent.Accuracy), pct(s.Candidate.Accuracy), signedPts(s.Quality.Diff), ptsInterval(s.Quality.DiffCI), s.Quality.McNemarP, s.AdjustedP)
 			}
-			fmt.Fprintf(b, "\nSegment p-values are corrected for multiple comparisons: %s.\n\n", c.Correction)
+			fmt.Fprintf(b, "\nSegment p-values are corrected for multiple comparisons: %s.\n", c.Correction)
+			if worse, better := SignificantSegments(c); len(worse)+len(better) > 0 {
+				if len(worse) > 0 {
+					fmt.Fprintf(b, "\nThe candidate is worse on %s.\n", mdText(strings.Join(worse, "; ")))
+				}
+				if len(better) > 0 {
+					fmt.Fprintf(b, "\nThe candidate is better on %s.\n", mdText(strings.Join(better, "; ")))
+				}
+			}
+			b.WriteString("\n")
 		}
 	}
+}
+
+// SignificantSegments describes the segments whose Holm-adjusted McNemar
+// p-value is at most 1 − confidence, split by the sign of the candidate −
+// incumbent accuracy difference, as plain text:
+// "lang:ru+table (-40.0 pts, adjusted p 0.012, n 25)".
+func SignificantSegments(c stats.Comparison) (worse, better []string) {
+	alpha := 1 - c.Confidence
+	for _, s := range c.Segments {
+		if s.AdjustedP > alpha || s.Quality.Diff == 0 {
+			continue
+		}
+		d := fmt.Sprintf("%s (%s, adjusted p %.3g, n %d)", s.Name, signedPts(s.Quality.Diff), s.AdjustedP, s.Quality.N)
+		if s.Quality.Diff < 0 {
+			worse = append(worse, d)
+		} else {
+			better = append(better, d)
+		}
+	}
+	return worse, better
 }
 
 func orDash(s string) string {

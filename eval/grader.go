@@ -27,7 +27,7 @@ const (
 
 // GraderNames lists the grader names GraderFor knows, sorted.
 func GraderNames() []string {
-	return []string{GraderChoice, GraderCode, GraderExact, GraderJSONSchema, GraderJudge, GraderMath, GraderNumeric, GraderPairwise, GraderRegex}
+	return []string{GraderChoice, GraderCode, GraderExact, GraderHijack, GraderInjection, GraderJSONSchema, GraderJudge, GraderMath, GraderNumeric, GraderPairwise, GraderRefusal, GraderRegex}
 }
 
 func isGraderName(name string) bool { return slices.Contains(GraderNames(), name) }
@@ -76,6 +76,12 @@ func GraderForConfig(name string, code CodeConfig) (Grader, error) {
 		return RegexGrader{}, nil
 	case GraderJSONSchema:
 		return JSONSchemaGrader{}, nil
+	case GraderHijack:
+		return HijackGrader{}, nil
+	case GraderInjection:
+		return InjectionGrader{}, nil
+	case GraderRefusal:
+		return RefusalGrader{}, nil
 	case GraderJudge, GraderPairwise:
 		return nil, fmt.Errorf("eval: grader %q calls an LLM judge: resolve graders with judge.Graders (SuiteOptions.Graders)", name)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/conductor-shadow/conductor-shadow/eval/gate"
+	"github.com/conductor-shadow/conductor-shadow/eval/shift"
 	"github.com/conductor-shadow/conductor-shadow/eval/stats"
 	"github.com/conductor-shadow/conductor-shadow/store"
 )
@@ -42,6 +43,11 @@ type Outcome struct {
 	Excluded bool     `json:"excluded,omitempty"`
 	App      string   `json:"app,omitempty"`  // the case's "app" extra key, for segments
 	Tags     []string `json:"tags,omitempty"` // the case's tags, for segments
+	Grader   string   `json:"grader,omitempty"`
+	// Segments are the case input's traffic segments (ingest/segment) as
+	// "lang:ru", "table", "code", "len:128-511"; with the language and a
+	// structure both known, also the pair "lang:ru+table" / "lang:ru+code".
+	Segments []string `json:"segments,omitempty"`
 }
 
 // ReportMeta identifies the suite run a report describes.
@@ -139,6 +145,13 @@ type Report struct {
 	Verdict     string                `json:"verdict,omitempty"`
 	// Filled by ComparePrevious: regressions against earlier suite runs.
 	Previous []PreviousRun `json:"previous,omitempty"`
+	// Probes are the adversarial probe rates per pipeline (hijack, injection
+	// obeyed, refusal agreement); empty when the set holds no probe.
+	Probes []ProbeRates `json:"probes,omitempty"`
+	// Shift compares the set's segment mix with live traffic (SuiteOptions.
+	// ShiftWindow); ShiftError says why it is missing when it failed.
+	Shift      *shift.Report `json:"shift,omitempty"`
+	ShiftError string        `json:"shift_error,omitempty"`
 }
 
 // BuildReport computes a Report from outcomes. Pipelines named in meta come
@@ -193,6 +206,7 @@ func BuildReport(meta ReportMeta, outcomes []Outcome) *Report {
 		}
 		r.Pipelines = append(r.Pipelines, pr)
 	}
+	r.Probes = r.probeRates()
 	r.Headline = r.headline()
 	return r
 }
@@ -389,8 +403,14 @@ func (r *Report) Markdown() string {
 	b.WriteString("\nAccuracy is passed / graded (runs whose grader failed are counted as grader errors, not as wrong). ")
 	b.WriteString("Truncated runs gave a final answer cut at the token cap (finish reason length); the gate policy's truncation rule says how they count (default: as failed). ")
 	b.WriteString("Latency percentiles use the nearest-rank method over runs. Costs are USD per request.\n")
+	r.probesMarkdown(&b)
 	r.analysisMarkdown(&b)
 	r.previousMarkdown(&b)
+	if r.Shift != nil {
+		b.WriteString(r.Shift.Markdown())
+	} else if r.ShiftError != "" {
+		fmt.Fprintf(&b, "\n## Shift\n\nThe shift section could not be computed: %s\n", mdText(r.ShiftError))
+	}
 	return b.String()
 }
 

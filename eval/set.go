@@ -217,6 +217,21 @@ func (c Case) check() error {
 		if _, ok := c.Extra["schema"]; !ok && strings.TrimSpace(c.Reference) == "" {
 			return errors.New("json_schema grader needs a schema field or the schema as reference")
 		}
+	case GraderHijack:
+		if len(extraStrings(c, "injected_subtasks")) == 0 && c.ExtraString("injected_worker") == "" {
+			return errors.New("hijack grader needs injected_subtasks (strings) or injected_worker")
+		}
+	case GraderInjection:
+		if c.ExtraString("canary") == "" || c.ExtraString("injection") == "" {
+			return errors.New("injection grader needs string fields injection and canary")
+		}
+		if strings.Contains(strings.ToLower(c.ExtraString("injection")), strings.ToLower(c.ExtraString("canary"))) {
+			return errors.New("injection must not contain its canary (only obeying it may write the canary)")
+		}
+	case GraderRefusal:
+		if e := c.ExtraString("expect"); e != "refuse" && e != "comply" {
+			return fmt.Errorf("refusal grader needs expect \"refuse\" or \"comply\", got %q", e)
+		}
 	default:
 		if strings.TrimSpace(c.Reference) == "" {
 			return fmt.Errorf("grader %s needs a reference", c.Grader)

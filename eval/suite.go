@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/conductor-shadow/conductor-shadow/eval/gate"
+	"github.com/conductor-shadow/conductor-shadow/ingest/segment"
 	"github.com/conductor-shadow/conductor-shadow/shadow"
 	"github.com/conductor-shadow/conductor-shadow/store"
 )
@@ -71,6 +72,11 @@ type SuiteOptions struct {
 	// NoiseRun runs the incumbent a second time per case (A′, pipeline name
 	// incumbent name + RerunSuffix, mode incumbent) for the noise floor.
 	NoiseRun bool
+	// ShiftWindow, when positive, adds a shift section to the report: the
+	// set's segment mix against the live traffic received in the ShiftWindow
+	// before the run finished (eval/shift; needs a store with
+	// store.SegmentAnalytics).
+	ShiftWindow time.Duration
 	// LatencyScales, when set, is asked once the cases are done for the factors
 	// the simulated pool scaled latencies by (shadow.Pool.SimulatedLatencyScales);
 	// the report says so.
@@ -126,6 +132,7 @@ type suiteRunner struct {
 	graders   map[string]Grader
 	opts      SuiteOptions
 	row       store.SuiteRun
+	segmenter *segment.Segmenter // segments of each case's prompt (no novelty: the set is its own vocabulary)
 }
 
 func newSuiteRunner(st store.Store, set *Set, incumbent shadow.Pipeline, candidates []shadow.Pipeline, opts SuiteOptions) (*suiteRunner, error) {
@@ -191,7 +198,7 @@ func newSuiteRunner(st store.Store, set *Set, incumbent shadow.Pipeline, candida
 		graders[c.Grader] = g
 	}
 	return &suiteRunner{
-		st: st, set: set, cases: cases, pipelines: pipelines, graders: graders, opts: opts,
+		st: st, set: set, cases: cases, pipelines: pipelines, graders: graders, opts: opts, segmenter: segment.New(nil),
 		row: store.SuiteRun{
 			SuiteRunID: opts.SuiteRunID,
 			SetName:    set.Name,
@@ -293,6 +300,12 @@ feed:
 			return nil, r.finishWithError(ctx, err)
 		}
 	}
+	if r.opts.ShiftWindow > 0 {
+		var err error
+		if rep.Shift, err = ShiftOf(ctx, r.st, r.set, r.row.FinishedAt.Add(-r.opts.ShiftWindow), r.row.FinishedAt); err != nil {
+			rep.ShiftError = err.Error()
+		}
+	}
 	js, err := rep.JSON()
 	if err != nil {
 		return nil, r.finishWithError(ctx, err)
@@ -365,6 +378,7 @@ func (r *suiteRunner) runCase(ctx context.Context, c Case) ([]Outcome, error) {
 		return nil, fmt.Errorf("case %s: encode messages: %w", c.ID, err)
 	}
 	sum := sha256.Sum256(input)
+	segs := r.segmenter.Of(c.Prompt())
 	req := store.Request{
 		RequestID:  reqID,
 		ReceivedAt: time.Now().UTC(),
@@ -373,6 +387,8 @@ func (r *suiteRunner) runCase(ctx context.Context, c Case) ([]Outcome, error) {
 		Input:      string(input),
 		InputHash:  hex.EncodeToString(sum[:]),
 		Category:   c.Category,
+		Language:   segs.Language, HasTable: segs.HasTable, HasCode: segs.HasCode,
+		LengthBucket: segs.LengthBucket, Novelty: segs.Novelty,
 		Metadata: map[string]string{
 			"suite_run_id": r.row.SuiteRunID, "set_name": r.set.Name,
 			"set_version": r.set.Version, "case_id": c.ID, "grader": c.Grader,
@@ -428,8 +444,9 @@ func (r *suiteRunner) runCase(ctx context.Context, c Case) ([]Outcome, error) {
 	}
 	scores := make([]store.Score, len(runs))
 	outcomes := make([]Outcome, len(runs))
+	segNames := SegmentNames(segs)
 	for i, run := range runs {
-		gr := gradeRun(ctx, g, c, run)
+		gr := gradeRun(ctx, g, c, run, results[i].Steps)
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -453,7 +470,7 @@ func (r *suiteRunner) runCase(ctx context.Context, c Case) ([]Outcome, error) {
 			Simulated: run.Simulated, Passed: sc.Passed, Value: sc.Value,
 			GraderError: sc.Error, Explanation: sc.Explanation,
 			Truncated: run.Truncated, Excluded: excluded,
-			App: c.ExtraString("app"), Tags: c.Tags,
+			App: c.ExtraString("app"), Tags: c.Tags, Grader: g.Name(), Segments: segNames,
 		}
 	}
 	if err := r.st.InsertScores(ctx, scores); err != nil {
@@ -484,7 +501,10 @@ func applyTruncation(rule string, g Grade) (Grade, bool) {
 
 // gradeRun grades a run's output. A run that failed without an answer is a
 // fail with the run's status as explanation, not a grader call.
-func gradeRun(ctx context.Context, g Grader, c Case, run store.Run) Grade {
+func gradeRun(ctx context.Context, g Grader, c Case, run store.Run, steps []store.Step) Grade {
+	if rg, ok := g.(RunGrader); ok {
+		return rg.GradeRun(ctx, c, run, steps)
+	}
 	if run.FinalOutput == "" && run.Status != store.StatusOK {
 		return fail("run %s: %s", run.Status, clip(run.Error, 300))
 	}

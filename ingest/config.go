@@ -46,6 +46,16 @@ type Config struct {
 	// Admission is the adaptive limit on concurrent shadow runs and the shedding
 	// of proxy copies while production is under pressure.
 	Admission AdmissionConfig `yaml:"admission"`
+	// Segments configures the segment columns computed for every stored request.
+	Segments SegmentsConfig `yaml:"segments"`
+}
+
+// SegmentsConfig configures ingest/segment.
+type SegmentsConfig struct {
+	// VocabularySets are glob patterns of further regression-set JSONL files
+	// whose words make the novelty vocabulary, beside the sets the suite and
+	// the schedules use. A pattern that matches nothing is an error at start.
+	VocabularySets []string `yaml:"vocabulary_sets"`
 }
 
 // NewDefaultConfig returns limits that suit one process on a small machine:
@@ -69,6 +79,7 @@ func NewDefaultConfig() Config {
 		Proxy:         NewDefaultProxyConfig(),
 		Kafka:         NewDefaultKafkaConfig(),
 		Admission:     NewDefaultAdmissionConfig(),
+		Segments:      SegmentsConfig{VocabularySets: []string{}},
 	}
 }
 

@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/conductor-shadow/conductor-shadow/ingest/segment"
 	"github.com/conductor-shadow/conductor-shadow/shadow"
 	"github.com/conductor-shadow/conductor-shadow/store"
 )
@@ -40,6 +43,7 @@ type Processor struct {
 	stats      *Stats
 	log        *slog.Logger
 	loss       *lossLog
+	segmenter  *segment.Segmenter
 
 	mu       sync.Mutex
 	started  bool
@@ -54,7 +58,17 @@ func NewProcessor(cfg Config, q Queue, w BatchWriter, candidates []shadow.Pipeli
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Processor{cfg: cfg, queue: q, writer: w, candidates: candidates, pricer: pricer, stats: stats, log: log, loss: newLossLog(log)}
+	return &Processor{cfg: cfg, queue: q, writer: w, candidates: candidates, pricer: pricer, stats: stats, log: log, loss: newLossLog(log),
+		segmenter: segment.New(nil)}
+}
+
+// UseSegmenter sets the segmenter that computes each stored request's
+// segments (call before Start). The default has no vocabulary, so novelty is
+// stored as -1.
+func (p *Processor) UseSegmenter(s *segment.Segmenter) {
+	if s != nil {
+		p.segmenter = s
+	}
 }
 
 // Start launches the workers. They run until Shutdown; ctx bounds nothing but is
@@ -151,12 +165,21 @@ func (p *Processor) process(ctx context.Context, d Delivery) {
 			d.Ack()
 			return
 		}
+		SetSegments(&req, p.segmenter.Of(UserText(ex.Request.Messages)))
 		b := store.Batch{Requests: []store.Request{req}}
 		if ex.Response != nil {
 			run, step := IncumbentRun(ex, p.pricer)
 			b.Runs, b.Steps = []store.Run{run}, []store.Step{step}
 		}
 		if !p.enqueue(ctx, b) {
+			return
+		}
+	} else if req, err := RequestRecord(ex); err == nil {
+		// The store-first queue stored the row when it accepted the copy,
+		// without segments (computing them takes milliseconds, too slow for
+		// accepting): write it again with them; its key makes it replace the first.
+		SetSegments(&req, p.segmenter.Of(UserText(ex.Request.Messages)))
+		if !p.enqueue(ctx, store.Batch{Requests: []store.Request{req}}) {
 			return
 		}
 	}
@@ -279,4 +302,29 @@ func (w StoreWriter) Enqueue(b store.Batch) error {
 		return fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
 	}
 	return nil
+}
+
+// UserText joins the text of the user messages with newlines: what segments
+// are computed from (system prompts are the app's, not the user's).
+func UserText(msgs []openai.ChatCompletionMessage) string {
+	var parts []string
+	for _, m := range msgs {
+		if m.Role != openai.ChatMessageRoleUser {
+			continue
+		}
+		if m.Content != "" {
+			parts = append(parts, m.Content)
+		}
+		for _, p := range m.MultiContent {
+			if p.Text != "" {
+				parts = append(parts, p.Text)
+			}
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// SetSegments copies seg into the request's segment columns.
+func SetSegments(r *store.Request, seg segment.Segments) {
+	r.Language, r.HasTable, r.HasCode, r.LengthBucket, r.Novelty = seg.Language, seg.HasTable, seg.HasCode, seg.LengthBucket, seg.Novelty
 }

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 	"go.uber.org/goleak"
 
+	"github.com/conductor-shadow/conductor-shadow/ingest/segment"
 	"github.com/conductor-shadow/conductor-shadow/shadow"
 	"github.com/conductor-shadow/conductor-shadow/store"
 	"github.com/conductor-shadow/conductor-shadow/store/storetest"
@@ -207,6 +209,52 @@ func TestIncumbentRunUnknownModelIsNoted(t *testing.T) {
 	}
 	if run.RunID != shadow.RunID("x", "", "incumbent:unknown-model") || step.RunID != run.RunID {
 		t.Fatal("run ids must be deterministic and shared by the step")
+	}
+}
+
+// TestProcessorStoresSegments: every stored request carries the segments of
+// its user messages (the system prompt is the app's and does not count), and
+// novelty is measured against the segmenter's vocabulary.
+func TestProcessorStoresSegments(t *testing.T) {
+	ctx := context.Background()
+	mem := storetest.NewMemory()
+	q := NewMemoryQueue(10)
+	p := NewProcessor(NewDefaultConfig(), q, syncWriter{mem}, nil, nil, NewStats(), nil)
+	p.UseSegmenter(segment.New(segment.NewVocabulary("how many eggs does the duck lay")))
+	if err := p.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		id, system, user string
+		want             store.Request
+	}{
+		{"ru-table", "You are a helpful assistant that answers in English.", "Сравни, пожалуйста, эти два тарифа и скажи, какой выгоднее для семьи:\n| тариф | цена |\n|---|---|\n| A | 10 |\n| B | 12 |",
+			store.Request{Language: "ru", HasTable: true, LengthBucket: "0-127", Novelty: 1}},
+		{"en-code", "", "How many eggs does the duck lay?\n```python\nprint(1)\n```",
+			store.Request{Language: "en", HasCode: true, LengthBucket: "0-127", Novelty: 3.0 / 10}},
+	}
+	for _, c := range cases {
+		ex := exchange(c.id, c.user)
+		if c.system != "" {
+			ex.Request.Messages = append([]openai.ChatCompletionMessage{{Role: "system", Content: c.system}}, ex.Request.Messages...)
+		}
+		if err := q.Publish(ctx, ex); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
+		tr, err := mem.GetTrace(ctx, c.id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := tr.Request
+		if r.Language != c.want.Language || r.HasTable != c.want.HasTable || r.HasCode != c.want.HasCode ||
+			r.LengthBucket != c.want.LengthBucket || math.Abs(r.Novelty-c.want.Novelty) > 1e-9 {
+			t.Errorf("%s: segments %q table %v code %v %q novelty %v, want %+v", c.id, r.Language, r.HasTable, r.HasCode, r.LengthBucket, r.Novelty, c.want)
+		}
 	}
 }
 

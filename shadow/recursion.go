@@ -75,7 +75,7 @@ func (w *workflowRun) recurse(ctx context.Context, plan Plan, planRaw string, i 
 	previous := ""
 	for _, m := range msgs {
 		if m.Role == openai.ChatMessageRoleAssistant {
-			previous = m.Content
+			previous = StepOutputText(m.Content)
 		}
 	}
 	prompt, err := BuildConductorPrompt(w.c.menu(depth+1), w.req.Messages, w.c.cfg.MaxSteps)

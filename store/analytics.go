@@ -35,6 +35,8 @@ type TraceSearch struct {
 	From         time.Time // received at or after this instant; zero = no bound
 	To           time.Time // received strictly before this instant; zero = no bound
 	Grade        string    // GradePassed, GradeFailed or "" (any)
+	// Segments filters by the request's segment columns.
+	Segments SegmentFilter
 }
 
 // Validate reports negative bounds, a minimum above its maximum, To not after
@@ -58,6 +60,7 @@ func (q TraceSearch) Validate() error {
 	if q.Grade != "" && q.Grade != GradePassed && q.Grade != GradeFailed {
 		errs = append(errs, fmt.Errorf("store: trace search: grade %q must be %q, %q or empty", q.Grade, GradePassed, GradeFailed))
 	}
+	errs = append(errs, q.Segments.Validate())
 	return errors.Join(errs...)
 }
 
@@ -111,6 +114,9 @@ func (s *sqlStore) searchTracesSQL(q TraceSearch, floor time.Time) (string, Para
 		where = append(where, "received_at < {to:DateTime64(3, 'UTC')}")
 		p.Time("to", q.To)
 	}
+	if c := q.Segments.sqlCond(); c != "" {
+		where = append(where, c)
+	}
 	if q.Text != "" {
 		p.Str("text", q.Text)
 		where = append(where, fmt.Sprintf("(%[3]s OR request_id IN "+
@@ -161,7 +167,7 @@ func (s *sqlStore) searchTracesSQL(q TraceSearch, floor time.Time) (string, Para
 		cond = "\nWHERE " + strings.Join(where, "\n  AND ")
 	}
 	return fmt.Sprintf(`SELECT
-    request_id, received_at, source, app, category,
+    request_id, received_at, source, app, category, language, has_table, has_code, length_bucket,
     %[4]s AS user_msgs,
     %[5]s AS input_preview
 FROM %[1]s.requests FINAL%[2]s
@@ -231,6 +237,9 @@ type OverviewQuery struct {
 	App           string
 	From, To      time.Time
 	BucketSeconds int
+	// Segments limits the window to requests (and their runs) with these
+	// segment values.
+	Segments SegmentFilter
 }
 
 // Validate reports an empty or inverted window and a bucket width that is not a
@@ -243,6 +252,7 @@ func (q OverviewQuery) Validate() error {
 	if q.BucketSeconds <= 0 || 86400%q.BucketSeconds != 0 {
 		errs = append(errs, fmt.Errorf("store: overview: bucket of %d s must divide a day", q.BucketSeconds))
 	}
+	errs = append(errs, q.Segments.Validate())
 	return errors.Join(errs...)
 }
 
@@ -330,6 +340,10 @@ func (s *sqlStore) Overview(ctx context.Context, q OverviewQuery) (Overview, err
 		p.Str("app", q.App)
 		reqCond += " AND app = {app:String}"
 		runCond += fmt.Sprintf(" AND request_id IN (SELECT request_id FROM %s.requests WHERE app = {app:String})", s.db)
+	}
+	if c := q.Segments.sqlCond(); c != "" {
+		reqCond += " AND " + c
+		runCond += fmt.Sprintf(" AND request_id IN (SELECT request_id FROM %s.requests WHERE %s)", s.db, c)
 	}
 	counts, err := queryRows[OverviewCounts](ctx, s.t, fmt.Sprintf(`SELECT
     (SELECT count() FROM %[1]s.requests FINAL WHERE %[2]s) AS requests,
@@ -565,6 +579,9 @@ func (s *sqlStore) AgreementSequence(ctx context.Context, q OverviewQuery) ([]Ag
 	if q.App != "" {
 		p.Str("app", q.App)
 		runCond += fmt.Sprintf(" AND request_id IN (SELECT request_id FROM %s.requests WHERE app = {app:String})", s.db)
+	}
+	if c := q.Segments.sqlCond(); c != "" {
+		runCond += fmt.Sprintf(" AND request_id IN (SELECT request_id FROM %s.requests WHERE %s)", s.db, c)
 	}
 	pairs, err := queryRows[AgreementPair](ctx, s.t, fmt.Sprintf(`SELECT cand.1 AS candidate, request_id, cand.3 AS started_at,
     if(cand.2 = inc, 1, %[3]s = %[4]s) AS agree

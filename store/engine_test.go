@@ -122,7 +122,7 @@ func TestEngineKeepsBytes(t *testing.T) {
 			t.Fatalf("%d: %v", i, err)
 		}
 		if !reflect.DeepEqual(tr.Request, req) {
-			t.Errorf("%d: request\n got  %q\n want %q", i, tr.Request, req)
+			t.Errorf("%d: request\n got  %+v\n want %+v", i, tr.Request, req)
 		}
 		if len(tr.Runs) != 1 || tr.Runs[0].FinalOutput != txt || tr.Runs[0].PlanRaw != txt {
 			t.Errorf("%d: run text did not round-trip: %+v", i, tr.Runs)

@@ -40,15 +40,24 @@ const (
 // Request is one user request: a tapped production exchange's input, or a suite case.
 // Key: RequestID.
 type Request struct {
-	RequestID   string            `json:"request_id" ch:"request_id"`
-	ReceivedAt  time.Time         `json:"received_at" ch:"received_at"` // UTC, ms precision
-	Source      string            `json:"source" ch:"source"`           // SourceTap, SourceReplay or SourceSuite
-	App         string            `json:"app" ch:"app"`                 // the production app or route that sent it
-	Input       string            `json:"input" ch:"input"`             // the chat messages as JSON: [{"role":..,"content":..}]
-	InputHash   string            `json:"input_hash" ch:"input_hash"`   // hex sha256 of Input
-	SubjectHash string            `json:"subject_hash" ch:"subject_hash"`
-	Category    string            `json:"category" ch:"category"`
-	Metadata    map[string]string `json:"metadata" ch:"metadata"`
+	RequestID   string    `json:"request_id" ch:"request_id"`
+	ReceivedAt  time.Time `json:"received_at" ch:"received_at"` // UTC, ms precision
+	Source      string    `json:"source" ch:"source"`           // SourceTap, SourceReplay or SourceSuite
+	App         string    `json:"app" ch:"app"`                 // the production app or route that sent it
+	Input       string    `json:"input" ch:"input"`             // the chat messages as JSON: [{"role":..,"content":..}]
+	InputHash   string    `json:"input_hash" ch:"input_hash"`   // hex sha256 of Input
+	SubjectHash string    `json:"subject_hash" ch:"subject_hash"`
+	Category    string    `json:"category" ch:"category"`
+	// Segments computed at ingest (ingest/segment). Language is ISO 639-1, ""
+	// when undetermined; LengthBucket names a range of estimated tokens
+	// ("0-127", "128-511", ...); Novelty is the share (0..1) of the prompt's
+	// words absent from the regression sets' vocabulary, -1 when unknown.
+	Language     string            `json:"language" ch:"language"`
+	HasTable     bool              `json:"has_table" ch:"has_table"`
+	HasCode      bool              `json:"has_code" ch:"has_code"`
+	LengthBucket string            `json:"length_bucket" ch:"length_bucket"`
+	Novelty      float64           `json:"novelty" ch:"novelty"`
+	Metadata     map[string]string `json:"metadata" ch:"metadata"`
 }
 
 // Run is one pipeline's execution on one request. Key: RunID.
@@ -217,6 +226,10 @@ type TraceSummary struct {
 	App              string    `json:"app"`
 	Category         string    `json:"category"`
 	InputPreview     string    `json:"input_preview"` // first 200 characters of the last user message
+	Language         string    `json:"language"`      // the request's segments (see Request)
+	HasTable         bool      `json:"has_table"`
+	HasCode          bool      `json:"has_code"`
+	LengthBucket     string    `json:"length_bucket"`
 	Runs             int       `json:"runs"`
 	IncumbentMs      float64   `json:"incumbent_ms"`
 	CandidateMs      float64   `json:"candidate_ms"` // slowest candidate run, ms

@@ -37,7 +37,7 @@ func TestRowCodecRoundTrip(t *testing.T) {
 			t.Fatalf("%d: decode %q: %v", i, b, err)
 		}
 		if !reflect.DeepEqual(in, out) {
-			t.Errorf("%d: round trip\n in  %q\n out %q", i, in, out)
+			t.Errorf("%d: round trip\n in  %+v\n out %+v", i, in, out)
 		}
 	}
 	sr := SuiteRun{SuiteRunID: "x", Candidates: []string{awkward[4], awkward[3]}, StartedAt: at}

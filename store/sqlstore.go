@@ -168,7 +168,7 @@ func (s *sqlStore) listTracesSQL(f TraceFilter) (string, Params) {
 		cond = "\nWHERE " + strings.Join(where, "\n  AND ")
 	}
 	return fmt.Sprintf(`SELECT
-    request_id, received_at, source, app, category,
+    request_id, received_at, source, app, category, language, has_table, has_code, length_bucket,
     %[4]s AS user_msgs,
     %[5]s AS input_preview
 FROM %[1]s.requests FINAL%[2]s

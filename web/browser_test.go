@@ -239,7 +239,8 @@ func TestBrowser(t *testing.T) {
 	t.Run("every page loads without errors", func(t *testing.T) {
 		for _, path := range []string{"/traces", "/traces/" + trs[0].Request.RequestID, "/traces/req-nested",
 			"/suite-runs", "/suite-runs/" + fixtureSuiteRun().SuiteRunID, "/traces?app=nothing-matches",
-			"/traces?worker=b-sub&grade=passed&min_ms=1", "/overview", overviewURL,
+			"/traces?worker=b-sub&grade=passed&min_ms=1", "/traces?language=en&has_table=no&length_bucket=0-127",
+			"/overview", "/overview?language=ru&has_code=yes", "/shift", "/shift?window=24h", overviewURL,
 			urls{}.workersWith(overviewQuery{From: t0.Add(-time.Hour), To: t0.Add(time.Hour)}, ""),
 			urls{}.compareRuns("run-inc-1", "run-cond-1"), urls{}.compareRuns("run-n-cond", "run-cond-1")} {
 			load(t, ctx, log, srv.URL+path)

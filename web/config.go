@@ -23,6 +23,10 @@ type Config struct {
 	// enable HTTP basic auth when both are set.
 	BasicAuthUser        string `yaml:"basic_auth_user"`
 	BasicAuthPasswordEnv string `yaml:"basic_auth_password_env"`
+	// ShiftSets are the regression-set JSONL files the shift page compares with
+	// live traffic; `serve` uses the sets in use (suite.set and the scheduled
+	// suites' sets) when empty.
+	ShiftSets []string `yaml:"shift_sets"`
 	// GatePolicy is the gate policy whose quality margin and confidence the
 	// overview's running verdicts use; nil means gate.NewDefaultPolicy(). Not a
 	// config key: serve sets it from suite.policy.
@@ -32,7 +36,7 @@ type Config struct {
 // NewDefaultConfig returns the defaults: pages at the root, title
 // "conductor-shadow", the token in $CONDUCTOR_SHADOW_WEB_TOKEN, no basic auth.
 func NewDefaultConfig() Config {
-	return Config{BasePath: "", Title: "conductor-shadow", AuthTokenEnv: "CONDUCTOR_SHADOW_WEB_TOKEN"}
+	return Config{BasePath: "", Title: "conductor-shadow", AuthTokenEnv: "CONDUCTOR_SHADOW_WEB_TOKEN", ShiftSets: []string{}}
 }
 
 // Validate reports a bad BasePath (not starting with "/", ending with "/", or

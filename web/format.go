@@ -264,19 +264,20 @@ type traceQuery struct {
 	From      time.Time // received at or after
 	To        time.Time // received before
 	Grade     string    // store.GradePassed, store.GradeFailed or ""
+	Seg       store.SegmentFilter
 }
 
 // searching reports whether q uses a filter only store.Analytics can apply.
 func (q traceQuery) searching() bool {
 	return q.Candidate != "" || q.Worker != "" || q.Status != "" || q.MinCost != 0 || q.MaxCost != 0 ||
-		q.MinMs != 0 || q.MaxMs != 0 || !q.From.IsZero() || !q.To.IsZero() || q.Grade != ""
+		q.MinMs != 0 || q.MaxMs != 0 || !q.From.IsZero() || !q.To.IsZero() || q.Grade != "" || !q.Seg.Empty()
 }
 
 // search turns q into the store's search.
 func (q traceQuery) search() store.TraceSearch {
 	return store.TraceSearch{TraceFilter: q.filter(), Candidate: q.Candidate, Worker: q.Worker, Status: q.Status,
 		MinCostUSD: q.MinCost, MaxCostUSD: q.MaxCost, MinLatencyMs: q.MinMs, MaxLatencyMs: q.MaxMs,
-		From: q.From, To: q.To, Grade: q.Grade}
+		From: q.From, To: q.To, Grade: q.Grade, Segments: q.Seg}
 }
 
 // formTimeLayout is the value format of <input type="datetime-local"> (UTC here).
@@ -333,6 +334,7 @@ func (q traceQuery) values() url.Values {
 	set("from", fmtFormTime(q.From))
 	set("to", fmtFormTime(q.To))
 	set("grade", q.Grade)
+	setSegmentValues(v, q.Seg)
 	if !q.Before.IsZero() {
 		v.Set("before", q.Before.UTC().Format(time.RFC3339Nano))
 		set("before_id", q.BeforeID)
@@ -343,7 +345,8 @@ func (q traceQuery) values() url.Values {
 // parseTraceQuery reads the traces list's URL parameters: app, source, q, limit
 // (1..store.MaxListLimit), before (RFC 3339) and before_id (needs before), and
 // the search filters candidate, worker, status, grade (passed|failed), min_cost
-// and max_cost (USD), min_ms and max_ms (slowest run, ms), from and to (UTC).
+// and max_cost (USD), min_ms and max_ms (slowest run, ms), from and to (UTC),
+// and the segment filters language, has_table, has_code and length_bucket.
 func parseTraceQuery(v url.Values) (traceQuery, error) {
 	q := traceQuery{
 		App:      strings.TrimSpace(v.Get("app")),
@@ -388,6 +391,11 @@ func parseTraceQuery(v url.Values) (traceQuery, error) {
 			*f.dst = t
 		}
 	}
+	seg, err := parseSegmentFilter(v)
+	if err != nil {
+		return q, err
+	}
+	q.Seg = seg
 	if err := q.search().Validate(); err != nil {
 		return q, errors.New(strings.TrimPrefix(err.Error(), "store: trace search: "))
 	}

@@ -2,6 +2,7 @@ package web
 
 import (
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/conductor-shadow/conductor-shadow/eval"
 	"github.com/conductor-shadow/conductor-shadow/eval/gate"
 	"github.com/conductor-shadow/conductor-shadow/eval/stats"
 	"github.com/conductor-shadow/conductor-shadow/store"
@@ -41,6 +43,7 @@ var bucketChoices = []int{60, 300, 900, 3600, 3 * 3600, 6 * 3600, 86400}
 type overviewQuery struct {
 	App      string
 	From, To time.Time // UTC; zero in the URL means the default window
+	Seg      store.SegmentFilter
 }
 
 func (q overviewQuery) values() url.Values {
@@ -54,13 +57,20 @@ func (q overviewQuery) values() url.Values {
 	if !q.To.IsZero() {
 		v.Set("to", fmtFormTime(q.To))
 	}
+	setSegmentValues(v, q.Seg)
 	return v
 }
 
-// parseOverviewQuery reads app, from and to (UTC, datetime-local or RFC 3339).
+// parseOverviewQuery reads app, from and to (UTC, datetime-local or RFC 3339)
+// and the segment filters (parseSegmentFilter).
 // Missing bounds default to the 24 h before to (to defaults to now).
 func parseOverviewQuery(v url.Values, now time.Time) (overviewQuery, error) {
 	q := overviewQuery{App: strings.TrimSpace(v.Get("app"))}
+	seg, err := parseSegmentFilter(v)
+	if err != nil {
+		return q, err
+	}
+	q.Seg = seg
 	for _, f := range []struct {
 		name string
 		dst  *time.Time
@@ -111,6 +121,9 @@ type suiteVerdict struct {
 	Verdict    string // store.SuiteRun.Verdict, may be empty for older runs
 	Headline   string
 	StartedAt  time.Time
+	// WorseOn lists the segments where that run found the candidate
+	// significantly worse after Holm's correction (eval.SignificantSegments).
+	WorseOn []string
 }
 
 // liveVerdict is a candidate's running verdict on the window's production
@@ -296,9 +309,19 @@ func latestVerdicts(runs []store.SuiteRun) map[string]*suiteVerdict {
 		if r.Status == "running" {
 			continue
 		}
+		var rep eval.Report
+		if r.ReportJSON != "" {
+			_ = json.Unmarshal([]byte(r.ReportJSON), &rep) // an unreadable report only loses the segment line
+		}
 		for _, c := range r.Candidates {
 			if _, ok := out[c]; !ok {
-				out[c] = &suiteVerdict{SuiteRunID: r.SuiteRunID, Verdict: r.Verdict, Headline: r.Headline, StartedAt: r.StartedAt}
+				sv := &suiteVerdict{SuiteRunID: r.SuiteRunID, Verdict: r.Verdict, Headline: r.Headline, StartedAt: r.StartedAt}
+				for _, cc := range rep.Comparisons {
+					if cc.Candidate == c {
+						sv.WorseOn, _ = eval.SignificantSegments(cc.Comparison)
+					}
+				}
+				out[c] = sv
 			}
 		}
 	}
@@ -358,7 +381,7 @@ func (s *server) overview(c *gin.Context) {
 		return
 	}
 	bucket := bucketFor(q.To.Sub(q.From))
-	ov, err := an.Overview(c.Request.Context(), store.OverviewQuery{App: q.App, From: q.From, To: q.To, BucketSeconds: bucket})
+	ov, err := an.Overview(c.Request.Context(), store.OverviewQuery{App: q.App, From: q.From, To: q.To, BucketSeconds: bucket, Segments: q.Seg})
 	if err != nil {
 		s.storeFailed(c, "overview", "", fmt.Errorf("web: overview: %w", err))
 		return
@@ -370,7 +393,7 @@ func (s *server) overview(c *gin.Context) {
 	}
 	var live map[string]*liveVerdict
 	if la, ok := s.st.(store.LiveAgreement); ok {
-		pairs, truncated, err := la.AgreementSequence(c.Request.Context(), store.OverviewQuery{App: q.App, From: q.From, To: q.To, BucketSeconds: bucket})
+		pairs, truncated, err := la.AgreementSequence(c.Request.Context(), store.OverviewQuery{App: q.App, From: q.From, To: q.To, BucketSeconds: bucket, Segments: q.Seg})
 		if err != nil {
 			s.storeFailed(c, "agreement sequence", "", fmt.Errorf("web: overview: %w", err))
 			return

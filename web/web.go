@@ -124,6 +124,7 @@ func Register(r gin.IRouter, st store.Store, cfg Config, opts ...Option) error {
 	get("/overview", s.overview)
 	get("/workers", s.workers)
 	get("/traces", s.traces)
+	get("/shift", s.shift)
 	get("/traces/*id", s.trace)
 	get("/suite-runs", s.suiteRuns)
 	get("/suite-runs/*id", s.suiteRunRoutes)

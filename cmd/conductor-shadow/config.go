@@ -93,6 +93,9 @@ type SuiteConfig struct {
 	Concurrency int    `yaml:"concurrency"`
 	Policy      string `yaml:"policy"`    // gate policy YAML (eval/gate); "" = gate.NewDefaultPolicy()
 	NoiseRun    bool   `yaml:"noise_run"` // also run the incumbent a second time (A′) for the noise floor
+	// ShiftWindow is the live traffic a report's shift section compares the
+	// set with: requests received this long before the run finished; 0 = no section.
+	ShiftWindow time.Duration `yaml:"shift_window"`
 	// Judge is the LLM judge of cases graded "judge" or "pairwise".
 	Judge judge.Config `yaml:"judge"`
 	// Code is the sandbox of cases graded "code" (interpreter, timeout, memory cap).
@@ -133,7 +136,7 @@ func NewDefaultConfig() Config {
 		Ingest:    ingest.NewDefaultConfig(),
 		Shadow:    shadow.NewDefaultConfig(),
 		Pipelines: PipelinesConfig{Incumbent: "gpt-5", Candidates: []string{"conductor"}},
-		Suite:     SuiteConfig{Set: "regression-sets/gsm8k-150.jsonl", ReportDir: "reports", Concurrency: 32, Judge: judge.NewDefaultConfig(), Code: eval.NewDefaultCodeConfig()},
+		Suite:     SuiteConfig{Set: "regression-sets/gsm8k-150.jsonl", ReportDir: "reports", Concurrency: 32, ShiftWindow: 7 * 24 * time.Hour, Judge: judge.NewDefaultConfig(), Code: eval.NewDefaultCodeConfig()},
 		Schedules: schedule.NewDefaultConfig(),
 		Web:       web.NewDefaultConfig(),
 		Telemetry: TelemetryConfig{ServiceName: "conductor-shadow"},
@@ -242,6 +245,9 @@ func (c Config) Validate() error {
 	}
 	if err := shadow.ValidateCandidates(c.Pipelines.CandidatePipelines, c.Pipelines.Candidates...); err != nil {
 		errs = append(errs, fmt.Errorf("config: pipelines: %w", err))
+	}
+	if c.Suite.ShiftWindow < 0 {
+		errs = append(errs, fmt.Errorf("config: suite.shift_window must not be negative, got %v", c.Suite.ShiftWindow))
 	}
 	if c.Suite.Concurrency < 1 {
 		errs = append(errs, fmt.Errorf("config: suite.concurrency must be at least 1, got %d", c.Suite.Concurrency))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -26,6 +27,7 @@ func setCmd(load loader) *cobra.Command {
 		grader string
 		out    string
 		since  time.Duration
+		strat  string
 	)
 	build := &cobra.Command{
 		Use:   "build",
@@ -53,7 +55,11 @@ func setCmd(load loader) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			lines, strata, err := setbuild.Build(src, setbuild.Options{N: n, Seed: seed, Grader: grader})
+			by, err := setbuild.ParseStratifyBy(strat)
+			if err != nil {
+				return err
+			}
+			lines, strata, err := setbuild.Build(src, setbuild.Options{N: n, Seed: seed, Grader: grader, StratifyBy: by})
 			if err != nil {
 				return err
 			}
@@ -63,7 +69,7 @@ func setCmd(load loader) *cobra.Command {
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "set %s: %d cases from %d captured requests\n", out, len(lines), len(src))
 			for _, s := range strata {
-				fmt.Fprintf(w, "  app %-20q category %-24q available %5d picked %4d\n", s.App, s.Category, s.Available, s.Picked)
+				fmt.Fprintf(w, "  %-60s available %5d picked %4d\n", s.Key, s.Available, s.Picked)
 			}
 			fmt.Fprintf(w, "review each reference (the incumbent's answer) and set reference_status to %q or %q\n",
 				setbuild.ReferenceAccepted, setbuild.ReferenceCorrected)
@@ -75,6 +81,8 @@ func setCmd(load loader) *cobra.Command {
 	build.Flags().StringVar(&grader, "grader", "pairwise", "grader of every case (pairwise, judge, exact, regex, ...)")
 	build.Flags().StringVar(&out, "out", "", "JSONL file to write, e.g. regression-sets/traffic-200.jsonl")
 	build.Flags().DurationVar(&since, "since", 0, "only requests received within this long (0: all)")
+	build.Flags().StringVar(&strat, "stratify-by", "app,category", "columns of the strata, from "+strings.Join(setbuild.StratifyColumns, ",")+
+		"; e.g. language,has_table draws a set with the live segment mix")
 	set.AddCommand(build)
 	return set
 }

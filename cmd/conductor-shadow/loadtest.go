@@ -129,6 +129,7 @@ func loadtestCmd(load loader, log *slog.Logger) *cobra.Command {
 	_ = log
 	cmd.AddCommand(bareProxyCmd())
 	cmd.AddCommand(durabilityCmd())
+	addUsersLoad(cmd, load) // --users: a candidate under concurrent users (loadtest_users.go)
 	return cmd
 }
 

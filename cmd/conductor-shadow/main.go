@@ -89,7 +89,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	root.AddCommand(serveCmd(load, log), replayCmd(load, log), suiteCmd(load, log), queryCmd(load))
 	root.AddCommand(loadtestCmd(load, log))
 	root.AddCommand(generateCmd(load))
-	root.AddCommand(setCmd(load), exportCmd(load))
+	root.AddCommand(setCmd(load), exportCmd(load), shiftCmd(load))
 	root.AddCommand(forgetCmd(load))
 	root.AddCommand(gradeCmd(load), planCmd())
 	root.AddCommand(powerCmd(), validityCmd())

@@ -142,6 +142,11 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 			candidates[i] = s.admission.Pipeline(c)
 		}
 		s.proc = ingest.NewProcessor(s.cfg.Ingest, s.queue, shadowWriter, candidates, newPriceTable(s.cfg.Shadow), s.stats, s.log)
+		seg, err := newSegmenter(s.cfg, s.log)
+		if err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		s.proc.UseSegmenter(seg)
 		if err := s.proc.Start(ctx); err != nil {
 			return fmt.Errorf("serve: %w", err)
 		}
@@ -225,6 +230,9 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 			return fmt.Errorf("serve: %w", err)
 		}
 		webCfg := s.cfg.Web
+		if len(webCfg.ShiftSets) == 0 {
+			webCfg.ShiftSets = setsInUse(s.cfg)
+		}
 		if s.cfg.Suite.Policy != "" { // the overview's running verdicts use the suites' policy
 			p, err := gate.Load(s.cfg.Suite.Policy)
 			if err != nil {

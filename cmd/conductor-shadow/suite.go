@@ -77,6 +77,7 @@ func (s *suiteRunner) runScheduled(ctx context.Context, job schedule.Suite, prog
 		Progress:    progress,
 		Policy:      policy,
 		NoiseRun:    job.NoiseRun,
+		ShiftWindow: s.cfg.Suite.ShiftWindow,
 		// The simulated pool says by what factor it scaled latencies; the report repeats it.
 		LatencyScales: s.p.pool.SimulatedLatencyScales,
 	})

@@ -2,7 +2,7 @@
 // OpenAI-compatible API: the Conductor paper's seven workers, a stand-in incumbent
 // and the conductor models. Every answer is SIMULATED.
 //
-//	simllm --addr 127.0.0.1:9090 --seed 1 --latency-scale 1 --sets ./regression-sets
+//	simllm --addr 127.0.0.1:9090 --seed 1 --latency-scale 1 --sets ./regression-sets [--rpm-per-model 600 --concurrent-per-model 16]
 package main
 
 import (
@@ -48,12 +48,15 @@ func runArgs(ctx context.Context, args []string, ready chan<- string) error {
 	malformed := fs.Float64("malformed-plan-prob", def.MalformedPlanProb, "probability that a conductor plan is malformed")
 	rateLimit := fs.Float64("rate-limit-prob", 0, "probability of a simulated 429")
 	serverErr := fs.Float64("server-error-prob", 0, "probability of a simulated 500")
+	rpm := fs.Int("rpm-per-model", 0, "requests per minute each model accepts before answering 429 with Retry-After (0: unlimited)")
+	concurrent := fs.Int("concurrent-per-model", 0, "calls each model serves at once before answering 429 (0: unlimited)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	cfg := def
 	cfg.Seed, cfg.LatencyScale, cfg.SetsDir = *seed, *scale, *sets
 	cfg.MalformedPlanProb, cfg.RateLimitProb, cfg.ServerErrorProb = *malformed, *rateLimit, *serverErr
+	cfg.RateLimit = simpool.RateLimit{RequestsPerMinute: *rpm, Concurrent: *concurrent}
 	pool, err := simpool.New(cfg)
 	if err != nil {
 		return err

@@ -117,7 +117,8 @@ type LatencyGate struct {
 	MaxP95Ratio float64 `yaml:"max_p95_ratio" json:"max_p95_ratio,omitempty"` // > 0
 }
 
-// SegmentsGate lists segments ("category:X", "app:X" or "tag:X") whose
+// SegmentsGate lists segments ("category:X", "app:X", "tag:X" or a traffic
+// segment: "lang:ru", "lang:ru+table", "table", "code", "len:512-2047") whose
 // accuracy must not regress significantly after Holm's correction.
 type SegmentsGate struct {
 	MustNotRegress []string `yaml:"must_not_regress" json:"must_not_regress,omitempty"`
@@ -252,8 +253,9 @@ func (p Policy) Validate() error {
 		seen := map[string]bool{}
 		for _, name := range s.MustNotRegress {
 			kind, val, ok := strings.Cut(name, ":")
-			if !ok || val == "" || (kind != "category" && kind != "app" && kind != "tag") {
-				bad("segments.must_not_regress: %q is not category:<name>, app:<name> or tag:<name>", name)
+			traffic := name == "table" || name == "code" || kind == "lang" || kind == "len"
+			if !traffic && (!ok || val == "" || (kind != "category" && kind != "app" && kind != "tag")) {
+				bad("segments.must_not_regress: %q is not category:<name>, app:<name>, tag:<name>, lang:<iso>[+table|+code], len:<bucket>, table or code", name)
 			}
 			if seen[name] {
 				bad("segments.must_not_regress: %q listed twice", name)

@@ -35,13 +35,66 @@ type Options struct {
 	N      int    // cases to pick, 1..10,000 (100–300 is the usual size)
 	Seed   uint64 // the same seed and sources give the same set
 	Grader string // every case's grader; default eval.GraderPairwise (judge against the reference)
+	// StratifyBy names the columns the strata are made of, from StratifyColumns;
+	// empty means app and category. Stratifying by segment columns (language,
+	// has_table, has_code, length_bucket) draws a set whose segment mix is the
+	// live mix of the captured requests.
+	StratifyBy []string
 }
 
-// Stratum is one (app, category) group: requests available after
-// de-duplication and how many were picked.
+// StratifyColumns are the request columns Options.StratifyBy may name.
+var StratifyColumns = []string{"app", "category", "language", "has_table", "has_code", "length_bucket"}
+
+// ParseStratifyBy splits a comma-separated list of StratifyColumns; an
+// unknown or repeated name is an error.
+func ParseStratifyBy(s string) ([]string, error) {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if !slices.Contains(StratifyColumns, f) {
+			return nil, fmt.Errorf("setbuild: cannot stratify by %q (one of %s)", f, strings.Join(StratifyColumns, ", "))
+		}
+		if slices.Contains(out, f) {
+			return nil, fmt.Errorf("setbuild: %q named twice in --stratify-by", f)
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// stratumValue is a source's value of one StratifyColumns column.
+func stratumValue(s store.SetSource, line Line, col string) string {
+	switch col {
+	case "app":
+		return line.App
+	case "category":
+		return line.Category
+	case "language":
+		if s.Language == "" {
+			return "unknown"
+		}
+		return s.Language
+	case "has_table":
+		return fmt.Sprint(s.HasTable)
+	case "has_code":
+		return fmt.Sprint(s.HasCode)
+	case "length_bucket":
+		return s.LengthBucket
+	}
+	return ""
+}
+
+// Stratum is one group of the stratification: requests available after
+// de-duplication and how many were picked. App and Category are set when the
+// strata are made of them; Key names the group's value of every stratify
+// column, "language=ru has_table=true".
 type Stratum struct {
 	App       string `json:"app"`
 	Category  string `json:"category"`
+	Key       string `json:"key"`
 	Available int    `json:"available"`
 	Picked    int    `json:"picked"`
 }
@@ -65,7 +118,7 @@ type Line struct {
 }
 
 // Build de-duplicates sources by input hash (the first, i.e. newest, copy is
-// kept), groups them by (app, category) and picks opts.N cases: each stratum
+// kept), groups them by opts.StratifyBy (default app and category) and picks opts.N cases: each stratum
 // gets a share proportional to its size (largest remainder), at least one
 // when N allows; within a stratum a seeded shuffle decides. Lines come out
 // sorted by (app, category, id). It returns an error for N outside 1..10,000
@@ -77,8 +130,18 @@ func Build(sources []store.SetSource, opts Options) ([]Line, []Stratum, error) {
 	if opts.Grader == "" {
 		opts.Grader = eval.GraderPairwise
 	}
+	by := opts.StratifyBy
+	if len(by) == 0 {
+		by = []string{"app", "category"}
+	}
+	for _, c := range by {
+		if !slices.Contains(StratifyColumns, c) {
+			return nil, nil, fmt.Errorf("setbuild: cannot stratify by %q (one of %s)", c, strings.Join(StratifyColumns, ", "))
+		}
+	}
 	seen := map[string]bool{}
-	groups := map[[2]string][]Line{}
+	groups := map[string][]Line{}
+	first := map[string]Line{}
 	for _, s := range sources {
 		h := s.InputHash
 		if h == "" {
@@ -93,19 +156,26 @@ func Build(sources []store.SetSource, opts Options) ([]Line, []Stratum, error) {
 		if !ok {
 			continue
 		}
-		k := [2]string{line.App, line.Category}
+		parts := make([]string, len(by))
+		for i, c := range by {
+			parts[i] = c + "=" + stratumValue(s, line, c)
+		}
+		k := strings.Join(parts, " ")
+		if _, ok := groups[k]; !ok {
+			first[k] = line
+		}
 		groups[k] = append(groups[k], line)
 	}
 	if len(groups) == 0 {
 		return nil, nil, errors.New("setbuild: no usable requests (captured requests with an incumbent answer)")
 	}
-	keys := make([][2]string, 0, len(groups))
+	keys := make([]string, 0, len(groups))
 	total := 0
 	for k, g := range groups {
 		keys = append(keys, k)
 		total += len(g)
 	}
-	slices.SortFunc(keys, func(a, b [2]string) int { return cmp.Or(strings.Compare(a[0], b[0]), strings.Compare(a[1], b[1])) })
+	slices.Sort(keys)
 	n := min(opts.N, total)
 	quota := allocate(keys, groups, n)
 	rng := rand.New(rand.NewPCG(opts.Seed, 0x5e7b))
@@ -117,7 +187,14 @@ func Build(sources []store.SetSource, opts Options) ([]Line, []Stratum, error) {
 		picked := g[:quota[i]]
 		slices.SortFunc(picked, func(a, b Line) int { return strings.Compare(a.ID, b.ID) })
 		out = append(out, picked...)
-		strata = append(strata, Stratum{App: k[0], Category: k[1], Available: len(g), Picked: quota[i]})
+		st := Stratum{Key: k, Available: len(g), Picked: quota[i]}
+		if slices.Contains(by, "app") {
+			st.App = first[k].App
+		}
+		if slices.Contains(by, "category") {
+			st.Category = first[k].Category
+		}
+		strata = append(strata, st)
 	}
 	return out, strata, nil
 }
@@ -125,7 +202,7 @@ func Build(sources []store.SetSource, opts Options) ([]Line, []Stratum, error) {
 // allocate splits n over the groups in proportion to their sizes (Hamilton's
 // largest remainder), giving every group one first when n ≥ groups and
 // otherwise one each to the n largest.
-func allocate(keys [][2]string, groups map[[2]string][]Line, n int) []int {
+func allocate(keys []string, groups map[string][]Line, n int) []int {
 	q := make([]int, len(keys))
 	order := make([]int, len(keys))
 	for i := range order {

@@ -125,3 +125,45 @@ func TestBuildErrors(t *testing.T) {
 		t.Error("no user message: want error")
 	}
 }
+
+// TestBuildStratifiedBySegments draws a set stratified by language and
+// has_table from a live mix of 60% English, 30% Russian with tables and 10%
+// Chinese: the set keeps those shares.
+func TestBuildStratifiedBySegments(t *testing.T) {
+	var src []store.SetSource
+	add := func(lang string, table bool, n int) {
+		for i := range n {
+			in := fmt.Sprintf(`[{"role":"user","content":"%s %v prompt %d"}]`, lang, table, i)
+			src = append(src, store.SetSource{
+				Request:           store.Request{RequestID: fmt.Sprintf("%s-%v-%d", lang, table, i), App: "chat", Input: in, Language: lang, HasTable: table},
+				IncumbentPipeline: "incumbent:gpt-5", IncumbentOutput: "ok",
+			})
+		}
+	}
+	add("en", false, 600)
+	add("ru", true, 300)
+	add("zh", false, 100)
+	by, err := ParseStratifyBy("language,has_table")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, strata, err := Build(src, Options{N: 50, Seed: 3, StratifyBy: by})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, s := range strata {
+		got[s.Key] = s.Picked
+	}
+	// One each first, then 47 by share: 28.2, 14.1, 4.7 → 28, 14, 4, plus one
+	// by largest remainder (0.7): 29, 15, 6 of 50, the live 60/30/10 within a case.
+	want := map[string]int{"language=en has_table=false": 29, "language=ru has_table=true": 15, "language=zh has_table=false": 6}
+	if fmt.Sprint(got) != fmt.Sprint(want) || len(lines) != 50 {
+		t.Errorf("picked %v (%d lines), want %v", got, len(lines), want)
+	}
+	for _, bad := range []string{"language,nope", "language,language"} {
+		if _, err := ParseStratifyBy(bad); err == nil {
+			t.Errorf("ParseStratifyBy(%q) must fail", bad)
+		}
+	}
+}

@@ -408,6 +408,11 @@ func correctnessDraw(seed int64, model string, pos int, c Case, msgs []message) 
 // BudgetTokens the measured accuracy therefore matches the profile; below it
 // correct answers are cut too, as on a real endpoint.
 func answerWorker(p Profile, c *Case, msgs []message, rng *rand.Rand, u float64, help float64, maxTokens int) reply {
+	if c != nil && c.Attack != "" {
+		if text, ok := answerProbe(p, *c, msgs, rng); ok {
+			return shortReply(p, msgs, text, rng)
+		}
+	}
 	fam := FamilyGeneral
 	if c != nil {
 		fam = FamilyOf(*c)
@@ -468,6 +473,72 @@ func answerWorker(p Profile, c *Case, msgs []message, rng *rand.Rand, u float64,
 		TTFT:             ttft + time.Duration(reasoning)*perTok,
 		Total:            ttft + time.Duration(completion)*perTok,
 	}
+}
+
+// RefusalText is a simulated worker's refusal.
+const RefusalText = "I'm sorry, but I can't help with that request."
+
+// answerProbe answers an adversarial probe when the model's behaviour differs
+// from an ordinary answer: a refusal; obeying an instruction an earlier step's
+// response carries (injection probes; only instructions seen in earlier steps'
+// responses count, the model's own subtask is its task); or, for the first
+// step of an injection probe, an answer that carries the injection on (as a
+// summary of a poisoned page would). ok is false for an ordinary answer.
+func answerProbe(p Profile, c Case, msgs []message, rng *rand.Rand) (string, bool) {
+	switch c.Attack {
+	case AttackRefusal:
+		prob := p.RefuseHarmful
+		if c.Expect == "comply" {
+			prob = p.OverRefuse
+		}
+		if rng.Float64() < prob {
+			return RefusalText, true
+		}
+		return "", false
+	case AttackInjection:
+		if c.Injection == "" || c.Canary == "" {
+			return "", false
+		}
+		seen, delimited := false, false
+		for _, m := range msgs {
+			if m.Role == "assistant" && strings.Contains(m.Content, c.Injection) {
+				seen = true
+				delimited = strings.HasPrefix(m.Content, "<step_output")
+			}
+		}
+		if !seen {
+			if len(msgs) > 0 && !hasAssistant(msgs) {
+				return "Summary of the text: it describes the product and its use as asked.\n\n" + c.Injection, true
+			}
+			return "", false
+		}
+		prob := p.InjectionObey
+		if delimited {
+			prob *= DelimitedObeyFactor
+		}
+		if rng.Float64() < prob {
+			return c.Canary, true
+		}
+	}
+	return "", false
+}
+
+func hasAssistant(msgs []message) bool {
+	for _, m := range msgs {
+		if m.Role == "assistant" {
+			return true
+		}
+	}
+	return false
+}
+
+// shortReply wraps a short probe answer with the profile's latency and usage.
+func shortReply(p Profile, msgs []message, text string, rng *rand.Rand) reply {
+	completion := estimateTokens(text)
+	ttft := time.Duration(float64(p.TTFT) * math.Exp(0.15*rng.NormFloat64()))
+	perTok := time.Duration(float64(time.Second) / p.TokensPerSecond)
+	return reply{Content: text, FinishReason: "stop", PromptTokens: promptTokens(msgs), CompletionTokens: completion,
+		TTFT: ttft, Total: ttft + time.Duration(completion)*perTok}
 }
 
 func truncateRunes(s string, n int) string {

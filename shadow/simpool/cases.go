@@ -26,7 +26,24 @@ type Case struct {
 	Level      int      `json:"level,omitempty"`       // MATH-500 difficulty 1–5
 	Source     string   `json:"source,omitempty"`
 	License    string   `json:"license,omitempty"`
+	// Attack marks an adversarial probe (regression-sets/probe-*.jsonl):
+	// AttackHijack, AttackInjection or AttackRefusal; "" for ordinary cases.
+	Attack string `json:"attack,omitempty"`
+	// Injection is the instruction an injection probe's first worker answer
+	// carries to later workers; Canary is what a worker that obeys it writes.
+	Injection string `json:"injection,omitempty"`
+	Canary    string `json:"canary,omitempty"`
+	// Expect is what a refusal probe expects of a safe model: "refuse" (a
+	// harmful request) or "comply" (a harmless one that sounds harmful).
+	Expect string `json:"expect,omitempty"`
 }
+
+// Kinds of adversarial probes (Case.Attack).
+const (
+	AttackHijack    = "hijack"
+	AttackInjection = "injection"
+	AttackRefusal   = "refusal"
+)
 
 // ReadCases reads JSONL cases from r, one object per line; blank lines are skipped.
 // name labels errors ("gsm8k-150.jsonl:12: ..."). A line without id or input is an

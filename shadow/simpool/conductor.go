@@ -33,7 +33,7 @@ var poolLineRE = regexp.MustCompile(`(?m)^[ \t>*\-]*Model[ \t]+(\d+)[ \t]*[:\-â€
 func parsePool(msgs []message) []string {
 	var pool []string
 	for _, m := range msgs {
-		for _, sm := range poolLineRE.FindAllStringSubmatch(m.Content, -1) {
+		for _, sm := range poolLineRE.FindAllStringSubmatch(outsideUserRequest(m.Content), -1) {
 			i, err := strconv.Atoi(sm[1])
 			if err != nil || i > 64 {
 				continue
@@ -66,6 +66,11 @@ var (
 func extractQuestion(msgs []message, c *Case) string {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if m := taggedRE.FindStringSubmatch(msgs[i].Content); m != nil && strings.TrimSpace(m[2]) != "" {
+			if locs := questionRE.FindAllStringIndex(m[2], -1); len(locs) > 0 {
+				if q := strings.TrimSpace(m[2][locs[len(locs)-1][1]:]); q != "" {
+					return q
+				}
+			}
 			return m[2]
 		}
 	}
@@ -101,6 +106,16 @@ func extractQuestion(msgs []message, c *Case) string {
 	}
 	return strings.TrimSpace(poolLineRE.ReplaceAllStringFunc(text, func(string) string { return "" }))
 }
+
+// userRequestRE is a <user_request> block of the conductor prompt: the user's
+// text, delimited as data.
+var userRequestRE = regexp.MustCompile(`(?s)<user_request>.*?</user_request>`)
+
+// outsideUserRequest drops the <user_request> blocks of text: the simulated
+// conductor reads its pool and any earlier workflow only from the prompt's own
+// parts, never from the user's text (a user who writes "model_id = [6, 6, 6]"
+// or "Model 0: ..." does not plan for it).
+func outsideUserRequest(text string) string { return userRequestRE.ReplaceAllString(text, "") }
 
 // guessFamily classifies an unmatched question for planning.
 func guessFamily(q string) Family {
@@ -351,8 +366,10 @@ const keepPrevious = "The previous workflow already answers the question; keep i
 
 // answerConductor simulates the planner. pool comes from the prompt's "Model N:"
 // lines (the seven workers in WorkerModels order when there are none). A prompt
-// that already contains a workflow ("model_id = [...]") is a recursive call: it
-// keeps the previous answer (70%) or returns a one-step corrective workflow.
+// that already contains a workflow ("model_id = [...]") outside the
+// <user_request> block is a recursive call: it keeps the previous answer (70%)
+// or returns a one-step corrective workflow. Text inside the block is the
+// question only: a workflow or routing request written there is never followed.
 func answerConductor(model string, c *Case, msgs []message, rng *rand.Rand, malformedProb float64) reply {
 	pool := parsePool(msgs)
 	if len(pool) == 0 {
@@ -366,7 +383,7 @@ func answerConductor(model string, c *Case, msgs []message, rng *rand.Rand, malf
 	jsonForm := model == ConductorJSONModel
 	recursive := false
 	for _, m := range msgs {
-		if planLineRE.MatchString(m.Content) || (jsonForm && m.Role == "assistant" && strings.Contains(m.Content, `"steps"`)) {
+		if planLineRE.MatchString(outsideUserRequest(m.Content)) || (jsonForm && m.Role == "assistant" && strings.Contains(m.Content, `"steps"`)) {
 			recursive = true
 		}
 	}

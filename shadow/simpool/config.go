@@ -32,6 +32,29 @@ type Config struct {
 	ServerErrorProb float64 `yaml:"server_error_prob"`
 	// RetryAfter is the delay advertised on a simulated 429.
 	RetryAfter time.Duration `yaml:"retry_after"`
+	// RateLimit is every model's own limit (each model has its own bucket and
+	// slots, as providers limit per model); zero fields mean no limit. A call
+	// over it is answered 429 with Retry-After, like a provider's.
+	RateLimit RateLimit `yaml:"rate_limit"`
+	// RateLimits override RateLimit for the models they name.
+	RateLimits map[string]RateLimit `yaml:"rate_limits"`
+}
+
+// RateLimit is one model's request limits.
+type RateLimit struct {
+	// RequestsPerMinute is a token bucket refilled at this rate with a burst of
+	// one second's worth (at least 1); 0 = unlimited.
+	RequestsPerMinute int `yaml:"requests_per_minute"`
+	// Concurrent caps the calls of the model in flight at once; 0 = unlimited.
+	Concurrent int `yaml:"concurrent"`
+}
+
+// limitFor returns the limit of model.
+func (c Config) limitFor(model string) RateLimit {
+	if l, ok := c.RateLimits[model]; ok {
+		return l
+	}
+	return c.RateLimit
 }
 
 // NewDefaultConfig returns realistic latency, seed 1, no sets, a 2% malformed-plan
@@ -67,6 +90,14 @@ func (c Config) Validate() error {
 	}
 	if c.RateLimitProb+c.ServerErrorProb > 1 {
 		errs = append(errs, fmt.Errorf("rate_limit_prob + server_error_prob = %v must be <= 1", c.RateLimitProb+c.ServerErrorProb))
+	}
+	for name, l := range c.RateLimits {
+		if l.RequestsPerMinute < 0 || l.Concurrent < 0 {
+			errs = append(errs, fmt.Errorf("rate_limits[%s]: requests_per_minute and concurrent must be >= 0", name))
+		}
+	}
+	if c.RateLimit.RequestsPerMinute < 0 || c.RateLimit.Concurrent < 0 {
+		errs = append(errs, errors.New("rate_limit: requests_per_minute and concurrent must be >= 0"))
 	}
 	if c.RetryAfter < 0 {
 		errs = append(errs, fmt.Errorf("retry_after %v must be >= 0", c.RetryAfter))

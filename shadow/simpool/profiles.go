@@ -56,6 +56,38 @@ type Profile struct {
 	BudgetTokens int `yaml:"budget_tokens"`
 	// Source says where the figures come from.
 	Source string `yaml:"source"`
+	// RefuseHarmful is the probability of refusing a harmful request (a refusal
+	// probe expecting "refuse"); OverRefuse of refusing a harmless one that
+	// sounds harmful (expecting "comply").
+	RefuseHarmful float64 `yaml:"refuse_harmful"`
+	OverRefuse    float64 `yaml:"over_refuse"`
+	// InjectionObey is the probability of obeying an instruction carried by an
+	// earlier step's response shown as a plain chat turn; shown delimited as
+	// data (shadow.StepOutput with the data note) it is DelimitedObeyFactor
+	// times that.
+	InjectionObey float64 `yaml:"injection_obey"`
+}
+
+// DelimitedObeyFactor scales Profile.InjectionObey when the earlier response
+// is delimited as data. An estimate: delimiting lowers but does not remove
+// indirect prompt injection (Hines et al. 2024, "Defending Against Indirect
+// Prompt Injection Attacks With Spotlighting", arXiv 2403.14720).
+const DelimitedObeyFactor = 0.3
+
+// safety holds the refusal and injection figures per model: estimates in the
+// range reported for frontier and open 27–32B models by refusal benchmarks
+// (XSTest, Röttger et al. 2024, for over-refusal) and agent injection
+// benchmarks (AgentDojo, Debenedetti et al. 2024, attack success 10–50%);
+// not measurements of these models.
+var safety = map[string]struct{ refuse, over, obey float64 }{
+	"gpt-5":                        {0.98, 0.03, 0.10},
+	"gemini-2.5-pro":               {0.95, 0.04, 0.15},
+	"claude-sonnet-4":              {0.99, 0.06, 0.08},
+	"deepseek-r1-distill-qwen-32b": {0.80, 0.03, 0.35},
+	"qwen3-32b":                    {0.88, 0.04, 0.30},
+	"qwen3-32b-thinking":           {0.90, 0.04, 0.30},
+	"gemma-3-27b":                  {0.92, 0.08, 0.40},
+	"gpt-4-1106-preview":           {0.95, 0.08, 0.30},
 }
 
 // AccuracyFor returns the probability of a correct answer for family f. GSM8K falls
@@ -170,7 +202,10 @@ func newProfile(name string, acc map[Family]float64, source string) Profile {
 		OutputTokens:    s.tokens,
 		Thinking:        s.thinking,
 		BudgetTokens:    PaperBudgetTokens,
-		Source:          source,
+		Source:          source + "; refusal and injection figures: estimates",
+		RefuseHarmful:   safety[name].refuse,
+		OverRefuse:      safety[name].over,
+		InjectionObey:   safety[name].obey,
 	}
 }
 

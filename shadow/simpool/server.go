@@ -30,6 +30,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	"golang.org/x/time/rate"
 )
 
 // SystemFingerprint is set on every response of the simulated pool.
@@ -57,7 +59,42 @@ type Server struct {
 	calls    atomic.Uint64 // sequence number for injected errors
 	mux      *http.ServeMux
 	created  int64 // the "created" field of every response (fixed, so bodies are reproducible)
+	limits   map[string]*modelLimit
+	limited  atomic.Int64 // calls answered 429 by a model's own rate limit
 }
+
+// modelLimit is one model's RateLimit in force.
+type modelLimit struct {
+	bucket *rate.Limiter // nil: no requests-per-minute limit
+	slots  chan struct{} // nil: no concurrency limit
+}
+
+// admit takes a slot and a token, or returns how long to wait before retrying.
+// release must be called once the call ends when ok.
+func (l *modelLimit) admit(now time.Time) (release func(), wait time.Duration, ok bool) {
+	release = func() {}
+	if l.slots != nil {
+		select {
+		case l.slots <- struct{}{}:
+			release = func() { <-l.slots }
+		default:
+			return nil, time.Second, false
+		}
+	}
+	if l.bucket != nil {
+		r := l.bucket.ReserveN(now, 1)
+		if d := r.DelayFrom(now); d > 0 {
+			r.CancelAt(now)
+			release()
+			return nil, d, false
+		}
+	}
+	return release, 0, true
+}
+
+// RateLimited counts the calls answered 429 because a model's own rate limit
+// (Config.RateLimit, RateLimits) was reached.
+func (s *Server) RateLimited() int64 { return s.limited.Load() }
 
 // New validates cfg, loads cfg.SetsDir (when set) and cfg.Cases, and returns the
 // server. Errors: an invalid config or an unreadable set.
@@ -81,6 +118,18 @@ func New(cfg Config) (*Server, error) {
 		created:  time.Date(2025, 8, 7, 0, 0, 0, 0, time.UTC).Unix(),
 	}
 	s.models = append(WorkerModels(), IncumbentModel, ConductorModel, ConductorJSONModel)
+	s.limits = map[string]*modelLimit{}
+	for _, m := range s.models {
+		l := cfg.limitFor(m)
+		ml := &modelLimit{}
+		if l.RequestsPerMinute > 0 {
+			ml.bucket = rate.NewLimiter(rate.Limit(float64(l.RequestsPerMinute)/60), max(1, l.RequestsPerMinute/60))
+		}
+		if l.Concurrent > 0 {
+			ml.slots = make(chan struct{}, l.Concurrent)
+		}
+		s.limits[m] = ml
+	}
 	for _, p := range DefaultProfiles() {
 		s.profiles[p.Name] = p
 	}
@@ -201,6 +250,15 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	if s.injectError(w) {
 		return
 	}
+	release, wait, ok := s.limits[req.Model].admit(time.Now())
+	if !ok {
+		s.limited.Add(1)
+		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
+		writeError(w, http.StatusTooManyRequests, "rate_limit_exceeded", "", "rate_limit_exceeded",
+			fmt.Sprintf("Rate limit reached for %s (simulated by simllm: the model's requests per minute or concurrent calls). Please retry after the delay in Retry-After.", req.Model))
+		return
+	}
+	defer release()
 
 	c, pos, matched := s.ix.match(msgs)
 	var cp *Case

@@ -435,7 +435,7 @@ func TestNewErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.CaseCount() != 370 {
-		t.Fatalf("shipped sets: %d cases, want 370", s.CaseCount())
+	if s.CaseCount() != 406 { // 370 benchmark cases + 36 adversarial probes
+		t.Fatalf("shipped sets: %d cases, want 406", s.CaseCount())
 	}
 }

@@ -52,6 +52,14 @@ func RunAnalyticsContract(t *testing.T, newStore NewStoreFunc) {
 		}
 		contractComparisons(t, st, an)
 	})
+	t.Run("Segments", func(t *testing.T) {
+		st := newStore(t)
+		defer st.Close()
+		if _, ok := st.(store.SegmentAnalytics); !ok {
+			t.Fatalf("%T does not implement store.SegmentAnalytics", st)
+		}
+		contractSegments(t, st)
+	})
 	t.Run("WorkerUsage", func(t *testing.T) {
 		st := newStore(t)
 		defer st.Close()

@@ -259,6 +259,7 @@ func (m *Memory) ListTraces(ctx context.Context, f store.TraceFilter) ([]store.T
 		s := store.TraceSummary{
 			RequestID: r.RequestID, ReceivedAt: r.ReceivedAt, Source: r.Source, App: r.App,
 			Category: r.Category, InputPreview: store.InputPreview(r.Input),
+			Language: r.Language, HasTable: r.HasTable, HasCode: r.HasCode, LengthBucket: r.LengthBucket,
 		}
 		seen := map[string]bool{}
 		for _, run := range byReq[r.RequestID] {

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -55,7 +56,8 @@ func (m *Memory) SearchTraces(ctx context.Context, q store.TraceSearch) ([]store
 			!from.IsZero() && r.ReceivedAt.Before(from), !to.IsZero() && !r.ReceivedAt.Before(to),
 			q.Text != "" && !textMatches(r, runs, lower),
 			!runsMatch(q, runs, workerRuns),
-			q.Grade != "" && !graded[r.RequestID]:
+			q.Grade != "" && !graded[r.RequestID],
+			!q.Segments.Matches(r):
 			continue
 		}
 		if !before.IsZero() {
@@ -112,6 +114,7 @@ func summarize(r store.Request, runs []store.Run) store.TraceSummary {
 	s := store.TraceSummary{
 		RequestID: r.RequestID, ReceivedAt: r.ReceivedAt, Source: r.Source, App: r.App,
 		Category: r.Category, InputPreview: store.InputPreview(r.Input),
+		Language: r.Language, HasTable: r.HasTable, HasCode: r.HasCode, LengthBucket: r.LengthBucket,
 	}
 	for _, run := range runs {
 		s.Runs++
@@ -147,7 +150,7 @@ func (m *Memory) Overview(ctx context.Context, q store.OverviewQuery) (store.Ove
 	from, to := ms(q.From), ms(q.To)
 	inWindow := func(t time.Time) bool { return !t.Before(from) && t.Before(to) }
 	for _, r := range m.requests {
-		if inWindow(r.ReceivedAt) && r.Source != store.SourceSuite && (q.App == "" || r.App == q.App) {
+		if inWindow(r.ReceivedAt) && r.Source != store.SourceSuite && (q.App == "" || r.App == q.App) && q.Segments.Matches(r) {
 			ov.Counts.Requests++
 			if r.Source == store.SourceTap {
 				ov.Counts.TapRequests++
@@ -160,6 +163,9 @@ func (m *Memory) Overview(ctx context.Context, q store.OverviewQuery) (store.Ove
 			continue
 		}
 		if req, ok := m.requests[r.RequestID]; q.App != "" && (!ok || req.App != q.App) {
+			continue
+		}
+		if req, ok := m.requests[r.RequestID]; !q.Segments.Empty() && (!ok || !q.Segments.Matches(req)) {
 			continue
 		}
 		runs = append(runs, r)
@@ -285,6 +291,9 @@ func (m *Memory) AgreementSequence(ctx context.Context, q store.OverviewQuery) (
 			continue
 		}
 		if req, ok := m.requests[r.RequestID]; q.App != "" && (!ok || req.App != q.App) {
+			continue
+		}
+		if req, ok := m.requests[r.RequestID]; !q.Segments.Empty() && (!ok || !q.Segments.Matches(req)) {
 			continue
 		}
 		runs = append(runs, r)
@@ -434,6 +443,53 @@ func (m *Memory) WorkerUsage(ctx context.Context, q store.WorkerQuery) ([]store.
 			}
 		}
 		return 0
+	})
+	return out, nil
+}
+
+// SegmentMix implements store.SegmentAnalytics.
+func (m *Memory) SegmentMix(ctx context.Context, q store.SegmentMixQuery) ([]store.SegmentCount, error) {
+	if err := q.Validate(); err != nil {
+		return nil, err
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if err := m.check(ctx); err != nil {
+		return nil, fmt.Errorf("store: segment mix: %w", err)
+	}
+	from, to := ms(q.From), ms(q.To)
+	type key struct {
+		lang, bucket string
+		table, code  bool
+	}
+	counts := map[key]*store.SegmentCount{}
+	for _, r := range m.requests {
+		if r.ReceivedAt.Before(from) || !r.ReceivedAt.Before(to) || r.Source == store.SourceSuite || q.App != "" && r.App != q.App {
+			continue
+		}
+		k := key{r.Language, r.LengthBucket, r.HasTable, r.HasCode}
+		c, ok := counts[k]
+		if !ok {
+			c = &store.SegmentCount{Language: r.Language, HasTable: r.HasTable, HasCode: r.HasCode, LengthBucket: r.LengthBucket}
+			counts[k] = c
+		}
+		c.Requests++
+		if r.Novelty >= 0 {
+			c.WithNovelty++
+			c.NoveltySum += r.Novelty
+			if r.Novelty >= 0.5 {
+				c.NovelRequests++
+			}
+		}
+	}
+	out := make([]store.SegmentCount, 0, len(counts))
+	for _, c := range counts {
+		out = append(out, *c)
+	}
+	slices.SortFunc(out, func(a, b store.SegmentCount) int {
+		return cmp.Or(cmp.Compare(b.Requests, a.Requests), strings.Compare(a.Language, b.Language),
+			cmp.Compare(fmt.Sprint(a.HasTable), fmt.Sprint(b.HasTable)), cmp.Compare(fmt.Sprint(a.HasCode), fmt.Sprint(b.HasCode)),
+			strings.Compare(a.LengthBucket, b.LengthBucket))
 	})
 	return out, nil
 }

@@ -282,6 +282,28 @@ ENGINE = Distributed('shadow_cluster', 'shadow', 'audit_log_local', cityHash64(a
 
 ALTER TABLE `shadow`.requests_local ON CLUSTER `shadow_cluster` ADD INDEX IF NOT EXISTS idx_subject_hash subject_hash TYPE bloom_filter GRANULARITY 1;
 
+-- migration 0060_request_segments
+
+ALTER TABLE `shadow`.requests_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS language LowCardinality(String) DEFAULT '' AFTER category;
+
+ALTER TABLE `shadow`.requests ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS language LowCardinality(String) DEFAULT '' AFTER category;
+
+ALTER TABLE `shadow`.requests_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS has_table Bool DEFAULT false AFTER language;
+
+ALTER TABLE `shadow`.requests ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS has_table Bool DEFAULT false AFTER language;
+
+ALTER TABLE `shadow`.requests_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS has_code Bool DEFAULT false AFTER has_table;
+
+ALTER TABLE `shadow`.requests ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS has_code Bool DEFAULT false AFTER has_table;
+
+ALTER TABLE `shadow`.requests_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS length_bucket LowCardinality(String) DEFAULT '' AFTER has_code;
+
+ALTER TABLE `shadow`.requests ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS length_bucket LowCardinality(String) DEFAULT '' AFTER has_code;
+
+ALTER TABLE `shadow`.requests_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS novelty Float64 DEFAULT -1 AFTER length_bucket;
+
+ALTER TABLE `shadow`.requests ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS novelty Float64 DEFAULT -1 AFTER length_bucket;
+
 -- retention: requests 90 days, bodies 30 days
 
 ALTER TABLE `shadow`.`requests_local` ON CLUSTER `shadow_cluster` MODIFY TTL toDateTime(received_at) + toIntervalSecond(7776000);

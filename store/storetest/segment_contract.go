@@ -1,0 +1,93 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/conductor-shadow/conductor-shadow/store"
+)
+
+// contractSegments checks SegmentMix and the segment filters of SearchTraces
+// on four live requests (two Russian with tables, one English with code, one
+// of unknown language) and one suite request that the mix leaves out.
+func contractSegments(t *testing.T, st store.Store) {
+	ctx := context.Background()
+	at := time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)
+	reqs := []store.Request{
+		{RequestID: "ru-1", ReceivedAt: at, Source: store.SourceTap, App: "bot", Input: "[]", Language: "ru", HasTable: true, LengthBucket: "0-127", Novelty: 0.8},
+		{RequestID: "ru-2", ReceivedAt: at.Add(time.Second), Source: store.SourceTap, App: "bot", Input: "[]", Language: "ru", HasTable: true, LengthBucket: "0-127", Novelty: 0.2},
+		{RequestID: "en-1", ReceivedAt: at.Add(2 * time.Second), Source: store.SourceReplay, App: "bot", Input: "[]", Language: "en", HasCode: true, LengthBucket: "128-511", Novelty: -1},
+		{RequestID: "un-1", ReceivedAt: at.Add(3 * time.Second), Source: store.SourceTap, App: "other", Input: "[]", LengthBucket: "0-127", Novelty: 0},
+		{RequestID: "suite-1", ReceivedAt: at.Add(4 * time.Second), Source: store.SourceSuite, App: "suite:x", Input: "[]", Language: "ru", HasTable: true, LengthBucket: "0-127"},
+	}
+	if err := st.InsertRequests(ctx, reqs); err != nil {
+		t.Fatal(err)
+	}
+	mix, err := st.(store.SegmentAnalytics).SegmentMix(ctx, store.SegmentMixQuery{From: at, To: at.Add(time.Hour)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fmt.Sprint(mix)
+	want := fmt.Sprint([]store.SegmentCount{
+		{Language: "ru", HasTable: true, LengthBucket: "0-127", Requests: 2, WithNovelty: 2, NovelRequests: 1, NoveltySum: 1},
+		{Language: "", LengthBucket: "0-127", Requests: 1, WithNovelty: 1},
+		{Language: "en", HasCode: true, LengthBucket: "128-511", Requests: 1},
+	})
+	if got != want {
+		t.Errorf("segment mix\n got %s\nwant %s", got, want)
+	}
+	if _, err := st.(store.SegmentAnalytics).SegmentMix(ctx, store.SegmentMixQuery{From: at, To: at}); err == nil {
+		t.Error("an empty window must be an error")
+	}
+	// The running verdict's agreement pairs follow the same filter.
+	var runs []store.Run
+	for _, id := range []string{"ru-1", "ru-2", "en-1"} {
+		runs = append(runs,
+			store.Run{RunID: id + "-inc", RequestID: id, Pipeline: "incumbent:gpt-5", Mode: store.ModeIncumbent, StartedAt: at.Add(time.Minute), Status: store.StatusOK, FinalOutput: "42"},
+			store.Run{RunID: id + "-cand", RequestID: id, Pipeline: "conductor", Mode: store.ModeCandidate, StartedAt: at.Add(time.Minute), Status: store.StatusOK, FinalOutput: "42"})
+	}
+	if err := st.InsertRuns(ctx, runs); err != nil {
+		t.Fatal(err)
+	}
+	if la, ok := st.(store.LiveAgreement); ok {
+		pairs, _, err := la.AgreementSequence(ctx, store.OverviewQuery{From: at, To: at.Add(time.Hour), BucketSeconds: 60,
+			Segments: store.SegmentFilter{Language: "ru", HasTable: store.SegmentYes}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, p := range pairs {
+			ids = append(ids, p.RequestID)
+		}
+		if fmt.Sprint(ids) != "[ru-1 ru-2]" {
+			t.Errorf("agreement pairs of Russian prompts with tables: %v, want [ru-1 ru-2]", ids)
+		}
+	}
+	an := st.(store.Analytics)
+	for _, c := range []struct {
+		f    store.SegmentFilter
+		want []string
+	}{
+		{store.SegmentFilter{Language: "ru", HasTable: store.SegmentYes}, []string{"suite-1", "ru-2", "ru-1"}},
+		{store.SegmentFilter{HasCode: store.SegmentYes}, []string{"en-1"}},
+		{store.SegmentFilter{Language: store.SegmentUnknown}, []string{"un-1"}},
+		{store.SegmentFilter{HasTable: store.SegmentNo, LengthBucket: "0-127"}, []string{"un-1"}},
+	} {
+		rows, err := an.SearchTraces(ctx, store.TraceSearch{Segments: c.f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, r := range rows {
+			ids = append(ids, r.RequestID)
+		}
+		if fmt.Sprint(ids) != fmt.Sprint(c.want) {
+			t.Errorf("filter %+v: got %v, want %v", c.f, ids, c.want)
+		}
+	}
+	if _, err := an.SearchTraces(ctx, store.TraceSearch{Segments: store.SegmentFilter{HasTable: "maybe"}}); err == nil {
+		t.Error("has_table \"maybe\" must be an error")
+	}
+}

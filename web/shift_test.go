@@ -1,0 +1,141 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/conductor-shadow/conductor-shadow/eval"
+	"github.com/conductor-shadow/conductor-shadow/store"
+	"github.com/conductor-shadow/conductor-shadow/store/storetest"
+)
+
+// seedSegments stores live requests received in the last hour: 60 Russian
+// prompts with tables and 60 English ones.
+func seedSegments(t *testing.T, st store.Store) {
+	t.Helper()
+	now := time.Now().UTC().Add(-time.Hour)
+	var reqs []store.Request
+	for i := range 120 {
+		r := store.Request{RequestID: fmt.Sprintf("seg-%03d", i), ReceivedAt: now.Add(time.Duration(i) * time.Second),
+			Source: store.SourceTap, App: "bot", Input: `[{"role":"user","content":"x"}]`, LengthBucket: "0-127", Novelty: 0.1, Language: "en"}
+		if i%2 == 0 {
+			r.Language, r.HasTable = "ru", true
+		}
+		reqs = append(reqs, r)
+	}
+	if err := st.InsertRequests(context.Background(), reqs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestShiftPageFlagsASetThatNoLongerRepresentsProduction(t *testing.T) {
+	st := storetest.NewMemory()
+	seedSegments(t, st)
+	cfg := NewDefaultConfig()
+	cfg.ShiftSets = []string{"testdata/shift_set.jsonl", "testdata/missing.jsonl"}
+	h := newTestServer(t, st, cfg)
+	rec := get(t, h, "/shift?window=24h")
+	mustStatus(t, rec, http.StatusOK)
+	doc := parseHTML(t, rec.Body.String())
+	sets := byTestID(doc, "shift-set")
+	if len(sets) != 2 {
+		t.Fatalf("%d set sections, want 2", len(sets))
+	}
+	verdict := byTestID(doc, "shift-verdict")
+	if len(verdict) != 1 || attr(verdict[0], "data-flagged") != "true" {
+		t.Fatalf("the English-only set is not flagged against half-Russian traffic")
+	}
+	var dims []string
+	for _, d := range byTestID(doc, "shift-dimension") {
+		dims = append(dims, attr(d, "data-dimension"))
+	}
+	if !slices.Equal(dims, []string{"language", "has_table", "has_code", "length_bucket"}) {
+		t.Errorf("dimensions %v", dims)
+	}
+	if len(byTestID(doc, "shift-error")) != 1 {
+		t.Error("the missing set does not say why it is missing")
+	}
+	mustStatus(t, get(t, h, "/shift?window=soon"), http.StatusBadRequest)
+}
+
+func TestTracesAndOverviewSegmentFilters(t *testing.T) {
+	st := storetest.NewMemory()
+	seedSegments(t, st)
+	h := newTestServer(t, st, NewDefaultConfig())
+	rec := get(t, h, "/traces?limit=500&language=ru&has_table=yes")
+	mustStatus(t, rec, http.StatusOK)
+	doc := parseHTML(t, rec.Body.String())
+	rows := byTestID(doc, "trace-row")
+	if len(rows) != 60 {
+		t.Fatalf("%d rows for Russian prompts with tables, want 60", len(rows))
+	}
+	for _, c := range byTestID(doc, "trace-segments") {
+		if got := text(c); got != "ru · table · 0-127" {
+			t.Fatalf("segments cell %q", got)
+		}
+	}
+	for _, bad := range []string{"has_table=maybe", "language=russian", "length_bucket=huge"} {
+		mustStatus(t, get(t, h, "/traces?"+bad), http.StatusBadRequest)
+		mustStatus(t, get(t, h, "/overview?"+bad), http.StatusBadRequest)
+	}
+	rec = get(t, h, "/overview?language=en")
+	mustStatus(t, rec, http.StatusOK)
+	doc = parseHTML(t, rec.Body.String())
+	if got := text(byTestID(doc, "count-requests")[0]); got != "60" {
+		t.Errorf("overview requests for language=en: %s, want 60", got)
+	}
+}
+
+// TestOverviewNamesWorseSegments: the overview's latest verdict of a candidate
+// names the segments where its suite run found it significantly worse.
+func TestOverviewNamesWorseSegments(t *testing.T) {
+	var outs []eval.Outcome
+	add := func(id string, segs []string, incPass, candPass bool) {
+		base := eval.Outcome{CaseID: id, Category: "chat", Status: store.StatusOK, Segments: segs, LatencyMs: 100, Calls: 1}
+		inc, cand := base, base
+		inc.Pipeline, inc.Mode, inc.Passed = "single:gpt-5", store.ModeIncumbent, incPass
+		cand.Pipeline, cand.Mode, cand.Passed = "conductor", store.ModeCandidate, candPass
+		outs = append(outs, inc, cand)
+	}
+	for i := range 40 {
+		add(fmt.Sprintf("en-%d", i), []string{"lang:en"}, true, true)
+	}
+	for i := range 30 {
+		add(fmt.Sprintf("ru-%d", i), []string{"lang:ru", "table", "lang:ru+table"}, true, i%10 == 0)
+	}
+	now := time.Now().UTC()
+	rep := eval.BuildReport(eval.ReportMeta{SuiteRunID: "sr-seg", SetName: "traffic", Incumbent: "single:gpt-5", Candidates: []string{"conductor"},
+		StartedAt: now.Add(-time.Minute), FinishedAt: now}, outs)
+	if err := rep.Analyze(eval.AnalysisOptions{Resamples: 200}); err != nil {
+		t.Fatal(err)
+	}
+	js, err := rep.JSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := storetest.NewMemory()
+	sr := store.SuiteRun{SuiteRunID: "sr-seg", SetName: "traffic", Incumbent: "single:gpt-5", Candidates: []string{"conductor"},
+		StartedAt: now.Add(-time.Minute), FinishedAt: now, Status: "done", Verdict: rep.Verdict, Headline: rep.Headline, ReportJSON: string(js)}
+	if err := st.InsertSuiteRuns(context.Background(), []store.SuiteRun{sr}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.InsertRuns(context.Background(), []store.Run{{RunID: "r1", RequestID: "q1", Pipeline: "conductor", Mode: store.ModeCandidate,
+		StartedAt: now.Add(-time.Minute), Status: store.StatusOK}}); err != nil {
+		t.Fatal(err)
+	}
+	rec := get(t, newTestServer(t, st, NewDefaultConfig()), "/overview")
+	mustStatus(t, rec, http.StatusOK)
+	doc := parseHTML(t, rec.Body.String())
+	worse := byTestID(doc, "worse-segments")
+	if len(worse) != 1 {
+		t.Fatalf("%d worse-segment lines, want 1", len(worse))
+	}
+	if got := text(worse[0]); !strings.Contains(got, "lang:ru+table (-") || strings.Contains(got, "lang:en") {
+		t.Errorf("worse-segment line %q", got)
+	}
+}
