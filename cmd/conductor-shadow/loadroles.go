@@ -16,15 +16,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/conductor-shadow/conductor-shadow/ingest"
-	"github.com/conductor-shadow/conductor-shadow/ingest/incumbenttest"
 	"github.com/conductor-shadow/conductor-shadow/store/percentile"
 )
 
@@ -45,6 +42,11 @@ type roleLoadOptions struct {
 	Delay    time.Duration // the fake incumbent's answer time
 	PoolURL  string        // the worker pool the all-in-one server's candidates call
 	Repeat   int           // rounds; with more than one, medians are printed too
+	// Outstanding is the most requests in flight per path.
+	Outstanding int
+	// KafkaBrokers of the tap-only server; empty: start bin/devkafka (found beside
+	// this binary or on PATH) as its own process.
+	KafkaBrokers []string
 }
 
 // bareProxyCmd is the hidden `loadtest bare-proxy`: a plain httputil.ReverseProxy
@@ -83,6 +85,49 @@ func bareProxyCmd() *cobra.Command {
 	return cmd
 }
 
+// loadIncumbentCmd is the hidden `loadtest incumbent`: the stand-in incumbent
+// (answers after --delay) in its own process, so the load generator's process only
+// sends.
+func loadIncumbentCmd() *cobra.Command {
+	var addr string
+	var delay time.Duration
+	cmd := &cobra.Command{
+		Use:    "incumbent",
+		Short:  "Serve the stand-in incumbent (answers POST /v1/chat/completions after --delay)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				return fmt.Errorf("incumbent: %w", err)
+			}
+			srv := &http.Server{Handler: &loadIncumbent{Delay: delay, Chunks: 5}, ReadHeaderTimeout: 10 * time.Second}
+			go func() { <-cmd.Context().Done(); _ = srv.Close() }()
+			if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+				return fmt.Errorf("incumbent: %w", err)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:0", "listen address")
+	cmd.Flags().DurationVar(&delay, "delay", 50*time.Millisecond, "answer time")
+	return cmd
+}
+
+// devKafkaPath finds bin/devkafka: beside this binary, else on PATH.
+func devKafkaPath() (string, error) {
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), "devkafka")
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	if p, err := exec.LookPath("devkafka"); err == nil {
+		return p, nil
+	}
+	return "", errors.New("loadtest: the tap-only row needs a Kafka: pass --kafka-brokers, or build the in-memory broker beside this binary (make build: bin/devkafka)")
+}
+
 // child is one process of the role run.
 type child struct {
 	name string
@@ -92,10 +137,13 @@ type child struct {
 	done chan struct{}
 }
 
-func startChild(ctx context.Context, name, addr string, args []string, env []string) (*child, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("loadtest: %w", err)
+// startChild starts exe (this binary when "") with args and waits until addr accepts connections.
+func startChild(ctx context.Context, name, addr, exe string, args []string, env []string) (*child, error) {
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("loadtest: %w", err)
+		}
 	}
 	c := &child{name: name, url: "http://" + addr, log: &bytes.Buffer{}, done: make(chan struct{})}
 	c.cmd = exec.Command(exe, args...)
@@ -164,12 +212,6 @@ type roleRow struct {
 // separate processes on loopback, and prints p50/p95/p99 per path, the added
 // latency over direct, its ratio to the bare proxy's and the target.
 func runRoleLoad(ctx context.Context, out io.Writer, o roleLoadOptions) error {
-	fake := &incumbenttest.Handler{Delay: o.Delay, Chunks: 5}
-	incSrv, incURL, err := listen(fake)
-	if err != nil {
-		return err
-	}
-	defer incSrv.Close()
 	dir, err := os.MkdirTemp("", "conductor-shadow-loadtest-")
 	if err != nil {
 		return fmt.Errorf("loadtest: %w", err)
@@ -183,13 +225,22 @@ func runRoleLoad(ctx context.Context, out io.Writer, o roleLoadOptions) error {
 			c.stop()
 		}
 	}()
-	rows := []*roleRow{{name: "direct", url: incURL, result: &pathResult{}}}
-
 	addr, err := loopbackAddr()
 	if err != nil {
 		return err
 	}
-	bare, err := startChild(ctx, "bare proxy", addr, []string{"loadtest", "bare-proxy", "--target", incURL, "--addr", addr}, env)
+	inc, err := startChild(ctx, "incumbent", addr, "", []string{"loadtest", "incumbent", "--addr", addr, "--delay", o.Delay.String()}, env)
+	if err != nil {
+		return err
+	}
+	children = append(children, inc)
+	incURL := inc.url
+	rows := []*roleRow{{name: "direct", url: incURL, result: &pathResult{}}}
+
+	if addr, err = loopbackAddr(); err != nil {
+		return err
+	}
+	bare, err := startChild(ctx, "bare proxy", addr, "", []string{"loadtest", "bare-proxy", "--target", incURL, "--addr", addr}, env)
 	if err != nil {
 		return err
 	}
@@ -207,12 +258,32 @@ func runRoleLoad(ctx context.Context, out io.Writer, o roleLoadOptions) error {
 		switch role {
 		case RoleTap:
 			name = "tap-only"
-			kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(6, "conductor-shadow.exchanges"))
-			if err != nil {
-				return fmt.Errorf("loadtest: kafka: %w", err)
+			brokers := o.KafkaBrokers
+			if len(brokers) == 0 {
+				exe, err := devKafkaPath()
+				if err != nil {
+					return err
+				}
+				kaddr, err := loopbackAddr()
+				if err != nil {
+					return err
+				}
+				_, port, _ := net.SplitHostPort(kaddr)
+				k, err := startChild(ctx, "devkafka", kaddr, exe, []string{"--port", port, "--topics", "conductor-shadow.exchanges", "--partitions", "6"}, env)
+				if err != nil {
+					return err
+				}
+				children = append(children, k)
+				brokers = []string{kaddr}
 			}
-			defer kc.Close()
-			cfg += fmt.Sprintf("  kafka:\n    brokers: [%q]\n", kc.ListenAddrs()[0])
+			cfg += "  kafka:\n    brokers: ["
+			for i, b := range brokers {
+				if i > 0 {
+					cfg += ", "
+				}
+				cfg += fmt.Sprintf("%q", b)
+			}
+			cfg += "]\n"
 		case RoleAll:
 			if err := poolAnswers(o.PoolURL); err != nil {
 				return err
@@ -224,7 +295,7 @@ func runRoleLoad(ctx context.Context, out io.Writer, o roleLoadOptions) error {
 		if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 			return fmt.Errorf("loadtest: %w", err)
 		}
-		c, err := startChild(ctx, name, addr, []string{"--config", path, "serve"}, env)
+		c, err := startChild(ctx, name, addr, "", []string{"--config", path, "serve"}, env)
 		if err != nil {
 			return err
 		}
@@ -320,48 +391,23 @@ func serverStats(base string) string {
 // measureRoles runs one round of the open-loop load on every row, prints its
 // table and returns each path's added p95 and p99 over direct, ms.
 func measureRoles(ctx context.Context, out io.Writer, rows []*roleRow, o roleLoadOptions) map[string][2]float64 {
-	clients := make([]*http.Client, len(rows))
-	for i := range rows {
-		clients[i] = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConns: 4096, MaxIdleConnsPerHost: 4096, IdleConnTimeout: time.Minute}}
-	}
+	client := newLoadClient(o.Outstanding)
 	runID := time.Now().UnixNano()
-	send := func(k, i int) {
-		r := rows[k]
-		body := fmt.Sprintf(`{"model":"gpt-5","messages":[{"role":"user","content":"Customer %d (user%d@example.com) asks: what is %d * 7? Run %d."}]}`, i, i, i, runID)
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, r.url+"/v1/chat/completions", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("X-Request-Id", fmt.Sprintf("lt-%d-%d", runID, i))
-		start := time.Now()
-		resp, err := clients[k].Do(req)
-		if err != nil {
-			r.result.errors.Add(1)
-			return
-		}
-		_, err = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if err != nil || resp.StatusCode != http.StatusOK {
-			r.result.errors.Add(1)
-			return
-		}
-		r.result.add(time.Since(start))
+	targets := make([]loadTarget, len(rows))
+	for k, r := range rows {
+		targets[k] = loadTarget{result: r.result, request: func(ctx context.Context, i int) (*http.Request, error) {
+			body := fmt.Sprintf(`{"model":"gpt-5","messages":[{"role":"user","content":"Customer %d (user%d@example.com) asks: what is %d * 7? Run %d."}]}`, i, i, i, runID)
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.url+"/v1/chat/completions", strings.NewReader(body))
+			if err != nil {
+				return nil, err
+			}
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("X-Request-Id", fmt.Sprintf("lt-%d-%d", runID, i))
+			return req, nil
+		}}
 	}
-	interval := time.Second / time.Duration(o.Rate)
-	total := int(o.Duration / interval)
-	var wg sync.WaitGroup
-	start := time.Now()
-	for i := 0; i < total && ctx.Err() == nil; i++ {
-		time.Sleep(time.Until(start.Add(time.Duration(i) * interval)))
-		for j := range rows {
-			k := (i + j) % len(rows)
-			wg.Add(1)
-			go func() { defer wg.Done(); send(k, i) }()
-		}
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	for _, c := range clients {
-		c.CloseIdleConnections()
-	}
+	total, elapsed := openLoop{Rate: o.Rate, Duration: o.Duration, Outstanding: o.Outstanding, Client: client}.run(ctx, targets)
+	client.CloseIdleConnections()
 
 	// One percentile definition for the whole product: nearest rank.
 	pct := func(r *pathResult, p float64) float64 {
@@ -375,11 +421,11 @@ func measureRoles(ctx context.Context, out io.Writer, rows []*roleRow, o roleLoa
 	direct95, direct99 := pct(rows[0].result, 95), pct(rows[0].result, 99)
 	bare95, bare99 := pct(rows[1].result, 95)-direct95, pct(rows[1].result, 99)-direct99
 	added := map[string][2]float64{}
-	fmt.Fprintf(out, "sent %d requests per path in %s\n", total, elapsed.Round(time.Millisecond))
-	fmt.Fprintf(out, "%-11s %9s %9s %9s %7s %11s %11s %9s %9s  %s\n", "path", "p50 ms", "p95 ms", "p99 ms", "errors", "added p95", "added p99", "×bare p95", "×bare p99", "target")
+	fmt.Fprintf(out, "%d requests due per path in %s (latency from each one's intended send time; unsent: due while %d were outstanding; late: sent > %s after due)\n", total, elapsed.Round(time.Millisecond), o.Outstanding, lateAfter)
+	fmt.Fprintf(out, "%-11s %9s %9s %9s %7s %7s %7s %11s %11s %9s %9s  %s\n", "path", "p50 ms", "p95 ms", "p99 ms", "errors", "unsent", "late", "added p95", "added p99", "×bare p95", "×bare p99", "target")
 	for k, r := range rows {
 		p50, p95, p99 := pct(r.result, 50), pct(r.result, 95), pct(r.result, 99)
-		line := fmt.Sprintf("%-11s %9.2f %9.2f %9.2f %7d", r.name, p50, p95, p99, r.result.errors.Load())
+		line := fmt.Sprintf("%-11s %9.2f %9.2f %9.2f %7d %7d %7d", r.name, p50, p95, p99, r.result.errors.Load(), r.result.unsent.Load(), r.result.late.Load())
 		if k > 0 {
 			a95, a99 := p95-direct95, p99-direct99
 			added[r.name] = [2]float64{a95, a99}
@@ -389,6 +435,11 @@ func measureRoles(ctx context.Context, out io.Writer, rows []*roleRow, o roleLoa
 			}
 		}
 		fmt.Fprintln(out, line)
+	}
+	for _, r := range rows {
+		if e := r.result.firstError(); e != "" {
+			fmt.Fprintf(out, "  first error on %s: %s\n", r.name, e)
+		}
 	}
 	return added
 }
