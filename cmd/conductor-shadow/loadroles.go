@@ -32,6 +32,8 @@ const (
 	tapOnlyFactor  = 1.5
 	p95AllowanceMs = 0.5
 	p99AllowanceMs = 1.0
+	// maxLateShare: a round with more requests sent late than this share is not sound.
+	maxLateShare = 0.01
 )
 
 // roleLoadOptions drive the side-by-side run of `loadtest --roles`.
@@ -315,10 +317,16 @@ func runRoleLoad(ctx context.Context, out io.Writer, o roleLoadOptions) error {
 		if o.Repeat > 1 {
 			fmt.Fprintf(out, "round %d of %d\n", round, o.Repeat)
 		}
-		rounds = append(rounds, measureRoles(ctx, out, rows, o))
+		added, sound := measureRoles(ctx, out, rows, o)
+		if sound {
+			rounds = append(rounds, added)
+		}
 	}
 	for _, r := range rows[2:] {
 		fmt.Fprintf(out, "%s: %s\n", r.name, serverStats(r.url))
+	}
+	if n := max(1, o.Repeat); len(rounds) < n {
+		fmt.Fprintf(out, "%d of %d rounds were sound\n", len(rounds), n)
 	}
 	if len(rounds) > 1 {
 		// Medians over the rounds (nearest rank), then the same target check.
@@ -390,7 +398,10 @@ func serverStats(base string) string {
 
 // measureRoles runs one round of the open-loop load on every row, prints its
 // table and returns each path's added p95 and p99 over direct, ms.
-func measureRoles(ctx context.Context, out io.Writer, rows []*roleRow, o roleLoadOptions) map[string][2]float64 {
+// The round is sound (its figures are the servers', not a starved machine's) when
+// no path has an unsent request or an error and at most maxLateShare of the
+// requests were sent late; only sound rounds enter the medians and get a verdict.
+func measureRoles(ctx context.Context, out io.Writer, rows []*roleRow, o roleLoadOptions) (added map[string][2]float64, sound bool) {
 	client := newLoadClient(o.Outstanding)
 	runID := time.Now().UnixNano()
 	targets := make([]loadTarget, len(rows))
@@ -420,7 +431,13 @@ func measureRoles(ctx context.Context, out io.Writer, rows []*roleRow, o roleLoa
 	}
 	direct95, direct99 := pct(rows[0].result, 95), pct(rows[0].result, 99)
 	bare95, bare99 := pct(rows[1].result, 95)-direct95, pct(rows[1].result, 99)-direct99
-	added := map[string][2]float64{}
+	added = map[string][2]float64{}
+	sound = true
+	for _, r := range rows {
+		if r.result.unsent.Load() > 0 || r.result.errors.Load() > 0 || float64(r.result.late.Load()) > maxLateShare*float64(total) {
+			sound = false
+		}
+	}
 	fmt.Fprintf(out, "%d requests due per path in %s (latency from each one's intended send time; unsent: due while %d were outstanding; late: sent > %s after due)\n", total, elapsed.Round(time.Millisecond), o.Outstanding, lateAfter)
 	fmt.Fprintf(out, "%-11s %9s %9s %9s %7s %7s %7s %11s %11s %9s %9s  %s\n", "path", "p50 ms", "p95 ms", "p99 ms", "errors", "unsent", "late", "added p95", "added p99", "×bare p95", "×bare p99", "target")
 	for k, r := range rows {
@@ -430,7 +447,7 @@ func measureRoles(ctx context.Context, out io.Writer, rows []*roleRow, o roleLoa
 			a95, a99 := p95-direct95, p99-direct99
 			added[r.name] = [2]float64{a95, a99}
 			line += fmt.Sprintf(" %11.2f %11.2f", a95, a99)
-			if k > 1 {
+			if k > 1 && sound {
 				line += fmt.Sprintf(" %9s %9s  %s", ratio(a95, bare95), ratio(a99, bare99), verdict(r.role, a95, a99, bare95, bare99))
 			}
 		}
@@ -441,7 +458,10 @@ func measureRoles(ctx context.Context, out io.Writer, rows []*roleRow, o roleLoa
 			fmt.Fprintf(out, "  first error on %s: %s\n", r.name, e)
 		}
 	}
-	return added
+	if !sound {
+		fmt.Fprintf(out, "  NO VERDICT: the load did not go out as scheduled (unsent or failed requests, or more than %.0f%% sent late): the machine or the generator was saturated; this round is left out of the medians\n", maxLateShare*100)
+	}
+	return added, sound
 }
 
 // verdict checks a role's added latency against its target.
