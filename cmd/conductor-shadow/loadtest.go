@@ -71,7 +71,11 @@ func loadtestCmd(load loader, log *slog.Logger) *cobra.Command {
     ≤ 2× bare + 0.5 ms at p95 and + 1 ms at p99; tap-only ≤ 1.5× with the same
     allowances), and each server's shadow-side accounting.
  3. tap throughput: --exchanges copies offered to the tap with zero-latency shadow
-    workers writing through the store writer; prints exchanges/s stored.`,
+    workers writing through the store writer; prints exchanges/s stored.
+The load is open-loop: latency runs from each request's intended send time; at
+most --outstanding requests are in flight per path, and requests due beyond that
+(unsent), sent over 1 ms late (late) and failed (errors) are counted per path.
+A role round whose direct path shows a saturated machine gets no verdict.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := load()
