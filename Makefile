@@ -12,6 +12,7 @@ all: build
 build:
 	$(GO) build -o bin/conductor-shadow ./cmd/conductor-shadow
 	$(GO) build -o bin/simllm ./cmd/simllm
+	$(GO) build -o bin/devkafka ./cmd/devkafka
 
 ## libchdb: install the embedded ClickHouse engine once (npm package @chdb/lib-linux-x64-gnu).
 libchdb:

@@ -373,9 +373,31 @@ func (p admittedPipeline) Run(ctx context.Context, req shadow.Request, mode stri
 }
 
 // Offerer wraps next so a copy is shed (answered 503 "dropped", counted by
-// reason) while Shedding says so; backlog reports how many copies wait.
+// reason) while Shedding says so; backlog reports how many copies wait. When next
+// also hands copies over without waiting for them to be durable (*Tap's Mirror),
+// so does the wrapper: the mirroring proxy's capture workers then never wait for a
+// store commit, so the hand-off stays O(1) per copy.
 func (a *Admission) Offerer(next Offerer, backlog func() int) Offerer {
-	return admittedOfferer{next: next, a: a, backlog: backlog}
+	o := admittedOfferer{next: next, a: a, backlog: backlog}
+	if m, ok := next.(mirrorer); ok {
+		return admittedMirrorer{admittedOfferer: o, m: m}
+	}
+	return o
+}
+
+// admittedMirrorer is admittedOfferer over a next that can Mirror.
+type admittedMirrorer struct {
+	admittedOfferer
+	m mirrorer
+}
+
+// Mirror sheds like Offer, else hands ex to next's Mirror without waiting.
+func (o admittedMirrorer) Mirror(ex Exchange) (int, TapResponse) {
+	if reason, shed := o.a.Shedding(o.backlog()); shed {
+		o.a.stats.drop(reason)
+		return http.StatusServiceUnavailable, TapResponse{Status: "dropped", RequestID: ex.RequestID, Reason: reason}
+	}
+	return o.m.Mirror(ex)
 }
 
 type admittedOfferer struct {

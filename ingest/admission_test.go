@@ -326,3 +326,47 @@ func TestAdmittedPipelineRunsAtMostTheLimit(t *testing.T) {
 	}
 	release()
 }
+
+// offerMirror records which hand-over the admission wrapper used.
+type offerMirror struct{ offers, mirrors int }
+
+func (o *offerMirror) Offer(context.Context, Exchange) (int, TapResponse) {
+	o.offers++
+	return http.StatusAccepted, TapResponse{Status: "queued"}
+}
+
+func (o *offerMirror) Mirror(Exchange) (int, TapResponse) {
+	o.mirrors++
+	return http.StatusAccepted, TapResponse{Status: "queued"}
+}
+
+// The mirroring proxy's copies go through Mirror (no wait for a durable write)
+// behind admission too, and are still shed under pressure.
+func TestAdmissionKeepsTheNonWaitingMirror(t *testing.T) {
+	a, stats := newTestAdmission(t, func(c *AdmissionConfig) { c.MaxAddedLatency = time.Millisecond })
+	next := &offerMirror{}
+	backlog := 0
+	off := a.Offerer(next, func() int { return backlog })
+	m, ok := off.(mirrorer)
+	if !ok {
+		t.Fatal("the admission wrapper of a Mirror-capable tap has no Mirror: the proxy would wait for every durable write")
+	}
+	if code, _ := m.Mirror(Exchange{RequestID: "a"}); code != http.StatusAccepted || next.mirrors != 1 || next.offers != 0 {
+		t.Fatalf("healthy: code %d, mirrors %d, offers %d; want 202 through Mirror", code, next.mirrors, next.offers)
+	}
+	for i := range 100 {
+		a.ObserveAdded(time.Duration(100+i/90*5000) * time.Microsecond)
+	}
+	a.adjust(a.read())
+	backlog = a.Snapshot().Limit
+	code, resp := m.Mirror(Exchange{RequestID: "b"})
+	if code != http.StatusServiceUnavailable || resp.Reason != ShedLatency || next.mirrors != 1 {
+		t.Fatalf("under pressure with a backlog: %d %+v, mirrors %d", code, resp, next.mirrors)
+	}
+	if n := stats.Snapshot(0).Dropped[ShedLatency]; n != 1 {
+		t.Fatalf("shed_latency counted %d, want 1", n)
+	}
+	if _, ok := a.Offerer(offerFunc(nil), func() int { return 0 }).(mirrorer); ok {
+		t.Fatal("a wrapper over an Offer-only tap claims Mirror")
+	}
+}

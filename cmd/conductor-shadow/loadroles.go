@@ -16,15 +16,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/conductor-shadow/conductor-shadow/ingest"
-	"github.com/conductor-shadow/conductor-shadow/ingest/incumbenttest"
 	"github.com/conductor-shadow/conductor-shadow/store/percentile"
 )
 
@@ -35,6 +32,14 @@ const (
 	tapOnlyFactor  = 1.5
 	p95AllowanceMs = 0.5
 	p99AllowanceMs = 1.0
+	// maxMissingShare: a round where a path has more unsent or failed requests than
+	// this share of those due is not sound (its percentiles would omit them). Late
+	// requests do not count: their latency runs from the intended send time.
+	maxMissingShare = 0.001
+	// maxDirectExcessMs: a round whose direct path (no proxy at all) answers its p99
+	// more than this over the incumbent's delay measured a saturated machine, whose
+	// noise is far above the sub-millisecond figures the targets compare.
+	maxDirectExcessMs = 50.0
 )
 
 // roleLoadOptions drive the side-by-side run of `loadtest --roles`.
@@ -45,6 +50,11 @@ type roleLoadOptions struct {
 	Delay    time.Duration // the fake incumbent's answer time
 	PoolURL  string        // the worker pool the all-in-one server's candidates call
 	Repeat   int           // rounds; with more than one, medians are printed too
+	// Outstanding is the most requests in flight per path.
+	Outstanding int
+	// KafkaBrokers of the tap-only server; empty: start bin/devkafka (found beside
+	// this binary or on PATH) as its own process.
+	KafkaBrokers []string
 }
 
 // bareProxyCmd is the hidden `loadtest bare-proxy`: a plain httputil.ReverseProxy
@@ -83,6 +93,49 @@ func bareProxyCmd() *cobra.Command {
 	return cmd
 }
 
+// loadIncumbentCmd is the hidden `loadtest incumbent`: the stand-in incumbent
+// (answers after --delay) in its own process, so the load generator's process only
+// sends.
+func loadIncumbentCmd() *cobra.Command {
+	var addr string
+	var delay time.Duration
+	cmd := &cobra.Command{
+		Use:    "incumbent",
+		Short:  "Serve the stand-in incumbent (answers POST /v1/chat/completions after --delay)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ln, err := net.Listen("tcp", addr)
+			if err != nil {
+				return fmt.Errorf("incumbent: %w", err)
+			}
+			srv := &http.Server{Handler: &loadIncumbent{Delay: delay, Chunks: 5}, ReadHeaderTimeout: 10 * time.Second}
+			go func() { <-cmd.Context().Done(); _ = srv.Close() }()
+			if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+				return fmt.Errorf("incumbent: %w", err)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&addr, "addr", "127.0.0.1:0", "listen address")
+	cmd.Flags().DurationVar(&delay, "delay", 50*time.Millisecond, "answer time")
+	return cmd
+}
+
+// devKafkaPath finds bin/devkafka: beside this binary, else on PATH.
+func devKafkaPath() (string, error) {
+	if exe, err := os.Executable(); err == nil {
+		p := filepath.Join(filepath.Dir(exe), "devkafka")
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	if p, err := exec.LookPath("devkafka"); err == nil {
+		return p, nil
+	}
+	return "", errors.New("loadtest: the tap-only row needs a Kafka: pass --kafka-brokers, or build the in-memory broker beside this binary (make build: bin/devkafka)")
+}
+
 // child is one process of the role run.
 type child struct {
 	name string
@@ -92,10 +145,13 @@ type child struct {
 	done chan struct{}
 }
 
-func startChild(ctx context.Context, name, addr string, args []string, env []string) (*child, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("loadtest: %w", err)
+// startChild starts exe (this binary when "") with args and waits until addr accepts connections.
+func startChild(ctx context.Context, name, addr, exe string, args []string, env []string) (*child, error) {
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return nil, fmt.Errorf("loadtest: %w", err)
+		}
 	}
 	c := &child{name: name, url: "http://" + addr, log: &bytes.Buffer{}, done: make(chan struct{})}
 	c.cmd = exec.Command(exe, args...)
@@ -164,12 +220,6 @@ type roleRow struct {
 // separate processes on loopback, and prints p50/p95/p99 per path, the added
 // latency over direct, its ratio to the bare proxy's and the target.
 func runRoleLoad(ctx context.Context, out io.Writer, o roleLoadOptions) error {
-	fake := &incumbenttest.Handler{Delay: o.Delay, Chunks: 5}
-	incSrv, incURL, err := listen(fake)
-	if err != nil {
-		return err
-	}
-	defer incSrv.Close()
 	dir, err := os.MkdirTemp("", "conductor-shadow-loadtest-")
 	if err != nil {
 		return fmt.Errorf("loadtest: %w", err)
@@ -183,13 +233,22 @@ func runRoleLoad(ctx context.Context, out io.Writer, o roleLoadOptions) error {
 			c.stop()
 		}
 	}()
-	rows := []*roleRow{{name: "direct", url: incURL, result: &pathResult{}}}
-
 	addr, err := loopbackAddr()
 	if err != nil {
 		return err
 	}
-	bare, err := startChild(ctx, "bare proxy", addr, []string{"loadtest", "bare-proxy", "--target", incURL, "--addr", addr}, env)
+	inc, err := startChild(ctx, "incumbent", addr, "", []string{"loadtest", "incumbent", "--addr", addr, "--delay", o.Delay.String()}, env)
+	if err != nil {
+		return err
+	}
+	children = append(children, inc)
+	incURL := inc.url
+	rows := []*roleRow{{name: "direct", url: incURL, result: &pathResult{}}}
+
+	if addr, err = loopbackAddr(); err != nil {
+		return err
+	}
+	bare, err := startChild(ctx, "bare proxy", addr, "", []string{"loadtest", "bare-proxy", "--target", incURL, "--addr", addr}, env)
 	if err != nil {
 		return err
 	}
@@ -207,12 +266,32 @@ func runRoleLoad(ctx context.Context, out io.Writer, o roleLoadOptions) error {
 		switch role {
 		case RoleTap:
 			name = "tap-only"
-			kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(6, "conductor-shadow.exchanges"))
-			if err != nil {
-				return fmt.Errorf("loadtest: kafka: %w", err)
+			brokers := o.KafkaBrokers
+			if len(brokers) == 0 {
+				exe, err := devKafkaPath()
+				if err != nil {
+					return err
+				}
+				kaddr, err := loopbackAddr()
+				if err != nil {
+					return err
+				}
+				_, port, _ := net.SplitHostPort(kaddr)
+				k, err := startChild(ctx, "devkafka", kaddr, exe, []string{"--port", port, "--topics", "conductor-shadow.exchanges", "--partitions", "6"}, env)
+				if err != nil {
+					return err
+				}
+				children = append(children, k)
+				brokers = []string{kaddr}
 			}
-			defer kc.Close()
-			cfg += fmt.Sprintf("  kafka:\n    brokers: [%q]\n", kc.ListenAddrs()[0])
+			cfg += "  kafka:\n    brokers: ["
+			for i, b := range brokers {
+				if i > 0 {
+					cfg += ", "
+				}
+				cfg += fmt.Sprintf("%q", b)
+			}
+			cfg += "]\n"
 		case RoleAll:
 			if err := poolAnswers(o.PoolURL); err != nil {
 				return err
@@ -224,7 +303,7 @@ func runRoleLoad(ctx context.Context, out io.Writer, o roleLoadOptions) error {
 		if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 			return fmt.Errorf("loadtest: %w", err)
 		}
-		c, err := startChild(ctx, name, addr, []string{"--config", path, "serve"}, env)
+		c, err := startChild(ctx, name, addr, "", []string{"--config", path, "serve"}, env)
 		if err != nil {
 			return err
 		}
@@ -244,10 +323,16 @@ func runRoleLoad(ctx context.Context, out io.Writer, o roleLoadOptions) error {
 		if o.Repeat > 1 {
 			fmt.Fprintf(out, "round %d of %d\n", round, o.Repeat)
 		}
-		rounds = append(rounds, measureRoles(ctx, out, rows, o))
+		added, sound := measureRoles(ctx, out, rows, o)
+		if sound {
+			rounds = append(rounds, added)
+		}
 	}
 	for _, r := range rows[2:] {
 		fmt.Fprintf(out, "%s: %s\n", r.name, serverStats(r.url))
+	}
+	if n := max(1, o.Repeat); len(rounds) < n {
+		fmt.Fprintf(out, "%d of %d rounds were sound\n", len(rounds), n)
 	}
 	if len(rounds) > 1 {
 		// Medians over the rounds (nearest rank), then the same target check.
@@ -273,7 +358,7 @@ func runRoleLoad(ctx context.Context, out io.Writer, o roleLoadOptions) error {
 }
 
 func ratio(a, b float64) string {
-	if b <= 0 {
+	if b <= 0 || a < 0 {
 		return "n/a"
 	}
 	return fmt.Sprintf("%.2f×", a/b)
@@ -319,49 +404,28 @@ func serverStats(base string) string {
 
 // measureRoles runs one round of the open-loop load on every row, prints its
 // table and returns each path's added p95 and p99 over direct, ms.
-func measureRoles(ctx context.Context, out io.Writer, rows []*roleRow, o roleLoadOptions) map[string][2]float64 {
-	clients := make([]*http.Client, len(rows))
-	for i := range rows {
-		clients[i] = &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConns: 4096, MaxIdleConnsPerHost: 4096, IdleConnTimeout: time.Minute}}
-	}
+// The round is sound (its figures are the servers', not a starved machine's) when
+// no path has more than maxMissingShare of its requests unsent or failed and the
+// direct path's p99 is within maxDirectExcessMs of the incumbent's delay; only
+// sound rounds enter the medians and get a verdict.
+func measureRoles(ctx context.Context, out io.Writer, rows []*roleRow, o roleLoadOptions) (added map[string][2]float64, sound bool) {
+	client := newLoadClient(o.Outstanding)
 	runID := time.Now().UnixNano()
-	send := func(k, i int) {
-		r := rows[k]
-		body := fmt.Sprintf(`{"model":"gpt-5","messages":[{"role":"user","content":"Customer %d (user%d@example.com) asks: what is %d * 7? Run %d."}]}`, i, i, i, runID)
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, r.url+"/v1/chat/completions", strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("X-Request-Id", fmt.Sprintf("lt-%d-%d", runID, i))
-		start := time.Now()
-		resp, err := clients[k].Do(req)
-		if err != nil {
-			r.result.errors.Add(1)
-			return
-		}
-		_, err = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if err != nil || resp.StatusCode != http.StatusOK {
-			r.result.errors.Add(1)
-			return
-		}
-		r.result.add(time.Since(start))
+	targets := make([]loadTarget, len(rows))
+	for k, r := range rows {
+		targets[k] = loadTarget{result: r.result, request: func(ctx context.Context, i int) (*http.Request, error) {
+			body := fmt.Sprintf(`{"model":"gpt-5","messages":[{"role":"user","content":"Customer %d (user%d@example.com) asks: what is %d * 7? Run %d."}]}`, i, i, i, runID)
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.url+"/v1/chat/completions", strings.NewReader(body))
+			if err != nil {
+				return nil, err
+			}
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("X-Request-Id", fmt.Sprintf("lt-%d-%d", runID, i))
+			return req, nil
+		}}
 	}
-	interval := time.Second / time.Duration(o.Rate)
-	total := int(o.Duration / interval)
-	var wg sync.WaitGroup
-	start := time.Now()
-	for i := 0; i < total && ctx.Err() == nil; i++ {
-		time.Sleep(time.Until(start.Add(time.Duration(i) * interval)))
-		for j := range rows {
-			k := (i + j) % len(rows)
-			wg.Add(1)
-			go func() { defer wg.Done(); send(k, i) }()
-		}
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	for _, c := range clients {
-		c.CloseIdleConnections()
-	}
+	total, elapsed := openLoop{Rate: o.Rate, Duration: o.Duration, Outstanding: o.Outstanding, Client: client}.run(ctx, targets)
+	client.CloseIdleConnections()
 
 	// One percentile definition for the whole product: nearest rank.
 	pct := func(r *pathResult, p float64) float64 {
@@ -374,23 +438,42 @@ func measureRoles(ctx context.Context, out io.Writer, rows []*roleRow, o roleLoa
 	}
 	direct95, direct99 := pct(rows[0].result, 95), pct(rows[0].result, 99)
 	bare95, bare99 := pct(rows[1].result, 95)-direct95, pct(rows[1].result, 99)-direct99
-	added := map[string][2]float64{}
-	fmt.Fprintf(out, "sent %d requests per path in %s\n", total, elapsed.Round(time.Millisecond))
-	fmt.Fprintf(out, "%-11s %9s %9s %9s %7s %11s %11s %9s %9s  %s\n", "path", "p50 ms", "p95 ms", "p99 ms", "errors", "added p95", "added p99", "×bare p95", "×bare p99", "target")
+	added = map[string][2]float64{}
+	sound = true
+	for _, r := range rows {
+		if float64(r.result.unsent.Load()+r.result.errors.Load()) > maxMissingShare*float64(total) {
+			sound = false
+		}
+	}
+	directExcess := direct99 - float64(o.Delay.Microseconds())/1000
+	if directExcess > maxDirectExcessMs {
+		sound = false
+	}
+	fmt.Fprintf(out, "%d requests due per path in %s (latency from each one's intended send time; unsent: due while %d were outstanding; late: sent > %s after due)\n", total, elapsed.Round(time.Millisecond), o.Outstanding, lateAfter)
+	fmt.Fprintf(out, "%-11s %9s %9s %9s %7s %7s %7s %11s %11s %9s %9s  %s\n", "path", "p50 ms", "p95 ms", "p99 ms", "errors", "unsent", "late", "added p95", "added p99", "×bare p95", "×bare p99", "target")
 	for k, r := range rows {
 		p50, p95, p99 := pct(r.result, 50), pct(r.result, 95), pct(r.result, 99)
-		line := fmt.Sprintf("%-11s %9.2f %9.2f %9.2f %7d", r.name, p50, p95, p99, r.result.errors.Load())
+		line := fmt.Sprintf("%-11s %9.2f %9.2f %9.2f %7d %7d %7d", r.name, p50, p95, p99, r.result.errors.Load(), r.result.unsent.Load(), r.result.late.Load())
 		if k > 0 {
 			a95, a99 := p95-direct95, p99-direct99
 			added[r.name] = [2]float64{a95, a99}
 			line += fmt.Sprintf(" %11.2f %11.2f", a95, a99)
-			if k > 1 {
+			if k > 1 && sound {
 				line += fmt.Sprintf(" %9s %9s  %s", ratio(a95, bare95), ratio(a99, bare99), verdict(r.role, a95, a99, bare95, bare99))
 			}
 		}
 		fmt.Fprintln(out, line)
 	}
-	return added
+	for _, r := range rows {
+		if e := r.result.firstError(); e != "" {
+			fmt.Fprintf(out, "  first error on %s: %s\n", r.name, e)
+		}
+	}
+	if !sound {
+		fmt.Fprintf(out, "  NO VERDICT: the machine or the generator was saturated (more than %.1f%% of a path's requests unsent or failed, or the direct path's p99 %.2f ms over the incumbent's %s, allowed %.0f ms): this round is left out of the medians\n",
+			maxMissingShare*100, directExcess, o.Delay, maxDirectExcessMs)
+	}
+	return added, sound
 }
 
 // verdict checks a role's added latency against its target.

@@ -11,8 +11,6 @@ import (
 	"runtime/pprof"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -40,6 +38,8 @@ type loadtestOptions struct {
 	Roles       []string      // roles for the side-by-side run against a bare proxy; empty skips it
 	PoolURL     string        // worker pool of the all-in-one server; "" = the configured workers' base URL
 	Repeat      int           // rounds of the role run (medians printed when > 1)
+	Outstanding int           // most requests in flight per path; one due beyond it is counted unsent
+	Kafka       []string      // brokers of the tap-only server; empty: start bin/devkafka beside this binary
 }
 
 // nopOfferer takes nothing.
@@ -51,7 +51,7 @@ func (nopOfferer) Offer(context.Context, ingest.Exchange) (int, ingest.TapRespon
 
 func loadtestCmd(load loader, log *slog.Logger) *cobra.Command {
 	opts := loadtestOptions{Rate: 1000, Duration: 30 * time.Second, Delay: 50 * time.Millisecond, StopStoreAt: 0.5, Exchanges: 100000,
-		InProcess: true, Roles: []string{RoleAll, RoleTap}}
+		InProcess: true, Roles: []string{RoleAll, RoleTap}, Outstanding: 1000}
 	cmd := &cobra.Command{
 		Use:   "loadtest",
 		Short: "Measure the mirroring proxy's added latency by role against a bare reverse proxy, the tap's throughput, and behaviour with the store stopped",
@@ -71,7 +71,11 @@ func loadtestCmd(load loader, log *slog.Logger) *cobra.Command {
     ≤ 2× bare + 0.5 ms at p95 and + 1 ms at p99; tap-only ≤ 1.5× with the same
     allowances), and each server's shadow-side accounting.
  3. tap throughput: --exchanges copies offered to the tap with zero-latency shadow
-    workers writing through the store writer; prints exchanges/s stored.`,
+    workers writing through the store writer; prints exchanges/s stored.
+The load is open-loop: latency runs from each request's intended send time; at
+most --outstanding requests are in flight per path, and requests due beyond that
+(unsent), sent over 1 ms late (late) and failed (errors) are counted per path.
+A role round whose direct path shows a saturated machine gets no verdict.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := load()
@@ -79,6 +83,15 @@ func loadtestCmd(load loader, log *slog.Logger) *cobra.Command {
 				return err
 			}
 			out := cmd.OutOrStdout()
+			if opts.Rate < 1 || opts.Outstanding < 1 {
+				return fmt.Errorf("loadtest: --rate %d and --outstanding %d must be at least 1", opts.Rate, opts.Outstanding)
+			}
+			nofile, err := raiseOpenFileLimit()
+			if err != nil {
+				fmt.Fprintf(out, "warning: %v (open-file limit stays %d)\n", err, nofile)
+			} else if need := uint64(opts.Outstanding)*8 + 256; nofile < need {
+				fmt.Fprintf(out, "warning: open-file limit %d is below the ~%d this run may need\n", nofile, need)
+			}
 			if opts.CPUProfile != "" {
 				f, err := os.Create(opts.CPUProfile)
 				if err != nil {
@@ -100,7 +113,8 @@ func loadtestCmd(load loader, log *slog.Logger) *cobra.Command {
 				if pool == "" && len(cfg.Shadow.Workers) > 0 {
 					pool = cfg.Shadow.Workers[0].BaseURL
 				}
-				ro := roleLoadOptions{Roles: opts.Roles, Rate: opts.Rate, Duration: opts.Duration, Delay: opts.Delay, PoolURL: pool, Repeat: opts.Repeat}
+				ro := roleLoadOptions{Roles: opts.Roles, Rate: opts.Rate, Duration: opts.Duration, Delay: opts.Delay, PoolURL: pool, Repeat: opts.Repeat,
+					Outstanding: opts.Outstanding, KafkaBrokers: opts.Kafka}
 				if err := runRoleLoad(cmd.Context(), out, ro); err != nil {
 					return err
 				}
@@ -123,11 +137,14 @@ func loadtestCmd(load loader, log *slog.Logger) *cobra.Command {
 	f.BoolVar(&opts.InProcess, "inprocess", opts.InProcess, "run the in-process proxy-overhead run")
 	f.StringSliceVar(&opts.Roles, "roles", opts.Roles, "serve roles compared side by side with a bare reverse proxy: all, tap (empty: skip)")
 	f.IntVar(&opts.Repeat, "repeat", 1, "rounds of the role run, each --duration long; medians are printed when > 1")
+	f.IntVar(&opts.Outstanding, "outstanding", opts.Outstanding, "most requests in flight per path (keep-alive connections per target); a request due beyond it is counted unsent")
+	f.StringSliceVar(&opts.Kafka, "kafka-brokers", nil, "Kafka brokers of the tap-only server (default: start bin/devkafka, the in-memory broker built beside this binary)")
 	f.StringVar(&opts.PoolURL, "pool", "", "worker pool base URL of the all-in-one server (default: the configured workers')")
 	f.StringVar(&opts.CPUProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	f.BoolVar(&opts.RealStore, "real-store", false, "tap throughput into the configured store (embedded chDB or ClickHouse) instead of memory")
 	_ = log
 	cmd.AddCommand(bareProxyCmd())
+	cmd.AddCommand(loadIncumbentCmd())
 	cmd.AddCommand(durabilityCmd())
 	addUsersLoad(cmd, load) // --users: a candidate under concurrent users (loadtest_users.go)
 	return cmd
@@ -155,19 +172,6 @@ func listen(h http.Handler) (*http.Server, string, error) {
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	return srv, "http://" + ln.Addr().String(), nil
-}
-
-// pathResult is what one load path measured.
-type pathResult struct {
-	mu        sync.Mutex
-	latencies []time.Duration
-	errors    atomic.Int64
-}
-
-func (r *pathResult) add(d time.Duration) {
-	r.mu.Lock()
-	r.latencies = append(r.latencies, d)
-	r.mu.Unlock()
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Microseconds())/1000) }
@@ -207,78 +211,58 @@ func runProxyLoad(ctx context.Context, out io.Writer, o loadtestOptions) error {
 		return err
 	}
 
-	newClient := func() *http.Client {
-		return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConns: 4096, MaxIdleConnsPerHost: 4096, IdleConnTimeout: time.Minute}}
-	}
+	client := newLoadClient(o.Outstanding)
 	direct, proxied := &pathResult{}, &pathResult{}
-	directClient, proxyClient := newClient(), newClient()
 	streamField := ""
 	if o.Stream {
 		streamField = `"stream":true,"stream_options":{"include_usage":true},`
 	}
-	send := func(c *http.Client, base string, i int, r *pathResult) {
-		body := fmt.Sprintf(`{"model":"gpt-4o",%s"messages":[{"role":"user","content":"Customer %d (user%d@example.com, +1 415 555 %04d) asks: what is %d * 7?"}]}`, streamField, i, i, i%10000, i)
-		start := time.Now()
-		resp, err := c.Post(base+"/v1/chat/completions", "application/json", strings.NewReader(body))
-		if err != nil {
-			r.errors.Add(1)
-			return
-		}
-		_, err = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if err != nil || resp.StatusCode != http.StatusOK {
-			r.errors.Add(1)
-			return
-		}
-		r.add(time.Since(start))
+	target := func(base string, r *pathResult) loadTarget {
+		return loadTarget{result: r, request: func(ctx context.Context, i int) (*http.Request, error) {
+			body := fmt.Sprintf(`{"model":"gpt-4o",%s"messages":[{"role":"user","content":"Customer %d (user%d@example.com, +1 415 555 %04d) asks: what is %d * 7?"}]}`, streamField, i, i, i%10000, i)
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/chat/completions", strings.NewReader(body))
+			if err == nil {
+				req.Header.Set("Content-Type", "application/json")
+			}
+			return req, err
+		}}
 	}
 
 	mode := "at the same time"
 	if o.Sequential {
 		mode = "one after the other"
 	}
-	fmt.Fprintf(out, "proxy overhead: %d req/s for %s directly and through the proxy (%s), incumbent answers in %s, stream=%v\n", o.Rate, o.Duration, mode, o.Delay, o.Stream)
-	interval := time.Second / time.Duration(o.Rate)
-	total := int(o.Duration / interval)
+	fmt.Fprintf(out, "proxy overhead: %d req/s for %s directly and through the proxy (%s), incumbent answers in %s, stream=%v, at most %d outstanding per path\n", o.Rate, o.Duration, mode, o.Delay, o.Stream, o.Outstanding)
 	var processedAtStop int64
-	// drive sends total requests on an open-loop schedule (it never waits for
-	// answers) to each target, stopping the store at the configured fraction.
-	drive := func(targets []func(i int)) time.Duration {
-		var wg sync.WaitGroup
+	// drive runs the open-loop load on the targets, stopping the store at the
+	// configured fraction.
+	drive := func(targets []loadTarget, stopFraction float64) (int, time.Duration) {
 		start := time.Now()
+		total := int(o.Duration / (time.Second / time.Duration(o.Rate)))
 		stopAt := -1
-		if o.StopStoreAt > 0 {
-			stopAt = int(float64(total) * o.StopStoreAt)
+		if stopFraction > 0 {
+			stopAt = int(float64(total) * stopFraction)
 		}
-		for i := 0; i < total && ctx.Err() == nil; i++ {
-			if i == stopAt && len(targets) > 0 && !st.stopped.Load() {
+		loop := openLoop{Rate: o.Rate, Duration: o.Duration, Outstanding: o.Outstanding, Client: client, OnTick: func(i int) {
+			if i == stopAt && !st.stopped.Load() {
 				st.stopped.Store(true)
 				processedAtStop = stats.Snapshot(0).Processed
 				fmt.Fprintf(out, "store stopped after %s\n", time.Since(start).Round(time.Millisecond))
 			}
-			time.Sleep(time.Until(start.Add(time.Duration(i) * interval)))
-			for _, send := range targets {
-				wg.Add(1)
-				go func() { defer wg.Done(); send(i) }()
-			}
-		}
-		wg.Wait()
-		return time.Since(start)
+		}}
+		return loop.run(ctx, targets)
 	}
-	sendDirect := func(i int) { send(directClient, incURL, i, direct) }
-	sendProxied := func(i int) { send(proxyClient, pxURL, i, proxied) }
 	var elapsed time.Duration
+	var total int
 	if o.Sequential {
-		saved := o.StopStoreAt
-		o.StopStoreAt = 0 // the store only matters to the proxied run
-		elapsed = drive([]func(int){sendDirect})
-		o.StopStoreAt = saved
-		elapsed += drive([]func(int){sendProxied})
+		var e time.Duration
+		total, elapsed = drive([]loadTarget{target(incURL, direct)}, 0) // the store only matters to the proxied run
+		total, e = drive([]loadTarget{target(pxURL, proxied)}, o.StopStoreAt)
+		elapsed += e
 	} else {
-		elapsed = drive([]func(int){sendDirect, sendProxied})
+		total, elapsed = drive([]loadTarget{target(incURL, direct), target(pxURL, proxied)}, o.StopStoreAt)
 	}
-	directClient.CloseIdleConnections()
-	proxyClient.CloseIdleConnections()
+	client.CloseIdleConnections()
 
 	shutCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -291,13 +275,16 @@ func runProxyLoad(ctx context.Context, out io.Writer, o loadtestOptions) error {
 	slices.Sort(direct.latencies)
 	slices.Sort(proxied.latencies)
 	fmt.Fprintf(out, "sent %d requests per path in %s\n", total, elapsed.Round(time.Millisecond))
-	fmt.Fprintf(out, "%-8s %10s %10s %10s %8s\n", "path", "p50", "p95", "p99", "errors")
+	fmt.Fprintf(out, "%-8s %10s %10s %10s %8s %8s %8s\n", "path", "p50", "p95", "p99", "errors", "unsent", "late")
 	for _, row := range []struct {
 		name string
 		r    *pathResult
 	}{{"direct", direct}, {"proxied", proxied}} {
 		d := row.r.latencies
-		fmt.Fprintf(out, "%-8s %10s %10s %10s %8d\n", row.name, ms(percentile.Durations(d, 50)), ms(percentile.Durations(d, 95)), ms(percentile.Durations(d, 99)), row.r.errors.Load())
+		fmt.Fprintf(out, "%-8s %10s %10s %10s %8d %8d %8d\n", row.name, ms(percentile.Durations(d, 50)), ms(percentile.Durations(d, 95)), ms(percentile.Durations(d, 99)), row.r.errors.Load(), row.r.unsent.Load(), row.r.late.Load())
+		if e := row.r.firstError(); e != "" {
+			fmt.Fprintf(out, "  first error on %s: %s\n", row.name, e)
+		}
 	}
 	fmt.Fprintf(out, "%-8s %10s %10s %10s\n", "added",
 		ms(percentile.Durations(proxied.latencies, 50)-percentile.Durations(direct.latencies, 50)),
