@@ -67,7 +67,11 @@ func TestSimulatorCalibration(t *testing.T) {
 	for _, p := range simpool.DefaultProfiles() {
 		profiles[p.Name] = p
 	}
-	code, err := eval.NewCodeGrader(eval.NewDefaultCodeConfig())
+	// A generous limit: the simulated programs never loop, and a test program
+	// timed out by a busy machine would read as a wrong answer.
+	codeCfg := eval.NewDefaultCodeConfig()
+	codeCfg.Timeout = 60 * time.Second
+	code, err := eval.NewCodeGrader(codeCfg)
 	if err != nil {
 		t.Fatal(err)
 	}
