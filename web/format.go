@@ -248,12 +248,12 @@ func parsePlan(plan string) (steps []planStep, ok bool) {
 type traceQuery struct {
 	App      string
 	Source   string
-	Q        string // text filter: the input, or any run's final output when the store searches
+	Q        string // text filter: the input or any run's final output
 	Limit    int    // rows per page as asked in the URL; 0 means the store default
 	Before   time.Time
 	BeforeID string
 
-	// Search filters (store.TraceSearch); the store must implement store.Analytics.
+	// Search filters (store.TraceSearch, applied by store.TraceReader).
 	Candidate string    // a candidate pipeline that ran
 	Worker    string    // a worker some step called
 	Status    string    // a run status
@@ -264,12 +264,6 @@ type traceQuery struct {
 	From      time.Time // received at or after
 	To        time.Time // received before
 	Grade     string    // store.GradePassed, store.GradeFailed or ""
-}
-
-// searching reports whether q uses a filter only store.Analytics can apply.
-func (q traceQuery) searching() bool {
-	return q.Candidate != "" || q.Worker != "" || q.Status != "" || q.MinCost != 0 || q.MaxCost != 0 ||
-		q.MinMs != 0 || q.MaxMs != 0 || !q.From.IsZero() || !q.To.IsZero() || q.Grade != ""
 }
 
 // search turns q into the store's search.
