@@ -15,6 +15,7 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/conductor-shadow/conductor-shadow/shadow"
 
@@ -100,6 +101,7 @@ const (
 // capture is one finished or broken-off proxied exchange, read by the background copier.
 type capture struct {
 	path, app, requestID string
+	subject, traceParent string // the data subject (SubjectHeader) and the W3C traceparent sent
 	reqBody, respBody    []byte
 	status               int
 	respHeader           http.Header
@@ -111,16 +113,18 @@ type capture struct {
 // newCapture records what cw saw of the answer to r, which ended at end.
 func newCapture(r *http.Request, app string, reqBody []byte, cw *captureWriter, finished time.Time, end captureEnd) capture {
 	c := capture{
-		path:       r.URL.Path,
-		app:        app,
-		requestID:  r.Header.Get("X-Request-Id"),
-		reqBody:    reqBody,
-		respBody:   cw.buf.Bytes(),
-		status:     cw.status,
-		respHeader: cw.Header().Clone(),
-		start:      cw.start,
-		latency:    finished.Sub(cw.start),
-		end:        end,
+		path:        r.URL.Path,
+		app:         app,
+		requestID:   r.Header.Get("X-Request-Id"),
+		subject:     r.Header.Get(SubjectHeader),
+		traceParent: TraceParentOf(traceContext.Extract(r.Context(), propagation.HeaderCarrier(r.Header))),
+		reqBody:     reqBody,
+		respBody:    cw.buf.Bytes(),
+		status:      cw.status,
+		respHeader:  cw.Header().Clone(),
+		start:       cw.start,
+		latency:     finished.Sub(cw.start),
+		end:         end,
 	}
 	if !cw.firstByte.IsZero() {
 		c.ttft = cw.firstByte.Sub(cw.start)
@@ -283,6 +287,8 @@ func (c capture) exchange() (Exchange, error) {
 		Request:       req,
 		Response:      resp,
 		Metadata:      map[string]string{"source": "proxy", "route": c.path},
+		Subject:       c.subject,
+		TraceParent:   c.traceParent,
 	}
 	if err := ex.Validate(1<<20, true); err != nil {
 		return Exchange{}, err

@@ -39,6 +39,17 @@ type Exchange struct {
 	Metadata      map[string]string `json:"metadata,omitempty"`
 	// Simulated marks an incumbent answer produced by the simulated worker pool.
 	Simulated bool `json:"simulated,omitempty"`
+	// Subject names the data subject (an end-user or account id) so that
+	// `conductor-shadow forget --subject` can delete their rows later. It is
+	// never stored or queued: the tap replaces it with SubjectHash.
+	Subject string `json:"subject,omitempty"`
+	// SubjectHash is the keyed hash of Subject (see SubjectHash), set by the
+	// tap; a value sent by the client is replaced.
+	SubjectHash string `json:"subject_hash,omitempty"`
+	// TraceParent is the W3C traceparent of the production request, so the
+	// shadow runs' spans join its trace. The tap fills it from the request's
+	// trace context when the body has none.
+	TraceParent string `json:"traceparent,omitempty"`
 }
 
 // ExchangeRequest is the production request as the incumbent received it.

@@ -161,6 +161,7 @@ func (p *Processor) process(ctx context.Context, d Delivery) {
 		}
 	}
 	sreq := shadow.Request{RequestID: ex.RequestID, Messages: ex.Request.Messages}
+	runCtx := ContextWithTraceParent(ctx, ex.TraceParent) // runs join the production request's trace
 	interrupted := false
 	for _, c := range p.candidates {
 		key := store.WorkKey{Pipeline: c.Name(), PipelineVersion: c.Version()}
@@ -171,7 +172,7 @@ func (p *Processor) process(ctx context.Context, d Delivery) {
 			interrupted = true
 			break
 		}
-		res := shadow.MarkCancelled(ctx, c.Run(ctx, sreq, store.ModeCandidate))
+		res := shadow.MarkCancelled(ctx, c.Run(runCtx, sreq, store.ModeCandidate))
 		b := store.Batch{Runs: []store.Run{res.Run}, Steps: res.Steps}
 		if res.Run.Status == store.StatusCancelled {
 			interrupted = true

@@ -140,6 +140,7 @@ func NewProxy(cfg ProxyConfig, tap Offerer, stats *Stats, transport http.RoundTr
 	p.rp = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
+			pr.Out.Header.Del(SubjectHeader) // ours, not the incumbent's
 			// Rewrite drops the inbound forwarding headers; the client's own pass
 			// through untouched and none is added.
 			for _, h := range []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"} {

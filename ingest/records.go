@@ -37,14 +37,15 @@ func RequestRecord(ex Exchange) (store.Request, error) {
 		received = time.Now()
 	}
 	return store.Request{
-		RequestID:  ex.RequestID,
-		ReceivedAt: received.UTC(),
-		Source:     source,
-		App:        ex.App,
-		Input:      string(input),
-		InputHash:  hex.EncodeToString(sum[:]),
-		Category:   ex.Metadata["category"],
-		Metadata:   ex.Metadata,
+		RequestID:   ex.RequestID,
+		SubjectHash: ex.SubjectHash,
+		ReceivedAt:  received.UTC(),
+		Source:      source,
+		App:         ex.App,
+		Input:       string(input),
+		InputHash:   hex.EncodeToString(sum[:]),
+		Category:    ex.Metadata["category"],
+		Metadata:    ex.Metadata,
 	}, nil
 }
 

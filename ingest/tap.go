@@ -27,6 +27,7 @@ type Tap struct {
 	seen    *lru.Cache[string, struct{}] // recent request ids, for idempotency; nil when DedupWindow is 0
 	pii     *Pseudonymizer               // nil when PII.Enabled is false
 	sampler *Sampler
+	secret  []byte // the PII secret: keys pseudonyms and subject hashes
 	loss    *lossLog
 
 	ephemeralSecret bool
@@ -74,16 +75,17 @@ func NewTap(cfg Config, q Queue, stats *Stats, opts ...TapOption) (*Tap, error) 
 		o.log = slog.New(slog.DiscardHandler)
 	}
 	t := &Tap{cfg: cfg, queue: q, stats: stats, sampler: NewSampler(cfg.Sampling), loss: newLossLog(o.log)}
+	secret := o.secret
+	if len(secret) == 0 && cfg.PII.SecretEnv != "" {
+		secret = []byte(os.Getenv(cfg.PII.SecretEnv))
+	}
+	if len(secret) == 0 {
+		secret = make([]byte, 32)
+		_, _ = rand.Read(secret) // never fails (crypto/rand)
+		t.ephemeralSecret = true
+	}
+	t.secret = secret
 	if cfg.PII.Enabled {
-		secret := o.secret
-		if len(secret) == 0 && cfg.PII.SecretEnv != "" {
-			secret = []byte(os.Getenv(cfg.PII.SecretEnv))
-		}
-		if len(secret) == 0 {
-			secret = make([]byte, 32)
-			_, _ = rand.Read(secret) // never fails (crypto/rand)
-			t.ephemeralSecret = true
-		}
 		p, err := NewPseudonymizer(cfg.PII, secret)
 		if err != nil {
 			return nil, err
@@ -99,6 +101,10 @@ func NewTap(cfg Config, q Queue, stats *Stats, opts ...TapOption) (*Tap, error) 
 	}
 	return t, nil
 }
+
+// SubjectHash is the keyed hash the tap stores for a data subject (see the
+// package function SubjectHash), with this tap's PII secret.
+func (t *Tap) SubjectHash(subject string) string { return SubjectHash(t.secret, subject) }
 
 // EphemeralSecret reports whether the PII secret was drawn at random because none
 // was configured: pseudonyms are then stable only for this process's life.
@@ -150,9 +156,17 @@ func answered(code int, resp TapResponse) offerState {
 	return offerState{settled: true, code: code, resp: resp}
 }
 
-// begin samples, dedups, pseudonymizes and hands ex to the queue. With wait false
-// on a DurableQueue the outcome is settled in the background.
+// begin replaces the data subject by its keyed hash, keeps the request's W3C
+// traceparent, then samples, dedups, pseudonymizes and hands ex to the queue.
+// With wait false on a DurableQueue the outcome is settled in the background.
 func (t *Tap) begin(ctx context.Context, ex Exchange, wait bool) offerState {
+	ex.SubjectHash = ""
+	if ex.Subject != "" {
+		ex.SubjectHash, ex.Subject = t.SubjectHash(ex.Subject), ""
+	}
+	if ex.TraceParent == "" {
+		ex.TraceParent = TraceParentOf(ctx)
+	}
 	if ok, reason := t.sampler.Keep(ex); !ok {
 		t.stats.unsample(reason)
 		return answered(http.StatusOK, TapResponse{Status: "unsampled", RequestID: ex.RequestID, Reason: reason})

@@ -14,6 +14,9 @@ import (
 
 	"github.com/conductor-shadow/conductor-shadow/shadow/shadowtest"
 	"github.com/conductor-shadow/conductor-shadow/store"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
 // latencyCaller is an in-process worker: it answers after latency (0: at once)
@@ -220,4 +223,37 @@ access_list = [[], [], [], [], "all"]`
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/6, "µs/call")
+}
+
+// BenchmarkChatTelemetryPerCall measures what the GenAI telemetry adds to one
+// worker call without the HTTP call: the chat span with its attributes (SDK
+// tracer, in-memory exporter) and the token-usage and duration histograms.
+// Reported: µs/call with telemetry on; compare with the noop case.
+func BenchmarkChatTelemetryPerCall(b *testing.B) {
+	w := WorkerConfig{Name: "gpt-5", Model: "gpt-5", Temperature: 0.2, MaxOutputTokens: 4096}
+	call := Call{Worker: "gpt-5", Model: "gpt-5", ResponseModel: "gpt-5", PromptTokens: 120, CompletionTokens: 240,
+		UsageReported: true, LatencyMs: 812, TTFTMs: 95, Attempts: 1, CostUSD: 0.0025, FinishReason: "stop"}
+	msgs := userRequest("What is 2+2?").Messages
+	for _, bc := range []struct {
+		name string
+		tel  Telemetry
+	}{
+		{"noop", Telemetry{}},
+		{"sdk", Telemetry{Tracers: sdktrace.NewTracerProvider(sdktrace.WithSyncer(tracetest.NewInMemoryExporter())),
+			Meters: sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			in, err := newInstruments(bc.tel)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := withStep(context.Background(), 2, PlanStep{Access: AccessAll()}, 0)
+			b.ReportAllocs()
+			for b.Loop() {
+				cctx, span := in.startChat(ctx, w, msgs)
+				in.endChat(cctx, span, w, call, nil)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/1000, "µs/call")
+		})
+	}
 }

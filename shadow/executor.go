@@ -43,14 +43,14 @@ type stepFunc func(ctx context.Context, i int, st PlanStep, msgs []openai.ChatCo
 // whose visible steps did not all succeed is skipped (store.StatusSkipped) without
 // a call. The final answer is the last step's response.
 func Execute(ctx context.Context, caller Caller, plan Plan) []StepResult {
-	return execute(ctx, plan, func(ctx context.Context, _ int, st PlanStep, msgs []openai.ChatCompletionMessage) (Call, string, []StepResult, error) {
+	return execute(ctx, plan, 0, func(ctx context.Context, _ int, st PlanStep, msgs []openai.ChatCompletionMessage) (Call, string, []StepResult, error) {
 		c, err := caller.Call(ctx, st.Worker, msgs)
 		return c, c.Output, nil, err
 	})
 }
 
-// execute is Execute with the step runner given.
-func execute(ctx context.Context, plan Plan, run stepFunc) []StepResult {
+// execute is Execute with the step runner and the recursion depth given.
+func execute(ctx context.Context, plan Plan, depth int, run stepFunc) []StepResult {
 	n := len(plan.Steps)
 	res := make([]StepResult, n)
 	done := make([]chan struct{}, n)
@@ -85,7 +85,7 @@ func execute(ctx context.Context, plan Plan, run stepFunc) []StepResult {
 			}
 			msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: st.Subtask})
 			res[i].Messages = msgs
-			call, response, nested, err := run(ctx, i, st, msgs)
+			call, response, nested, err := run(withStep(ctx, i, st, depth), i, st, msgs)
 			res[i].Call = call
 			res[i].Nested = nested
 			if err != nil {

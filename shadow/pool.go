@@ -16,6 +16,8 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 	"github.com/sony/gobreaker/v2"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel/propagation"
 )
 
 // ErrUnknownWorker: the worker name is not configured in the pool. Test with
@@ -74,6 +76,10 @@ type Call struct {
 	OrchestrationInputCachedTokens int64
 	OrchestrationOutputTokens      int64
 	PriceVersion                   string // PriceTableVersion of the pool's prices that CostUSD used
+	// ResponseModel and ResponseID are the response's model and id as the API
+	// reported them ("" when not sent).
+	ResponseModel string
+	ResponseID    string
 }
 
 // Usage returns the call's token usage.
@@ -95,6 +101,22 @@ type Pool struct {
 	sleep func(ctx context.Context, d time.Duration) error
 	// scales are the distinct SimulatedLatencyScaleHeader values seen (string → struct{}).
 	scales sync.Map
+	tel    *instruments // chat spans and GenAI client metrics
+}
+
+// PoolOption adjusts NewPool.
+type PoolOption func(*poolOptions)
+
+type poolOptions struct {
+	tel Telemetry
+}
+
+// WithTelemetry makes the pool report every call as a "chat {model}" span with
+// the GenAI semantic-convention attributes (and the GenAI client metrics), and
+// instruments its HTTP client with otelhttp so each HTTP attempt is a child
+// span and carries a W3C traceparent to the worker.
+func WithTelemetry(t Telemetry) PoolOption {
+	return func(o *poolOptions) { o.tel = t }
 }
 
 type poolWorker struct {
@@ -106,15 +128,29 @@ type poolWorker struct {
 // NewPool validates cfg and builds one client per worker: its base URL and the API
 // key read from the environment variable it names (an empty or unset variable
 // sends no key, fine for local endpoints).
-func NewPool(cfg Config) (*Pool, error) {
+func NewPool(cfg Config, opts ...PoolOption) (*Pool, error) {
 	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("shadow: new pool: %w", err)
+	}
+	var o poolOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	tel, err := newInstruments(o.tel)
+	if err != nil {
 		return nil, fmt.Errorf("shadow: new pool: %w", err)
 	}
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 64
 	res := cfg.Resilience.withDefaults()
-	p := &Pool{cfg: cfg, res: res, workers: make(map[string]poolWorker, len(cfg.Workers)), transport: tr, sleep: sleepCtx}
-	client := &http.Client{Transport: hintTransport{base: tr}}
+	p := &Pool{cfg: cfg, res: res, workers: make(map[string]poolWorker, len(cfg.Workers)), transport: tr, sleep: sleepCtx, tel: tel}
+	var rt http.RoundTripper = hintTransport{base: tr}
+	if o.tel.Tracers != nil || o.tel.Meters != nil {
+		rt = otelhttp.NewTransport(rt, otelhttp.WithTracerProvider(tracerProviderOrNoop(o.tel.Tracers)),
+			otelhttp.WithMeterProvider(meterProviderOrNoop(o.tel.Meters)),
+			otelhttp.WithPropagators(propagation.TraceContext{}))
+	}
+	client := &http.Client{Transport: rt}
 	table := make(map[string]Price, len(cfg.Workers))
 	for _, w := range cfg.Workers {
 		table[w.Name] = w.Price()
@@ -196,6 +232,14 @@ func (p *Pool) Call(ctx context.Context, worker string, msgs []openai.ChatComple
 	if !ok {
 		return Call{Worker: worker}, fmt.Errorf("shadow: call %q: %w", worker, ErrUnknownWorker)
 	}
+	ctx, span := p.tel.startChat(ctx, w.cfg, msgs)
+	c, err := p.call(ctx, w, worker, msgs)
+	p.tel.endChat(ctx, span, w.cfg, c, err)
+	return c, err
+}
+
+// call is Call inside its span.
+func (p *Pool) call(ctx context.Context, w poolWorker, worker string, msgs []openai.ChatCompletionMessage) (Call, error) {
 	c := Call{Worker: worker, Model: w.cfg.Model, StartedAt: time.Now().UTC(), PriceVersion: p.prices}
 	b := budgetFrom(ctx)
 	if err := b.admit(); err != nil {
@@ -305,6 +349,12 @@ func (p *Pool) stream(ctx context.Context, w poolWorker, msgs []openai.ChatCompl
 		var chunk openai.ChatCompletionStreamResponse
 		if err := json.Unmarshal(raw, &chunk); err != nil {
 			return fmt.Errorf("decode stream chunk: %w", err)
+		}
+		if chunk.Model != "" {
+			c.ResponseModel = chunk.Model
+		}
+		if chunk.ID != "" {
+			c.ResponseID = chunk.ID
 		}
 		var extra streamExtras
 		if bytes.Contains(raw, usageKey) || bytes.Contains(raw, reasoningKey) {

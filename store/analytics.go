@@ -83,51 +83,59 @@ func floatLiteral(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64)
 // to runs, steps and scores started or created at or after it (they all come
 // after their request is received), which SearchTraces uses to look at recent
 // data first.
-func (s *sqlStore) searchTracesSQL(q TraceSearch, floor time.Time) string {
+func (s *sqlStore) searchTracesSQL(q TraceSearch, floor time.Time) (string, Params) {
 	var where []string
+	p := Params{}
 	runsFloor, stepsFloor, scoresFloor := "", "", ""
 	if !floor.IsZero() {
-		where = append(where, "received_at >= "+timeLiteral(floor))
+		where = append(where, "received_at >= {floor:DateTime64(3, 'UTC')}")
 		// Runs start when their request is received or later (the incumbent's run
 		// at ReceivedAt); searchSlack allows for clocks of other writers.
-		f := timeLiteral(floor.Add(-searchSlack))
+		p.Time("floor", floor).Time("run_floor", floor.Add(-searchSlack))
+		const f = "{run_floor:DateTime64(3, 'UTC')}"
 		runsFloor, stepsFloor, scoresFloor = " AND started_at >= "+f, " AND started_at >= "+f, " AND created_at >= "+f
 	}
 	if q.App != "" {
-		where = append(where, "app = "+quoteString(q.App))
+		where = append(where, "app = {app:String}")
+		p.Str("app", q.App)
 	}
 	if q.Source != "" {
-		where = append(where, "source = "+quoteString(q.Source))
+		where = append(where, "source = {source:String}")
+		p.Str("source", q.Source)
 	}
 	if !q.From.IsZero() {
-		where = append(where, "received_at >= "+timeLiteral(q.From))
+		where = append(where, "received_at >= {from:DateTime64(3, 'UTC')}")
+		p.Time("from", q.From)
 	}
 	if !q.To.IsZero() {
-		where = append(where, "received_at < "+timeLiteral(q.To))
+		where = append(where, "received_at < {to:DateTime64(3, 'UTC')}")
+		p.Time("to", q.To)
 	}
 	if q.Text != "" {
-		t := quoteString(q.Text)
-		where = append(where, fmt.Sprintf("(%[4]s OR request_id IN "+
-			"(SELECT request_id FROM %[1]s.runs WHERE positionCaseInsensitiveUTF8(final_output, %[2]s) > 0%[3]s))", s.db, t, runsFloor, inputMatchSQL(q.Text)))
+		p.Str("text", q.Text)
+		where = append(where, fmt.Sprintf("(%[3]s OR request_id IN "+
+			"(SELECT request_id FROM %[1]s.runs WHERE positionCaseInsensitiveUTF8(final_output, {text:String}) > 0%[2]s))", s.db, runsFloor, inputMatchSQL(p, q.Text)))
 	}
 	var having []string
 	if q.Candidate != "" {
-		having = append(having, fmt.Sprintf("countIf(mode = 'candidate' AND pipeline = %s) > 0", quoteString(q.Candidate)))
+		having = append(having, "countIf(mode = 'candidate' AND pipeline = {candidate:String}) > 0")
+		p.Str("candidate", q.Candidate)
 	}
 	if q.Status != "" {
-		having = append(having, fmt.Sprintf("countIf(status = %s) > 0", quoteString(q.Status)))
+		having = append(having, "countIf(status = {status:String}) > 0")
+		p.Str("status", q.Status)
 	}
-	if q.MinCostUSD > 0 {
-		having = append(having, "sum(cost_usd) >= "+floatLiteral(q.MinCostUSD))
-	}
-	if q.MaxCostUSD > 0 {
-		having = append(having, "sum(cost_usd) <= "+floatLiteral(q.MaxCostUSD))
-	}
-	if q.MinLatencyMs > 0 {
-		having = append(having, "max(latency_ms) >= "+floatLiteral(q.MinLatencyMs))
-	}
-	if q.MaxLatencyMs > 0 {
-		having = append(having, "max(latency_ms) <= "+floatLiteral(q.MaxLatencyMs))
+	for _, b := range []struct {
+		v              float64
+		name, expr, op string
+	}{
+		{q.MinCostUSD, "min_cost", "sum(cost_usd)", ">="}, {q.MaxCostUSD, "max_cost", "sum(cost_usd)", "<="},
+		{q.MinLatencyMs, "min_latency", "max(latency_ms)", ">="}, {q.MaxLatencyMs, "max_latency", "max(latency_ms)", "<="},
+	} {
+		if b.v > 0 {
+			having = append(having, fmt.Sprintf("%s %s {%s:Float64}", b.expr, b.op, b.name))
+			p[b.name] = floatLiteral(b.v)
+		}
 	}
 	if len(having) > 0 {
 		where = append(where, fmt.Sprintf("request_id IN (SELECT request_id FROM %s.runs FINAL WHERE 1%s GROUP BY request_id HAVING %s)",
@@ -135,7 +143,8 @@ func (s *sqlStore) searchTracesSQL(q TraceSearch, floor time.Time) string {
 	}
 	if q.Worker != "" {
 		where = append(where, fmt.Sprintf("request_id IN (SELECT request_id FROM %[1]s.runs WHERE run_id IN "+
-			"(SELECT run_id FROM %[1]s.steps WHERE worker = %[2]s%[3]s)%[4]s)", s.db, quoteString(q.Worker), stepsFloor, runsFloor))
+			"(SELECT run_id FROM %[1]s.steps WHERE worker = {worker:String}%[2]s)%[3]s)", s.db, stepsFloor, runsFloor))
+		p.Str("worker", q.Worker)
 	}
 	if q.Grade != "" {
 		passed := "1"
@@ -145,7 +154,7 @@ func (s *sqlStore) searchTracesSQL(q TraceSearch, floor time.Time) string {
 		where = append(where, fmt.Sprintf("request_id IN (SELECT request_id FROM %s.scores WHERE error = '' AND passed = %s%s)", s.db, passed, scoresFloor))
 	}
 	if !q.Before.IsZero() {
-		where = append(where, keysetCond(q.Before, q.BeforeID))
+		where = append(where, keysetCond(p, q.Before, q.BeforeID))
 	}
 	cond := ""
 	if len(where) > 0 {
@@ -157,7 +166,7 @@ func (s *sqlStore) searchTracesSQL(q TraceSearch, floor time.Time) string {
     %[5]s AS input_preview
 FROM %[1]s.requests FINAL%[2]s
 ORDER BY received_at DESC, request_id DESC
-LIMIT %[3]d`, s.db, cond, ClampLimit(q.Limit), userMsgsExpr, previewExpr)
+LIMIT %[3]d`, s.db, cond, ClampLimit(q.Limit), userMsgsExpr, previewExpr), p
 }
 
 // searchSlack widens a search window's bound on runs, steps and scores.
@@ -200,7 +209,8 @@ func (s *sqlStore) SearchTraces(ctx context.Context, q TraceSearch) ([]TraceSumm
 	var page []TraceSummary
 	for _, floor := range floors {
 		var err error
-		if page, err = queryRows[TraceSummary](ctx, s.t, s.searchTracesSQL(q, floor)); err != nil {
+		sql, p := s.searchTracesSQL(q, floor)
+		if page, err = queryRows[TraceSummary](ctx, s.t, sql, p); err != nil {
 			return nil, fmt.Errorf("store: search traces: %w", err)
 		}
 		if len(page) >= ClampLimit(q.Limit) {
@@ -313,12 +323,13 @@ func (s *sqlStore) Overview(ctx context.Context, q OverviewQuery) (Overview, err
 	if err := s.check(ctx); err != nil {
 		return ov, fmt.Errorf("store: overview: %w", err)
 	}
-	from, to := timeLiteral(q.From), timeLiteral(q.To)
-	reqCond := fmt.Sprintf("received_at >= %s AND received_at < %s AND source != 'suite'", from, to)
-	runCond := fmt.Sprintf("started_at >= %s AND started_at < %s AND suite_run_id = ''", from, to)
+	p := Params{}.Time("from", q.From).Time("to", q.To)
+	reqCond := "received_at >= {from:DateTime64(3, 'UTC')} AND received_at < {to:DateTime64(3, 'UTC')} AND source != 'suite'"
+	runCond := "started_at >= {from:DateTime64(3, 'UTC')} AND started_at < {to:DateTime64(3, 'UTC')} AND suite_run_id = ''"
 	if q.App != "" {
-		reqCond += " AND app = " + quoteString(q.App)
-		runCond += fmt.Sprintf(" AND request_id IN (SELECT request_id FROM %s.requests WHERE app = %s)", s.db, quoteString(q.App))
+		p.Str("app", q.App)
+		reqCond += " AND app = {app:String}"
+		runCond += fmt.Sprintf(" AND request_id IN (SELECT request_id FROM %s.requests WHERE app = {app:String})", s.db)
 	}
 	counts, err := queryRows[OverviewCounts](ctx, s.t, fmt.Sprintf(`SELECT
     (SELECT count() FROM %[1]s.requests FINAL WHERE %[2]s) AS requests,
@@ -327,7 +338,7 @@ func (s *sqlStore) Overview(ctx context.Context, q OverviewQuery) (Overview, err
     countIf(mode = 'candidate') AS shadow_runs,
     countIf(status NOT IN ('ok', 'cancelled')) AS error_runs,
     uniqExactIf(request_id, mode = 'candidate') AS shadow_requests
-FROM %[1]s.runs FINAL WHERE %[3]s`, s.db, reqCond, runCond))
+FROM %[1]s.runs FINAL WHERE %[3]s`, s.db, reqCond, runCond), p)
 	if err != nil {
 		return ov, fmt.Errorf("store: overview: counts: %w", err)
 	}
@@ -345,7 +356,7 @@ FROM %[1]s.runs FINAL WHERE %[3]s`, s.db, reqCond, runCond))
 FROM %[1]s.runs FINAL WHERE %[3]s
 GROUP BY GROUPING SETS ((pipeline), (pipeline, bucket))
 ORDER BY mode != 'incumbent', pipeline, bucket`, s.db, q.BucketSeconds, runCond,
-		percentile.SQL("latency_ms", "latency_ms > 0", 50), percentile.SQL("latency_ms", "latency_ms > 0", 95)))
+		percentile.SQL("latency_ms", "latency_ms > 0", 50), percentile.SQL("latency_ms", "latency_ms > 0", 95)), p)
 	if err != nil {
 		return ov, fmt.Errorf("store: overview: pipelines: %w", err)
 	}
@@ -370,7 +381,7 @@ FROM (
 )
 ARRAY JOIN cands AS cand
 GROUP BY candidate ORDER BY candidate`, s.db, runCond,
-		fmt.Sprintf(normalizeSQL, "cand.2"), fmt.Sprintf(normalizeSQL, "inc"))); err != nil {
+		fmt.Sprintf(normalizeSQL, "cand.2"), fmt.Sprintf(normalizeSQL, "inc")), p); err != nil {
 		return ov, fmt.Errorf("store: overview: agreement: %w", err)
 	}
 	return ov, nil
@@ -394,17 +405,17 @@ func (s *sqlStore) GetRun(ctx context.Context, runID string) (Run, []Step, error
 	if err := s.check(ctx); err != nil {
 		return Run{}, nil, fmt.Errorf("store: get run: %w", err)
 	}
-	id := quoteString(runID)
-	runs, err := queryRows[Run](ctx, s.t, fmt.Sprintf("SELECT %s FROM %s.runs FINAL WHERE run_id = %s LIMIT 1",
-		selectList[Run](), s.db, id))
+	id := Params{}.Str("id", runID)
+	runs, err := queryRows[Run](ctx, s.t, fmt.Sprintf("SELECT %s FROM %s.runs FINAL WHERE run_id = {id:String} LIMIT 1",
+		selectList[Run](), s.db), id)
 	if err != nil {
 		return Run{}, nil, fmt.Errorf("store: get run %q: %w", runID, err)
 	}
 	if len(runs) == 0 {
 		return Run{}, nil, fmt.Errorf("store: get run %q: %w", runID, ErrNotFound)
 	}
-	steps, err := queryRows[Step](ctx, s.t, fmt.Sprintf("SELECT %s FROM %s.steps FINAL WHERE run_id = %s ORDER BY `index`",
-		selectList[Step](), s.db, id))
+	steps, err := queryRows[Step](ctx, s.t, fmt.Sprintf("SELECT %s FROM %s.steps FINAL WHERE run_id = {id:String} ORDER BY `index`",
+		selectList[Step](), s.db), id)
 	if err != nil {
 		return Run{}, nil, fmt.Errorf("store: get run %q: steps: %w", runID, err)
 	}
@@ -417,8 +428,8 @@ func (s *sqlStore) ListScores(ctx context.Context, suiteRunID string) ([]Score, 
 		return nil, fmt.Errorf("store: list scores: %w", err)
 	}
 	scores, err := queryRows[Score](ctx, s.t, fmt.Sprintf(
-		"SELECT %s FROM %s.scores FINAL WHERE suite_run_id = %s ORDER BY case_id, pipeline, grader, run_id",
-		selectList[Score](), s.db, quoteString(suiteRunID)))
+		"SELECT %s FROM %s.scores FINAL WHERE suite_run_id = {id:String} ORDER BY case_id, pipeline, grader, run_id",
+		selectList[Score](), s.db), Params{}.Str("id", suiteRunID))
 	if err != nil {
 		return nil, fmt.Errorf("store: list scores of suite run %q: %w", suiteRunID, err)
 	}
@@ -474,12 +485,15 @@ func (s *sqlStore) WorkerUsage(ctx context.Context, q WorkerQuery) ([]WorkerUse,
 	if err := s.check(ctx); err != nil {
 		return nil, fmt.Errorf("store: worker usage: %w", err)
 	}
-	runCond := fmt.Sprintf("r.mode = 'candidate' AND r.started_at >= %s AND r.started_at < %s", timeLiteral(q.From), timeLiteral(q.To))
+	p := Params{}.Time("from", q.From).Time("to", q.To)
+	runCond := "r.mode = 'candidate' AND r.started_at >= {from:DateTime64(3, 'UTC')} AND r.started_at < {to:DateTime64(3, 'UTC')}"
 	if q.Pipeline != "" {
-		runCond += " AND r.pipeline = " + quoteString(q.Pipeline)
+		runCond += " AND r.pipeline = {pipeline:String}"
+		p.Str("pipeline", q.Pipeline)
 	}
 	if q.App != "" {
-		runCond += " AND q.app = " + quoteString(q.App)
+		runCond += " AND q.app = {app:String}"
+		p.Str("app", q.App)
 	}
 	rows, err := queryRows[WorkerUse](ctx, s.t, fmt.Sprintf(`SELECT worker, category, position, count() AS steps,
     sum(cost_usd) AS cost_usd, sum(latency_ms) AS latency_ms
@@ -504,7 +518,7 @@ FROM (
     ) AS c ON s.run_id = c.run_id
 )
 GROUP BY worker, category, position
-ORDER BY worker, category, position`, s.db, runCond))
+ORDER BY worker, category, position`, s.db, runCond), p)
 	if err != nil {
 		return nil, fmt.Errorf("store: worker usage: %w", err)
 	}
@@ -546,9 +560,11 @@ func (s *sqlStore) AgreementSequence(ctx context.Context, q OverviewQuery) ([]Ag
 	if err := s.check(ctx); err != nil {
 		return nil, false, fmt.Errorf("store: agreement sequence: %w", err)
 	}
-	runCond := fmt.Sprintf("started_at >= %s AND started_at < %s AND suite_run_id = ''", timeLiteral(q.From), timeLiteral(q.To))
+	p := Params{}.Time("from", q.From).Time("to", q.To)
+	runCond := "started_at >= {from:DateTime64(3, 'UTC')} AND started_at < {to:DateTime64(3, 'UTC')} AND suite_run_id = ''"
 	if q.App != "" {
-		runCond += fmt.Sprintf(" AND request_id IN (SELECT request_id FROM %s.requests WHERE app = %s)", s.db, quoteString(q.App))
+		p.Str("app", q.App)
+		runCond += fmt.Sprintf(" AND request_id IN (SELECT request_id FROM %s.requests WHERE app = {app:String})", s.db)
 	}
 	pairs, err := queryRows[AgreementPair](ctx, s.t, fmt.Sprintf(`SELECT cand.1 AS candidate, request_id, cand.3 AS started_at,
     if(cand.2 = inc, 1, %[3]s = %[4]s) AS agree
@@ -562,7 +578,7 @@ FROM (
 )
 ARRAY JOIN cands AS cand
 ORDER BY candidate, started_at, request_id
-LIMIT %[5]d`, s.db, runCond, fmt.Sprintf(normalizeSQL, "cand.2"), fmt.Sprintf(normalizeSQL, "inc"), MaxAgreementPairs+1))
+LIMIT %[5]d`, s.db, runCond, fmt.Sprintf(normalizeSQL, "cand.2"), fmt.Sprintf(normalizeSQL, "inc"), MaxAgreementPairs+1), p)
 	if err != nil {
 		return nil, false, fmt.Errorf("store: agreement sequence: %w", err)
 	}

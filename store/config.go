@@ -42,6 +42,31 @@ type Config struct {
 	// (default 1); one more gets ErrQueryBusy at once instead of queueing
 	// in front of pages and the tap.
 	QueryConcurrency int `yaml:"query_concurrency"`
+	// Cluster names the ClickHouse cluster (remote_servers) the migrations
+	// create their tables on: Replicated*MergeTree tables <name>_local on every
+	// node plus Distributed tables <name> over them (see clusterDDL). Needs DSN;
+	// "" (default) is one node.
+	Cluster string `yaml:"cluster"`
+	// Retention is how long rows and their text bodies are kept (ClickHouse
+	// TTLs), applied at every Open.
+	Retention RetentionConfig `yaml:"retention"`
+}
+
+// RetentionConfig sets a TTL per table, counted from each row's own time
+// (requests.received_at, runs.started_at, steps.started_at,
+// scores.created_at); 0 keeps rows forever. Bodies is a shorter TTL for the
+// text bodies alone (requests.input; runs.final_output, reasoning, choices,
+// tool_calls, plan_raw, plan; steps.subtask, messages, output, reasoning;
+// scores.explanation):
+// past it they are emptied while the figures (latency, tokens, cost, status,
+// scores) stay until the row's own TTL. ClickHouse applies TTLs at merges, so
+// expired data disappears within hours, not at the second.
+type RetentionConfig struct {
+	Requests time.Duration `yaml:"requests"`
+	Runs     time.Duration `yaml:"runs"`
+	Steps    time.Duration `yaml:"steps"`
+	Scores   time.Duration `yaml:"scores"`
+	Bodies   time.Duration `yaml:"bodies"`
 }
 
 // NewDefaultConfig returns the embedded store in ./data, database "shadow", ad-hoc
@@ -84,6 +109,19 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("store: console_dsn names database %q but database is %q", db, c.Database))
 		}
 	}
+	if c.Cluster != "" {
+		if !databaseName.MatchString(c.Cluster) {
+			errs = append(errs, fmt.Errorf("store: cluster %q: want letters, digits and '_', not starting with a digit", c.Cluster))
+		}
+		if c.DSN == "" {
+			errs = append(errs, errors.New("store: cluster: needs a server dsn (the embedded engine is one node)"))
+		}
+	}
+	for name, d := range map[string]time.Duration{"requests": c.Retention.Requests, "runs": c.Retention.Runs, "steps": c.Retention.Steps, "scores": c.Retention.Scores, "bodies": c.Retention.Bodies} {
+		if d < 0 || (d > 0 && d < time.Hour) {
+			errs = append(errs, fmt.Errorf("store: retention.%s %v: want 0 (keep forever) or at least 1h", name, d))
+		}
+	}
 	if c.DSN == "" {
 		if c.Path == "" {
 			errs = append(errs, errors.New("store: path: empty; set the embedded data folder or a server dsn"))
@@ -121,10 +159,14 @@ func open(ctx context.Context, cfg Config) (*sqlStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &sqlStore{t: t, db: quoteIdent(cfg.Database), console: newConsoleGuard(cfg.Database, cfg.QueryConcurrency),
+	s := &sqlStore{t: t, db: quoteIdent(cfg.Database), dbName: cfg.Database, cluster: cfg.Cluster, console: newConsoleGuard(cfg.Database, cfg.QueryConcurrency),
 		queryLimits: queryLimits{timeout: cfg.QueryTimeout, maxRows: cfg.QueryMaxRows,
 			maxRowsRead: cfg.QueryMaxRowsRead, maxMemory: cfg.QueryMaxMemoryBytes}}
 	if err := s.migrate(ctx); err != nil {
+		t.close()
+		return nil, err
+	}
+	if err := s.applyRetention(ctx, cfg.Retention); err != nil {
 		t.close()
 		return nil, err
 	}

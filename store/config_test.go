@@ -3,6 +3,7 @@ package store
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -23,6 +24,12 @@ func TestConfigValidate(t *testing.T) {
 		{"empty path ok with dsn", func(c *Config) { c.Path, c.DSN = "", "clickhouse://ch:9000" }, ""},
 		{"bad database", func(c *Config) { c.Database = "shadow; DROP" }, "database"},
 		{"empty database", func(c *Config) { c.Database = "" }, "database"},
+		{"cluster with dsn", func(c *Config) { c.DSN, c.Cluster = "clickhouse://ch:9000", "shadow_cluster" }, ""},
+		{"cluster without dsn", func(c *Config) { c.Cluster = "shadow_cluster" }, "cluster: needs a server dsn"},
+		{"bad cluster name", func(c *Config) { c.DSN, c.Cluster = "clickhouse://ch:9000", "a b" }, "cluster \"a b\""},
+		{"retention", func(c *Config) { c.Retention = RetentionConfig{Requests: 2160 * time.Hour, Bodies: 720 * time.Hour} }, ""},
+		{"negative retention", func(c *Config) { c.Retention.Runs = -time.Hour }, "retention.runs"},
+		{"retention under an hour", func(c *Config) { c.Retention.Bodies = time.Minute }, "retention.bodies 1m0s: want 0 (keep forever) or at least 1h"},
 	}
 	for _, tc := range tests {
 		c := NewDefaultConfig()

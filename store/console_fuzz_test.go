@@ -22,14 +22,14 @@ func (r *recordingTransport) record(sql string) {
 	r.mu.Unlock()
 }
 
-func (r *recordingTransport) exec(ctx context.Context, sql string) error {
+func (r *recordingTransport) exec(ctx context.Context, sql string, params Params) error {
 	r.record(sql)
-	return r.transport.exec(ctx, sql)
+	return r.transport.exec(ctx, sql, params)
 }
 
-func (r *recordingTransport) queryJSON(ctx context.Context, sql string) ([][]byte, error) {
+func (r *recordingTransport) queryJSON(ctx context.Context, sql string, params Params) ([][]byte, error) {
 	r.record(sql)
-	return r.transport.queryJSON(ctx, sql)
+	return r.transport.(jsonQuerier).queryJSON(ctx, sql, params)
 }
 
 func (r *recordingTransport) queryText(ctx context.Context, sql string) (QueryResult, error) {

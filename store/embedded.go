@@ -31,23 +31,38 @@ func openEmbedded(path, db string) (*embedded, error) {
 	return &embedded{ref: ref, db: db}, nil
 }
 
-func (e *embedded) run(ctx context.Context, sql, format string) ([]byte, error) {
+// run binds params with SET param_<name> and runs sql, in one locked call.
+func (e *embedded) run(ctx context.Context, sql, format string, params Params) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if strings.IndexByte(sql, 0) >= 0 {
 		return nil, errors.New("statement contains a NUL byte")
 	}
-	return e.ref.Query(sql, format)
+	if len(params) == 0 {
+		return e.ref.Query(sql, format)
+	}
+	return e.ref.QueryAfter(setParams(params), sql, format)
 }
 
-func (e *embedded) exec(ctx context.Context, sql string) error {
-	_, err := e.run(ctx, sql, "TabSeparated")
+func (e *embedded) exec(ctx context.Context, sql string, params Params) error {
+	_, err := e.run(ctx, sql, "TabSeparated", params)
 	return err
 }
 
-func (e *embedded) queryJSON(ctx context.Context, sql string) ([][]byte, error) {
-	out, err := e.run(ctx, sql, "JSONEachRow")
+// insert writes rows as one INSERT … FORMAT JSONEachRow (rowcodec.go keeps
+// string bytes exactly).
+func (e *embedded) insert(ctx context.Context, db, table string, columns []string, rows any) error {
+	b, err := insertJSONEachRow(db, table, columns, rows)
+	if err != nil {
+		return err
+	}
+	_, err = e.run(ctx, string(b), "TabSeparated", nil)
+	return err
+}
+
+func (e *embedded) queryJSON(ctx context.Context, sql string, params Params) ([][]byte, error) {
+	out, err := e.run(ctx, sql, "JSONEachRow", params)
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +76,7 @@ func (e *embedded) queryText(ctx context.Context, sql string) (QueryResult, erro
 	if strings.IndexByte(sql, 0) >= 0 {
 		return QueryResult{}, errors.New("statement contains a NUL byte")
 	}
-	out, err := e.ref.QueryIn("USE "+e.db, sql, "TabSeparatedWithNames")
+	out, err := e.ref.QueryAfter([]string{"USE " + e.db}, sql, "TabSeparatedWithNames")
 	if err != nil {
 		return QueryResult{}, err
 	}

@@ -51,7 +51,7 @@ func TestMigrationsTwiceAreNoOp(t *testing.T) {
 	for _, r := range res.Rows {
 		names = append(names, r[0])
 	}
-	if got := strings.Join(names, ","); got != "cases,requests,runs,schema_migrations,scores,shadow_work,steps,suite_runs" {
+	if got := strings.Join(names, ","); got != "audit_log,cases,requests,runs,schema_migrations,scores,shadow_work,steps,suite_runs" {
 		t.Errorf("tables = %s", got)
 	}
 }
@@ -212,7 +212,7 @@ func TestReopenRecreatesDroppedTable(t *testing.T) {
 	s := openTestStore(t)
 	ctx := context.Background()
 	for _, table := range []string{"runs", "steps", "suite_runs"} {
-		if err := s.t.exec(ctx, "DROP TABLE "+s.db+"."+table); err != nil {
+		if err := s.t.exec(ctx, "DROP TABLE "+s.db+"."+table, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

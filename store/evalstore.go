@@ -70,8 +70,8 @@ func (s *sqlStore) ListCases(ctx context.Context, suiteRunID string) ([]Case, er
 		return nil, fmt.Errorf("store: list cases: %w", err)
 	}
 	rows, err := queryRows[Case](ctx, s.t, fmt.Sprintf(
-		"SELECT %s FROM %s.cases FINAL WHERE suite_run_id = %s ORDER BY case_id",
-		selectList[Case](), s.db, quoteString(suiteRunID)))
+		"SELECT %s FROM %s.cases FINAL WHERE suite_run_id = {id:String} ORDER BY case_id",
+		selectList[Case](), s.db), Params{}.Str("id", suiteRunID))
 	if err != nil {
 		return nil, fmt.Errorf("store: list cases of %q: %w", suiteRunID, err)
 	}
@@ -87,8 +87,8 @@ func (s *sqlStore) ListSuiteScores(ctx context.Context, suiteRunID string) ([]Sc
 		return nil, fmt.Errorf("store: list suite scores: %w", err)
 	}
 	rows, err := queryRows[Score](ctx, s.t, fmt.Sprintf(
-		"SELECT %s FROM %s.scores FINAL WHERE suite_run_id = %s ORDER BY case_id, pipeline, grader",
-		selectList[Score](), s.db, quoteString(suiteRunID)))
+		"SELECT %s FROM %s.scores FINAL WHERE suite_run_id = {id:String} ORDER BY case_id, pipeline, grader",
+		selectList[Score](), s.db), Params{}.Str("id", suiteRunID))
 	if err != nil {
 		return nil, fmt.Errorf("store: list scores of %q: %w", suiteRunID, err)
 	}
@@ -104,9 +104,9 @@ func (s *sqlStore) PreviousSuiteRun(ctx context.Context, setName, candidate stri
 		return SuiteRun{}, fmt.Errorf("store: previous suite run: %w", err)
 	}
 	rows, err := queryRows[SuiteRun](ctx, s.t, fmt.Sprintf(
-		"SELECT %s FROM %s.suite_runs FINAL WHERE set_name = %s AND has(candidates, %s) AND status = 'done'"+
-			" AND started_at < toDateTime64(%s, 3, 'UTC') ORDER BY started_at DESC, suite_run_id DESC LIMIT 1",
-		selectList[SuiteRun](), s.db, quoteString(setName), quoteString(candidate), quoteString(encodeTime(before))))
+		"SELECT %s FROM %s.suite_runs FINAL WHERE set_name = {set:String} AND has(candidates, {candidate:String}) AND status = 'done'"+
+			" AND started_at < {before:DateTime64(3, 'UTC')} ORDER BY started_at DESC, suite_run_id DESC LIMIT 1",
+		selectList[SuiteRun](), s.db), Params{}.Str("set", setName).Str("candidate", candidate).Time("before", before))
 	if err != nil {
 		return SuiteRun{}, fmt.Errorf("store: previous suite run of %q/%q: %w", setName, candidate, err)
 	}
@@ -122,8 +122,8 @@ func (s *sqlStore) ListSuiteRunRuns(ctx context.Context, suiteRunID string) ([]R
 		return nil, fmt.Errorf("store: list suite run runs: %w", err)
 	}
 	rows, err := queryRows[Run](ctx, s.t, fmt.Sprintf(
-		"SELECT %s FROM %s.runs FINAL WHERE suite_run_id = %s ORDER BY request_id, pipeline",
-		selectList[Run](), s.db, quoteString(suiteRunID)))
+		"SELECT %s FROM %s.runs FINAL WHERE suite_run_id = {id:String} ORDER BY request_id, pipeline",
+		selectList[Run](), s.db), Params{}.Str("id", suiteRunID))
 	if err != nil {
 		return nil, fmt.Errorf("store: list runs of suite run %q: %w", suiteRunID, err)
 	}
@@ -139,8 +139,8 @@ func (s *sqlStore) ListConductorSteps(ctx context.Context, suiteRunID string) ([
 		return nil, fmt.Errorf("store: list conductor steps: %w", err)
 	}
 	rows, err := queryRows[Step](ctx, s.t, fmt.Sprintf(
-		"SELECT %s FROM %s.steps FINAL WHERE role = 'conductor' AND run_id IN (SELECT run_id FROM %s.runs FINAL WHERE suite_run_id = %s) ORDER BY run_id, index",
-		selectList[Step](), s.db, s.db, quoteString(suiteRunID)))
+		"SELECT %s FROM %s.steps FINAL WHERE role = 'conductor' AND run_id IN (SELECT run_id FROM %s.runs FINAL WHERE suite_run_id = {id:String}) ORDER BY run_id, index",
+		selectList[Step](), s.db, s.db), Params{}.Str("id", suiteRunID))
 	if err != nil {
 		return nil, fmt.Errorf("store: list conductor steps of suite run %q: %w", suiteRunID, err)
 	}
@@ -156,16 +156,19 @@ func (s *sqlStore) ListSetSources(ctx context.Context, q SetSourceQuery) ([]SetS
 		return nil, fmt.Errorf("store: list set sources: %w", err)
 	}
 	where := "source IN ('tap', 'replay')"
+	p := Params{}
 	if !q.Since.IsZero() {
-		where += fmt.Sprintf(" AND received_at >= toDateTime64(%s, 3, 'UTC')", quoteString(encodeTime(q.Since)))
+		where += " AND received_at >= {since:DateTime64(3, 'UTC')}"
+		p.Time("since", q.Since)
 	}
 	if !q.Until.IsZero() {
-		where += fmt.Sprintf(" AND received_at < toDateTime64(%s, 3, 'UTC')", quoteString(encodeTime(q.Until)))
+		where += " AND received_at < {until:DateTime64(3, 'UTC')}"
+		p.Time("until", q.Until)
 	}
 	answered := fmt.Sprintf("SELECT request_id FROM %s.runs FINAL WHERE mode = 'incumbent' AND status = 'ok' AND final_output != ''", s.db)
 	reqs, err := queryRows[Request](ctx, s.t, fmt.Sprintf(
 		"SELECT %s FROM %s.requests FINAL WHERE %s AND request_id IN (%s) ORDER BY received_at DESC, request_id DESC LIMIT %d",
-		selectList[Request](), s.db, where, answered, q.limit()))
+		selectList[Request](), s.db, where, answered, q.limit()), p)
 	if err != nil {
 		return nil, fmt.Errorf("store: list set sources: %w", err)
 	}
@@ -181,7 +184,7 @@ func (s *sqlStore) ListSetSources(ctx context.Context, q SetSourceQuery) ([]SetS
 	answers, err := queryRows[answer](ctx, s.t, fmt.Sprintf(
 		"SELECT request_id, argMax(pipeline, started_at) AS pipeline, argMax(final_output, started_at) AS output FROM %s.runs FINAL"+
 			" WHERE mode = 'incumbent' AND status = 'ok' AND final_output != '' AND request_id IN (SELECT request_id FROM %s.requests FINAL WHERE %s)"+
-			" GROUP BY request_id", s.db, s.db, where))
+			" GROUP BY request_id", s.db, s.db, where), p)
 	if err != nil {
 		return nil, fmt.Errorf("store: list set sources: incumbent answers: %w", err)
 	}

@@ -51,7 +51,8 @@ func Generate(ctx context.Context, st Store, spec GenerateSpec) (GenerateResult,
 	}
 	n := int64(spec.Requests)
 	fromMs, spanMs := spec.From.UnixMilli(), spec.To.Sub(spec.From).Milliseconds()
-	p := quoteString(spec.Prefix)
+	params := Params{}.Str("prefix", spec.Prefix)
+	const p = "{prefix:String}"
 	// reqID and receivedAt of request number r (an SQL expression).
 	reqID := func(r string) string { return fmt.Sprintf("concat(%s, leftPad(toString(%s), 9, '0'))", p, r) }
 	receivedAt := func(r string) string {
@@ -91,7 +92,7 @@ FROM (SELECT number, intDiv(number, 10) AS r, number %% 10 AS k, sipHash64(numbe
 	}
 	for _, st := range stmts {
 		start := time.Now()
-		if err := s.t.exec(ctx, st.sql); err != nil {
+		if err := s.t.exec(ctx, st.sql, params); err != nil {
 			return res, fmt.Errorf("store: generate %s: %w", st.table, err)
 		}
 		res.Took[st.table] = time.Since(start)

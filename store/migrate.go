@@ -90,15 +90,12 @@ func (s *sqlStore) migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	boot := []string{
-		"CREATE DATABASE IF NOT EXISTS " + s.db,
-		"CREATE TABLE IF NOT EXISTS " + s.db + ".schema_migrations\n(\n" +
-			"    version    UInt32,\n    name       String,\n" +
-			"    applied_at DateTime64(3, 'UTC') DEFAULT now64(3)\n)\n" +
-			"ENGINE = ReplacingMergeTree(applied_at)\nORDER BY version",
+	boot, err := s.ddl(bootStatements(s.db))
+	if err != nil {
+		return err
 	}
 	for _, q := range boot {
-		if err := s.t.exec(ctx, q); err != nil {
+		if err := s.t.exec(ctx, q, nil); err != nil {
 			return fmt.Errorf("store: migrate: create schema_migrations: %w", err)
 		}
 	}
@@ -110,14 +107,17 @@ func (s *sqlStore) migrate(ctx context.Context) error {
 		if applied[m.version] {
 			continue
 		}
-		for _, stmt := range m.statements {
-			if err := s.t.exec(ctx, strings.ReplaceAll(stmt, "${DB}", s.db)); err != nil {
+		stmts, err := s.ddl(substituteDB(m.statements, s.db))
+		if err != nil {
+			return fmt.Errorf("store: migrate %04d_%s: %w", m.version, m.name, err)
+		}
+		for _, stmt := range stmts {
+			if err := s.t.exec(ctx, stmt, nil); err != nil {
 				return fmt.Errorf("store: migrate %04d_%s: %w", m.version, m.name, err)
 			}
 		}
-		rec := fmt.Sprintf("INSERT INTO %s.schema_migrations (version, name) VALUES (%d, %s)",
-			s.db, m.version, quoteString(m.name))
-		if err := s.t.exec(ctx, rec); err != nil {
+		rec := "INSERT INTO " + s.db + ".schema_migrations (version, name) VALUES ({version:UInt32}, {name:String})"
+		if err := s.t.exec(ctx, rec, Params{}.Int("version", int64(m.version)).Str("name", m.name)); err != nil {
 			return fmt.Errorf("store: migrate %04d_%s: record: %w", m.version, m.name, err)
 		}
 	}
@@ -140,8 +140,12 @@ func (s *sqlStore) repairSchema(ctx context.Context, migs []migration) error {
 	}
 	slog.Default().Warn("store: tables were missing and are recreated empty; their rows are lost", "database", s.db, "tables", missing)
 	for _, m := range migs {
-		for _, stmt := range m.statements {
-			if err := s.t.exec(ctx, strings.ReplaceAll(stmt, "${DB}", s.db)); err != nil {
+		stmts, err := s.ddl(substituteDB(m.statements, s.db))
+		if err != nil {
+			return fmt.Errorf("store: migrate: recreate %s: %04d_%s: %w", strings.Join(missing, ", "), m.version, m.name, err)
+		}
+		for _, stmt := range stmts {
+			if err := s.t.exec(ctx, stmt, nil); err != nil {
 				return fmt.Errorf("store: migrate: recreate %s: %04d_%s: %w", strings.Join(missing, ", "), m.version, m.name, err)
 			}
 		}
@@ -154,12 +158,32 @@ func (s *sqlStore) repairSchema(ctx context.Context, migs []migration) error {
 	return nil
 }
 
+// bootStatements create the database and the schema_migrations table.
+func bootStatements(db string) []string {
+	return []string{
+		"CREATE DATABASE IF NOT EXISTS " + db,
+		"CREATE TABLE IF NOT EXISTS " + db + ".schema_migrations\n(\n" +
+			"    version    UInt32,\n    name       String,\n" +
+			"    applied_at DateTime64(3, 'UTC') DEFAULT now64(3)\n)\n" +
+			"ENGINE = ReplacingMergeTree(applied_at)\nORDER BY version",
+	}
+}
+
+// substituteDB replaces ${DB} in each statement with the quoted database.
+func substituteDB(stmts []string, db string) []string {
+	out := make([]string, len(stmts))
+	for i, st := range stmts {
+		out[i] = strings.ReplaceAll(st, "${DB}", db)
+	}
+	return out
+}
+
 // missingTables returns the tables the migrations create that the database lacks.
 func (s *sqlStore) missingTables(ctx context.Context, migs []migration) ([]string, error) {
 	type row struct {
 		Name string `json:"name"`
 	}
-	rows, err := queryRows[row](ctx, s.t, "SELECT name FROM system.tables WHERE database = "+quoteString(strings.Trim(s.db, "`")))
+	rows, err := queryRows[row](ctx, s.t, "SELECT name FROM system.tables WHERE database = {db:String}", Params{}.Str("db", s.dbName))
 	if err != nil {
 		return nil, fmt.Errorf("store: migrate: list tables: %w", err)
 	}

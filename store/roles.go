@@ -107,6 +107,8 @@ type OverviewReader interface {
 // a suite run's scores (Comparisons).
 type RunComparer = Comparisons
 
+// SubjectEraser (forget.go) is the role of `forget` and POST /api/forget.
+
 // WorkerReader is the role of the worker-usage page (WorkerAnalytics).
 type WorkerReader = WorkerAnalytics
 
@@ -122,13 +124,15 @@ var (
 	_ RunComparer    = (*sqlStore)(nil)
 	_ WorkerReader   = (*sqlStore)(nil)
 	_ EvalHistory    = (*sqlStore)(nil)
+	_ SubjectEraser  = (*sqlStore)(nil)
 )
 
 // Roles hands out the roles of one opened store (the factory of the pattern:
 // Jaeger's storage.Factory). The roles every Store has (TraceWriter,
 // WorkStore, SuiteWriter, SuiteReader, Console) are always there; TraceReader,
 // OverviewReader, RunComparer, WorkerReader and EvalHistory are there when the
-// store implements them (both SQL transports and storetest.Memory do). A role
+// store implements them (both SQL transports and storetest.Memory do), and
+// SubjectEraser on the SQL transports only. A role
 // the store lacks answers an error wrapping ErrNotSupported that names it;
 // every role of a Roles without a store answers an error too. Roles is a
 // small value: copy it freely; it does not own the store (close the Store).
@@ -188,3 +192,9 @@ func (r Roles) WorkerReader() (WorkerReader, error) {
 
 // EvalHistory returns the store's EvalHistory; ErrNotSupported when absent.
 func (r Roles) EvalHistory() (EvalHistory, error) { return role[EvalHistory](r, "store.EvalHistory") }
+
+// SubjectEraser returns the store's SubjectEraser; ErrNotSupported when absent
+// (storetest.Memory has none).
+func (r Roles) SubjectEraser() (SubjectEraser, error) {
+	return role[SubjectEraser](r, "store.SubjectEraser")
+}

@@ -28,10 +28,11 @@ func TestRoles(t *testing.T) {
 		_, errs["store.RunComparer"] = r.RunComparer()
 		_, errs["store.WorkerReader"] = r.WorkerReader()
 		_, errs["store.EvalHistory"] = r.EvalHistory()
+		_, errs["store.SubjectEraser"] = r.SubjectEraser()
 		return errs
 	}
 	optional := map[string]bool{"store.TraceReader": true, "store.OverviewReader": true,
-		"store.RunComparer": true, "store.WorkerReader": true, "store.EvalHistory": true}
+		"store.RunComparer": true, "store.WorkerReader": true, "store.EvalHistory": true, "store.SubjectEraser": true}
 	mem := storetest.NewMemory()
 	tests := []struct {
 		name        string
@@ -39,7 +40,7 @@ func TestRoles(t *testing.T) {
 		wantMissing func(role string) bool
 	}{
 		{"sql store", store.OpenTestStore(t), func(string) bool { return false }},
-		{"memory store", mem, func(string) bool { return false }},
+		{"memory store", mem, func(role string) bool { return role == "store.SubjectEraser" }},
 		{"store with the basic roles only", basicStore{mem}, func(role string) bool { return optional[role] }},
 	}
 	for _, tt := range tests {

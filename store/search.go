@@ -1,6 +1,7 @@
 package store
 
 import (
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -66,11 +67,14 @@ func jsonEscapeText(s string) string {
 }
 
 // inputMatchSQL is the SQL condition "input holds text" (exact bytes, or
-// case-insensitively as UTF-8 text), over every needle of InputNeedles.
-func inputMatchSQL(text string) string {
+// case-insensitively as UTF-8 text), over every needle of InputNeedles; the
+// needles are bound in p as needle0, needle1, ...
+func inputMatchSQL(p Params, text string) string {
 	var parts []string
-	for _, n := range InputNeedles(text) {
-		q := quoteString(n)
+	for i, n := range InputNeedles(text) {
+		name := "needle" + strconv.Itoa(i)
+		p.Str(name, n)
+		q := "{" + name + ":String}"
 		parts = append(parts, "position(input, "+q+") > 0", "positionCaseInsensitiveUTF8(input, "+q+") > 0")
 	}
 	return "(" + strings.Join(parts, " OR ") + ")"

@@ -16,9 +16,9 @@ import (
 )
 
 // server is the ClickHouse server transport (native protocol, clickhouse-go/v2).
-// It runs the same SQL text as the embedded engine: INSERTs carry their rows
-// inline after FORMAT JSONEachRow, and reads are scanned generically by column
-// type into the same row encoding the embedded transport returns.
+// It runs the same SQL text as the embedded engine, with values bound as query
+// parameters; INSERTs go as native batches (PrepareBatch/AppendStruct) and reads
+// are typed scans into the model structs.
 type server struct {
 	conn driver.Conn
 	once sync.Once
@@ -72,13 +72,67 @@ func openServer(ctx context.Context, dsn string) (*server, error) {
 	return &server{conn: conn}, nil
 }
 
-func (s *server) exec(ctx context.Context, sql string) error {
-	return s.conn.Exec(ctx, sql)
+// withParams binds params as the protocol's query parameters.
+func withParams(ctx context.Context, params Params) context.Context {
+	if len(params) == 0 {
+		return ctx
+	}
+	return clickhouse.Context(ctx, clickhouse.WithParameters(clickhouse.Parameters(params)))
 }
 
-// scanAll runs sql and returns column names, types and every row's values.
-func (s *server) scanAll(ctx context.Context, sql string) ([]string, []driver.ColumnType, [][]any, error) {
-	rows, err := s.conn.Query(ctx, sql)
+func (s *server) exec(ctx context.Context, sql string, params Params) error {
+	return s.conn.Exec(withParams(ctx, params), sql)
+}
+
+// insert sends rows as one native batch: PrepareBatch on the columns, then
+// AppendStruct per row (fields matched to columns by their ch tags). The zero
+// time is sent as the Unix epoch, as the embedded path stores it.
+func (s *server) insert(ctx context.Context, db, table string, columns []string, rows any) error {
+	batch, err := s.conn.PrepareBatch(ctx, batchInsertSQL(db, table, columns))
+	if err != nil {
+		return fmt.Errorf("prepare batch: %w", err)
+	}
+	rv := reflect.ValueOf(rows)
+	for i := range rv.Len() {
+		row := reflect.New(rv.Index(i).Type())
+		row.Elem().Set(rv.Index(i))
+		epochZeroTimes(row.Elem())
+		if err := batch.AppendStruct(row.Interface()); err != nil {
+			_ = batch.Abort()
+			return fmt.Errorf("append row %d: %w", i, err)
+		}
+	}
+	if err := batch.Send(); err != nil {
+		return fmt.Errorf("send batch: %w", err)
+	}
+	return nil
+}
+
+// batchInsertSQL is the statement PrepareBatch takes: the columns, no values.
+func batchInsertSQL(db, table string, columns []string) string {
+	quoted := make([]string, len(columns))
+	for i, c := range columns {
+		quoted[i] = quoteIdent(c)
+	}
+	return fmt.Sprintf("INSERT INTO %s.%s (%s)", db, table, strings.Join(quoted, ", "))
+}
+
+var epoch = time.Unix(0, 0).UTC()
+
+// epochZeroTimes sets every zero time.Time field of the struct v to the Unix
+// epoch (DateTime64 cannot hold year 1; reads turn the epoch back into zero).
+func epochZeroTimes(v reflect.Value) {
+	for _, f := range fieldsOf(v.Type()) {
+		if f.typ == timeType && v.Field(f.index).Interface().(time.Time).IsZero() {
+			v.Field(f.index).Set(reflect.ValueOf(epoch))
+		}
+	}
+}
+
+// scanAll runs sql and returns column names, types and every row's values,
+// each scanned into its column's Go type.
+func (s *server) scanAll(ctx context.Context, sql string, params Params) ([]string, []driver.ColumnType, [][]any, error) {
+	rows, err := s.conn.Query(withParams(ctx, params), sql)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -102,79 +156,121 @@ func (s *server) scanAll(ctx context.Context, sql string) ([]string, []driver.Co
 	return rows.Columns(), types, out, rows.Err()
 }
 
-func (s *server) queryJSON(ctx context.Context, sql string) ([][]byte, error) {
-	cols, _, rows, err := s.scanAll(ctx, sql)
+// scanRows runs sql and fills one T per row: each column is scanned into its
+// own Go type over the native protocol, then assigned to the field whose json
+// tag names it (numbers converted, NULL as the zero value, the epoch as the
+// zero time). Columns without a field are read and left out.
+func scanRows[T any](ctx context.Context, s *server, sql string, params Params) ([]T, error) {
+	cols, _, rows, err := s.scanAll(ctx, sql, params)
 	if err != nil {
 		return nil, err
 	}
-	out := make([][]byte, 0, len(rows))
+	byName := map[string]field{}
+	for _, f := range fieldsOf(reflect.TypeFor[T]()) {
+		byName[f.name] = f
+	}
+	out := make([]T, 0, len(rows))
 	for _, r := range rows {
-		b := []byte{'{'}
-		for i, v := range r {
-			if i > 0 {
-				b = append(b, ',')
+		var v T
+		rv := reflect.ValueOf(&v).Elem()
+		for i, val := range r {
+			f, ok := byName[cols[i]]
+			if !ok {
+				continue
 			}
-			b = appendJSONString(b, cols[i])
-			b = append(b, ':')
-			b = appendJSONValue(b, reflect.ValueOf(v))
+			if err := assignScanned(rv.Field(f.index), val); err != nil {
+				return nil, fmt.Errorf("column %s: %w", cols[i], err)
+			}
 		}
-		out = append(out, append(b, '}'))
+		out = append(out, v)
 	}
 	return out, nil
 }
 
-// appendJSONValue encodes a scanned value for decodeRow.
-func appendJSONValue(b []byte, v reflect.Value) []byte {
-	if !v.IsValid() {
-		return append(b, "null"...)
-	}
-	if t, ok := v.Interface().(time.Time); ok {
-		return appendJSONString(b, encodeTime(t))
-	}
-	switch v.Kind() {
-	case reflect.Pointer, reflect.Interface:
-		if v.IsNil() {
-			return append(b, "null"...)
+// assignScanned sets dst from a value scanned by the driver.
+func assignScanned(dst reflect.Value, src any) error {
+	sv := reflect.ValueOf(src)
+	for sv.IsValid() && (sv.Kind() == reflect.Pointer || sv.Kind() == reflect.Interface) {
+		if sv.IsNil() {
+			return nil // NULL: the zero value
 		}
-		return appendJSONValue(b, v.Elem())
+		sv = sv.Elem()
+	}
+	if !sv.IsValid() {
+		return nil
+	}
+	if t, ok := sv.Interface().(time.Time); ok {
+		if dst.Type() != timeType {
+			return fmt.Errorf("cannot put a time into %s", dst.Type())
+		}
+		if t.Equal(epoch) {
+			t = time.Time{}
+		} else {
+			t = t.UTC()
+		}
+		dst.Set(reflect.ValueOf(t))
+		return nil
+	}
+	switch dst.Kind() {
 	case reflect.String:
-		return appendJSONString(b, v.String())
+		if sv.Kind() != reflect.String {
+			return fmt.Errorf("cannot put %s into string", sv.Type())
+		}
+		dst.SetString(sv.String())
 	case reflect.Bool:
-		return strconv.AppendBool(b, v.Bool())
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return strconv.AppendInt(b, v.Int(), 10)
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return strconv.AppendUint(b, v.Uint(), 10)
-	case reflect.Float32, reflect.Float64:
-		return strconv.AppendFloat(b, v.Float(), 'g', -1, 64)
-	case reflect.Slice, reflect.Array:
-		b = append(b, '[')
-		for i := range v.Len() {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendJSONValue(b, v.Index(i))
+		if sv.Kind() != reflect.Bool {
+			return fmt.Errorf("cannot put %s into bool", sv.Type())
 		}
-		return append(b, ']')
+		dst.SetBool(sv.Bool())
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64:
+		if !sv.CanConvert(dst.Type()) || sv.Kind() == reflect.String || sv.Kind() == reflect.Bool {
+			return fmt.Errorf("cannot put %s into %s", sv.Type(), dst.Type())
+		}
+		dst.Set(sv.Convert(dst.Type()))
+	case reflect.Slice:
+		if sv.Kind() != reflect.Slice && sv.Kind() != reflect.Array {
+			return fmt.Errorf("cannot put %s into %s", sv.Type(), dst.Type())
+		}
+		if sv.Len() == 0 {
+			return nil // empty arrays read back as nil, as on the embedded path
+		}
+		out := reflect.MakeSlice(dst.Type(), sv.Len(), sv.Len())
+		for i := range sv.Len() {
+			if err := assignScanned(out.Index(i), sv.Index(i).Interface()); err != nil {
+				return err
+			}
+		}
+		dst.Set(out)
 	case reflect.Map:
-		keys := v.MapKeys()
-		sort.Slice(keys, func(i, j int) bool { return fmt.Sprint(keys[i]) < fmt.Sprint(keys[j]) })
-		b = append(b, '{')
-		for i, k := range keys {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendJSONString(b, fmt.Sprint(k.Interface()))
-			b = append(b, ':')
-			b = appendJSONValue(b, v.MapIndex(k))
+		if sv.Kind() != reflect.Map {
+			return fmt.Errorf("cannot put %s into %s", sv.Type(), dst.Type())
 		}
-		return append(b, '}')
+		if sv.Len() == 0 {
+			return nil
+		}
+		out := reflect.MakeMapWithSize(dst.Type(), sv.Len())
+		it := sv.MapRange()
+		for it.Next() {
+			k, v := reflect.New(dst.Type().Key()).Elem(), reflect.New(dst.Type().Elem()).Elem()
+			if err := assignScanned(k, it.Key().Interface()); err != nil {
+				return err
+			}
+			if err := assignScanned(v, it.Value().Interface()); err != nil {
+				return err
+			}
+			out.SetMapIndex(k, v)
+		}
+		dst.Set(out)
+	default:
+		return fmt.Errorf("unsupported field type %s", dst.Type())
 	}
-	return appendJSONString(b, fmt.Sprint(v.Interface()))
+	return nil
 }
 
 func (s *server) queryText(ctx context.Context, sql string) (QueryResult, error) {
-	cols, types, rows, err := s.scanAll(ctx, sql)
+	cols, types, rows, err := s.scanAll(ctx, sql, nil)
 	if err != nil {
 		return QueryResult{}, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -14,10 +15,22 @@ import (
 type sqlStore struct {
 	t           transport
 	db          string // quoted database identifier
+	dbName      string // the database name unquoted
+	cluster     string // ClickHouse cluster of Replicated/Distributed tables; "" for one node
 	queryLimits queryLimits
 	console     *consoleGuard
 	consoleT    transport // the console's own connection (console_dsn); nil: t
 	closed      atomic.Bool
+}
+
+// mutationTarget is what an ALTER of table names: db.table, or on a cluster
+// its shard-local table on every node (Distributed tables take INSERTs and
+// SELECTs but no ALTER … DELETE or TTL).
+func (s *sqlStore) mutationTarget(table string) string {
+	if s.cluster == "" {
+		return s.db + "." + quoteIdent(table)
+	}
+	return s.db + "." + quoteIdent(table+localSuffix) + " ON CLUSTER " + quoteIdent(s.cluster)
 }
 
 var _ Store = (*sqlStore)(nil)
@@ -47,11 +60,6 @@ func quoteString(s string) string {
 // quoteIdent renders a validated name as a back-quoted identifier.
 func quoteIdent(name string) string { return "`" + name + "`" }
 
-// timeLiteral renders t as a DateTime64(3, 'UTC') literal.
-func timeLiteral(t time.Time) string {
-	return "toDateTime64(" + quoteString(encodeTime(t)) + ", 3, 'UTC')"
-}
-
 // selectList renders the columns of T for a SELECT.
 func selectList[T any]() string {
 	cols := columnsOf[T]()
@@ -68,7 +76,8 @@ func (s *sqlStore) check(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// insert writes rows of T into table in one INSERT … FORMAT JSONEachRow.
+// insert writes rows of T into table: the transport's native batch (server) or
+// one INSERT … FORMAT JSONEachRow (embedded); the columns are T's json tags.
 func insert[T any](ctx context.Context, s *sqlStore, table string, rows []T) error {
 	if err := s.check(ctx); err != nil {
 		return fmt.Errorf("store: insert %s: %w", table, err)
@@ -76,17 +85,28 @@ func insert[T any](ctx context.Context, s *sqlStore, table string, rows []T) err
 	if len(rows) == 0 {
 		return nil
 	}
-	b := []byte(fmt.Sprintf("INSERT INTO %s.%s (%s) FORMAT JSONEachRow\n", s.db, table, selectList[T]()))
-	for _, r := range rows {
-		var err error
-		if b, err = encodeRow(b, r); err != nil {
-			return fmt.Errorf("store: insert %s: %w", table, err)
-		}
-	}
-	if err := s.t.exec(ctx, string(b)); err != nil {
+	if err := s.t.insert(ctx, s.db, table, columnsOf[T](), rows); err != nil {
 		return fmt.Errorf("store: insert %s: %w", table, err)
 	}
 	return nil
+}
+
+// insertJSONEachRow renders rows (a slice of a model struct) as one INSERT …
+// FORMAT JSONEachRow statement into db.table.
+func insertJSONEachRow(db, table string, columns []string, rows any) ([]byte, error) {
+	quoted := make([]string, len(columns))
+	for i, c := range columns {
+		quoted[i] = quoteIdent(c)
+	}
+	b := []byte(fmt.Sprintf("INSERT INTO %s.%s (%s) FORMAT JSONEachRow\n", db, table, strings.Join(quoted, ", ")))
+	rv := reflect.ValueOf(rows)
+	for i := range rv.Len() {
+		var err error
+		if b, err = encodeRow(b, rv.Index(i).Interface()); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
 }
 
 // InsertRequests implements Store.
@@ -126,19 +146,22 @@ const userMsgsExpr = `arrayFilter(m -> JSONExtractString(m, 'role') = 'user' AND
 
 // listTracesSQL builds the page query of ListTraces: one page of requests by
 // keyset, newest first, with the input preview computed in SQL.
-func (s *sqlStore) listTracesSQL(f TraceFilter) string {
+func (s *sqlStore) listTracesSQL(f TraceFilter) (string, Params) {
 	var where []string
+	p := Params{}
 	if f.App != "" {
-		where = append(where, "app = "+quoteString(f.App))
+		where = append(where, "app = {app:String}")
+		p.Str("app", f.App)
 	}
 	if f.Source != "" {
-		where = append(where, "source = "+quoteString(f.Source))
+		where = append(where, "source = {source:String}")
+		p.Str("source", f.Source)
 	}
 	if f.Text != "" {
-		where = append(where, inputMatchSQL(f.Text))
+		where = append(where, inputMatchSQL(p, f.Text))
 	}
 	if !f.Before.IsZero() {
-		where = append(where, keysetCond(f.Before, f.BeforeID))
+		where = append(where, keysetCond(p, f.Before, f.BeforeID))
 	}
 	cond := ""
 	if len(where) > 0 {
@@ -150,16 +173,12 @@ func (s *sqlStore) listTracesSQL(f TraceFilter) string {
     %[5]s AS input_preview
 FROM %[1]s.requests FINAL%[2]s
 ORDER BY received_at DESC, request_id DESC
-LIMIT %[3]d`, s.db, cond, ClampLimit(f.Limit), userMsgsExpr, previewExpr)
+LIMIT %[3]d`, s.db, cond, ClampLimit(f.Limit), userMsgsExpr, previewExpr), p
 }
 
 // runFiguresSQL aggregates the runs of the given requests (FINAL, so a
 // re-delivered run counts once) into the figures of TraceSummary.
-func (s *sqlStore) runFiguresSQL(requestIDs []string) string {
-	ids := make([]string, len(requestIDs))
-	for i, id := range requestIDs {
-		ids[i] = quoteString(id)
-	}
+func (s *sqlStore) runFiguresSQL(requestIDs []string) (string, Params) {
 	return fmt.Sprintf(`SELECT
     request_id,
     count() AS runs,
@@ -169,8 +188,8 @@ func (s *sqlStore) runFiguresSQL(requestIDs []string) string {
     sumIf(cost_usd, mode = 'candidate') AS candidate_cost_usd,
     arraySort(groupUniqArray(status)) AS statuses
 FROM %s.runs FINAL
-WHERE request_id IN (%s)
-GROUP BY request_id`, s.db, strings.Join(ids, ", "))
+WHERE request_id IN {ids:Array(String)}
+GROUP BY request_id`, s.db), Params{}.Strs("ids", requestIDs)
 }
 
 // ListTraces implements Store: newest first by (received_at, request_id); Text
@@ -180,7 +199,8 @@ func (s *sqlStore) ListTraces(ctx context.Context, f TraceFilter) ([]TraceSummar
 	if err := s.check(ctx); err != nil {
 		return nil, fmt.Errorf("store: list traces: %w", err)
 	}
-	page, err := queryRows[TraceSummary](ctx, s.t, s.listTracesSQL(f))
+	sql, p := s.listTracesSQL(f)
+	page, err := queryRows[TraceSummary](ctx, s.t, sql, p)
 	if err != nil {
 		return nil, fmt.Errorf("store: list traces: %w", err)
 	}
@@ -200,7 +220,8 @@ func (s *sqlStore) fillRunFigures(ctx context.Context, page []TraceSummary) erro
 	for i, p := range page {
 		ids[i] = p.RequestID
 	}
-	figs, err := queryRows[TraceSummary](ctx, s.t, s.runFiguresSQL(ids))
+	sql, p := s.runFiguresSQL(ids)
+	figs, err := queryRows[TraceSummary](ctx, s.t, sql, p)
 	if err != nil {
 		return err
 	}
@@ -224,9 +245,9 @@ func (s *sqlStore) GetTrace(ctx context.Context, requestID string) (Trace, error
 	if err := s.check(ctx); err != nil {
 		return Trace{}, fmt.Errorf("store: get trace: %w", err)
 	}
-	id := quoteString(requestID)
+	id := Params{}.Str("id", requestID)
 	reqs, err := queryRows[Request](ctx, s.t, fmt.Sprintf(
-		"SELECT %s FROM %s.requests FINAL WHERE request_id = %s LIMIT 1", selectList[Request](), s.db, id))
+		"SELECT %s FROM %s.requests FINAL WHERE request_id = {id:String} LIMIT 1", selectList[Request](), s.db), id)
 	if err != nil {
 		return Trace{}, fmt.Errorf("store: get trace %q: request: %w", requestID, err)
 	}
@@ -235,26 +256,26 @@ func (s *sqlStore) GetTrace(ctx context.Context, requestID string) (Trace, error
 	}
 	t := Trace{Request: reqs[0]}
 	if t.Runs, err = queryRows[Run](ctx, s.t, fmt.Sprintf(
-		"SELECT %s FROM %s.runs FINAL WHERE request_id = %s ORDER BY mode != 'incumbent', pipeline, run_id",
-		selectList[Run](), s.db, id)); err != nil {
+		"SELECT %s FROM %s.runs FINAL WHERE request_id = {id:String} ORDER BY mode != 'incumbent', pipeline, run_id",
+		selectList[Run](), s.db), id); err != nil {
 		return Trace{}, fmt.Errorf("store: get trace %q: runs: %w", requestID, err)
 	}
-	// The runs' ids as a literal list: the steps' primary key prunes on it, where
+	// The runs' ids as a constant set: the steps' primary key prunes on it, where
 	// a subquery on runs would scan runs again.
 	runIDs := make([]string, len(t.Runs))
 	for i, r := range t.Runs {
-		runIDs[i] = quoteString(r.RunID)
+		runIDs[i] = r.RunID
 	}
 	if len(runIDs) > 0 {
 		if t.Steps, err = queryRows[Step](ctx, s.t, fmt.Sprintf(
-			"SELECT %s FROM %s.steps FINAL WHERE run_id IN (%s) ORDER BY run_id, `index`",
-			selectList[Step](), s.db, strings.Join(runIDs, ", "))); err != nil {
+			"SELECT %s FROM %s.steps FINAL WHERE run_id IN {ids:Array(String)} ORDER BY run_id, `index`",
+			selectList[Step](), s.db), Params{}.Strs("ids", runIDs)); err != nil {
 			return Trace{}, fmt.Errorf("store: get trace %q: steps: %w", requestID, err)
 		}
 	}
 	if t.Scores, err = queryRows[Score](ctx, s.t, fmt.Sprintf(
-		"SELECT %s FROM %s.scores FINAL WHERE request_id = %s ORDER BY suite_run_id, run_id, grader",
-		selectList[Score](), s.db, id)); err != nil {
+		"SELECT %s FROM %s.scores FINAL WHERE request_id = {id:String} ORDER BY suite_run_id, run_id, grader",
+		selectList[Score](), s.db), id); err != nil {
 		return Trace{}, fmt.Errorf("store: get trace %q: scores: %w", requestID, err)
 	}
 	t.Runs, t.Steps, t.Scores = nilIfEmpty(t.Runs), nilIfEmpty(t.Steps), nilIfEmpty(t.Scores)
@@ -289,8 +310,8 @@ func (s *sqlStore) GetSuiteRun(ctx context.Context, suiteRunID string) (SuiteRun
 		return SuiteRun{}, fmt.Errorf("store: get suite run: %w", err)
 	}
 	rows, err := queryRows[SuiteRun](ctx, s.t, fmt.Sprintf(
-		"SELECT %s FROM %s.suite_runs FINAL WHERE suite_run_id = %s LIMIT 1",
-		selectList[SuiteRun](), s.db, quoteString(suiteRunID)))
+		"SELECT %s FROM %s.suite_runs FINAL WHERE suite_run_id = {id:String} LIMIT 1",
+		selectList[SuiteRun](), s.db), Params{}.Str("id", suiteRunID))
 	if err != nil {
 		return SuiteRun{}, fmt.Errorf("store: get suite run %q: %w", suiteRunID, err)
 	}
@@ -357,11 +378,13 @@ func (s *sqlStore) Close() error {
 }
 
 // keysetCond is the WHERE condition of a newest-first page that starts after the
-// cursor (before, beforeID): strictly older, or as old with a smaller request id.
-func keysetCond(before time.Time, beforeID string) string {
-	t := timeLiteral(before)
+// cursor (before, beforeID): strictly older, or as old with a smaller request
+// id. It binds before and before_id in p.
+func keysetCond(p Params, before time.Time, beforeID string) string {
+	p.Time("before", before)
 	if beforeID == "" {
-		return "received_at < " + t
+		return "received_at < {before:DateTime64(3, 'UTC')}"
 	}
-	return fmt.Sprintf("(received_at < %s OR (received_at = %s AND request_id < %s))", t, t, quoteString(beforeID))
+	p.Str("before_id", beforeID)
+	return "(received_at < {before:DateTime64(3, 'UTC')} OR (received_at = {before:DateTime64(3, 'UTC')} AND request_id < {before_id:String}))"
 }

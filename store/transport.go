@@ -9,12 +9,13 @@ import (
 // transport runs SQL text on one engine. Both transports get exactly the same
 // statements; only the wire differs.
 type transport interface {
-	// exec runs one statement that returns no rows (DDL, INSERT … FORMAT JSONEachRow
-	// with the rows inline).
-	exec(ctx context.Context, sql string) error
-	// queryJSON runs one SELECT and returns its rows as JSON objects (one per
-	// element, keys are the result's column names), string bytes kept exactly.
-	queryJSON(ctx context.Context, sql string) ([][]byte, error)
+	// exec runs one statement that returns no rows (DDL, ALTER … DELETE), with
+	// its {name:Type} placeholders bound to params (nil: none).
+	exec(ctx context.Context, sql string, params Params) error
+	// insert writes rows (a slice of a model struct) into db.table's columns
+	// (the struct's json tags, which equal its ch tags): a native batch on the
+	// server, one INSERT … FORMAT JSONEachRow on the embedded engine.
+	insert(ctx context.Context, db, table string, columns []string, rows any) error
 	// queryText runs one read statement and renders each value as text
 	// (ClickHouse's TSV rendering, unescaped).
 	queryText(ctx context.Context, sql string) (QueryResult, error)
@@ -30,11 +31,33 @@ type statementClassifier interface {
 	checkOneRead(ctx context.Context, sql string) error
 }
 
-// queryRows runs sql and decodes each row into T by json tags.
-func queryRows[T any](ctx context.Context, t transport, sql string) ([]T, error) {
-	lines, err := t.queryJSON(ctx, sql)
-	if err != nil {
-		return nil, err
+// jsonQuerier is a transport that answers reads as JSONEachRow (the embedded
+// engine).
+type jsonQuerier interface {
+	// queryJSON runs one SELECT with its placeholders bound to params and
+	// returns its rows as JSON objects (one per element, keys are the result's
+	// column names), string bytes kept exactly.
+	queryJSON(ctx context.Context, sql string, params Params) ([][]byte, error)
+}
+
+// queryRows runs sql with its placeholders bound to params (at most one map)
+// and decodes each row into T by json tags.
+func queryRows[T any](ctx context.Context, t transport, sql string, params ...Params) ([]T, error) {
+	var p Params
+	if len(params) > 0 {
+		p = params[0]
+	}
+	var lines [][]byte
+	switch tt := t.(type) {
+	case *server: // typed scans over the native protocol
+		return scanRows[T](ctx, tt, sql, p)
+	case jsonQuerier: // the embedded engine: JSONEachRow, string bytes kept exactly (rowcodec.go)
+		var err error
+		if lines, err = tt.queryJSON(ctx, sql, p); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("store: unknown transport %T", t)
 	}
 	out := make([]T, 0, len(lines))
 	for _, l := range lines {

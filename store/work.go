@@ -12,15 +12,6 @@ func (s *sqlStore) InsertWork(ctx context.Context, work []Work) error {
 	return insert(ctx, s, "shadow_work", work)
 }
 
-// quoteList renders ids as a comma-separated list of string literals.
-func quoteList(ids []string) string {
-	q := make([]string, len(ids))
-	for i, id := range ids {
-		q[i] = quoteString(id)
-	}
-	return strings.Join(q, ", ")
-}
-
 // StoredRequests implements Store: one lookup on the requests' primary key.
 func (s *sqlStore) StoredRequests(ctx context.Context, ids []string) ([]string, error) {
 	if err := s.check(ctx); err != nil {
@@ -33,7 +24,7 @@ func (s *sqlStore) StoredRequests(ctx context.Context, ids []string) ([]string, 
 		RequestID string `json:"request_id"`
 	}
 	rows, err := queryRows[row](ctx, s.t, fmt.Sprintf(
-		"SELECT DISTINCT request_id FROM %s.requests WHERE request_id IN (%s)", s.db, quoteList(ids)))
+		"SELECT DISTINCT request_id FROM %s.requests WHERE request_id IN {ids:Array(String)}", s.db), Params{}.Strs("ids", ids))
 	if err != nil {
 		return nil, fmt.Errorf("store: stored requests: %w", err)
 	}
@@ -49,11 +40,12 @@ func (s *sqlStore) StoredRequests(ctx context.Context, ids []string) ([]string, 
 // (a run stored while its done mark was lost to a crash counts as done). Work rows
 // of a commit cut short before its request row (the copy was refused) are left
 // out before the LIMIT, so they never fill a page.
-func (s *sqlStore) pendingWorkSQL(after WorkCursor, limit int) string {
+func (s *sqlStore) pendingWorkSQL(after WorkCursor, limit int) (string, Params) {
 	cond := ""
+	p := Params{}
 	if !after.ReceivedAt.IsZero() || after.RequestID != "" {
-		t := timeLiteral(after.ReceivedAt)
-		cond = fmt.Sprintf("\n  AND (received_at > %s OR (received_at = %s AND request_id > %s))", t, t, quoteString(after.RequestID))
+		p.Time("after", after.ReceivedAt).Str("after_id", after.RequestID)
+		cond = "\n  AND (received_at > {after:DateTime64(3, 'UTC')} OR (received_at = {after:DateTime64(3, 'UTC')} AND request_id > {after_id:String}))"
 	}
 	return fmt.Sprintf(`SELECT request_id, min(received_at) AS first_received_at,
     groupArray(pipeline) AS pipelines, groupArray(pipeline_version) AS versions
@@ -68,7 +60,7 @@ WHERE status = 'pending'%[2]s
       AND request_id IN (SELECT request_id FROM %[1]s.shadow_work FINAL WHERE status = 'pending'))
 GROUP BY request_id
 ORDER BY first_received_at, request_id
-LIMIT %[3]d`, s.db, cond, max(limit, 1))
+LIMIT %[3]d`, s.db, cond, max(limit, 1)), p
 }
 
 // PendingWork implements Store: two statements, the page of owed work and the
@@ -82,7 +74,8 @@ func (s *sqlStore) PendingWork(ctx context.Context, after WorkCursor, limit int)
 		Pipelines []string `json:"pipelines"`
 		Versions  []string `json:"versions"`
 	}
-	page, err := queryRows[owed](ctx, s.t, s.pendingWorkSQL(after, limit))
+	sql, p := s.pendingWorkSQL(after, limit)
+	page, err := queryRows[owed](ctx, s.t, sql, p)
 	if err != nil {
 		return nil, fmt.Errorf("store: pending work: %w", err)
 	}
@@ -94,7 +87,7 @@ func (s *sqlStore) PendingWork(ctx context.Context, after WorkCursor, limit int)
 		ids[i] = o.RequestID
 	}
 	reqs, err := queryRows[Request](ctx, s.t, fmt.Sprintf(
-		"SELECT %s FROM %s.requests FINAL WHERE request_id IN (%s)", selectList[Request](), s.db, quoteList(ids)))
+		"SELECT %s FROM %s.requests FINAL WHERE request_id IN {ids:Array(String)}", selectList[Request](), s.db), Params{}.Strs("ids", ids))
 	if err != nil {
 		return nil, fmt.Errorf("store: pending work: requests: %w", err)
 	}

@@ -47,6 +47,7 @@ type api struct {
 	writer  func() store.WriterStats
 	// admission is the adaptive shadow-run limit's state; nil in the tap role.
 	admission func() ingest.AdmissionSnapshot
+	forget    *forgetter   // POST /api/forget; nil in the tap role (no store)
 	log       *slog.Logger // console audit: every POST /api/query with its outcome; nil: none
 }
 
@@ -54,6 +55,7 @@ func (a *api) register(r gin.IRouter) {
 	r.POST("/api/query", a.query)
 	r.GET("/api/stats", a.statsHandler)
 	r.POST("/api/suite-runs", a.runSuite)
+	r.POST("/api/forget", a.forgetHandler)
 }
 
 // maxQueryBodyBytes bounds the body of POST /api/query (1 MiB of SQL).

@@ -19,11 +19,21 @@ type pipelines struct {
 
 // buildPipelines connects the worker pool and builds every configured pipeline.
 func buildPipelines(cfg Config) (*pipelines, error) {
-	pool, err := shadow.NewPool(cfg.Shadow)
+	return buildInstrumentedPipelines(cfg, shadow.Telemetry{})
+}
+
+// buildInstrumentedPipelines is buildPipelines reporting through tel: chat spans
+// and GenAI client metrics from the pool, an invoke_workflow span and run
+// metrics per pipeline run.
+func buildInstrumentedPipelines(cfg Config, tel shadow.Telemetry) (*pipelines, error) {
+	pool, err := shadow.NewPool(cfg.Shadow, shadow.WithTelemetry(tel))
 	if err != nil {
 		return nil, fmt.Errorf("pipelines: %w", err)
 	}
 	inc, err := shadow.NewSingle(pool, cfg.Pipelines.Incumbent)
+	if err == nil {
+		inc, err = shadow.Instrument(inc, tel)
+	}
 	if err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("pipelines: incumbent: %w", err)
@@ -39,6 +49,9 @@ func buildPipelines(cfg Config) (*pipelines, error) {
 		if err == nil {
 			c, err = shadow.NewBudgetedFromConfig(pool, c, p.spend)
 		}
+		if err == nil {
+			c, err = shadow.Instrument(c, tel)
+		}
 		if err != nil {
 			pool.Close()
 			return nil, fmt.Errorf("pipelines: candidate %q: %w", name, err)
@@ -49,6 +62,9 @@ func buildPipelines(cfg Config) (*pipelines, error) {
 		c, err := shadow.NewPipeline(pool, cc)
 		if err == nil {
 			c, err = shadow.NewBudgetedFromConfig(pool, c, p.spend)
+		}
+		if err == nil {
+			c, err = shadow.Instrument(c, tel)
 		}
 		if err != nil {
 			pool.Close()

@@ -102,8 +102,12 @@ type SuiteConfig struct {
 // TelemetryConfig turns on OpenTelemetry tracing; empty OTLPEndpoint means a no-op
 // tracer provider.
 type TelemetryConfig struct {
-	OTLPEndpoint string `yaml:"otlp_endpoint"` // host:port of an OTLP/HTTP collector, e.g. localhost:4318
+	OTLPEndpoint string `yaml:"otlp_endpoint"` // host:port (plain HTTP) or an http(s):// URL of an OTLP/HTTP receiver, e.g. localhost:4318
 	ServiceName  string `yaml:"service_name"`
+	// CaptureContent adds prompts and answers to the GenAI spans
+	// (gen_ai.input.messages, gen_ai.output.messages). Off by default, as the
+	// OpenTelemetry GenAI conventions advise: they hold user text.
+	CaptureContent bool `yaml:"capture_content"`
 }
 
 // envOverrides are the environment variables that override the file; empty ones
@@ -112,8 +116,9 @@ type envOverrides struct {
 	Addr          string `env:"CONDUCTOR_SHADOW_ADDR"`
 	DataDir       string `env:"CONDUCTOR_SHADOW_DATA"`
 	ClickHouseDSN string `env:"CONDUCTOR_SHADOW_CLICKHOUSE_DSN"`
-	ConsoleDSN    string `env:"CONDUCTOR_SHADOW_CONSOLE_DSN"` // store.console_dsn: the SQL console's read-only user
-	PoolURL       string `env:"CONDUCTOR_SHADOW_POOL_URL"`    // base URL of every worker, e.g. http://127.0.0.1:9090/v1
+	Cluster       string `env:"CONDUCTOR_SHADOW_CLICKHOUSE_CLUSTER"` // store.cluster
+	ConsoleDSN    string `env:"CONDUCTOR_SHADOW_CONSOLE_DSN"`        // store.console_dsn: the SQL console's read-only user
+	PoolURL       string `env:"CONDUCTOR_SHADOW_POOL_URL"`           // base URL of every worker, e.g. http://127.0.0.1:9090/v1
 	OTLPEndpoint  string `env:"CONDUCTOR_SHADOW_OTLP_ENDPOINT"`
 }
 
@@ -175,6 +180,9 @@ func (c *Config) applyOverrides(ov envOverrides) {
 	}
 	if ov.ClickHouseDSN != "" {
 		c.Store.DSN = ov.ClickHouseDSN
+	}
+	if ov.Cluster != "" {
+		c.Store.Cluster = ov.Cluster
 	}
 	if ov.ConsoleDSN != "" {
 		c.Store.ConsoleDSN = ov.ConsoleDSN

@@ -90,6 +90,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	root.AddCommand(loadtestCmd(load, log))
 	root.AddCommand(generateCmd(load))
 	root.AddCommand(setCmd(load), exportCmd(load))
+	root.AddCommand(forgetCmd(load))
 	root.AddCommand(gradeCmd(load), planCmd())
 	root.AddCommand(powerCmd(), validityCmd())
 	return root.ExecuteContext(ctx)

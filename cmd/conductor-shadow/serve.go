@@ -13,6 +13,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"go.opentelemetry.io/contrib/instrumentation/github.com/gin-gonic/gin/otelgin"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/conductor-shadow/conductor-shadow/eval/gate"
@@ -44,6 +45,8 @@ type server struct {
 	stats     *ingest.Stats
 	http      *http.Server
 	sched     *schedule.Scheduler
+	metrics   *metrics // GET /metrics: a private Prometheus registry
+	tap       *ingest.Tap
 	serveErr  chan error
 }
 
@@ -73,6 +76,9 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 		return fmt.Errorf("serve: listening on %s beyond loopback needs a bearer token in $%s", s.cfg.Server.Addr, s.cfg.Server.APITokenEnv)
 	}
 	s.stats = ingest.NewStats()
+	if s.metrics, err = newMetrics(); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
 	where := "none (tap role: copies go to Kafka)"
 	if role != RoleTap {
 		st, w, err := openStore(ctx, s.cfg)
@@ -84,7 +90,7 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 			return fmt.Errorf("serve: %w", err)
 		}
 		s.writer.Start(ctx)
-		s.pipes, err = buildPipelines(s.cfg)
+		s.pipes, err = buildInstrumentedPipelines(s.cfg, shadow.Telemetry{Tracers: tp, Meters: s.metrics.meters, CaptureContent: s.cfg.Telemetry.CaptureContent})
 		if err != nil {
 			return fmt.Errorf("serve: %w", err)
 		}
@@ -120,6 +126,7 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 		if tap.EphemeralSecret() {
 			s.log.Warn("PII pseudonyms change on restart: no secret in $" + s.cfg.Ingest.PII.SecretEnv)
 		}
+		s.tap = tap
 	}
 	if role != RoleTap {
 		// Shadow runs take a slot of the adaptive limit first, so they back off
@@ -142,7 +149,10 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 
 	gin.SetMode(gin.ReleaseMode)
 	router := gin.New()
-	router.Use(gin.Recovery(), otelgin.Middleware(s.cfg.Telemetry.ServiceName, otelgin.WithTracerProvider(tp)),
+	// W3C trace context from incoming requests: a tapped copy's shadow runs
+	// join the production request's trace.
+	router.Use(gin.Recovery(), otelgin.Middleware(s.cfg.Telemetry.ServiceName, otelgin.WithTracerProvider(tp),
+		otelgin.WithPropagators(propagation.TraceContext{})),
 		logServerErrors(s.log), browserGuard(newHostRules(s.cfg.Server.Addr, s.cfg.Server.AllowedHosts), s.log))
 	health := serverHealth{Status: "ok", Role: role, Store: where}
 	if s.cfg.Store.DSN == "" && s.st != nil {
@@ -170,8 +180,13 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 		guarded.GET("/api/stats", a.statsHandler)
 	} else {
 		a.suites = &suiteRunner{cfg: s.cfg, roles: store.NewRoles(s.st), p: s.pipes, where: where + " (through the server at " + s.cfg.Server.Addr + ")"}
+		a.forget = newForgetter(s.cfg, s.st, tap) // without a tap (shadow role): the shared PII secret
 		a.register(guarded)
 	}
+	if err := s.metrics.watch(a.stats, a.writer); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	registerMetrics(guarded, s.metrics)
 	if role == RoleAll {
 		// Schedules run in one place: with several shadow workers, each would run them.
 		s.sched, err = schedule.New(s.cfg.Schedules, func(ctx context.Context, job schedule.Suite) (string, error) {
@@ -301,6 +316,9 @@ func (s *server) shutdownLocked(ctx context.Context) error {
 	}
 	if s.pipes != nil {
 		s.pipes.Close()
+	}
+	if err := s.metrics.Shutdown(ctx); err != nil {
+		errs = append(errs, err)
 	}
 	if s.st != nil {
 		if err := s.st.Close(); err != nil {

@@ -3,23 +3,38 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/url"
+	"strings"
 
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // newTracerProvider returns a no-op provider unless cfg.OTLPEndpoint is set, in
-// which case spans go to that OTLP/HTTP collector in batches. The returned
-// shutdown flushes and stops the exporter.
+// which case spans go to that OTLP/HTTP receiver (protobuf, POST /v1/traces) in
+// batches: host:port means plain HTTP, an http:// or https:// URL is used as
+// given (its path, when not empty, replacing /v1/traces). The returned shutdown
+// flushes and stops the exporter.
 func newTracerProvider(ctx context.Context, cfg TelemetryConfig) (trace.TracerProvider, func(context.Context) error, error) {
 	if cfg.OTLPEndpoint == "" {
 		return noop.NewTracerProvider(), func(context.Context) error { return nil }, nil
 	}
-	exp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpoint(cfg.OTLPEndpoint), otlptracehttp.WithInsecure())
+	opts := []otlptracehttp.Option{otlptracehttp.WithEndpoint(cfg.OTLPEndpoint), otlptracehttp.WithInsecure()}
+	if strings.HasPrefix(cfg.OTLPEndpoint, "http://") || strings.HasPrefix(cfg.OTLPEndpoint, "https://") {
+		u, err := url.Parse(cfg.OTLPEndpoint)
+		if err != nil {
+			return nil, nil, fmt.Errorf("telemetry: otlp_endpoint %q: %w", cfg.OTLPEndpoint, err)
+		}
+		if u.Path == "" || u.Path == "/" {
+			u.Path = "/v1/traces"
+		}
+		opts = []otlptracehttp.Option{otlptracehttp.WithEndpointURL(u.String())}
+	}
+	exp, err := otlptracehttp.New(ctx, opts...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("telemetry: OTLP exporter for %s: %w", cfg.OTLPEndpoint, err)
 	}

@@ -203,14 +203,17 @@ func (r *Ref) Query(sql, format string) ([]byte, error) {
 	return c.queryLocked(sql, format)
 }
 
-// QueryIn runs sql as Query does, with use (a statement such as "USE db") run
-// first under the same lock, so no other call runs in between.
-func (r *Ref) QueryIn(use, sql, format string) ([]byte, error) {
+// QueryAfter runs sql as Query does, with the pre statements (such as "USE db"
+// or "SET param_x = '…'") run first under the same lock, so no other call runs
+// in between.
+func (r *Ref) QueryAfter(pre []string, sql, format string) ([]byte, error) {
 	c := r.conn
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, err := c.queryLocked(use, "TabSeparated"); err != nil {
-		return nil, err
+	for _, p := range pre {
+		if _, err := c.queryLocked(p, "TabSeparated"); err != nil {
+			return nil, err
+		}
 	}
 	return c.queryLocked(sql, format)
 }

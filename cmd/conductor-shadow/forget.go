@@ -1,0 +1,151 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/spf13/cobra"
+
+	"github.com/conductor-shadow/conductor-shadow/ingest"
+	"github.com/conductor-shadow/conductor-shadow/store"
+)
+
+// forgetRequest is the body of POST /api/forget.
+type forgetRequest struct {
+	Subject string `json:"subject"` // the data subject's value as the tap received it
+}
+
+// forgetResponse answers POST /api/forget: the rows removed per table and the
+// audit entry; Warning is set when the PII secret is not configured.
+type forgetResponse struct {
+	store.ForgetReport
+	Warning string `json:"warning,omitempty"`
+}
+
+// forgetter erases a data subject's rows: it hashes the subject with the PII
+// secret (as the tap does) and asks the store to delete that hash's rows.
+type forgetter struct {
+	roles     store.Roles // it takes the store.SubjectEraser
+	hash      func(subject string) string
+	ephemeral bool // the secret was drawn at random: only this process's requests can match
+}
+
+// newForgetter hashes subjects as the tap does: with this process's tap when it
+// runs one (its secret may be a random one, then ephemeral), else with the PII
+// secret from the environment ($<ingest.pii.secret_env>), which a process
+// without a tap (the shadow role) shares with the tap processes.
+func newForgetter(cfg Config, st store.Store, tap *ingest.Tap) *forgetter {
+	if tap != nil {
+		return &forgetter{roles: store.NewRoles(st), hash: tap.SubjectHash, ephemeral: tap.EphemeralSecret()}
+	}
+	secret := []byte(os.Getenv(cfg.Ingest.PII.SecretEnv))
+	if len(secret) == 0 {
+		return &forgetter{roles: store.NewRoles(st)}
+	}
+	return &forgetter{roles: store.NewRoles(st), hash: func(s string) string { return ingest.SubjectHash(secret, s) }}
+}
+
+func (f *forgetter) forget(ctx context.Context, subject, actor string) (forgetResponse, error) {
+	if strings.TrimSpace(subject) == "" {
+		return forgetResponse{}, errBadSubject
+	}
+	if f.hash == nil {
+		return forgetResponse{}, errors.New("forget: no PII secret in this process: subject hashes cannot be computed (set the variable ingest.pii.secret_env names, as on the tap)")
+	}
+	eraser, err := f.roles.SubjectEraser()
+	if err != nil {
+		return forgetResponse{}, fmt.Errorf("forget: %w", err)
+	}
+	rep, err := eraser.ForgetSubject(ctx, f.hash(subject), actor)
+	if err != nil {
+		return forgetResponse{}, err
+	}
+	resp := forgetResponse{ForgetReport: rep}
+	if f.ephemeral {
+		resp.Warning = "no PII secret configured: subject hashes change at every restart, so requests stored by an earlier process cannot be matched"
+	}
+	return resp, nil
+}
+
+var errBadSubject = errors.New("forget: want a non-empty subject")
+
+func (a *api) forgetHandler(c *gin.Context) {
+	var req forgetRequest
+	if err := c.ShouldBindJSON(&req); err != nil || strings.TrimSpace(req.Subject) == "" {
+		c.JSON(http.StatusBadRequest, gin.H{"error": "want a JSON body {\"subject\": \"...\"}"})
+		return
+	}
+	res, err := a.forget.forget(c.Request.Context(), req.Subject, "api "+c.ClientIP())
+	if errors.Is(err, store.ErrNotSupported) {
+		c.JSON(http.StatusNotImplemented, gin.H{"error": err.Error()})
+		return
+	}
+	if err != nil {
+		c.JSON(http.StatusInternalServerError, gin.H{"error": err.Error()})
+		return
+	}
+	c.JSON(http.StatusOK, res)
+}
+
+func printForget(w io.Writer, r forgetResponse) {
+	fmt.Fprintf(w, "removed: %d requests, %d runs, %d steps, %d scores, %d shadow work rows\naudit entry %s at %s\n",
+		r.Requests, r.Runs, r.Steps, r.Scores, r.Work, r.AuditID, r.At.Format(time.RFC3339))
+	if r.Warning != "" {
+		fmt.Fprintln(w, "warning:", r.Warning)
+	}
+}
+
+func forgetCmd(load loader) *cobra.Command {
+	var (
+		subject string
+		local   bool
+	)
+	cmd := &cobra.Command{
+		Use:   "forget --subject VALUE",
+		Short: "Delete every stored row of one data subject's requests (all tables) and record an audit entry",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if strings.TrimSpace(subject) == "" {
+				return errBadSubject
+			}
+			cfg, err := load()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			var res forgetResponse
+			if answered, err := askServer(ctx, cfg, local, "/api/forget", 5*time.Minute, forgetRequest{Subject: subject}, &res); answered {
+				if err == nil {
+					printForget(cmd.OutOrStdout(), res)
+				}
+				return err
+			}
+			secret := os.Getenv(cfg.Ingest.PII.SecretEnv)
+			if secret == "" {
+				return fmt.Errorf("forget: no server answering and $%s is empty: the subject hash needs the PII secret the tap used", cfg.Ingest.PII.SecretEnv)
+			}
+			st, _, err := openStore(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			f := &forgetter{roles: store.NewRoles(st), hash: func(s string) string { return ingest.SubjectHash([]byte(secret), s) }}
+			res, err = f.forget(ctx, subject, "cli")
+			if err != nil {
+				return err
+			}
+			printForget(cmd.OutOrStdout(), res)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&subject, "subject", "", "the data subject's value (as sent in the exchange's subject field or the X-Conductor-Shadow-Subject header)")
+	cmd.Flags().BoolVar(&local, "local", false, "open the store directly instead of asking a running server")
+	return cmd
+}

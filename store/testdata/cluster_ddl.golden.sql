@@ -1,0 +1,324 @@
+-- boot: database and schema_migrations
+
+CREATE DATABASE IF NOT EXISTS `shadow` ON CLUSTER `shadow_cluster`;
+
+CREATE TABLE IF NOT EXISTS `shadow`.schema_migrations_local ON CLUSTER `shadow_cluster`
+(
+    version    UInt32,
+    name       String,
+    applied_at DateTime64(3, 'UTC') DEFAULT now64(3)
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/shadow/schema_migrations_local', '{replica}', applied_at)
+ORDER BY version;
+
+CREATE TABLE IF NOT EXISTS `shadow`.schema_migrations ON CLUSTER `shadow_cluster` AS `shadow`.schema_migrations_local
+ENGINE = Distributed('shadow_cluster', 'shadow', 'schema_migrations_local', version);
+
+-- migration 0001_init
+
+CREATE TABLE IF NOT EXISTS `shadow`.requests_local ON CLUSTER `shadow_cluster`
+(
+    request_id   String,
+    received_at  DateTime64(3, 'UTC'),
+    source       LowCardinality(String),
+    app          LowCardinality(String),
+    input        String,
+    input_hash   String,
+    subject_hash String,
+    category     LowCardinality(String),
+    metadata     Map(String, String),
+    inserted_at  DateTime64(6, 'UTC') DEFAULT now64(6)
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/shadow/requests_local', '{replica}', inserted_at)
+ORDER BY request_id;
+
+CREATE TABLE IF NOT EXISTS `shadow`.requests ON CLUSTER `shadow_cluster` AS `shadow`.requests_local
+ENGINE = Distributed('shadow_cluster', 'shadow', 'requests_local', cityHash64(request_id));
+
+CREATE TABLE IF NOT EXISTS `shadow`.runs_local ON CLUSTER `shadow_cluster`
+(
+    run_id           String,
+    request_id       String,
+    suite_run_id     String,
+    pipeline         LowCardinality(String),
+    pipeline_version String,
+    mode             LowCardinality(String),
+    started_at       DateTime64(3, 'UTC'),
+    latency_ms       Float64,
+    status           LowCardinality(String),
+    final_output     String,
+    tokens_in        Int64,
+    tokens_out       Int64,
+    cost_usd         Float64,
+    calls            Int32,
+    plan_raw         String,
+    plan             String,
+    error            String,
+    simulated        Bool,
+    inserted_at      DateTime64(6, 'UTC') DEFAULT now64(6),
+    INDEX idx_request_id request_id TYPE bloom_filter GRANULARITY 1
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/shadow/runs_local', '{replica}', inserted_at)
+ORDER BY run_id;
+
+CREATE TABLE IF NOT EXISTS `shadow`.runs ON CLUSTER `shadow_cluster` AS `shadow`.runs_local
+ENGINE = Distributed('shadow_cluster', 'shadow', 'runs_local', cityHash64(request_id));
+
+CREATE TABLE IF NOT EXISTS `shadow`.steps_local ON CLUSTER `shadow_cluster`
+(
+    run_id        String,
+    `index`       Int32,
+    parent        Int32,
+    depth         Int32,
+    role          LowCardinality(String),
+    worker        LowCardinality(String),
+    model         LowCardinality(String),
+    subtask       String,
+    access        String,
+    messages      String,
+    input_tokens  Int64,
+    output_tokens Int64,
+    cost_usd      Float64,
+    started_at    DateTime64(3, 'UTC'),
+    latency_ms    Float64,
+    ttft_ms       Float64,
+    status        LowCardinality(String),
+    output        String,
+    error         String,
+    attempt       Int32,
+    inserted_at   DateTime64(6, 'UTC') DEFAULT now64(6)
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/shadow/steps_local', '{replica}', inserted_at)
+ORDER BY (run_id, `index`);
+
+CREATE TABLE IF NOT EXISTS `shadow`.steps ON CLUSTER `shadow_cluster` AS `shadow`.steps_local
+ENGINE = Distributed('shadow_cluster', 'shadow', 'steps_local', cityHash64(run_id));
+
+CREATE TABLE IF NOT EXISTS `shadow`.scores_local ON CLUSTER `shadow_cluster`
+(
+    suite_run_id String,
+    run_id       String,
+    request_id   String,
+    case_id      String,
+    pipeline     LowCardinality(String),
+    grader       LowCardinality(String),
+    value        Float64,
+    passed       Bool,
+    explanation  String,
+    error        String,
+    created_at   DateTime64(3, 'UTC'),
+    inserted_at  DateTime64(6, 'UTC') DEFAULT now64(6),
+    INDEX idx_request_id request_id TYPE bloom_filter GRANULARITY 1
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/shadow/scores_local', '{replica}', inserted_at)
+ORDER BY (suite_run_id, run_id, grader);
+
+CREATE TABLE IF NOT EXISTS `shadow`.scores ON CLUSTER `shadow_cluster` AS `shadow`.scores_local
+ENGINE = Distributed('shadow_cluster', 'shadow', 'scores_local', cityHash64(request_id));
+
+CREATE TABLE IF NOT EXISTS `shadow`.suite_runs_local ON CLUSTER `shadow_cluster`
+(
+    suite_run_id    String,
+    set_name        String,
+    set_version     String,
+    incumbent       String,
+    candidates      Array(String),
+    started_at      DateTime64(3, 'UTC'),
+    finished_at     DateTime64(3, 'UTC'),
+    status          LowCardinality(String),
+    cases           Int32,
+    headline        String,
+    report_markdown String,
+    report_json     String,
+    inserted_at     DateTime64(6, 'UTC') DEFAULT now64(6)
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/shadow/suite_runs_local', '{replica}', inserted_at)
+ORDER BY suite_run_id;
+
+CREATE TABLE IF NOT EXISTS `shadow`.suite_runs ON CLUSTER `shadow_cluster` AS `shadow`.suite_runs_local
+ENGINE = Distributed('shadow_cluster', 'shadow', 'suite_runs_local', cityHash64(suite_run_id));
+
+CREATE TABLE IF NOT EXISTS `shadow`.cases_local ON CLUSTER `shadow_cluster`
+(
+    suite_run_id String,
+    set_name     String,
+    set_version  String,
+    case_id      String,
+    category     LowCardinality(String),
+    input        String,
+    reference    String,
+    choices      Array(String),
+    grader       String,
+    inserted_at  DateTime64(6, 'UTC') DEFAULT now64(6)
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/shadow/cases_local', '{replica}', inserted_at)
+ORDER BY (suite_run_id, case_id);
+
+CREATE TABLE IF NOT EXISTS `shadow`.cases ON CLUSTER `shadow_cluster` AS `shadow`.cases_local
+ENGINE = Distributed('shadow_cluster', 'shadow', 'cases_local', cityHash64(suite_run_id));
+
+-- migration 0002_step_pricing
+
+ALTER TABLE `shadow`.steps_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS price_version LowCardinality(String) DEFAULT '' AFTER cost_usd;
+
+ALTER TABLE `shadow`.steps ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS price_version LowCardinality(String) DEFAULT '' AFTER cost_usd;
+
+ALTER TABLE `shadow`.steps_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS cached_input_tokens Int64 DEFAULT 0 AFTER price_version;
+
+ALTER TABLE `shadow`.steps ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS cached_input_tokens Int64 DEFAULT 0 AFTER price_version;
+
+ALTER TABLE `shadow`.steps_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS orchestration_input_tokens Int64 DEFAULT 0 AFTER cached_input_tokens;
+
+ALTER TABLE `shadow`.steps ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS orchestration_input_tokens Int64 DEFAULT 0 AFTER cached_input_tokens;
+
+ALTER TABLE `shadow`.steps_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS orchestration_input_cached_tokens Int64 DEFAULT 0 AFTER orchestration_input_tokens;
+
+ALTER TABLE `shadow`.steps ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS orchestration_input_cached_tokens Int64 DEFAULT 0 AFTER orchestration_input_tokens;
+
+ALTER TABLE `shadow`.steps_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS orchestration_output_tokens Int64 DEFAULT 0 AFTER orchestration_input_cached_tokens;
+
+ALTER TABLE `shadow`.steps ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS orchestration_output_tokens Int64 DEFAULT 0 AFTER orchestration_input_cached_tokens;
+
+-- migration 0004_eval_verdicts
+
+ALTER TABLE `shadow`.suite_runs_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS verdict LowCardinality(String) DEFAULT '' AFTER headline;
+
+ALTER TABLE `shadow`.suite_runs ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS verdict LowCardinality(String) DEFAULT '' AFTER headline;
+
+ALTER TABLE `shadow`.suite_runs_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS gate_policy_version String DEFAULT '' AFTER verdict;
+
+ALTER TABLE `shadow`.suite_runs ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS gate_policy_version String DEFAULT '' AFTER verdict;
+
+ALTER TABLE `shadow`.suite_runs_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS report_html String DEFAULT '' AFTER report_json;
+
+ALTER TABLE `shadow`.suite_runs ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS report_html String DEFAULT '' AFTER report_json;
+
+ALTER TABLE `shadow`.cases_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS extra String DEFAULT '' AFTER grader;
+
+ALTER TABLE `shadow`.cases ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS extra String DEFAULT '' AFTER grader;
+
+-- migration 0010_shadow_work
+
+CREATE TABLE IF NOT EXISTS `shadow`.shadow_work_local ON CLUSTER `shadow_cluster`
+(
+    request_id       String,
+    pipeline         LowCardinality(String),
+    pipeline_version String,
+    status           LowCardinality(String),
+    received_at      DateTime64(3, 'UTC'),
+    inserted_at      DateTime64(6, 'UTC') DEFAULT now64(6)
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/shadow/shadow_work_local', '{replica}', inserted_at)
+ORDER BY (request_id, pipeline, pipeline_version);
+
+CREATE TABLE IF NOT EXISTS `shadow`.shadow_work ON CLUSTER `shadow_cluster` AS `shadow`.shadow_work_local
+ENGINE = Distributed('shadow_cluster', 'shadow', 'shadow_work_local', cityHash64(request_id));
+
+-- migration 0030_finish_reason
+
+ALTER TABLE `shadow`.steps_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS finish_reason LowCardinality(String) DEFAULT '' AFTER status;
+
+ALTER TABLE `shadow`.steps ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS finish_reason LowCardinality(String) DEFAULT '' AFTER status;
+
+ALTER TABLE `shadow`.runs_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS truncated Bool DEFAULT false AFTER simulated;
+
+ALTER TABLE `shadow`.runs ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS truncated Bool DEFAULT false AFTER simulated;
+
+ALTER TABLE `shadow`.runs_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS truncated_steps Int32 DEFAULT 0 AFTER truncated;
+
+ALTER TABLE `shadow`.runs ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS truncated_steps Int32 DEFAULT 0 AFTER truncated;
+
+-- migration 0040_exchange_fidelity
+
+ALTER TABLE `shadow`.runs_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS reasoning String DEFAULT '' AFTER final_output;
+
+ALTER TABLE `shadow`.runs ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS reasoning String DEFAULT '' AFTER final_output;
+
+ALTER TABLE `shadow`.runs_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS choices String DEFAULT '' AFTER reasoning;
+
+ALTER TABLE `shadow`.runs ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS choices String DEFAULT '' AFTER reasoning;
+
+ALTER TABLE `shadow`.runs_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS tool_calls String DEFAULT '' AFTER choices;
+
+ALTER TABLE `shadow`.runs ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS tool_calls String DEFAULT '' AFTER choices;
+
+ALTER TABLE `shadow`.runs_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS http_status Int32 DEFAULT 0 AFTER status;
+
+ALTER TABLE `shadow`.runs ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS http_status Int32 DEFAULT 0 AFTER status;
+
+ALTER TABLE `shadow`.runs_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS response_headers Map(String, String) DEFAULT map() AFTER http_status;
+
+ALTER TABLE `shadow`.runs ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS response_headers Map(String, String) DEFAULT map() AFTER http_status;
+
+ALTER TABLE `shadow`.runs_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS partial Bool DEFAULT false AFTER response_headers;
+
+ALTER TABLE `shadow`.runs ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS partial Bool DEFAULT false AFTER response_headers;
+
+ALTER TABLE `shadow`.steps_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS reasoning String DEFAULT '' AFTER output;
+
+ALTER TABLE `shadow`.steps ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS reasoning String DEFAULT '' AFTER output;
+
+-- migration 0050_audit_log
+
+CREATE TABLE IF NOT EXISTS `shadow`.audit_log_local ON CLUSTER `shadow_cluster`
+(
+    audit_id     String,
+    at           DateTime64(3, 'UTC'),
+    action       LowCardinality(String),
+    actor        String,
+    subject_hash String,
+    requests     Int64,
+    runs         Int64,
+    steps        Int64,
+    scores       Int64,
+    detail       String,
+    inserted_at  DateTime64(6, 'UTC') DEFAULT now64(6)
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/shadow/audit_log_local', '{replica}', inserted_at)
+ORDER BY (at, audit_id);
+
+CREATE TABLE IF NOT EXISTS `shadow`.audit_log ON CLUSTER `shadow_cluster` AS `shadow`.audit_log_local
+ENGINE = Distributed('shadow_cluster', 'shadow', 'audit_log_local', cityHash64(audit_id));
+
+ALTER TABLE `shadow`.requests_local ON CLUSTER `shadow_cluster` ADD INDEX IF NOT EXISTS idx_subject_hash subject_hash TYPE bloom_filter GRANULARITY 1;
+
+-- retention: requests 90 days, bodies 30 days
+
+ALTER TABLE `shadow`.`requests_local` ON CLUSTER `shadow_cluster` MODIFY TTL toDateTime(received_at) + toIntervalSecond(7776000);
+
+ALTER TABLE `shadow`.`requests_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `input` TTL toDateTime(received_at) + toIntervalSecond(2592000);
+
+ALTER TABLE `shadow`.`runs_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `final_output` TTL toDateTime(started_at) + toIntervalSecond(2592000);
+
+ALTER TABLE `shadow`.`runs_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `reasoning` TTL toDateTime(started_at) + toIntervalSecond(2592000);
+
+ALTER TABLE `shadow`.`runs_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `choices` TTL toDateTime(started_at) + toIntervalSecond(2592000);
+
+ALTER TABLE `shadow`.`runs_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `tool_calls` TTL toDateTime(started_at) + toIntervalSecond(2592000);
+
+ALTER TABLE `shadow`.`runs_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `plan_raw` TTL toDateTime(started_at) + toIntervalSecond(2592000);
+
+ALTER TABLE `shadow`.`runs_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `plan` TTL toDateTime(started_at) + toIntervalSecond(2592000);
+
+ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `subtask` TTL toDateTime(started_at) + toIntervalSecond(2592000);
+
+ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `messages` TTL toDateTime(started_at) + toIntervalSecond(2592000);
+
+ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `output` TTL toDateTime(started_at) + toIntervalSecond(2592000);
+
+ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `reasoning` TTL toDateTime(started_at) + toIntervalSecond(2592000);
+
+ALTER TABLE `shadow`.`scores_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `explanation` TTL toDateTime(created_at) + toIntervalSecond(2592000);
+
+-- forget: one subject's rows (hash 0f1e2d3c)
+
+ALTER TABLE `shadow`.`scores_local` ON CLUSTER `shadow_cluster` DELETE WHERE request_id IN (SELECT request_id FROM `shadow`.requests WHERE subject_hash = '0f1e2d3c') SETTINGS mutations_sync = 2;
+
+ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` DELETE WHERE run_id IN (SELECT run_id FROM `shadow`.runs WHERE request_id IN (SELECT request_id FROM `shadow`.requests WHERE subject_hash = '0f1e2d3c')) SETTINGS mutations_sync = 2;
+
+ALTER TABLE `shadow`.`runs_local` ON CLUSTER `shadow_cluster` DELETE WHERE request_id IN (SELECT request_id FROM `shadow`.requests WHERE subject_hash = '0f1e2d3c') SETTINGS mutations_sync = 2;
+
+ALTER TABLE `shadow`.`shadow_work_local` ON CLUSTER `shadow_cluster` DELETE WHERE request_id IN (SELECT request_id FROM `shadow`.requests WHERE subject_hash = '0f1e2d3c') SETTINGS mutations_sync = 2;
+
+ALTER TABLE `shadow`.`requests_local` ON CLUSTER `shadow_cluster` DELETE WHERE subject_hash = '0f1e2d3c' SETTINGS mutations_sync = 2;
+
