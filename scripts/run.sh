@@ -17,14 +17,28 @@ POOL_ADDR=${SIMLLM_ADDR:-127.0.0.1:9090}
 LATENCY_SCALE=${SIMLLM_LATENCY_SCALE:-0.2}
 REPLAY=${REPLAY_FILE:-regression-sets/replay/production-350.jsonl}
 SET=${SUITE_SET:-regression-sets/gsm8k-150.jsonl}
-CONFIG=${CONDUCTOR_SHADOW_CONFIG:-conductor-shadow.example.yaml}
 export CONDUCTOR_SHADOW_ADDR=$ADDR CONDUCTOR_SHADOW_POOL_URL="http://$POOL_ADDR/v1"
 mkdir -p logs
+if [ -n "${CONDUCTOR_SHADOW_CONFIG:-}" ]; then
+  CONFIG=$CONDUCTOR_SHADOW_CONFIG
+else
+  # The example configuration, with the admission's CPU signal off: this run has no
+  # production on the machine to protect, and the simulated pool and the embedded
+  # engine share its CPU, so a busy machine would hold the shadow side to one run
+  # at a time (shed_cpu) for nothing. Added latency and scheduler delay still count.
+  CONFIG=logs/run-config.yaml
+  sed -E 's/^(    max_cpu:) 0\.9( +#)/\1 0  \2/' conductor-shadow.example.yaml >"$CONFIG"
+  grep -qE '^    max_cpu: 0 ' "$CONFIG" || { echo "run: could not turn admission.max_cpu off in $CONFIG" >&2; exit 1; }
+fi
 
 pids=()
 cleanup() {
-  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
+  # The server first, and the pool only once it has stopped: runs still going while
+  # the server drains keep their workers, so a stop never stores a run as an error.
+  for ((k = ${#pids[@]} - 1; k >= 0; k--)); do
+    kill -TERM "${pids[k]}" 2>/dev/null || true
+    wait "${pids[k]}" 2>/dev/null || true
+  done
   # The server's drain summary: how many copies were stored or dropped.
   grep -E 'msg=(shutting down|stopped)' logs/serve.log 2>/dev/null | tail -n 2 || true
 }
@@ -41,7 +55,8 @@ wait_http() { # url seconds
 }
 
 echo "run: starting the simulated worker pool on $POOL_ADDR (latency x$LATENCY_SCALE)"
-bin/simllm --addr "$POOL_ADDR" --latency-scale "$LATENCY_SCALE" --sets regression-sets >logs/simllm.log 2>&1 &
+# Its own session, so a Ctrl-C in the terminal reaches the server only; cleanup stops it.
+setsid bin/simllm --addr "$POOL_ADDR" --latency-scale "$LATENCY_SCALE" --sets regression-sets >logs/simllm.log 2>&1 &
 pids+=($!)
 wait_http "http://$POOL_ADDR/v1/models" 30
 
@@ -55,6 +70,7 @@ want=$(grep -c . "$REPLAY")
 echo "run: waiting until all $want replayed requests have an incumbent and a candidate run stored"
 q="SELECT count() FROM (SELECT request_id FROM shadow.runs FINAL WHERE request_id IN (SELECT request_id FROM shadow.requests FINAL WHERE source = 'replay') GROUP BY request_id HAVING countIf(mode = 'incumbent') >= 1 AND countIf(mode = 'candidate') >= 1)"
 for i in $(seq 1 600); do
+  kill -0 "${pids[1]}" 2>/dev/null || { echo "run: the server stopped (see logs/serve.log)" >&2; exit 1; }
   got=$(bin/conductor-shadow --config "$CONFIG" query "$q" | tail -n 1)
   [ "$got" -ge "$want" ] && break
   (( i % 10 == 0 )) && echo "run: $got / $want stored"

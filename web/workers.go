@@ -45,6 +45,11 @@ func pct(part, whole float64) string {
 	return strconv.FormatFloat(100*part/whole, 'f', 1, 64) + "%"
 }
 
+// maxWorkerCategories is how many of a worker's categories its row names (most
+// steps first); the others are summed as "N more categories STEPS", so traffic
+// with hundreds of categories keeps the table readable.
+const maxWorkerCategories = 8
+
 // newWorkerRows folds WorkerUsage rows into one row per worker with shares.
 func newWorkerRows(uses []store.WorkerUse) []workerRow {
 	byWorker := map[string]*workerRow{}
@@ -78,9 +83,18 @@ func newWorkerRows(uses []store.WorkerUse) []workerRow {
 			cs = append(cs, kv{k, n})
 		}
 		slices.SortFunc(cs, func(a, b kv) int { return cmp.Or(cmp.Compare(b.n, a.n), strings.Compare(a.k, b.k)) })
-		parts := make([]string, len(cs))
+		var parts []string
+		var rest, restSteps int64
 		for i, c := range cs {
-			parts[i] = c.k + " " + strconv.FormatInt(c.n, 10)
+			if i >= maxWorkerCategories {
+				rest++
+				restSteps += c.n
+				continue
+			}
+			parts = append(parts, c.k+" "+strconv.FormatInt(c.n, 10))
+		}
+		if rest > 0 {
+			parts = append(parts, fmt.Sprintf("%d more categories %d", rest, restSteps))
 		}
 		r.Categories = strings.Join(parts, ", ")
 		out = append(out, *r)

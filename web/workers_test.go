@@ -31,6 +31,13 @@ func TestNewWorkerRows(t *testing.T) {
 	if g.Positions[store.PositionFinal] != 3 || g.Positions[store.PositionFirst] != 1 || g.Categories != "math 3, qa 1" {
 		t.Errorf("gpt-5 positions %v categories %q", g.Positions, g.Categories)
 	}
+	var many []store.WorkerUse
+	for i := range maxWorkerCategories + 3 {
+		many = append(many, store.WorkerUse{Worker: "gpt-5", Category: string(rune('a' + i)), Position: store.PositionOnly, Steps: int64(20 - i)})
+	}
+	if got, want := newWorkerRows(many)[0].Categories, "a 20, b 19, c 18, d 17, e 16, f 15, g 14, h 13, 3 more categories 33"; got != want {
+		t.Errorf("categories beyond %d: got %q, want %q", maxWorkerCategories, got, want)
+	}
 	if len(newWorkerRows(nil)) != 0 {
 		t.Error("no uses, no rows")
 	}

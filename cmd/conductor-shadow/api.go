@@ -35,7 +35,10 @@ type suiteResponse struct {
 	JSONPath     string `json:"json_path"`
 	HTMLPath     string `json:"html_path"`
 	Verdict      string `json:"verdict"` // PASS, FAIL, INCONCLUSIVE; "" without candidates
-	Store        string `json:"store"`   // the store the suite run was written to
+	// VerdictDetail is the policy, each candidate's gates (quality test named) and
+	// the truncated runs per pipeline, in one line.
+	VerdictDetail string `json:"verdict_detail"`
+	Store         string `json:"store"` // the store the suite run was written to
 }
 
 // api serves the read-only query endpoint, tap statistics and suite runs for the

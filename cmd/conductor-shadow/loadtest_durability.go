@@ -202,7 +202,11 @@ func (d *durabilityRun) run(ctx context.Context) error {
 		return fmt.Errorf("loadtest durability: %w", err)
 	}
 	cfgPath := filepath.Join(d.dir, "durability.yaml")
-	cfg := fmt.Sprintf("server:\n  shutdown_timeout: %s\n", d.o.Drain)
+	// The CPU signal of the admission is off: the pool, the engine and this
+	// command share the machine with no production, and a busy CPU would hold the
+	// servers to one shadow run at a time, leaving copies owed at --wait that only
+	// look lost.
+	cfg := fmt.Sprintf("server:\n  shutdown_timeout: %s\ningest:\n  admission:\n    max_cpu: 0\n", d.o.Drain)
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		return fmt.Errorf("loadtest durability: %w", err)
 	}

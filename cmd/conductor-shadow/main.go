@@ -235,7 +235,11 @@ func suiteCmd(load loader, log *slog.Logger) *cobra.Command {
 }
 
 func printSuite(w io.Writer, res suiteResponse) {
-	fmt.Fprintf(w, "%s\nverdict: %s\nsuite run %s\nstore: %s\nreport: %s\n        %s\n        %s\n", res.Headline, res.Verdict, res.SuiteRunID, res.Store, res.MarkdownPath, res.JSONPath, res.HTMLPath)
+	verdict := res.Verdict
+	if res.VerdictDetail != "" {
+		verdict += " (" + res.VerdictDetail + ")"
+	}
+	fmt.Fprintf(w, "%s\nverdict: %s\nsuite run %s\nstore: %s\nreport: %s\n        %s\n        %s\n", res.Headline, verdict, res.SuiteRunID, res.Store, res.MarkdownPath, res.JSONPath, res.HTMLPath)
 }
 
 func queryCmd(load loader) *cobra.Command {

@@ -292,7 +292,15 @@ func (s *server) shutdownLocked(ctx context.Context) error {
 		procCtx, cancel := halfOfRemaining(ctx)
 		err := s.proc.Shutdown(procCtx)
 		cancel()
-		if err != nil {
+		switch {
+		case err == nil:
+		case errors.Is(err, context.DeadlineExceeded) && (s.sq != nil || s.kafka != nil):
+			// A stop is not a failure: with a durable queue the runs still going at
+			// the workers' deadline are stored cancelled and their work stays
+			// pending (store-first) or uncommitted (Kafka) for the next start.
+			s.log.Info("shadow runs still going at the deadline were stored cancelled; their work is redone at the next start",
+				"deadline", "half of server.shutdown_timeout")
+		default:
 			errs = append(errs, err)
 		}
 	}

@@ -89,7 +89,38 @@ func (s *suiteRunner) runScheduled(ctx context.Context, job schedule.Suite, prog
 	}
 	md, js = absPath(md), absPath(js)
 	return suiteResponse{SuiteRunID: rep.SuiteRunID, Headline: rep.Headline, Markdown: rep.Markdown(), MarkdownPath: md, JSONPath: js,
-		HTMLPath: strings.TrimSuffix(md, ".md") + ".html", Verdict: rep.Verdict, Store: s.where}, nil
+		HTMLPath: strings.TrimSuffix(md, ".md") + ".html", Verdict: rep.Verdict, VerdictDetail: verdictDetail(rep), Store: s.where}, nil
+}
+
+// verdictDetail says in one line what the verdict rests on: the gate policy, each
+// candidate's gates with the quality test named, and the truncated runs per
+// pipeline (final answers cut at the token cap), e.g.
+// "policy default-2; conductor FAIL: quality PASS (Tango score interval, paired
+// pass/fail), cost FAIL, latency FAIL; truncated runs: single:gpt-5 0, conductor 2".
+func verdictDetail(rep *eval.Report) string {
+	var parts []string
+	if rep.Policy != nil {
+		parts = append(parts, "policy "+rep.Policy.Version)
+	}
+	for _, c := range rep.Comparisons {
+		var gates []string
+		for _, g := range c.Verdict.Gates {
+			item := fmt.Sprintf("%s %s", g.Gate, g.Status)
+			if g.Gate == "quality" && c.Verdict.Plan != nil {
+				item += " (" + gate.MethodName(c.Verdict.Plan.Test) + ")"
+			}
+			gates = append(gates, item)
+		}
+		parts = append(parts, fmt.Sprintf("%s %s: %s", c.Candidate, c.Verdict.Verdict, strings.Join(gates, ", ")))
+	}
+	var trunc []string
+	for _, p := range rep.Pipelines {
+		trunc = append(trunc, fmt.Sprintf("%s %d", p.Pipeline, p.Overall.Truncated))
+	}
+	if len(trunc) > 0 {
+		parts = append(parts, "truncated runs: "+strings.Join(trunc, ", "))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // absPath makes a report path absolute, so a CLI in another folder finds it.
