@@ -9,6 +9,7 @@ import (
 	"github.com/conductor-shadow/conductor-shadow/eval/gate"
 	"github.com/conductor-shadow/conductor-shadow/eval/stats"
 	"github.com/conductor-shadow/conductor-shadow/shadow"
+	"github.com/conductor-shadow/conductor-shadow/store"
 	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
@@ -24,7 +25,7 @@ func TestRunSuiteVerdictStored(t *testing.T) {
 	inc, cand := reportPipelines()
 	pol := gate.Policy{Version: "test-7", Confidence: 0.95, Cost: &gate.CostGate{MaxRatio: 1.0},
 		Segments: &gate.SegmentsGate{MustNotRegress: []string{"category:mmlu"}}}
-	rep, err := RunSuite(ctx, st, set, inc, []shadow.Pipeline{cand}, SuiteOptions{
+	rep, err := RunSuite(ctx, store.NewRoles(st), set, inc, []shadow.Pipeline{cand}, SuiteOptions{
 		SuiteRunID: "suite-verdict", Policy: &pol, NoiseRun: true, Seed: 3,
 	})
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/conductor-shadow/conductor-shadow/eval/stats"
 	"github.com/conductor-shadow/conductor-shadow/shadow"
 	"github.com/conductor-shadow/conductor-shadow/shadow/simpool"
+	"github.com/conductor-shadow/conductor-shadow/store"
 	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
@@ -104,7 +105,7 @@ func TestSimulatorCalibration(t *testing.T) {
 			continue // adversarial probes measure attacks, not the profiles' accuracy
 		}
 		began := time.Now()
-		rep, err := eval.RunSuite(context.Background(), storetest.NewMemory(), set, pipes[0], pipes[1:],
+		rep, err := eval.RunSuite(context.Background(), store.NewRoles(storetest.NewMemory()), set, pipes[0], pipes[1:],
 			eval.SuiteOptions{SuiteRunID: "calibration-" + set.Name, Concurrency: 8, Graders: graders})
 		if err != nil {
 			t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/conductor-shadow/conductor-shadow/shadow"
+	"github.com/conductor-shadow/conductor-shadow/store"
 	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
@@ -18,7 +19,7 @@ func TestProgress(t *testing.T) {
 	for _, bar := range []bool{false, true} {
 		var out bytes.Buffer
 		inc, cand := reportPipelines()
-		_, err := RunSuite(context.Background(), storetest.NewMemory(), set, inc, []shadow.Pipeline{cand},
+		_, err := RunSuite(context.Background(), store.NewRoles(storetest.NewMemory()), set, inc, []shadow.Pipeline{cand},
 			SuiteOptions{SuiteRunID: "suite-p", Concurrency: 1, Progress: &out, progressBar: &bar})
 		if err != nil {
 			t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/net/html"
 
 	"github.com/conductor-shadow/conductor-shadow/shadow"
+	"github.com/conductor-shadow/conductor-shadow/store"
 	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
@@ -25,7 +26,7 @@ func TestReportHTMLAndRegressions(t *testing.T) {
 	}
 	st := storetest.NewMemory()
 	inc, cand := reportPipelines()
-	first, err := RunSuite(ctx, st, set, inc, []shadow.Pipeline{cand}, SuiteOptions{SuiteRunID: "suite-1"})
+	first, err := RunSuite(ctx, store.NewRoles(st), set, inc, []shadow.Pipeline{cand}, SuiteOptions{SuiteRunID: "suite-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +37,7 @@ func TestReportHTMLAndRegressions(t *testing.T) {
 	a := cand.answers["mmlu-abstract_algebra-37"]
 	a.output = "C" // was right ("(B)")
 	cand.answers["mmlu-abstract_algebra-37"] = a
-	second, err := RunSuite(ctx, st, set, inc, []shadow.Pipeline{cand}, SuiteOptions{SuiteRunID: "suite-2"})
+	second, err := RunSuite(ctx, store.NewRoles(st), set, inc, []shadow.Pipeline{cand}, SuiteOptions{SuiteRunID: "suite-2"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,13 +32,9 @@ func SegmentNames(s segment.Segments) []string {
 }
 
 // ShiftOf compares set's segment mix with the live traffic st received in
-// [from, to) (eval/shift: PSI and Pearson chi-square per dimension). The store
-// must implement store.SegmentAnalytics.
-func ShiftOf(ctx context.Context, st any, set *Set, from, to time.Time) (*shift.Report, error) {
-	an, ok := st.(store.SegmentAnalytics)
-	if !ok {
-		return nil, fmt.Errorf("eval: shift: the store (%T) cannot read the segment mix", st)
-	}
+// [from, to) (eval/shift: PSI and Pearson chi-square per dimension), reading
+// the live mix from an (store.Roles.SegmentReader).
+func ShiftOf(ctx context.Context, an store.SegmentAnalytics, set *Set, from, to time.Time) (*shift.Report, error) {
 	live, err := an.SegmentMix(ctx, store.SegmentMixQuery{From: from, To: to})
 	if err != nil {
 		return nil, fmt.Errorf("eval: shift: %w", err)

@@ -112,12 +112,17 @@ func (r rerun) Name() string { return r.Pipeline.Name() + RerunSuffix }
 // The report is computed from the runs and grades of this call (not read back
 // from the store). It carries the paired statistics and gate verdict per
 // candidate (Report.Analyze with opts.Policy, default gate.NewDefaultPolicy),
-// the noise floor when opts.NoiseRun, and, when st implements
-// store.EvalHistory, the regressions since the previous suite run of the same
-// set and candidate. The finished row also stores Verdict, GatePolicyVersion
+// the noise floor when opts.NoiseRun, and the regressions since the previous
+// suite run of the same set and candidate (store.EvalHistory). The finished row also stores Verdict, GatePolicyVersion
 // and ReportHTML. An invalid opts.Policy is rejected before anything is stored.
-func RunSuite(ctx context.Context, st store.Store, set *Set, incumbent shadow.Pipeline, candidates []shadow.Pipeline, opts SuiteOptions) (*Report, error) {
-	r, err := newSuiteRunner(st, set, incumbent, candidates, opts)
+//
+// It takes from roles a store.TraceWriter (the cases' requests, runs, steps and
+// scores), a store.SuiteWriter (the suite run row and case snapshot), a
+// store.EvalHistory (the previous suite run) and a store.OverviewReader (the
+// shadow traffic per day of the sample-size advice); a store without one of
+// them is an error wrapping store.ErrNotSupported, before anything is stored.
+func RunSuite(ctx context.Context, roles store.Roles, set *Set, incumbent shadow.Pipeline, candidates []shadow.Pipeline, opts SuiteOptions) (*Report, error) {
+	r, err := newSuiteRunner(roles, set, incumbent, candidates, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +130,10 @@ func RunSuite(ctx context.Context, st store.Store, set *Set, incumbent shadow.Pi
 }
 
 type suiteRunner struct {
-	st        store.Store
+	traces    store.TraceWriter
+	suites    store.SuiteWriter
+	history   store.EvalHistory
+	overview  store.OverviewAnalytics
 	set       *Set
 	cases     []Case
 	pipelines []shadow.Pipeline // incumbent first
@@ -133,12 +141,32 @@ type suiteRunner struct {
 	opts      SuiteOptions
 	row       store.SuiteRun
 	segmenter *segment.Segmenter // segments of each case's prompt (no novelty: the set is its own vocabulary)
+	// segments reads the live segment mix for the report's shift section; nil
+	// with segmentsErr (store.ErrNotSupported) when the store has no such role.
+	segments    store.SegmentAnalytics
+	segmentsErr error
 }
 
-func newSuiteRunner(st store.Store, set *Set, incumbent shadow.Pipeline, candidates []shadow.Pipeline, opts SuiteOptions) (*suiteRunner, error) {
+func newSuiteRunner(roles store.Roles, set *Set, incumbent shadow.Pipeline, candidates []shadow.Pipeline, opts SuiteOptions) (*suiteRunner, error) {
+	traces, err := roles.TraceWriter()
+	if err != nil {
+		return nil, fmt.Errorf("eval: run suite: %w", err)
+	}
+	suites, err := roles.SuiteWriter()
+	if err != nil {
+		return nil, fmt.Errorf("eval: run suite: %w", err)
+	}
+	history, err := roles.EvalHistory()
+	if err != nil {
+		return nil, fmt.Errorf("eval: run suite: %w", err)
+	}
+	overview, err := roles.OverviewReader()
+	if err != nil {
+		return nil, fmt.Errorf("eval: run suite: %w", err)
+	}
+	// Optional: without it the report says why it has no shift section.
+	segments, segmentsErr := roles.SegmentReader()
 	switch {
-	case st == nil:
-		return nil, errors.New("eval: run suite: nil store")
 	case set == nil || len(set.Cases) == 0:
 		return nil, errors.New("eval: run suite: empty regression set")
 	case incumbent == nil:
@@ -198,7 +226,8 @@ func newSuiteRunner(st store.Store, set *Set, incumbent shadow.Pipeline, candida
 		graders[c.Grader] = g
 	}
 	return &suiteRunner{
-		st: st, set: set, cases: cases, pipelines: pipelines, graders: graders, opts: opts, segmenter: segment.New(nil),
+		traces: traces, suites: suites, history: history, overview: overview, set: set, cases: cases, pipelines: pipelines, graders: graders, opts: opts, segmenter: segment.New(nil),
+		segments: segments, segmentsErr: segmentsErr,
 		row: store.SuiteRun{
 			SuiteRunID: opts.SuiteRunID,
 			SetName:    set.Name,
@@ -220,7 +249,7 @@ func NewSuiteRunID(now time.Time) string {
 
 func (r *suiteRunner) run(ctx context.Context) (*Report, error) {
 	r.row.StartedAt = time.Now().UTC()
-	if err := r.st.InsertSuiteRuns(ctx, []store.SuiteRun{r.row}); err != nil {
+	if err := r.suites.InsertSuiteRuns(ctx, []store.SuiteRun{r.row}); err != nil {
 		return nil, fmt.Errorf("eval: run suite %s: insert suite run: %w", r.row.SuiteRunID, err)
 	}
 	snapshot := make([]store.Case, len(r.cases))
@@ -238,7 +267,7 @@ func (r *suiteRunner) run(ctx context.Context) (*Report, error) {
 			snapshot[i].Extra = string(extra)
 		}
 	}
-	if err := r.st.InsertCases(ctx, snapshot); err != nil {
+	if err := r.suites.InsertCases(ctx, snapshot); err != nil {
 		return nil, r.finishWithError(ctx, fmt.Errorf("eval: run suite %s: insert cases: %w", r.row.SuiteRunID, err))
 	}
 
@@ -292,17 +321,20 @@ feed:
 		rerunName = r.row.Incumbent + RerunSuffix
 	}
 	if err := rep.Analyze(AnalysisOptions{Policy: r.opts.Policy, Seed: r.opts.Seed, Rerun: rerunName,
-		ShadowCasesPerDay: shadowCasesPerDay(ctx, r.st, r.row.FinishedAt)}); err != nil {
+		ShadowCasesPerDay: shadowCasesPerDay(ctx, r.overview, r.row.FinishedAt)}); err != nil {
 		return nil, r.finishWithError(ctx, err)
 	}
-	if h, ok := r.st.(store.EvalHistory); ok {
-		if err := rep.ComparePrevious(ctx, h); err != nil {
-			return nil, r.finishWithError(ctx, err)
-		}
+	if err := rep.ComparePrevious(ctx, r.history); err != nil {
+		return nil, r.finishWithError(ctx, err)
 	}
 	if r.opts.ShiftWindow > 0 {
 		var err error
-		if rep.Shift, err = ShiftOf(ctx, r.st, r.set, r.row.FinishedAt.Add(-r.opts.ShiftWindow), r.row.FinishedAt); err != nil {
+		if r.segments == nil {
+			err = r.segmentsErr
+		} else {
+			rep.Shift, err = ShiftOf(ctx, r.segments, r.set, r.row.FinishedAt.Add(-r.opts.ShiftWindow), r.row.FinishedAt)
+		}
+		if err != nil {
 			rep.ShiftError = err.Error()
 		}
 	}
@@ -321,7 +353,7 @@ feed:
 	r.row.ReportJSON = string(js)
 	r.row.Verdict = rep.Verdict
 	r.row.GatePolicyVersion = rep.Policy.Version
-	if err := r.st.InsertSuiteRuns(ctx, []store.SuiteRun{r.row}); err != nil {
+	if err := r.suites.InsertSuiteRuns(ctx, []store.SuiteRun{r.row}); err != nil {
 		return nil, fmt.Errorf("eval: run suite %s: insert finished suite run: %w", r.row.SuiteRunID, err)
 	}
 	return rep, nil
@@ -333,13 +365,9 @@ const ShadowRateWindow = 7 * 24 * time.Hour
 
 // shadowCasesPerDay returns each candidate's shadowed production requests per
 // day over the ShadowRateWindow before now (its runs outside suite runs, from
-// the store's overview), nil when the store cannot tell; the advice then gives
+// the store's overview), nil when the overview fails; the advice then gives
 // cases only.
-func shadowCasesPerDay(ctx context.Context, st store.Store, now time.Time) map[string]float64 {
-	an, ok := st.(store.OverviewAnalytics)
-	if !ok {
-		return nil
-	}
+func shadowCasesPerDay(ctx context.Context, an store.OverviewAnalytics, now time.Time) map[string]float64 {
 	ov, err := an.Overview(ctx, store.OverviewQuery{From: now.Add(-ShadowRateWindow), To: now, BucketSeconds: 86400})
 	if err != nil {
 		return nil
@@ -362,7 +390,7 @@ func (r *suiteRunner) finishWithError(ctx context.Context, err error) error {
 	r.row.Headline = "failed: " + err.Error()
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if werr := r.st.InsertSuiteRuns(wctx, []store.SuiteRun{r.row}); werr != nil {
+	if werr := r.suites.InsertSuiteRuns(wctx, []store.SuiteRun{r.row}); werr != nil {
 		return errors.Join(err, fmt.Errorf("eval: run suite %s: mark failed: %w", r.row.SuiteRunID, werr))
 	}
 	return err
@@ -394,7 +422,7 @@ func (r *suiteRunner) runCase(ctx context.Context, c Case) ([]Outcome, error) {
 			"set_version": r.set.Version, "case_id": c.ID, "grader": c.Grader,
 		},
 	}
-	if err := r.st.InsertRequests(ctx, []store.Request{req}); err != nil {
+	if err := r.traces.InsertRequests(ctx, []store.Request{req}); err != nil {
 		return nil, fmt.Errorf("case %s: insert request: %w", c.ID, err)
 	}
 
@@ -428,11 +456,11 @@ func (r *suiteRunner) runCase(ctx context.Context, c Case) ([]Outcome, error) {
 		runs = append(runs, res.Run)
 		steps = append(steps, res.Steps...)
 	}
-	if err := r.st.InsertRuns(ctx, runs); err != nil {
+	if err := r.traces.InsertRuns(ctx, runs); err != nil {
 		return nil, fmt.Errorf("case %s: insert runs: %w", c.ID, err)
 	}
 	if len(steps) > 0 {
-		if err := r.st.InsertSteps(ctx, steps); err != nil {
+		if err := r.traces.InsertSteps(ctx, steps); err != nil {
 			return nil, fmt.Errorf("case %s: insert steps: %w", c.ID, err)
 		}
 	}
@@ -473,7 +501,7 @@ func (r *suiteRunner) runCase(ctx context.Context, c Case) ([]Outcome, error) {
 			App: c.ExtraString("app"), Tags: c.Tags, Grader: g.Name(), Segments: segNames,
 		}
 	}
-	if err := r.st.InsertScores(ctx, scores); err != nil {
+	if err := r.traces.InsertScores(ctx, scores); err != nil {
 		return nil, fmt.Errorf("case %s: insert scores: %w", c.ID, err)
 	}
 	return outcomes, nil

@@ -12,6 +12,7 @@ import (
 	"github.com/conductor-shadow/conductor-shadow/eval"
 	"github.com/conductor-shadow/conductor-shadow/shadow"
 	"github.com/conductor-shadow/conductor-shadow/shadow/simpool"
+	"github.com/conductor-shadow/conductor-shadow/store"
 	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
@@ -89,7 +90,7 @@ func BenchmarkSuite300(b *testing.B) {
 	}()
 	b.ResetTimer()
 	for b.Loop() {
-		rep, err := eval.RunSuite(context.Background(), storetest.NewMemory(), &set, inc, []shadow.Pipeline{cond}, eval.SuiteOptions{})
+		rep, err := eval.RunSuite(context.Background(), store.NewRoles(storetest.NewMemory()), &set, inc, []shadow.Pipeline{cond}, eval.SuiteOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -109,7 +109,7 @@ func TestRunSuiteReport(t *testing.T) {
 	st := storetest.NewMemory()
 	inc, cand := reportPipelines()
 	var progress bytes.Buffer
-	rep, err := RunSuite(ctx, st, set, inc, []shadow.Pipeline{cand}, SuiteOptions{
+	rep, err := RunSuite(ctx, store.NewRoles(st), set, inc, []shadow.Pipeline{cand}, SuiteOptions{
 		SuiteRunID: "suite-test", Concurrency: 3, Progress: &progress,
 	})
 	if err != nil {
@@ -260,7 +260,7 @@ func TestRunSuiteGraderError(t *testing.T) {
 	}
 	st := storetest.NewMemory()
 	inc, _ := reportPipelines()
-	rep, err := RunSuite(context.Background(), st, set, inc, nil, SuiteOptions{
+	rep, err := RunSuite(context.Background(), store.NewRoles(st), set, inc, nil, SuiteOptions{
 		SuiteRunID: "suite-ge",
 		Graders: func(name string) (Grader, error) {
 			g, err := GraderFor(name)
@@ -310,7 +310,7 @@ func TestRunSuiteCancel(t *testing.T) {
 	p := &blockingPipeline{started: make(chan struct{}, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-p.started; cancel() }()
-	_, err = RunSuite(ctx, st, set, p, nil, SuiteOptions{SuiteRunID: "suite-cancel", Concurrency: 2})
+	_, err = RunSuite(ctx, store.NewRoles(st), set, p, nil, SuiteOptions{SuiteRunID: "suite-cancel", Concurrency: 2})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err %v, want context.Canceled", err)
 	}
@@ -338,7 +338,7 @@ func TestRunSuiteStoreError(t *testing.T) {
 	}
 	mem := storetest.NewMemory()
 	inc, cand := reportPipelines()
-	_, err = RunSuite(context.Background(), failingStore{mem}, set, inc, []shadow.Pipeline{cand}, SuiteOptions{SuiteRunID: "suite-fail"})
+	_, err = RunSuite(context.Background(), store.NewRoles(failingStore{mem}), set, inc, []shadow.Pipeline{cand}, SuiteOptions{SuiteRunID: "suite-fail"})
 	if err == nil || !strings.Contains(err.Error(), "insert runs: disk full") {
 		t.Fatalf("err %v", err)
 	}
@@ -358,7 +358,7 @@ func TestRunSuiteLimitAndDefaults(t *testing.T) {
 	}
 	st := storetest.NewMemory()
 	inc, cand := reportPipelines()
-	rep, err := RunSuite(context.Background(), st, set, inc, []shadow.Pipeline{cand}, SuiteOptions{Limit: 2})
+	rep, err := RunSuite(context.Background(), store.NewRoles(st), set, inc, []shadow.Pipeline{cand}, SuiteOptions{Limit: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -397,7 +397,7 @@ func TestRunSuiteBadArguments(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			st := storetest.NewMemory()
-			_, err := RunSuite(context.Background(), st, tt.set, inc, tt.cands, tt.opts)
+			_, err := RunSuite(context.Background(), store.NewRoles(st), tt.set, inc, tt.cands, tt.opts)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err %v, want %q", err, tt.want)
 			}
@@ -444,7 +444,7 @@ func TestRunSuiteTruncationRule(t *testing.T) {
 			pol := gate.NewDefaultPolicy()
 			pol.Truncation = tt.rule
 			st := storetest.NewMemory()
-			rep, err := RunSuite(context.Background(), st, set, inc, []shadow.Pipeline{cand}, SuiteOptions{SuiteRunID: "suite-trunc", Policy: &pol})
+			rep, err := RunSuite(context.Background(), store.NewRoles(st), set, inc, []shadow.Pipeline{cand}, SuiteOptions{SuiteRunID: "suite-trunc", Policy: &pol})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -480,5 +480,27 @@ func TestRunSuiteTruncationRule(t *testing.T) {
 	bad.Truncation = "drop"
 	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "truncation must be fail, exclude or ignore") {
 		t.Errorf("truncation: drop accepted: %v", err)
+	}
+}
+
+// basicStore has only the roles every store.Store has: no suite-run history,
+// no overview.
+type basicStore struct{ store.Store }
+
+// A store without a role the suite run needs is refused before anything is
+// stored, naming the role.
+func TestRunSuiteNeedsItsRoles(t *testing.T) {
+	set, err := LoadSet("testdata/sets/report-mini.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := storetest.NewMemory()
+	inc, cand := reportPipelines()
+	_, err = RunSuite(context.Background(), store.NewRoles(basicStore{mem}), set, inc, []shadow.Pipeline{cand}, SuiteOptions{SuiteRunID: "suite-basic"})
+	if !errors.Is(err, store.ErrNotSupported) || !strings.Contains(err.Error(), "store.EvalHistory") {
+		t.Fatalf("err %v, want ErrNotSupported naming store.EvalHistory", err)
+	}
+	if c := mem.Counts(); c != (storetest.Counts{}) {
+		t.Errorf("stored %+v before refusing", c)
 	}
 }

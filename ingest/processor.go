@@ -273,7 +273,7 @@ var ErrKafkaUnavailable = errors.New("ingest: kafka unavailable")
 // KafkaQueue. A failed INSERT returns ErrStoreUnavailable and the processor retries
 // until it succeeds or shutdown; the store's keys make a partial retry harmless.
 type StoreWriter struct {
-	Store store.Store
+	Store store.TraceWriter
 	// Timeout bounds one batch's INSERTs; 0 means 30 s.
 	Timeout time.Duration
 }

@@ -51,7 +51,7 @@ type DurableQueue interface {
 // start. Safe for concurrent use.
 type StoreQueue struct {
 	cfg        Config
-	st         store.Store
+	st         store.WorkStore
 	candidates []store.WorkKey
 	pricer     Pricer
 	stats      *Stats
@@ -87,7 +87,7 @@ type acceptOp struct {
 // NewStoreQueue returns a store-first queue writing to st. candidates are the
 // configured candidate versions each accepted copy owes a run of; pricer prices
 // the incumbent's recorded usage; stats receives left_pending and recovered.
-func NewStoreQueue(cfg Config, st store.Store, candidates []store.WorkKey, pricer Pricer, stats *Stats, log *slog.Logger) (*StoreQueue, error) {
+func NewStoreQueue(cfg Config, st store.WorkStore, candidates []store.WorkKey, pricer Pricer, stats *Stats, log *slog.Logger) (*StoreQueue, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

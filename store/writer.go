@@ -97,7 +97,7 @@ type WriterStats struct {
 // backoff, then its rows are dropped, counted and logged (at most one line per
 // 5 s with the running totals). Safe for concurrent use.
 type Writer struct {
-	st  Store
+	st  TraceWriter
 	cfg WriterConfig
 	log *slog.Logger
 
@@ -124,7 +124,7 @@ type Writer struct {
 
 // NewWriter returns a Writer on st; cfg must pass Validate (its error is
 // returned as is). log receives the loss lines; nil discards them.
-func NewWriter(st Store, cfg WriterConfig, log *slog.Logger) (*Writer, error) {
+func NewWriter(st TraceWriter, cfg WriterConfig, log *slog.Logger) (*Writer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

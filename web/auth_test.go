@@ -8,6 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/conductor-shadow/conductor-shadow/store"
 	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
@@ -15,7 +16,7 @@ func TestAuthMiddleware(t *testing.T) {
 	gin.SetMode(gin.TestMode)
 	newServer := func(a Auth) *gin.Engine {
 		r := gin.New()
-		if err := Register(r.Group("/", a.Middleware()), storetest.NewMemory(), NewDefaultConfig()); err != nil {
+		if err := Register(r.Group("/", a.Middleware()), store.NewRoles(storetest.NewMemory()), NewDefaultConfig()); err != nil {
 			t.Fatal(err)
 		}
 		return r

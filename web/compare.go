@@ -190,13 +190,15 @@ func (u urls) compareSuiteRuns(a, b, pipeline string, changedOnly bool) string {
 	return u.base + "/compare/suite-runs?" + v.Encode()
 }
 
-// comparisons returns the store's comparison reads, or answers 501.
-func (s *server) comparisons(c *gin.Context) (store.Comparisons, bool) {
-	cs, ok := s.st.(store.Comparisons)
-	if !ok {
-		s.fail(c, http.StatusNotImplemented, "This store cannot compare runs.", nil)
+// comparisons returns the store's comparison reads, or answers 501 naming
+// the missing role.
+func (s *server) comparisons(c *gin.Context) (store.RunComparer, bool) {
+	cs, err := s.roles.RunComparer()
+	if err != nil {
+		s.unsupported(c, "comparisons", err)
+		return nil, false
 	}
-	return cs, ok
+	return cs, true
 }
 
 // compareRuns serves GET /compare/runs?a=RUN&b=RUN.
@@ -235,12 +237,17 @@ func (s *server) compareSuiteRuns(c *gin.Context) {
 	if !ok {
 		return
 	}
+	sr, err := s.roles.SuiteReader()
+	if err != nil {
+		s.unsupported(c, "suite runs", err)
+		return
+	}
 	ctx := c.Request.Context()
 	var runs [2]store.SuiteRun
 	var scores [2][]store.Score
 	for i, id := range []string{a, b} {
 		var err error
-		if runs[i], err = s.st.GetSuiteRun(ctx, id); err != nil {
+		if runs[i], err = sr.GetSuiteRun(ctx, id); err != nil {
 			s.storeFailed(c, "suite run", id, err)
 			return
 		}

@@ -170,7 +170,7 @@ func TestComparePages(t *testing.T) {
 			t.Error("the suite run page does not link the HTML report")
 		}
 	})
-	mustStatus(t, get(t, newTestServer(t, hiddenAnalytics{st}, NewDefaultConfig()), "/compare/runs?a=x&b=y"), http.StatusNotImplemented)
+	mustUnsupported(t, get(t, newTestServer(t, basicStore{st}, NewDefaultConfig()), "/compare/runs?a=x&b=y"), "store.RunComparer")
 }
 
 func TestSuiteCases(t *testing.T) {

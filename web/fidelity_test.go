@@ -138,7 +138,7 @@ func TestServerErrorsAreLogged(t *testing.T) {
 	var buf bytes.Buffer
 	gin.SetMode(gin.TestMode)
 	r := gin.New()
-	if err := Register(r, failingStore{st}, NewDefaultConfig(), WithLogger(slog.New(slog.NewTextHandler(&buf, nil)))); err != nil {
+	if err := Register(r, store.NewRoles(failingStore{st}), NewDefaultConfig(), WithLogger(slog.New(slog.NewTextHandler(&buf, nil)))); err != nil {
 		t.Fatal(err)
 	}
 	for _, target := range []string{"/traces/req-7f3a9c", "/traces"} {
@@ -160,7 +160,7 @@ func TestServerErrorsAreLogged(t *testing.T) {
 func newTestServerLogged(t *testing.T, st store.Store, buf *bytes.Buffer) *gin.Engine {
 	t.Helper()
 	r := gin.New()
-	if err := Register(r, st, NewDefaultConfig(), WithLogger(slog.New(slog.NewTextHandler(buf, nil)))); err != nil {
+	if err := Register(r, store.NewRoles(st), NewDefaultConfig(), WithLogger(slog.New(slog.NewTextHandler(buf, nil)))); err != nil {
 		t.Fatal(err)
 	}
 	return r
@@ -292,7 +292,7 @@ func TestTracesSearchFindsQuotesAndTabs(t *testing.T) {
 	if err := st.InsertRequests(ctx, reqs); err != nil {
 		t.Fatal(err)
 	}
-	for _, h := range []http.Handler{newTestServer(t, st, NewDefaultConfig()), newTestServer(t, hiddenAnalytics{st}, NewDefaultConfig())} {
+	for _, h := range []http.Handler{newTestServer(t, st, NewDefaultConfig())} {
 		for _, tt := range []struct{ q, want string }{{`"hello there"`, "q-quote"}, {"b\tc", "q-tab"}, {`\Users\`, "q-bs"}} {
 			ids, _ := listPage(t, h, "/traces?q="+url.QueryEscape(tt.q))
 			if len(ids) != 1 || ids[0] != tt.want {

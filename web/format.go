@@ -248,12 +248,12 @@ func parsePlan(plan string) (steps []planStep, ok bool) {
 type traceQuery struct {
 	App      string
 	Source   string
-	Q        string // text filter: the input, or any run's final output when the store searches
+	Q        string // text filter: the input or any run's final output
 	Limit    int    // rows per page as asked in the URL; 0 means the store default
 	Before   time.Time
 	BeforeID string
 
-	// Search filters (store.TraceSearch); the store must implement store.Analytics.
+	// Search filters (store.TraceSearch, applied by store.TraceReader).
 	Candidate string    // a candidate pipeline that ran
 	Worker    string    // a worker some step called
 	Status    string    // a run status

@@ -82,7 +82,7 @@ func TestGolden(t *testing.T) {
 				{CaseID: "c9", A: 1, B: -1, Outcome: outcomeMissing, RequestA: "req-c"}},
 			Counts: map[string]int{outcomeBetter: 1, outcomeSame: 4, outcomeMissing: 1},
 			AllURL: "/ui/compare/suite-runs?a=x&b=y", ChangedURL: "/ui/compare/suite-runs?a=x&b=y&changed=1"})},
-		{"workers_page", workersPage(workersView{Meta: meta("Workers", navWorkers), Supported: true, Pipeline: "conductor",
+		{"workers_page", workersPage(workersView{Meta: meta("Workers", navWorkers), Pipeline: "conductor",
 			Query:     overviewQuery{From: t0.Add(-time.Hour), To: t0.Add(time.Hour)},
 			Positions: []string{store.PositionFirst, store.PositionMiddle, store.PositionFinal, store.PositionOnly},
 			Rows: newWorkerRows([]store.WorkerUse{{Worker: "gpt-5", Category: "math", Position: store.PositionFinal, Steps: 3, CostUSD: 0.06, LatencyMs: 600},

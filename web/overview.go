@@ -237,7 +237,6 @@ type lineChart struct {
 type overviewView struct {
 	Meta      pageMeta
 	Query     overviewQuery
-	Supported bool // the store implements store.OverviewAnalytics
 	Bucket    string
 	Data      store.Overview
 	Rows      []pipelineRow
@@ -330,7 +329,7 @@ func latestVerdicts(runs []store.SuiteRun) map[string]*suiteVerdict {
 
 // newOverviewView assembles the page from the store's overview and suite runs.
 func newOverviewView(meta pageMeta, q overviewQuery, bucket int, ov store.Overview, suiteRuns []store.SuiteRun, live map[string]*liveVerdict) overviewView {
-	v := overviewView{Meta: meta, Query: q, Supported: true, Data: ov,
+	v := overviewView{Meta: meta, Query: q, Data: ov,
 		Bucket: (time.Duration(bucket) * time.Second).String()}
 	classes := map[string]string{}
 	for i, p := range ov.Totals {
@@ -375,9 +374,14 @@ func (s *server) overview(c *gin.Context) {
 		return
 	}
 	meta := s.meta("Overview", navOverview)
-	an, ok := s.st.(store.OverviewAnalytics)
-	if !ok {
-		s.render(c, http.StatusOK, overviewPage(overviewView{Meta: meta, Query: q}))
+	an, err := s.roles.OverviewReader()
+	if err != nil {
+		s.unsupported(c, "the overview", err)
+		return
+	}
+	sr, err := s.roles.SuiteReader()
+	if err != nil {
+		s.unsupported(c, "the overview's verdicts", err)
 		return
 	}
 	bucket := bucketFor(q.To.Sub(q.From))
@@ -386,24 +390,21 @@ func (s *server) overview(c *gin.Context) {
 		s.storeFailed(c, "overview", "", fmt.Errorf("web: overview: %w", err))
 		return
 	}
-	runs, err := s.st.ListSuiteRuns(c.Request.Context(), store.MaxListLimit)
+	runs, err := sr.ListSuiteRuns(c.Request.Context(), store.MaxListLimit)
 	if err != nil {
 		s.storeFailed(c, "suite run list", "", err)
 		return
 	}
-	var live map[string]*liveVerdict
-	if la, ok := s.st.(store.LiveAgreement); ok {
-		pairs, truncated, err := la.AgreementSequence(c.Request.Context(), store.OverviewQuery{App: q.App, From: q.From, To: q.To, BucketSeconds: bucket, Segments: q.Seg})
-		if err != nil {
-			s.storeFailed(c, "agreement sequence", "", fmt.Errorf("web: overview: %w", err))
-			return
-		}
-		pol := gate.NewDefaultPolicy()
-		if s.cfg.GatePolicy != nil {
-			pol = *s.cfg.GatePolicy
-		}
-		live = liveVerdicts(pairs, truncated, q.To.Sub(q.From), pol)
+	pairs, truncated, err := an.AgreementSequence(c.Request.Context(), store.OverviewQuery{App: q.App, From: q.From, To: q.To, BucketSeconds: bucket, Segments: q.Seg})
+	if err != nil {
+		s.storeFailed(c, "agreement sequence", "", fmt.Errorf("web: overview: %w", err))
+		return
 	}
+	pol := gate.NewDefaultPolicy()
+	if s.cfg.GatePolicy != nil {
+		pol = *s.cfg.GatePolicy
+	}
+	live := liveVerdicts(pairs, truncated, q.To.Sub(q.From), pol)
 	v := newOverviewView(meta, q, bucket, ov, runs, live)
 	v.ThisURL = s.urls().overviewWith(q)
 	s.render(c, http.StatusOK, overviewPage(v))

@@ -134,12 +134,8 @@ func TestOverviewPage(t *testing.T) {
 	t.Run("bad window answers 400", func(t *testing.T) {
 		mustStatus(t, get(t, h, "/overview?from=2025-06-02T00:00&to=2025-06-01T00:00"), http.StatusBadRequest)
 	})
-	t.Run("a store without overview says so", func(t *testing.T) {
-		rec := get(t, newTestServer(t, hiddenAnalytics{st}, NewDefaultConfig()), "/overview")
-		mustStatus(t, rec, http.StatusOK)
-		if len(byTestID(parseHTML(t, rec.Body.String()), "overview-unsupported")) != 1 {
-			t.Error("no unsupported note")
-		}
+	t.Run("a store without overview answers 501 naming the role", func(t *testing.T) {
+		mustUnsupported(t, get(t, newTestServer(t, basicStore{st}, NewDefaultConfig()), "/overview"), "store.OverviewReader")
 	})
 }
 

@@ -50,14 +50,19 @@ func (s *server) shift(c *gin.Context) {
 		}
 		v.Window, v.WindowArg = d, w
 	}
-	_, v.Supported = s.st.(store.SegmentAnalytics)
-	if v.Supported {
+	an, err := s.roles.SegmentReader()
+	if err != nil {
+		s.unsupported(c, "the shift page", err)
+		return
+	}
+	v.Supported = true
+	{
 		to := time.Now().UTC()
 		for _, p := range s.cfg.ShiftSets {
 			ss := shiftSet{Path: p}
 			set, err := eval.LoadSet(p)
 			if err == nil {
-				ss.Report, err = eval.ShiftOf(c.Request.Context(), s.st, set, to.Add(-v.Window), to)
+				ss.Report, err = eval.ShiftOf(c.Request.Context(), an, set, to.Add(-v.Window), to)
 			}
 			if err != nil {
 				ss.Error = err.Error()

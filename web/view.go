@@ -53,7 +53,7 @@ type tracesView struct {
 	OlderURL string               // the next (older) page, "" when this page is the last
 	FirstURL string               // the newest page with the same filters, "" on it
 	Sources  []string             // the choices of the source filter
-	// Searchable: the store implements store.Analytics, so the search filters show.
+	// Searchable: the search filters show (store.TraceReader searches).
 	Searchable bool
 	Statuses   []string // the choices of the status filter
 }

@@ -1,11 +1,12 @@
-// Package web serves conductor-shadow's server-rendered UI (gin + templ) over a
-// store.Store: the overview (traffic, cost and latency over time, agreement,
+// Package web serves conductor-shadow's server-rendered UI (gin + templ) over the
+// roles of a store (store.Roles): the overview (traffic, cost and latency over time, agreement,
 // latest verdicts), the traces list with search filters, a trace's drill-down
 // (answers side by side with text diffs, the plan, the workflow graph and the
 // timeline as inline SVG, every step's context and output), run and suite-run
-// comparisons, worker analytics, and suite runs with their reports. The richer
-// pages need the store to implement store.Analytics, store.OverviewAnalytics,
-// store.Comparisons or store.WorkerAnalytics and degrade without them. Pages need
+// comparisons, worker analytics, and suite runs with their reports. Each page
+// takes only the roles it shows (store.TraceReader, store.SuiteReader,
+// store.OverviewReader, store.RunComparer, store.WorkerReader); a page whose
+// role the store lacks answers 501 naming it, never a page with less. Pages need
 // no JavaScript and load no third-party assets; all stored text is escaped, and
 // Markdown is rendered and sanitized before it is embedded. Auth.Middleware
 // guards the pages when they are reachable beyond loopback.
@@ -49,7 +50,7 @@ func traceSources() []string {
 
 // server holds what the handlers share; it is read-only after Register.
 type server struct {
-	st     store.Store
+	roles  store.Roles
 	cfg    Config
 	md     *markdown
 	static fs.FS
@@ -65,17 +66,16 @@ type server struct {
 //	GET /traces                      traces list; query: app, source (tap|replay|suite), q (input text),
 //	                                 limit (1..store.MaxListLimit, default store.DefaultListLimit),
 //	                                 before (RFC 3339, received_at of the previous page's last row)
-//	                                 and before_id (its request_id); when the store implements
-//	                                 store.Analytics also candidate, worker, status, grade,
-//	                                 min_cost/max_cost (USD), min_ms/max_ms (slowest run), from/to (UTC),
-//	                                 and q matches final outputs too
+//	                                 and before_id (its request_id), candidate, worker, status, grade,
+//	                                 min_cost/max_cost (USD), min_ms/max_ms (slowest run), from/to (UTC);
+//	                                 q matches final outputs too
 //	GET /traces/{id}                 one trace; 404 when the store has no such request
 //	GET /suite-runs                  suite runs, newest first (store.DefaultListLimit)
 //	GET /suite-runs/{id}             one suite run with its rendered report; 404 when absent
 //	GET /suite-runs/{id}/report.json the stored JSON report (application/json); 404 when absent or empty
 //	GET /suite-runs/{id}/report.html the stored self-contained HTML report, sandboxed (no scripts, no
 //	                                 requests); 404 when absent or empty
-//	GET /compare/runs                two runs side by side; query: a, b (run ids); 501 without store.Comparisons
+//	GET /compare/runs                two runs side by side; query: a, b (run ids)
 //	GET /compare/suite-runs          two suite runs case by case; query: a, b (suite run ids), pipeline, changed=1
 //	GET /static/*file                the embedded stylesheet
 //
@@ -83,17 +83,20 @@ type server struct {
 // sent as "%2F" or as "/": the id is the rest of the path. Every route answers
 // HEAD like GET, without a body.
 //
-// HTML pages answer 400 for bad query parameters and 500 with a short message
-// when the store fails; the cause is attached to the gin context, and with
+// HTML pages answer 400 for bad query parameters, 501 naming the store role a
+// page needs when the store lacks it (store.ErrNotSupported; the traces pages
+// need store.TraceReader, the overview store.OverviewReader, the workers page
+// store.WorkerReader, a suite run and the comparisons store.RunComparer), and
+// 500 with a short message when the store fails; the cause is attached to the gin context, and with
 // WithLogger it is logged with the method and path (serve logs every 5xx
 // router-wide instead).
-// It returns an error for a nil router or store and for an invalid cfg.
-func Register(r gin.IRouter, st store.Store, cfg Config, opts ...Option) error {
+// It returns an error for a nil router, roles without a store and an invalid cfg.
+func Register(r gin.IRouter, roles store.Roles, cfg Config, opts ...Option) error {
 	if r == nil {
 		return errors.New("web: register: nil router")
 	}
-	if st == nil {
-		return errors.New("web: register: nil store")
+	if _, err := roles.SuiteReader(); err != nil { // every store has it
+		return fmt.Errorf("web: register: %w", err)
 	}
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("web: register: %w", err)
@@ -106,7 +109,7 @@ func Register(r gin.IRouter, st store.Store, cfg Config, opts ...Option) error {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	s := &server{st: st, cfg: cfg, md: newMarkdown(), static: static}
+	s := &server{roles: roles, cfg: cfg, md: newMarkdown(), static: static}
 
 	var mw []gin.HandlerFunc
 	if o.log != nil {
@@ -161,7 +164,7 @@ func logServerErrors(log *slog.Logger) gin.HandlerFunc {
 		}
 		errs := c.Errors.ByType(gin.ErrorTypeAny)
 		if len(errs) == 0 && c.Writer.Status() == http.StatusNotImplemented {
-			return // the store lacks a capability: said on the page, nothing failed
+			return // the store lacks a role: said on the page, nothing failed
 		}
 		if len(errs) == 0 {
 			log.Error("web: page failed without a recorded cause", "method", c.Request.Method, "path", c.Request.URL.Path, "status", c.Writer.Status())
@@ -239,6 +242,17 @@ func (s *server) storeFailed(c *gin.Context, what, id string, err error) {
 		fmt.Errorf("web: load %s %q: %w", what, id, err))
 }
 
+// unsupported answers a page whose store role is missing: 501 naming the role
+// (what is the error's text) for store.ErrNotSupported, 500 otherwise.
+func (s *server) unsupported(c *gin.Context, what string, err error) {
+	if errors.Is(err, store.ErrNotSupported) {
+		s.fail(c, http.StatusNotImplemented, fmt.Sprintf("This store cannot show %s (%v).", what, err), nil)
+		return
+	}
+	s.fail(c, http.StatusInternalServerError, fmt.Sprintf("The store cannot show %s. Check the server log.", what),
+		fmt.Errorf("web: %s: %w", what, err))
+}
+
 func (s *server) root(c *gin.Context) {
 	c.Redirect(http.StatusFound, s.urls().traces())
 }
@@ -252,31 +266,25 @@ func (s *server) traces(c *gin.Context) {
 		s.fail(c, http.StatusBadRequest, "Bad filter: "+err.Error()+".", nil)
 		return
 	}
-	limit := store.ClampLimit(q.Limit)
-	f := q.filter()
-	// Ask for one row more than shown to know whether an older page exists.
-	f.Limit = min(limit+1, store.MaxListLimit)
-	var rows []store.TraceSummary
-	if an, ok := s.st.(store.Analytics); ok {
-		sq := q.search()
-		sq.Limit = f.Limit
-		rows, err = an.SearchTraces(c.Request.Context(), sq)
-	} else if q.searching() {
-		s.fail(c, http.StatusBadRequest, "This store cannot search by candidate, worker, status, cost, latency, time or grade.", nil)
+	tr, err := s.roles.TraceReader()
+	if err != nil {
+		s.unsupported(c, "traces", err)
 		return
-	} else {
-		rows, err = s.st.ListTraces(c.Request.Context(), f)
 	}
+	limit := store.ClampLimit(q.Limit)
+	sq := q.search()
+	// Ask for one row more than shown to know whether an older page exists.
+	sq.Limit = min(limit+1, store.MaxListLimit)
+	rows, err := tr.SearchTraces(c.Request.Context(), sq)
 	if err != nil {
 		s.storeFailed(c, "trace list", "", err)
 		return
 	}
-	more := len(rows) > limit || (f.Limit == limit && len(rows) == limit)
+	more := len(rows) > limit || (sq.Limit == limit && len(rows) == limit)
 	rows = rows[:min(len(rows), limit)]
 
-	_, searchable := s.st.(store.Analytics)
 	v := tracesView{Meta: s.meta("Traces", navTraces), Query: q, Rows: rows, Sources: traceSources(),
-		Searchable: searchable, Statuses: runStatuses()}
+		Searchable: true, Statuses: runStatuses()}
 	if more && len(rows) > 0 {
 		next := q
 		last := rows[len(rows)-1]
@@ -293,7 +301,12 @@ func (s *server) traces(c *gin.Context) {
 
 func (s *server) trace(c *gin.Context) {
 	id := pathID(c)
-	tr, err := s.st.GetTrace(c.Request.Context(), id)
+	rd, err := s.roles.TraceReader()
+	if err != nil {
+		s.unsupported(c, "a trace", err)
+		return
+	}
+	tr, err := rd.GetTrace(c.Request.Context(), id)
 	if err != nil {
 		s.storeFailed(c, "trace", id, err)
 		return
@@ -302,7 +315,12 @@ func (s *server) trace(c *gin.Context) {
 }
 
 func (s *server) suiteRuns(c *gin.Context) {
-	runs, err := s.st.ListSuiteRuns(c.Request.Context(), 0)
+	sr, err := s.roles.SuiteReader()
+	if err != nil {
+		s.unsupported(c, "suite runs", err)
+		return
+	}
+	runs, err := sr.ListSuiteRuns(c.Request.Context(), 0)
 	if err != nil {
 		s.storeFailed(c, "suite run list", "", err)
 		return
@@ -315,29 +333,37 @@ func (s *server) suiteRuns(c *gin.Context) {
 }
 
 func (s *server) suiteRun(c *gin.Context, id string) {
-	run, err := s.st.GetSuiteRun(c.Request.Context(), id)
+	sr, err := s.roles.SuiteReader()
+	if err != nil {
+		s.unsupported(c, "a suite run", err)
+		return
+	}
+	cs, err := s.roles.RunComparer()
+	if err != nil {
+		s.unsupported(c, "a suite run's cases", err)
+		return
+	}
+	run, err := sr.GetSuiteRun(c.Request.Context(), id)
 	if err != nil {
 		s.storeFailed(c, "suite run", id, err)
 		return
 	}
 	v := suiteRunView{Meta: s.meta("Suite run "+shortID(id, 24), navSuiteRuns), Run: run,
 		Simulated: reportSimulated(run.ReportJSON), Truncated: reportTruncated(run.ReportJSON)}
-	if all, err := s.st.ListSuiteRuns(c.Request.Context(), store.MaxListLimit); err == nil {
+	if all, err := sr.ListSuiteRuns(c.Request.Context(), store.MaxListLimit); err == nil {
 		if prev, ok := previousSuiteRun(all, run); ok {
 			v.PrevURL = s.urls().compareSuiteRuns(prev.SuiteRunID, run.SuiteRunID, "", false)
 		}
 	} else {
 		_ = c.Error(fmt.Errorf("web: list suite runs for the previous run: %w", err))
 	}
-	if cs, ok := s.st.(store.Comparisons); ok {
-		scores, err := cs.ListScores(c.Request.Context(), id)
-		if err != nil {
-			s.storeFailed(c, "suite run scores", id, err)
-			return
-		}
-		if len(scores) > 0 {
-			v.CasePipelines, v.Cases = suiteCases(run, scores)
-		}
+	scores, err := cs.ListScores(c.Request.Context(), id)
+	if err != nil {
+		s.storeFailed(c, "suite run scores", id, err)
+		return
+	}
+	if len(scores) > 0 {
+		v.CasePipelines, v.Cases = suiteCases(run, scores)
 	}
 	if strings.TrimSpace(run.ReportMarkdown) != "" {
 		if v.ReportHTML, err = s.md.render(run.ReportMarkdown); err != nil {
@@ -349,7 +375,12 @@ func (s *server) suiteRun(c *gin.Context, id string) {
 }
 
 func (s *server) reportJSON(c *gin.Context, id string) {
-	run, err := s.st.GetSuiteRun(c.Request.Context(), id)
+	sr, err := s.roles.SuiteReader()
+	if err != nil {
+		c.JSON(http.StatusNotImplemented, gin.H{"error": err.Error()})
+		return
+	}
+	run, err := sr.GetSuiteRun(c.Request.Context(), id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		c.JSON(http.StatusNotFound, gin.H{"error": fmt.Sprintf("no suite run with id %q", id)})
@@ -371,7 +402,12 @@ func (s *server) reportJSON(c *gin.Context, id string) {
 const reportHTMLPolicy = "sandbox; default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 
 func (s *server) reportHTML(c *gin.Context, id string) {
-	run, err := s.st.GetSuiteRun(c.Request.Context(), id)
+	sr, err := s.roles.SuiteReader()
+	if err != nil {
+		s.unsupported(c, "a suite run's report", err)
+		return
+	}
+	run, err := sr.GetSuiteRun(c.Request.Context(), id)
 	if err != nil {
 		s.storeFailed(c, "suite run", id, err)
 		return

@@ -1,12 +1,14 @@
 package web
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"html"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
@@ -184,15 +186,15 @@ func TestTracePageErrors(t *testing.T) {
 
 var errBoom = errors.New("clickhouse: connection refused to 10.0.0.7:9000")
 
-// failingStore fails every read but GetSuiteRun.
-type failingStore struct{ store.Store }
+// failingStore fails GetTrace and SearchTraces.
+type failingStore struct{ *storetest.Memory }
 
 func (failingStore) GetTrace(context.Context, string) (store.Trace, error) {
 	return store.Trace{}, fmt.Errorf("store: get trace: %w", errBoom)
 }
 
-func (failingStore) ListTraces(context.Context, store.TraceFilter) ([]store.TraceSummary, error) {
-	return nil, fmt.Errorf("store: list traces: %w", errBoom)
+func (failingStore) SearchTraces(context.Context, store.TraceSearch) ([]store.TraceSummary, error) {
+	return nil, fmt.Errorf("store: search traces: %w", errBoom)
 }
 
 // seedMany writes n requests from several apps and sources, some received at the
@@ -555,13 +557,16 @@ func TestRootStaticAndBasePath(t *testing.T) {
 func TestRegisterRejectsBadInput(t *testing.T) {
 	st := storetest.NewMemory()
 	r := newTestServer(t, st, NewDefaultConfig()) // a valid engine to pass
-	if err := Register(nil, st, NewDefaultConfig()); err == nil {
+	if err := Register(nil, store.NewRoles(st), NewDefaultConfig()); err == nil {
 		t.Error("nil router accepted")
 	}
-	if err := Register(r.Group("/x"), nil, NewDefaultConfig()); err == nil {
+	if err := Register(r.Group("/x"), store.NewRoles(nil), NewDefaultConfig()); err == nil {
 		t.Error("nil store accepted")
 	}
-	if err := Register(r.Group("/y"), st, Config{BasePath: "ui"}); err == nil {
+	if err := Register(r.Group("/y"), store.Roles{}, NewDefaultConfig()); err == nil {
+		t.Error("roles without a store accepted")
+	}
+	if err := Register(r.Group("/z"), store.NewRoles(st), Config{BasePath: "ui"}); err == nil {
 		t.Error("invalid config accepted")
 	}
 }
@@ -590,5 +595,55 @@ func TestConfigValidate(t *testing.T) {
 		case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
 			t.Errorf("%+v: error %v, want one containing %q", tt.cfg, err, tt.wantErr)
 		}
+	}
+}
+
+// mustUnsupported checks a page answered 501 with a message naming role.
+func mustUnsupported(t *testing.T, rec *httptest.ResponseRecorder, role string) {
+	t.Helper()
+	mustStatus(t, rec, http.StatusNotImplemented)
+	msg := byTestID(parseHTML(t, rec.Body.String()), "error-message")
+	if len(msg) != 1 || !strings.Contains(text(msg[0]), role) {
+		t.Errorf("the 501 page does not name %s:\n%s", role, limitText(rec.Body.String(), 3000))
+	}
+}
+
+// Every page over a store without a role it needs answers 501 naming that
+// role (never a page showing less); the pages that need only the roles every
+// store has still answer.
+func TestPagesNameTheMissingRole(t *testing.T) {
+	st := storetest.NewMemory()
+	seed(t, st, fixtureTrace())
+	sr := fixtureSuiteRun()
+	if err := st.InsertSuiteRuns(context.Background(), []store.SuiteRun{sr}); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	h := newTestServerLogged(t, basicStore{st}, &logs)
+	tests := []struct {
+		target string
+		role   string // "" when the page needs only the basic roles
+	}{
+		{"/traces", "store.TraceReader"},
+		{"/traces/req-7f3a9c", "store.TraceReader"},
+		{"/overview", "store.OverviewReader"},
+		{"/workers", "store.WorkerReader"},
+		{"/suite-runs/" + sr.SuiteRunID, "store.RunComparer"},
+		{"/compare/runs?a=x&b=y", "store.RunComparer"},
+		{"/compare/suite-runs?a=x&b=y", "store.RunComparer"},
+		{"/suite-runs", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.target, func(t *testing.T) {
+			rec := get(t, h, tt.target)
+			if tt.role == "" {
+				mustStatus(t, rec, http.StatusOK)
+				return
+			}
+			mustUnsupported(t, rec, tt.role)
+		})
+	}
+	if logs.Len() != 0 {
+		t.Errorf("a missing role is no server failure, but was logged: %s", logs.String())
 	}
 }

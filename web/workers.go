@@ -32,7 +32,6 @@ type workersView struct {
 	Meta      pageMeta
 	Query     overviewQuery
 	Pipeline  string
-	Supported bool
 	Rows      []workerRow // most used first
 	Positions []string    // the position columns in plan order
 	ThisURL   string
@@ -129,9 +128,9 @@ func (s *server) workers(c *gin.Context) {
 	}
 	v := workersView{Meta: s.meta("Workers", navWorkers), Query: q, Pipeline: strings.TrimSpace(c.Query("pipeline")),
 		Positions: []string{store.PositionFirst, store.PositionMiddle, store.PositionFinal, store.PositionOnly}}
-	an, ok := s.st.(store.WorkerAnalytics)
-	if !ok {
-		s.render(c, http.StatusOK, workersPage(v))
+	an, err := s.roles.WorkerReader()
+	if err != nil {
+		s.unsupported(c, "worker usage", err)
 		return
 	}
 	uses, err := an.WorkerUsage(c.Request.Context(), store.WorkerQuery{App: q.App, Pipeline: v.Pipeline, From: q.From, To: q.To})
@@ -139,7 +138,7 @@ func (s *server) workers(c *gin.Context) {
 		s.storeFailed(c, "worker usage", "", fmt.Errorf("web: workers: %w", err))
 		return
 	}
-	v.Supported, v.Rows = true, newWorkerRows(uses)
+	v.Rows = newWorkerRows(uses)
 	v.ThisURL = s.urls().workersWith(q, v.Pipeline)
 	s.render(c, http.StatusOK, workersPage(v))
 }

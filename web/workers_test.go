@@ -72,8 +72,5 @@ func TestWorkersPage(t *testing.T) {
 		}
 	}
 	mustStatus(t, get(t, h, "/workers?from=x"), http.StatusBadRequest)
-	rec = get(t, newTestServer(t, hiddenAnalytics{st}, NewDefaultConfig()), "/workers")
-	if len(byTestID(parseHTML(t, rec.Body.String()), "workers-unsupported")) != 1 {
-		t.Error("no unsupported note")
-	}
+	mustUnsupported(t, get(t, newTestServer(t, basicStore{st}, NewDefaultConfig()), "/workers"), "store.WorkerReader")
 }

@@ -44,10 +44,10 @@ type suiteResponse struct {
 // api serves the read-only query endpoint, tap statistics and suite runs for the
 // CLI, which cannot open the embedded store while the server holds it.
 type api struct {
-	st     store.Store
-	suites *suiteRunner
-	stats  func() ingest.StatsSnapshot
-	writer func() store.WriterStats
+	console store.Console
+	suites  *suiteRunner
+	stats   func() ingest.StatsSnapshot
+	writer  func() store.WriterStats
 	// admission is the adaptive shadow-run limit's state; nil in the tap role.
 	admission func() ingest.AdmissionSnapshot
 	forget    *forgetter   // POST /api/forget; nil in the tap role (no store)
@@ -72,7 +72,7 @@ func (a *api) query(c *gin.Context) {
 		return
 	}
 	start := time.Now()
-	res, err := a.st.Query(c.Request.Context(), req.SQL)
+	res, err := a.console.Query(c.Request.Context(), req.SQL)
 	defer a.audit(c, req.SQL, start, len(res.Rows), err)
 	switch {
 	case errors.Is(err, store.ErrReadOnly):

@@ -193,10 +193,10 @@ func openEvalHistory(ctx context.Context, cfg Config) (st store.Store, h store.E
 		}
 		return nil, nil, err
 	}
-	h, ok := st.(store.EvalHistory)
-	if !ok {
+	h, err = store.NewRoles(st).EvalHistory()
+	if err != nil {
 		st.Close()
-		return nil, nil, fmt.Errorf("store %T has no suite-run history queries", st)
+		return nil, nil, err
 	}
 	return st, h, nil
 }

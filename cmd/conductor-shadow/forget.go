@@ -32,7 +32,7 @@ type forgetResponse struct {
 // forgetter erases a data subject's rows: it hashes the subject with the PII
 // secret (as the tap does) and asks the store to delete that hash's rows.
 type forgetter struct {
-	st        store.Store
+	roles     store.Roles // it takes the store.SubjectEraser
 	hash      func(subject string) string
 	ephemeral bool // the secret was drawn at random: only this process's requests can match
 }
@@ -43,13 +43,13 @@ type forgetter struct {
 // without a tap (the shadow role) shares with the tap processes.
 func newForgetter(cfg Config, st store.Store, tap *ingest.Tap) *forgetter {
 	if tap != nil {
-		return &forgetter{st: st, hash: tap.SubjectHash, ephemeral: tap.EphemeralSecret()}
+		return &forgetter{roles: store.NewRoles(st), hash: tap.SubjectHash, ephemeral: tap.EphemeralSecret()}
 	}
 	secret := []byte(os.Getenv(cfg.Ingest.PII.SecretEnv))
 	if len(secret) == 0 {
-		return &forgetter{st: st}
+		return &forgetter{roles: store.NewRoles(st)}
 	}
-	return &forgetter{st: st, hash: func(s string) string { return ingest.SubjectHash(secret, s) }}
+	return &forgetter{roles: store.NewRoles(st), hash: func(s string) string { return ingest.SubjectHash(secret, s) }}
 }
 
 func (f *forgetter) forget(ctx context.Context, subject, actor string) (forgetResponse, error) {
@@ -59,9 +59,9 @@ func (f *forgetter) forget(ctx context.Context, subject, actor string) (forgetRe
 	if f.hash == nil {
 		return forgetResponse{}, errors.New("forget: no PII secret in this process: subject hashes cannot be computed (set the variable ingest.pii.secret_env names, as on the tap)")
 	}
-	eraser, ok := f.st.(store.SubjectEraser)
-	if !ok {
-		return forgetResponse{}, fmt.Errorf("forget: the %T store cannot delete rows by subject", f.st)
+	eraser, err := f.roles.SubjectEraser()
+	if err != nil {
+		return forgetResponse{}, fmt.Errorf("forget: %w", err)
 	}
 	rep, err := eraser.ForgetSubject(ctx, f.hash(subject), actor)
 	if err != nil {
@@ -83,6 +83,10 @@ func (a *api) forgetHandler(c *gin.Context) {
 		return
 	}
 	res, err := a.forget.forget(c.Request.Context(), req.Subject, "api "+c.ClientIP())
+	if errors.Is(err, store.ErrNotSupported) {
+		c.JSON(http.StatusNotImplemented, gin.H{"error": err.Error()})
+		return
+	}
 	if err != nil {
 		c.JSON(http.StatusInternalServerError, gin.H{"error": err.Error()})
 		return
@@ -132,7 +136,7 @@ func forgetCmd(load loader) *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			f := &forgetter{st: st, hash: func(s string) string { return ingest.SubjectHash([]byte(secret), s) }}
+			f := &forgetter{roles: store.NewRoles(st), hash: func(s string) string { return ingest.SubjectHash([]byte(secret), s) }}
 			res, err = f.forget(ctx, subject, "cli")
 			if err != nil {
 				return err

@@ -74,7 +74,7 @@ func generateCmd(load loader) *cobra.Command {
 func measurePages(ctx context.Context, out io.Writer, st store.Store, cfg web.Config, iterations int) error {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
-	if err := web.Register(r, st, cfg); err != nil {
+	if err := web.Register(r, store.NewRoles(st), cfg); err != nil {
 		return fmt.Errorf("generate: %w", err)
 	}
 	page, err := st.ListTraces(ctx, store.TraceFilter{Limit: store.MaxListLimit})

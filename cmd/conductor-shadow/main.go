@@ -218,7 +218,7 @@ func suiteCmd(load loader, log *slog.Logger) *cobra.Command {
 			if note != "" {
 				log.Info(note+"; running the suite against the store directly", "store", where)
 			}
-			runner := &suiteRunner{cfg: cfg, st: st, p: pipes, where: where}
+			runner := &suiteRunner{cfg: cfg, roles: store.NewRoles(st), p: pipes, where: where}
 			res, err = runner.run(ctx, set, limit, cmd.ErrOrStderr())
 			if err != nil {
 				return err

@@ -170,10 +170,10 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 		tap.Register(guarded)
 	}
 	a := &api{
-		st:     s.st,
-		stats:  func() ingest.StatsSnapshot { return s.stats.Snapshot(s.queue.Len()) },
-		writer: func() store.WriterStats { return store.WriterStats{} },
-		log:    s.log,
+		console: s.st,
+		stats:   func() ingest.StatsSnapshot { return s.stats.Snapshot(s.queue.Len()) },
+		writer:  func() store.WriterStats { return store.WriterStats{} },
+		log:     s.log,
 	}
 	if s.writer != nil {
 		a.writer = s.writer.Stats
@@ -184,7 +184,7 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 	if role == RoleTap {
 		guarded.GET("/api/stats", a.statsHandler)
 	} else {
-		a.suites = &suiteRunner{cfg: s.cfg, st: s.st, p: s.pipes, where: where + " (through the server at " + s.cfg.Server.Addr + ")"}
+		a.suites = &suiteRunner{cfg: s.cfg, roles: store.NewRoles(s.st), p: s.pipes, where: where + " (through the server at " + s.cfg.Server.Addr + ")"}
 		a.forget = newForgetter(s.cfg, s.st, tap) // without a tap (shadow role): the shared PII secret
 		a.register(guarded)
 	}
@@ -240,7 +240,7 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 			}
 			webCfg.GatePolicy = &p
 		}
-		if err := web.Register(router.Group("/", webAuth.Middleware()), s.st, webCfg); err != nil {
+		if err := web.Register(router.Group("/", webAuth.Middleware()), store.NewRoles(s.st), webCfg); err != nil {
 			return fmt.Errorf("serve: web: %w", err)
 		}
 	}

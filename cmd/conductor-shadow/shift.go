@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/conductor-shadow/conductor-shadow/eval"
+	"github.com/conductor-shadow/conductor-shadow/store"
 )
 
 // shiftCmd is `conductor-shadow shift`: the regression sets in use against the
@@ -48,6 +49,10 @@ the output says which sets are flagged.`,
 				return fmt.Errorf("shift: %w", err)
 			}
 			defer st.Close()
+			an, err := store.NewRoles(st).SegmentReader()
+			if err != nil {
+				return fmt.Errorf("shift: %w", err)
+			}
 			to := time.Now().UTC()
 			var reports []any
 			for _, p := range sets {
@@ -55,7 +60,7 @@ the output says which sets are flagged.`,
 				if err != nil {
 					return fmt.Errorf("shift: %w", err)
 				}
-				r, err := eval.ShiftOf(ctx, st, set, to.Add(-window), to)
+				r, err := eval.ShiftOf(ctx, an, set, to.Add(-window), to)
 				if err != nil {
 					return err
 				}

@@ -27,7 +27,7 @@ var errBadSet = errors.New("regression set not usable")
 // writes the report; the server and the local CLI share it.
 type suiteRunner struct {
 	cfg   Config
-	st    store.Store
+	roles store.Roles // the suite run takes the roles it writes and reads (eval.RunSuite)
 	p     *pipelines
 	where string // the store, as told to the user (openStore's description)
 }
@@ -70,7 +70,7 @@ func (s *suiteRunner) runScheduled(ctx context.Context, job schedule.Suite, prog
 		}
 		return eval.GraderForConfig(name, s.cfg.Suite.Code)
 	}
-	rep, err := eval.RunSuite(ctx, s.st, set, s.p.incumbent, s.p.candidates, eval.SuiteOptions{
+	rep, err := eval.RunSuite(ctx, s.roles, set, s.p.incumbent, s.p.candidates, eval.SuiteOptions{
 		Graders:     graders,
 		Concurrency: s.cfg.Suite.Concurrency,
 		Limit:       job.Limit,
