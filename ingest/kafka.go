@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/conductor-shadow/conductor-shadow/store"
 )
 
 // KafkaConfig sets the Kafka transport between the tap and the shadow workers.
@@ -106,9 +108,7 @@ type KafkaQueue struct {
 	ackMu   sync.Mutex
 	pending map[int]*partitionAcks
 
-	failMu       sync.Mutex
-	failingSince time.Time
-	lastError    string
+	failing store.Failing // since when writes fail, and the last error
 
 	shutOnce sync.Once
 	shutErr  error
@@ -230,24 +230,13 @@ func (q *KafkaQueue) publishLoop() {
 }
 
 func (q *KafkaQueue) notePublish(err error) {
-	q.failMu.Lock()
-	defer q.failMu.Unlock()
-	if err == nil {
-		q.failingSince, q.lastError = time.Time{}, ""
-		return
-	}
-	if q.failingSince.IsZero() {
-		q.failingSince = time.Now()
-	}
-	q.lastError = err.Error()
+	q.failing.Note(err)
 }
 
 // Ready reports why copies cannot be published now: the last publish failed
 // (Kafka unreachable) or the buffer is full. nil when they can.
 func (q *KafkaQueue) Ready() error {
-	q.failMu.Lock()
-	since, last := q.failingSince, q.lastError
-	q.failMu.Unlock()
+	since, last := q.failing.State()
 	if !since.IsZero() {
 		return fmt.Errorf("kafka unreachable since %s: %s", since.UTC().Format(time.RFC3339), last)
 	}

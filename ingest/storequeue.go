@@ -74,9 +74,7 @@ type StoreQueue struct {
 	stopLoops context.CancelFunc
 	loopsDone sync.WaitGroup
 
-	failMu       sync.Mutex
-	failingSince time.Time
-	lastError    string
+	failing store.Failing // since when writes fail, and the last error
 }
 
 type acceptOp struct {
@@ -247,9 +245,7 @@ func (q *StoreQueue) Shutdown(ctx context.Context) error {
 // Ready reports why the queue cannot accept: the last commit failed (the store
 // cannot be written) or every slot is taken. nil when it can.
 func (q *StoreQueue) Ready() error {
-	q.failMu.Lock()
-	since, last := q.failingSince, q.lastError
-	q.failMu.Unlock()
+	since, last := q.failing.State()
 	if !since.IsZero() {
 		return fmt.Errorf("store writes failing since %s: %s", since.UTC().Format(time.RFC3339), last)
 	}
@@ -260,16 +256,7 @@ func (q *StoreQueue) Ready() error {
 }
 
 func (q *StoreQueue) noteCommit(err error) {
-	q.failMu.Lock()
-	defer q.failMu.Unlock()
-	if err == nil {
-		q.failingSince, q.lastError = time.Time{}, ""
-		return
-	}
-	if q.failingSince.IsZero() {
-		q.failingSince = time.Now()
-	}
-	q.lastError = err.Error()
+	q.failing.Note(err)
 }
 
 // commitLoop groups handed-over copies and commits them until the intake closes.

@@ -103,9 +103,7 @@ type Writer struct {
 
 	logEvery rate.Sometimes // rate-limits the loss log lines
 
-	failMu       sync.Mutex
-	failingSince time.Time
-	lastError    string
+	failing Failing // since when writes fail, and the last error
 
 	queue chan Batch
 
@@ -255,24 +253,13 @@ func (w *Writer) logLoss(msg string, err error) {
 
 // noteInsert records the outcome of one INSERT attempt for Ready and Stats.
 func (w *Writer) noteInsert(err error) {
-	w.failMu.Lock()
-	defer w.failMu.Unlock()
-	if err == nil {
-		w.failingSince, w.lastError = time.Time{}, ""
-		return
-	}
-	if w.failingSince.IsZero() {
-		w.failingSince = time.Now()
-	}
-	w.lastError = err.Error()
+	w.failing.Note(err)
 }
 
 // Ready reports why the writer cannot store now: the last INSERT failed (the
 // store cannot be written), or the queue is full. nil when it can.
 func (w *Writer) Ready() error {
-	w.failMu.Lock()
-	since, last := w.failingSince, w.lastError
-	w.failMu.Unlock()
+	since, last := w.failing.State()
 	if !since.IsZero() {
 		return fmt.Errorf("store: writes failing since %s: %s", since.UTC().Format(time.RFC3339), last)
 	}
@@ -352,9 +339,7 @@ func (w *Writer) Shutdown(ctx context.Context) error {
 
 // Stats returns the counters.
 func (w *Writer) Stats() WriterStats {
-	w.failMu.Lock()
-	since, last := w.failingSince, w.lastError
-	w.failMu.Unlock()
+	since, last := w.failing.State()
 	return WriterStats{
 		Queued: w.queued.Load(), Written: w.written.Load(), Dropped: w.dropped.Load(),
 		Rejected: w.rejected.Load(), Failed: w.failed.Load(), Flushes: w.flushes.Load(),
