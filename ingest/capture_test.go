@@ -246,6 +246,9 @@ func newRawProxy(t *testing.T, inc http.Handler, tap Offerer) (*httptest.Server,
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	front := httptest.NewServer(p)
 	t.Cleanup(func() {
 		front.Close()

@@ -273,14 +273,15 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // (counted as capture_busy).
 func (p *Proxy) handOff(c capture) {
 	p.mu.RLock()
-	if !p.started && !p.closed {
-		p.mu.RUnlock()
-		p.startWorkers()
-		p.mu.RLock()
-	}
-	if p.closed {
+	switch {
+	case p.closed:
 		p.mu.RUnlock()
 		p.stats.drop("shutting_down")
+		return
+	case !p.started:
+		// Forwarding works without Start; only the copy is lost, and counted.
+		p.mu.RUnlock()
+		p.stats.drop("not_started")
 		return
 	}
 	select {
@@ -292,12 +293,19 @@ func (p *Proxy) handOff(c capture) {
 	p.mu.RUnlock()
 }
 
-// startWorkers launches the capture workers once.
-func (p *Proxy) startWorkers() {
+// Start launches the capture workers (cfg.CaptureWorkers goroutines) that turn
+// answered requests into copies for the tap. Copies of requests served before
+// Start are dropped and counted as "not_started"; forwarding itself needs no
+// Start. An error when already started or shut down. ctx bounds nothing: the
+// workers stop at Shutdown.
+func (p *Proxy) Start(_ context.Context) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.started || p.closed {
-		return
+	switch {
+	case p.closed:
+		return errors.New("ingest: proxy: start after shutdown")
+	case p.started:
+		return errors.New("ingest: proxy: already started")
 	}
 	p.started = true
 	for range p.cfg.CaptureWorkers {
@@ -309,6 +317,7 @@ func (p *Proxy) startWorkers() {
 			}
 		}()
 	}
+	return nil
 }
 
 // Shutdown lets the background copies finish (their Offer never blocks), stops

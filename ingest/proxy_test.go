@@ -56,6 +56,9 @@ func newProxyFixture(t *testing.T, fake *incumbenttest.Handler, tap Offerer) *pr
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	f.proxy = p
 	f.front = httptest.NewServer(p)
 	f.client = &http.Client{Transport: &http.Transport{}}
@@ -380,4 +383,65 @@ func FuzzCaptureExchange(f *testing.F) {
 			t.Fatalf("accepted an invalid exchange: %v", err)
 		}
 	})
+}
+
+// The proxy's lifecycle: forwarding works before Start, but the copies of those
+// requests are counted as not_started rather than mirrored; Start twice or after
+// Shutdown is an error; Shutdown is safe without Start and twice.
+func TestProxyLifecycle(t *testing.T) {
+	incumbent := httptest.NewServer(&incumbenttest.Handler{})
+	defer incumbent.Close()
+	cfg := NewDefaultProxyConfig()
+	cfg.IncumbentURL = incumbent.URL
+	tap, stats := &recordingTap{}, NewStats()
+	p, err := NewProxy(cfg, tap, stats, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	front := httptest.NewServer(p)
+	defer front.Close()
+	post := func() {
+		t.Helper()
+		resp, err := http.Post(front.URL+"/v1/chat/completions", "application/json",
+			strings.NewReader(`{"model":"gpt-4o","messages":[{"role":"user","content":"2+2?"}]}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("forwarded status %d, want 200", resp.StatusCode)
+		}
+	}
+	post()
+	if got := stats.Snapshot(0).Dropped["not_started"]; got != 1 {
+		t.Errorf("copy before Start: not_started = %d, want 1", got)
+	}
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(context.Background()); err == nil {
+		t.Error("second Start: want an error")
+	}
+	post()
+	if err := p.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Shutdown(context.Background()); err != nil {
+		t.Errorf("second Shutdown: %v", err)
+	}
+	if got := len(tap.all()); got != 1 {
+		t.Errorf("mirrored %d copies after Start, want 1", got)
+	}
+	if err := p.Start(context.Background()); err == nil {
+		t.Error("Start after Shutdown: want an error")
+	}
+
+	unstarted, err := NewProxy(cfg, tap, NewStats(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unstarted.Shutdown(context.Background()); err != nil {
+		t.Errorf("Shutdown without Start: %v", err)
+	}
 }

@@ -101,6 +101,9 @@ func TestProxySubjectHeader(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := p.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	front := httptest.NewServer(p)
 	defer front.Close()
 	req, _ := http.NewRequest(http.MethodPost, front.URL+"/v1/chat/completions", strings.NewReader(`{"model":"gpt-4o","messages":[{"role":"user","content":"2+2?"}]}`))

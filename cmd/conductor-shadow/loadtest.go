@@ -206,6 +206,9 @@ func runProxyLoad(ctx context.Context, out io.Writer, o loadtestOptions) error {
 	if err != nil {
 		return err
 	}
+	if err := proxy.Start(ctx); err != nil {
+		return err
+	}
 	pxSrv, pxURL, err := listen(proxy.Front(http.NotFoundHandler()))
 	if err != nil {
 		return err

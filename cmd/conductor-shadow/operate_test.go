@@ -158,7 +158,7 @@ func TestOperableServe(t *testing.T) {
 	if !strings.Contains(out, "removed: 2 requests, 4 runs") {
 		t.Errorf("forget said %q", out)
 	}
-	if got := lastLine(cli(t, ctx, cfgPath, "query", "SELECT (SELECT count() FROM requests) || '/' || (SELECT count() FROM runs) || '/' || (SELECT count() FROM audit_log WHERE action = 'forget' AND requests = 2)")); got != "1/2/1" {
+	if got := lastLine(cli(t, ctx, cfgPath, "query", "SELECT (SELECT count() FROM requests FINAL) || '/' || (SELECT count() FROM runs FINAL) || '/' || (SELECT count() FROM audit_log WHERE action = 'forget' AND requests = 2)")); got != "1/2/1" {
 		t.Errorf("after forget requests/runs/audit = %s, want 1/2/1 (bob's rows kept)", got)
 	}
 	if got := cli(t, ctx, cfgPath, "query", "SELECT * FROM audit_log"); strings.Contains(got, "alice") {

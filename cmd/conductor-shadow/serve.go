@@ -217,6 +217,9 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 		if s.admission != nil {
 			s.proxy.ObserveAddedLatency(s.admission)
 		}
+		if err := s.proxy.Start(ctx); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
 		router.NoRoute(gin.WrapH(s.proxy)) // paths the server does not serve pass through
 	}
 	if s.st != nil {
