@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"gonum.org/v1/gonum/stat"
+
 	"github.com/conductor-shadow/conductor-shadow/store/percentile"
 )
 
@@ -419,21 +421,13 @@ func stratum(segs []string) string {
 	return ""
 }
 
-// sd is the sample standard deviation (n − 1); 0 for fewer than two values.
+// sd is the sample standard deviation (n − 1, gonum's stat.Variance); 0 for
+// fewer than two values.
 func sd(xs []float64) float64 {
 	if len(xs) < 2 {
 		return 0
 	}
-	m := 0.0
-	for _, x := range xs {
-		m += x
-	}
-	m /= float64(len(xs))
-	v := 0.0
-	for _, x := range xs {
-		v += (x - m) * (x - m)
-	}
-	return math.Sqrt(v / float64(len(xs)-1))
+	return math.Sqrt(stat.Variance(xs, nil))
 }
 
 func ratio(num, den float64) float64 {

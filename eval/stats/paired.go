@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 
+	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/gonum/stat/distuv"
 )
 
@@ -114,19 +115,7 @@ func PairedMean(d []float64, strata []string, conf float64) (mean float64, iv In
 	if n < 2 {
 		return mean, Interval{-1, 1}, method
 	}
-	variance := func(xs []float64) float64 {
-		m := 0.0
-		for _, v := range xs {
-			m += v
-		}
-		m /= float64(len(xs))
-		s := 0.0
-		for _, v := range xs {
-			s += (v - m) * (v - m)
-		}
-		return s / float64(len(xs)-1)
-	}
-	se2 := variance(d) / float64(n)
+	se2 := stat.Variance(d, nil) / float64(n)
 	df := float64(n - 1)
 	if len(strata) == n {
 		by := map[string][]float64{}
@@ -147,7 +136,7 @@ func PairedMean(d []float64, strata []string, conf float64) (mean float64, iv In
 			for _, k := range keys {
 				xs := by[k]
 				w := float64(len(xs)) / float64(n)
-				se2 += w * w * variance(xs) / float64(len(xs))
+				se2 += w * w * stat.Variance(xs, nil) / float64(len(xs))
 			}
 			df = float64(n - len(by))
 			method = MethodPairedTStratified
