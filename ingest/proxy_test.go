@@ -398,7 +398,13 @@ func TestProxyLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	front := httptest.NewServer(p)
+	// The client has the whole answer before the handler hands the copy off, so
+	// each post waits for the handler itself to return.
+	handled := make(chan struct{}, 1)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() { handled <- struct{}{} }()
+		p.ServeHTTP(w, r)
+	}))
 	defer front.Close()
 	post := func() {
 		t.Helper()
@@ -409,6 +415,7 @@ func TestProxyLifecycle(t *testing.T) {
 		}
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
+		<-handled
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("forwarded status %d, want 200", resp.StatusCode)
 		}
