@@ -60,11 +60,6 @@ func NewMemory() *Memory {
 	}
 }
 
-// Counts is the number of distinct records held per table.
-type Counts struct {
-	Requests, Runs, Steps, Scores, SuiteRuns, Cases int
-}
-
 // Counts returns how many distinct records the store holds, per table.
 func (m *Memory) Counts() Counts {
 	m.mu.RLock()

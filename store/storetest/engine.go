@@ -1,0 +1,156 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/conductor-shadow/conductor-shadow/store"
+)
+
+// Engine is the embedded ClickHouse engine (chDB) one test binary shares. The
+// engine allows one data folder per process, so a package's TestMain starts one
+// Engine and every test opens a database of its own on it (Open): the tests of
+// other packages run the real engine, with its SQL, its ReplacingMergeTree
+// merges and its types, not a second engine of ours.
+//
+//	var engine *storetest.Engine
+//
+//	func TestMain(m *testing.M) {
+//		engine = storetest.StartEngine()
+//		code := m.Run()
+//		engine.Close()
+//		os.Exit(code)
+//	}
+//
+// Do not use it in package store's own tests: they hold the process's engine
+// through store.OpenTestStore.
+type Engine struct {
+	dir     string
+	keeper  store.Store // holds the engine open for the whole run
+	missing error       // libchdb.so could not be loaded: Open skips (fails under CI)
+	seq     atomic.Int64
+}
+
+// StartEngine opens the embedded engine on a fresh temporary folder. It never
+// fails: an engine that cannot start is remembered and reported by every Open
+// (a skip when libchdb.so is missing outside CI, a test failure otherwise).
+func StartEngine() *Engine {
+	e := &Engine{}
+	dir, err := os.MkdirTemp("", "storetest-engine-")
+	if err != nil {
+		e.missing = fmt.Errorf("storetest: engine folder: %w", err)
+		return e
+	}
+	e.dir = dir
+	keeper, err := store.Open(context.Background(), e.config("keeper"))
+	if err != nil {
+		e.missing = fmt.Errorf("storetest: open embedded engine: %w", err)
+		return e
+	}
+	e.keeper = keeper
+	return e
+}
+
+// Close closes the engine and removes its folder. Safe on a nil Engine and twice.
+func (e *Engine) Close() {
+	if e == nil {
+		return
+	}
+	if e.keeper != nil {
+		_ = e.keeper.Close()
+		e.keeper = nil
+	}
+	if e.dir != "" {
+		_ = os.RemoveAll(e.dir)
+		e.dir = ""
+	}
+}
+
+func (e *Engine) config(database string) store.Config {
+	c := store.NewDefaultConfig()
+	c.Path, c.Database = e.dir, database
+	return c
+}
+
+var nonIdent = regexp.MustCompile(`[^A-Za-z0-9_]+`)
+
+// Open returns a migrated store in a database no other Open shares, closed when
+// t ends. Without libchdb.so it skips t, or fails it when the CI environment
+// variable is set (CI installs the engine, so a skip there would hide tests).
+func (e *Engine) Open(t testing.TB) store.Store {
+	t.Helper()
+	return e.OpenConfig(t, func(*store.Config) {})
+}
+
+// OpenConfig is Open with the store config adjusted by edit first (limits,
+// retention); Path and Database are the engine's.
+func (e *Engine) OpenConfig(t testing.TB, edit func(*store.Config)) store.Store {
+	t.Helper()
+	if e == nil || e.missing != nil {
+		err := errors.New("storetest: no Engine started in TestMain")
+		if e != nil {
+			err = e.missing
+		}
+		if os.Getenv("CI") != "" || !errors.Is(err, store.ErrEngineMissing) {
+			t.Fatalf("embedded engine: %v", err)
+		}
+		t.Skipf("embedded engine unavailable, run `make libchdb` or set CHDB_LIB_PATH: %v", err)
+	}
+	name := strings.ToLower(nonIdent.ReplaceAllString(t.Name(), "_"))
+	if len(name) > 40 {
+		name = name[len(name)-40:]
+	}
+	cfg := e.config(fmt.Sprintf("t%d_%s", e.seq.Add(1), name))
+	edit(&cfg)
+	cfg.Path = e.dir
+	st, err := store.Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("storetest: open store: %v", err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+// Counts is the number of distinct records per table (after the
+// ReplacingMergeTree's FINAL: the last write of each key).
+type Counts struct {
+	Requests, Runs, Steps, Scores, SuiteRuns, Cases int
+}
+
+// CountRows counts st's distinct records per table with one read-only console
+// statement. Errors are the console's (store.Console.Query).
+func CountRows(ctx context.Context, st store.Console) (Counts, error) {
+	res, err := st.Query(ctx, `SELECT
+		(SELECT count() FROM requests FINAL), (SELECT count() FROM runs FINAL),
+		(SELECT count() FROM steps FINAL), (SELECT count() FROM scores FINAL),
+		(SELECT count() FROM suite_runs FINAL), (SELECT count() FROM cases FINAL)`)
+	if err != nil {
+		return Counts{}, fmt.Errorf("storetest: count rows: %w", err)
+	}
+	if len(res.Rows) != 1 || len(res.Rows[0]) != 6 {
+		return Counts{}, fmt.Errorf("storetest: count rows: got %d rows", len(res.Rows))
+	}
+	var n [6]int
+	for i, v := range res.Rows[0] {
+		if _, err := fmt.Sscan(v, &n[i]); err != nil {
+			return Counts{}, fmt.Errorf("storetest: count rows: column %d %q: %w", i, v, err)
+		}
+	}
+	return Counts{Requests: n[0], Runs: n[1], Steps: n[2], Scores: n[3], SuiteRuns: n[4], Cases: n[5]}, nil
+}
+
+// MustCountRows is CountRows failing t on error.
+func MustCountRows(t testing.TB, st store.Console) Counts {
+	t.Helper()
+	c, err := CountRows(t.Context(), st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
