@@ -9,12 +9,21 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 	"go.uber.org/goleak"
 	"gopkg.in/yaml.v3"
 )
 
+// engine is the real embedded engine the package's tests store into, a
+// database per test (engine.Open).
+var engine *storetest.Engine
+
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	engine = storetest.StartEngine()
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		engine.Close()
+		os.Exit(code)
+	}))
 }
 
 func TestLoadSetShipped(t *testing.T) {

@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"math"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -16,7 +17,17 @@ import (
 	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// engine is the real embedded engine the package's tests store into, a
+// database per test (engine.Open).
+var engine *storetest.Engine
+
+func TestMain(m *testing.M) {
+	engine = storetest.StartEngine()
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		engine.Close()
+		os.Exit(code)
+	}))
+}
 
 // syncWriter stores each batch at once in a memory store.
 type syncWriter struct {

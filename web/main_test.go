@@ -1,13 +1,23 @@
 package web
 
 import (
+	"os"
 	"testing"
 
+	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 	"go.uber.org/goleak"
 )
 
-// TestMain checks that no test leaves goroutines behind (the browser tests start
-// chromium and its readers).
+// engine is the real embedded engine the pages read from, a database per test
+// (engine.Open).
+var engine *storetest.Engine
+
+// TestMain starts the engine and checks that no test leaves goroutines behind
+// (the browser tests start chromium and its readers).
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	engine = storetest.StartEngine()
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		engine.Close()
+		os.Exit(code)
+	}))
 }
