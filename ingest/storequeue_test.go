@@ -199,7 +199,8 @@ func TestStoreQueueStopLeavesWorkPending(t *testing.T) {
 	}
 }
 
-// failingStore refuses every INSERT.
+// failingStore is the engine's store whose shadow_work INSERT fails (the
+// store-first queue's first write), as on a data folder turned read-only.
 type failingStore struct{ store.Store }
 
 var errDiskReadOnly = errors.New("Cannot open file: Read-only file system")
