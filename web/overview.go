@@ -193,7 +193,7 @@ func liveVerdicts(pairs []store.AgreementPair, truncated bool, window time.Durat
 			// observed disagreement (an upper bound of the discordance).
 			d := p.Quality.Design(p.Confidence)
 			disc := math.Min(0.99, math.Max(disagree, 0.01))
-			n, err := stats.Plan(stats.Scenario{PIncumbent: 0.5, Discordance: disc}, d, gate.PlanPower, p.MinN)
+			n, err := stats.Recommend(stats.Scenario{PIncumbent: 0.5, Discordance: disc}, d, gate.PlanPower, p.MinN)
 			if err != nil {
 				lv.Advice = "agreement alone cannot PASS; grade a suite: " + err.Error()
 				break
