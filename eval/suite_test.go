@@ -318,7 +318,7 @@ func TestRunSuiteCancel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sr.Status != SuiteStatusError || !strings.Contains(sr.Headline, "canceled") {
+	if sr.Status != SuiteStatusCancelled || !strings.Contains(sr.Headline, "canceled") {
 		t.Errorf("suite run %+v", sr)
 	}
 	if c := st.Counts(); c.Runs != 0 || c.Scores != 0 {
