@@ -39,23 +39,23 @@ type LivePair struct {
 // so disagreement never shows the candidate worse: FAIL needs graded cases
 // (a suite run) and is never concluded here.
 type LiveVerdict struct {
-	Candidate string
-	Pairs     int  // live pairs read
-	Disagree  int  // of them, pairs whose final answers differ
-	Truncated bool // only the first store.MaxAgreementPairs pairs were read
-	State     stats.SequentialState
-	Verdict   Status // Pass or Inconclusive
-	Text      string // RunningVerdict of State
+	Candidate string                `json:"candidate"`
+	Pairs     int                   `json:"pairs"`     // live pairs read
+	Disagree  int                   `json:"disagree"`  // of them, pairs whose final answers differ
+	Truncated bool                  `json:"truncated"` // only the first store.MaxAgreementPairs pairs were read
+	State     stats.SequentialState `json:"state"`
+	Verdict   Status                `json:"verdict"` // Pass or Inconclusive
+	Text      string                `json:"text"`    // RunningVerdict of State
 	// Progress (0..1) is how far the PASS evidence is towards deciding
 	// (State.PassProgress).
-	Progress float64
+	Progress float64 `json:"progress"`
 	// Advice is how close it is to deciding: "decided", Advice's "N more cases
 	// or about D days", or why agreement alone cannot PASS and how many graded
 	// cases a suite needs.
-	Advice string
+	Advice string `json:"advice"`
 	// Segments are the per-segment running verdicts, most pairs first (ties by
 	// name); see LiveSegment for the correction.
-	Segments []LiveSegment
+	Segments []LiveSegment `json:"segments"`
 }
 
 // LiveSegment is a candidate's running verdict on one segment of live
@@ -73,22 +73,22 @@ type LiveVerdict struct {
 // family is the segments with at least the policy's min n pairs (Tested); a
 // segment PASSes when its Holm-adjusted p-value is ≤ α/2.
 type LiveSegment struct {
-	Segment   string  // e.g. "lang:ru+table"
-	Pairs     int     // pairs in the segment
-	Disagree  int     // of them, pairs whose answers differ
-	Tested    bool    // at least min n pairs: in Holm's family
-	P         float64 // anytime-valid p-value of "worse by the margin or more", 1 when untested
-	AdjustedP float64 // Holm-adjusted across the tested segments, 1 when untested
-	Verdict   Status  // Pass or Inconclusive
+	Segment   string  `json:"segment"`    // e.g. "lang:ru+table"
+	Pairs     int     `json:"pairs"`      // pairs in the segment
+	Disagree  int     `json:"disagree"`   // of them, pairs whose answers differ
+	Tested    bool    `json:"tested"`     // at least min n pairs: in Holm's family
+	P         float64 `json:"p"`          // anytime-valid p-value of "worse by the margin or more", 1 when untested
+	AdjustedP float64 `json:"adjusted_p"` // Holm-adjusted across the tested segments, 1 when untested
+	Verdict   Status  `json:"verdict"`    // Pass or Inconclusive
 	// Progress (0..1) is log(1/AdjustedP) / log(2/α): how far the corrected
 	// evidence is on its way to PASS.
-	Progress float64
+	Progress float64 `json:"progress"`
 	// MoreCases projects the segment's pairs still needed, from its capital's
 	// growth per pair so far, to the capital that brings AdjustedP to α/2 at
 	// today's ratio AdjustedP/P (Holm's multiplier); 0 once PASS, -1 with no
 	// projection (no growth, or fewer than min n pairs).
-	MoreCases int
-	Advice    string
+	MoreCases int    `json:"more_cases"`
+	Advice    string `json:"advice"`
 }
 
 // LiveCorrection names the multiple-comparison correction of LiveSegment in
