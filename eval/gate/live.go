@@ -186,7 +186,7 @@ func LiveVerdicts(pairs []LivePair, window time.Duration, truncated bool, p Poli
 		var ps []float64
 		states := make([]stats.SequentialState, len(segs))
 		for i, s := range segs {
-			states[i] = s.test.State()
+			states[i] = s.test.Summary() // the segments' CS is not shown
 			s.seg.P, s.seg.AdjustedP, s.seg.Verdict, s.seg.MoreCases = 1, 1, Inconclusive, -1
 			if s.seg.Pairs >= cfg.MinN {
 				s.seg.Tested = true

@@ -2,6 +2,8 @@ package gate
 
 import (
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -171,4 +173,49 @@ func TestLiveVerdicts(t *testing.T) {
 			t.Errorf("got %+v, %v", got, err)
 		}
 	})
+}
+
+// TestLiveSegmentsFamilyWiseRate: on the null's boundary (every segment's
+// answers differ on exactly the margin's share, so the lower bounds average
+// −margin), the share of simulated windows where any of five segments PASSes
+// stays within α/2 (plus two standard errors of the simulation), as Holm's
+// correction on anytime-valid p-values promises; without the correction the
+// same p-values PASS some segment more often.
+func TestLiveSegmentsFamilyWiseRate(t *testing.T) {
+	pol := NewDefaultPolicy()
+	margin := pol.Quality.MarginPoints / 100
+	const sims, segs, perSeg = 400, 5, 400
+	rng := rand.New(rand.NewPCG(7, 11))
+	anyHolm, anyRaw := 0, 0
+	for range sims {
+		var pairs []LivePair
+		for i := range perSeg * segs {
+			pairs = append(pairs, LivePair{Candidate: "c", Agree: rng.Float64() >= margin, Segments: []string{fmt.Sprint("s", i%segs)}})
+		}
+		got, err := LiveVerdicts(pairs, 0, false, pol)
+		if err != nil {
+			t.Fatal(err)
+		}
+		holm, raw := false, false
+		for _, s := range got[0].Segments {
+			holm = holm || s.Verdict == Pass
+			raw = raw || (s.Tested && s.P <= (1-pol.Confidence)/2)
+		}
+		if holm {
+			anyHolm++
+		}
+		if raw {
+			anyRaw++
+		}
+	}
+	rate, rawRate := float64(anyHolm)/sims, float64(anyRaw)/sims
+	alphaHalf := (1 - pol.Confidence) / 2
+	limit := alphaHalf + 2*math.Sqrt(alphaHalf*(1-alphaHalf)/sims)
+	t.Logf("P(any segment PASS | every segment at the margin): %.4f with Holm, %.4f uncorrected (%d windows, %d segments × %d pairs)", rate, rawRate, sims, segs, perSeg)
+	if rate > limit {
+		t.Errorf("family-wise false PASS rate %.4f > %.4f", rate, limit)
+	}
+	if rawRate < rate {
+		t.Errorf("uncorrected rate %.4f below the corrected %.4f", rawRate, rate)
+	}
 }

@@ -183,8 +183,18 @@ type SequentialState struct {
 	Config SequentialConfig `json:"config"`
 }
 
-// State returns the test's current state, the CS included (O(n) per bound).
+// State returns the test's current state, the CS included (O(n) per bisection
+// step of each bound).
 func (s *Sequential) State() SequentialState {
+	st := s.Summary()
+	st.CS = s.cs()
+	return st
+}
+
+// Summary is State without the confidence sequence (CS left at [−1, 1]):
+// O(1), for callers that read only the verdict, evidence, p-values and
+// projection of many tests (per-segment running verdicts).
+func (s *Sequential) Summary() SequentialState {
 	st := SequentialState{N: len(s.d), Mean: s.mean, Verdict: s.verdict, DecidedAt: s.decidedAt,
 		PassEvidence: math.Exp(s.logPass), FailEvidence: math.Exp(s.logFail), Threshold: math.Exp(s.threshold),
 		Config: s.cfg}
@@ -210,7 +220,7 @@ func (s *Sequential) State() SequentialState {
 			st.MoreCases = max(more, 0)
 		}
 	}
-	st.CS = s.cs()
+	st.CS = Interval{-1, 1}
 	return st
 }
 
