@@ -121,7 +121,8 @@ func (r rerun) Name() string { return r.Pipeline.Name() + RerunSuffix }
 // It takes from roles a store.TraceWriter (the cases' requests, runs, steps and
 // scores), a store.SuiteWriter (the suite run row and case snapshot), a
 // store.EvalHistory (the previous suite run) and a store.OverviewReader (the
-// shadow traffic per day of the sample-size advice); a store without one of
+// shadow traffic per day of the sample-size advice, and the live pairs of the
+// report's live section when opts.ShiftWindow is set); a store without one of
 // them is an error wrapping store.ErrNotSupported, before anything is stored.
 func RunSuite(ctx context.Context, roles store.Roles, set *Set, incumbent shadow.Pipeline, candidates []shadow.Pipeline, opts SuiteOptions) (*Report, error) {
 	r, err := newSuiteRunner(roles, set, incumbent, candidates, opts)
