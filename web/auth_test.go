@@ -9,14 +9,14 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/conductor-shadow/conductor-shadow/store"
-	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
 func TestAuthMiddleware(t *testing.T) {
 	gin.SetMode(gin.TestMode)
+	st := engine.Open(t) // shared: every row only reads the empty traces list
 	newServer := func(a Auth) *gin.Engine {
 		r := gin.New()
-		if err := Register(r.Group("/", a.Middleware()), store.NewRoles(storetest.NewMemory()), NewDefaultConfig()); err != nil {
+		if err := Register(r.Group("/", a.Middleware()), store.NewRoles(st), NewDefaultConfig()); err != nil {
 			t.Fatal(err)
 		}
 		return r

@@ -16,13 +16,37 @@ import (
 	"time"
 
 	"github.com/conductor-shadow/conductor-shadow/store"
-	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
-func TestTracePage(t *testing.T) {
-	st := storetest.NewMemory()
+// TestFixturePages runs the page tests that only read over one store holding
+// fixtureTrace, fixtureSuiteRun and fixtureOlderSuiteRun: one engine database
+// (about a second of migrations) for all of them. A test that writes records of
+// its own opens its own store.
+func TestFixturePages(t *testing.T) {
+	st := engine.Open(t)
+	seed(t, st, fixtureTrace())
+	if err := st.InsertSuiteRuns(context.Background(), []store.SuiteRun{fixtureOlderSuiteRun(), fixtureSuiteRun()}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		test func(*testing.T, store.Store)
+	}{
+		{"TracePage", testTracePage},
+		{"TracePageErrors", testTracePageErrors},
+		{"TracesRowContent", testTracesRowContent},
+		{"SuiteRunPages", testSuiteRunPages},
+		{"RootStaticAndBasePath", testRootStaticAndBasePath},
+		{"RegisterRejectsBadInput", testRegisterRejectsBadInput},
+		{"PagesNameTheMissingRole", testPagesNameTheMissingRole},
+		{"ServerErrorsAreLogged", testServerErrorsAreLogged},
+	} {
+		t.Run(tt.name, func(t *testing.T) { tt.test(t, st) })
+	}
+}
+
+func testTracePage(t *testing.T, st store.Store) {
 	tr := fixtureTrace()
-	seed(t, st, tr)
 	rec := get(t, newTestServer(t, st, NewDefaultConfig()), "/traces/"+tr.Request.RequestID)
 	mustStatus(t, rec, http.StatusOK)
 	if ct := rec.Header().Get("Content-Type"); ct != "text/html; charset=utf-8" {
@@ -146,9 +170,7 @@ func TestTracePage(t *testing.T) {
 	})
 }
 
-func TestTracePageErrors(t *testing.T) {
-	st := storetest.NewMemory()
-	seed(t, st, fixtureTrace())
+func testTracePageErrors(t *testing.T, st store.Store) {
 	tests := []struct {
 		name       string
 		st         store.Store
@@ -187,7 +209,7 @@ func TestTracePageErrors(t *testing.T) {
 var errBoom = errors.New("clickhouse: connection refused to 10.0.0.7:9000")
 
 // failingStore fails GetTrace and SearchTraces.
-type failingStore struct{ *storetest.Memory }
+type failingStore struct{ store.Store }
 
 func (failingStore) GetTrace(context.Context, string) (store.Trace, error) {
 	return store.Trace{}, fmt.Errorf("store: get trace: %w", errBoom)
@@ -258,7 +280,7 @@ func listPage(t *testing.T, h http.Handler, target string) (ids []string, older 
 }
 
 func TestTracesPagination(t *testing.T) {
-	st := storetest.NewMemory()
+	st := engine.Open(t)
 	reqs := seedMany(t, st, 11)
 	want := newestFirst(reqs)
 	for _, cfg := range []Config{NewDefaultConfig(), {BasePath: "/ui", Title: "shadow"}} {
@@ -308,7 +330,7 @@ func TestTracesPagination(t *testing.T) {
 }
 
 func TestTracesOlderLinkCarriesCursor(t *testing.T) {
-	st := storetest.NewMemory()
+	st := engine.Open(t)
 	reqs := seedMany(t, st, 5)
 	byID := map[string]store.Request{}
 	for _, r := range reqs {
@@ -339,7 +361,7 @@ func TestTracesOlderLinkCarriesCursor(t *testing.T) {
 }
 
 func TestTracesFilters(t *testing.T) {
-	st := storetest.NewMemory()
+	st := engine.Open(t)
 	reqs := seedMany(t, st, 12)
 	h := newTestServer(t, st, NewDefaultConfig())
 	tests := []struct {
@@ -388,10 +410,7 @@ func TestTracesFilters(t *testing.T) {
 	}
 }
 
-func TestTracesRowContent(t *testing.T) {
-	st := storetest.NewMemory()
-	tr := fixtureTrace()
-	seed(t, st, tr)
+func testTracesRowContent(t *testing.T, st store.Store) {
 	rec := get(t, newTestServer(t, st, NewDefaultConfig()), "/traces")
 	mustStatus(t, rec, http.StatusOK)
 	doc := parseHTML(t, rec.Body.String())
@@ -418,15 +437,8 @@ func TestTracesRowContent(t *testing.T) {
 	}
 }
 
-func TestSuiteRunPages(t *testing.T) {
-	st := storetest.NewMemory()
-	sr := fixtureSuiteRun()
-	older := store.SuiteRun{SuiteRunID: "sr-20250601-0007", SetName: "mmlu-mini", SetVersion: "ab12cd34ef56",
-		Incumbent: "incumbent:gpt-5", Candidates: []string{"conductor"}, StartedAt: t0.Add(-24 * time.Hour),
-		Status: "running", Cases: 20}
-	if err := st.InsertSuiteRuns(context.Background(), []store.SuiteRun{older, sr}); err != nil {
-		t.Fatal(err)
-	}
+func testSuiteRunPages(t *testing.T, st store.Store) {
+	sr, older := fixtureSuiteRun(), fixtureOlderSuiteRun()
 	h := newTestServer(t, st, NewDefaultConfig())
 
 	t.Run("list", func(t *testing.T) {
@@ -508,9 +520,7 @@ func TestSuiteRunPages(t *testing.T) {
 	})
 }
 
-func TestRootStaticAndBasePath(t *testing.T) {
-	st := storetest.NewMemory()
-	seed(t, st, fixtureTrace())
+func testRootStaticAndBasePath(t *testing.T, st store.Store) {
 	tests := []struct {
 		cfg          Config
 		target       string
@@ -554,8 +564,7 @@ func TestRootStaticAndBasePath(t *testing.T) {
 	})
 }
 
-func TestRegisterRejectsBadInput(t *testing.T) {
-	st := storetest.NewMemory()
+func testRegisterRejectsBadInput(t *testing.T, st store.Store) {
 	r := newTestServer(t, st, NewDefaultConfig()) // a valid engine to pass
 	if err := Register(nil, store.NewRoles(st), NewDefaultConfig()); err == nil {
 		t.Error("nil router accepted")
@@ -611,13 +620,8 @@ func mustUnsupported(t *testing.T, rec *httptest.ResponseRecorder, role string) 
 // Every page over a store without a role it needs answers 501 naming that
 // role (never a page showing less); the pages that need only the roles every
 // store has still answer.
-func TestPagesNameTheMissingRole(t *testing.T) {
-	st := storetest.NewMemory()
-	seed(t, st, fixtureTrace())
+func testPagesNameTheMissingRole(t *testing.T, st store.Store) {
 	sr := fixtureSuiteRun()
-	if err := st.InsertSuiteRuns(context.Background(), []store.SuiteRun{sr}); err != nil {
-		t.Fatal(err)
-	}
 	var logs bytes.Buffer
 	h := newTestServerLogged(t, basicStore{st}, &logs)
 	tests := []struct {
