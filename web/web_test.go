@@ -40,6 +40,7 @@ func TestFixturePages(t *testing.T) {
 		{"RegisterRejectsBadInput", testRegisterRejectsBadInput},
 		{"PagesNameTheMissingRole", testPagesNameTheMissingRole},
 		{"ServerErrorsAreLogged", testServerErrorsAreLogged},
+		{"AuthMiddleware", testAuthMiddleware},
 	} {
 		t.Run(tt.name, func(t *testing.T) { tt.test(t, st) })
 	}
@@ -279,12 +280,23 @@ func listPage(t *testing.T, h http.Handler, target string) (ids []string, older 
 	return ids, older
 }
 
-func TestTracesPagination(t *testing.T) {
+// TestManyTracesPages runs the traces list tests that only read over one
+// store holding seedMany's 12 requests (one engine database for all of them).
+func TestManyTracesPages(t *testing.T) {
 	st := engine.Open(t)
-	reqs := seedMany(t, st, 11)
+	reqs := seedMany(t, st, 12)
+	t.Run("TracesPagination", func(t *testing.T) { testTracesPagination(t, st, reqs) })
+	t.Run("TracesOlderLinkCarriesCursor", func(t *testing.T) { testTracesOlderLinkCarriesCursor(t, st, reqs) })
+	t.Run("TracesFilters", func(t *testing.T) { testTracesFilters(t, st, reqs) })
+}
+
+// testTracesPagination walks every page of 12 requests received three at a
+// time: pages that end on a group of ties (3) or split one (4, 5), a short
+// last page (5), an exact single page (12) and a short one (13).
+func testTracesPagination(t *testing.T, st store.Store, reqs []store.Request) {
 	want := newestFirst(reqs)
 	for _, cfg := range []Config{NewDefaultConfig(), {BasePath: "/ui", Title: "shadow"}} {
-		for _, limit := range []int{1, 3, 4, 11, 12} {
+		for _, limit := range []int{1, 3, 4, 5, 12, 13} {
 			t.Run(fmt.Sprintf("base=%q/limit=%d", cfg.BasePath, limit), func(t *testing.T) {
 				h := newTestServer(t, st, cfg)
 				target := fmt.Sprintf("%s/traces?limit=%d", cfg.BasePath, limit)
@@ -329,9 +341,7 @@ func TestTracesPagination(t *testing.T) {
 	}
 }
 
-func TestTracesOlderLinkCarriesCursor(t *testing.T) {
-	st := engine.Open(t)
-	reqs := seedMany(t, st, 5)
+func testTracesOlderLinkCarriesCursor(t *testing.T, st store.Store, reqs []store.Request) {
 	byID := map[string]store.Request{}
 	for _, r := range reqs {
 		byID[r.RequestID] = r
@@ -360,9 +370,7 @@ func TestTracesOlderLinkCarriesCursor(t *testing.T) {
 	}
 }
 
-func TestTracesFilters(t *testing.T) {
-	st := engine.Open(t)
-	reqs := seedMany(t, st, 12)
+func testTracesFilters(t *testing.T, st store.Store, reqs []store.Request) {
 	h := newTestServer(t, st, NewDefaultConfig())
 	tests := []struct {
 		name  string
