@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/conductor-shadow/conductor-shadow/store"
-	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
 func TestParseOverviewQuery(t *testing.T) {
@@ -55,16 +54,38 @@ func TestBucketFor(t *testing.T) {
 	}
 }
 
-func TestOverviewPage(t *testing.T) {
-	st := storetest.NewMemory()
+// TestBrowserTracesPages runs the page tests that only read over one store
+// holding browserTraces and fixtureSuiteRun with its verdict (one engine
+// database for all of them).
+func TestBrowserTracesPages(t *testing.T) {
+	st := engine.Open(t)
 	for _, tr := range browserTraces() {
 		seed(t, st, tr)
 	}
-	sr := fixtureSuiteRun()
-	sr.Verdict = "PASS"
-	if err := st.InsertSuiteRuns(context.Background(), []store.SuiteRun{sr}); err != nil {
+	if err := st.InsertSuiteRuns(context.Background(), []store.SuiteRun{verdictSuiteRun()}); err != nil {
 		t.Fatal(err)
 	}
+	for _, tt := range []struct {
+		name string
+		test func(*testing.T, store.Store)
+	}{
+		{"OverviewPage", testOverviewPage},
+		{"WorkersPage", testWorkersPage},
+		{"TracesSearchFilters", testTracesSearchFilters},
+	} {
+		t.Run(tt.name, func(t *testing.T) { tt.test(t, st) })
+	}
+}
+
+// verdictSuiteRun is fixtureSuiteRun with its PASS verdict.
+func verdictSuiteRun() store.SuiteRun {
+	sr := fixtureSuiteRun()
+	sr.Verdict = "PASS"
+	return sr
+}
+
+func testOverviewPage(t *testing.T, st store.Store) {
+	sr := verdictSuiteRun()
 	h := newTestServer(t, st, NewDefaultConfig())
 	q := overviewQuery{From: t0.Add(-time.Hour), To: t0.Add(time.Hour)}
 	rec := get(t, h, urls{}.overviewWith(q))
