@@ -25,6 +25,9 @@ func seedSegments(t *testing.T, st store.Store) {
 		if i%2 == 0 {
 			r.Language, r.HasTable = "ru", true
 		}
+		if i%4 == 1 { // 30 English prompts mostly of words no set holds
+			r.Novelty = 0.9
+		}
 		reqs = append(reqs, r)
 	}
 	if err := st.InsertRequests(context.Background(), reqs); err != nil {
@@ -85,7 +88,16 @@ func testTracesAndOverviewSegmentFilters(t *testing.T, st store.Store) {
 			t.Fatalf("segments cell %q", got)
 		}
 	}
-	for _, bad := range []string{"has_table=maybe", "language=russian", "length_bucket=huge"} {
+	rec = get(t, h, "/traces?limit=500&min_novelty=0.5")
+	mustStatus(t, rec, http.StatusOK)
+	doc = parseHTML(t, rec.Body.String())
+	if n := len(byTestID(doc, "trace-row")); n != 30 {
+		t.Errorf("%d rows with novelty ≥ 0.5, want 30", n)
+	}
+	if in := byTestID(doc, "filter-min-novelty"); len(in) == 0 || attr(in[0], "value") != "0.5" {
+		t.Error("the novelty filter does not keep its value")
+	}
+	for _, bad := range []string{"has_table=maybe", "language=russian", "length_bucket=huge", "min_novelty=2", "min_novelty=much"} {
 		mustStatus(t, get(t, h, "/traces?"+bad), http.StatusBadRequest)
 		mustStatus(t, get(t, h, "/overview?"+bad), http.StatusBadRequest)
 	}
@@ -94,6 +106,11 @@ func testTracesAndOverviewSegmentFilters(t *testing.T, st store.Store) {
 	doc = parseHTML(t, rec.Body.String())
 	if got := text(byTestID(doc, "count-requests")[0]); got != "60" {
 		t.Errorf("overview requests for language=en: %s, want 60", got)
+	}
+	rec = get(t, h, "/overview?min_novelty=0.9")
+	mustStatus(t, rec, http.StatusOK)
+	if got := text(byTestID(parseHTML(t, rec.Body.String()), "count-requests")[0]); got != "30" {
+		t.Errorf("overview requests for min_novelty=0.9: %s, want 30", got)
 	}
 }
 

@@ -88,6 +88,8 @@ func contractSegments(t *testing.T, st store.Store) {
 		{store.SegmentFilter{HasCode: store.SegmentYes}, []string{"en-1"}},
 		{store.SegmentFilter{Language: store.SegmentUnknown}, []string{"un-1"}},
 		{store.SegmentFilter{HasTable: store.SegmentNo, LengthBucket: "0-127"}, []string{"un-1"}},
+		{store.SegmentFilter{MinNovelty: 0.5}, []string{"ru-1"}},
+		{store.SegmentFilter{MinNovelty: 0.2, Language: "ru"}, []string{"ru-2", "ru-1"}},
 	} {
 		rows, err := an.SearchTraces(ctx, store.TraceSearch{Segments: c.f})
 		if err != nil {
@@ -101,7 +103,9 @@ func contractSegments(t *testing.T, st store.Store) {
 			t.Errorf("filter %+v: got %v, want %v", c.f, ids, c.want)
 		}
 	}
-	if _, err := an.SearchTraces(ctx, store.TraceSearch{Segments: store.SegmentFilter{HasTable: "maybe"}}); err == nil {
-		t.Error("has_table \"maybe\" must be an error")
+	for _, bad := range []store.SegmentFilter{{HasTable: "maybe"}, {MinNovelty: 1.5}, {MinNovelty: -0.1}} {
+		if _, err := an.SearchTraces(ctx, store.TraceSearch{Segments: bad}); err == nil {
+			t.Errorf("filter %+v must be an error", bad)
+		}
 	}
 }
