@@ -106,7 +106,7 @@ func TestRunSuiteReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := storetest.NewMemory()
+	st := engine.Open(t)
 	inc, cand := reportPipelines()
 	var progress bytes.Buffer
 	rep, err := RunSuite(ctx, store.NewRoles(st), set, inc, []shadow.Pipeline{cand}, SuiteOptions{
@@ -158,7 +158,7 @@ func TestRunSuiteReport(t *testing.T) {
 	check("candidate/mmlu", pc.Categories[1].Stats, figures{2, 2, 0, 1, 0.0025, 0.005, 1500, 2500, 150, 25, 1.5, true})
 
 	// What was stored.
-	counts := st.Counts()
+	counts := storetest.MustCountRows(t, st)
 	if counts != (storetest.Counts{Requests: 5, Runs: 10, Steps: 16, Scores: 10, SuiteRuns: 1, Cases: 5}) {
 		t.Errorf("stored %+v", counts)
 	}
@@ -258,7 +258,7 @@ func TestRunSuiteGraderError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := storetest.NewMemory()
+	st := engine.Open(t)
 	inc, _ := reportPipelines()
 	rep, err := RunSuite(context.Background(), store.NewRoles(st), set, inc, nil, SuiteOptions{
 		SuiteRunID: "suite-ge",
@@ -306,7 +306,7 @@ func TestRunSuiteCancel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := storetest.NewMemory()
+	st := engine.Open(t)
 	p := &blockingPipeline{started: make(chan struct{}, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-p.started; cancel() }()
@@ -321,13 +321,20 @@ func TestRunSuiteCancel(t *testing.T) {
 	if sr.Status != SuiteStatusError || !strings.Contains(sr.Headline, "canceled") {
 		t.Errorf("suite run %+v", sr)
 	}
-	if c := st.Counts(); c.Runs != 0 || c.Scores != 0 {
+	if c := storetest.MustCountRows(t, st); c.Runs != 0 || c.Scores != 0 {
 		t.Errorf("cancelled cases stored: %+v", c)
 	}
 }
 
-// failingStore fails InsertRuns.
-type failingStore struct{ *storetest.Memory }
+// suiteStore is the roles of the engine's store the suite runner takes.
+type suiteStore interface {
+	store.Store
+	store.EvalHistory
+	store.OverviewReader
+}
+
+// failingStore is the engine's store whose InsertRuns fails.
+type failingStore struct{ suiteStore }
 
 func (failingStore) InsertRuns(context.Context, []store.Run) error { return errors.New("disk full") }
 
@@ -336,13 +343,13 @@ func TestRunSuiteStoreError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mem := storetest.NewMemory()
+	st := engine.Open(t)
 	inc, cand := reportPipelines()
-	_, err = RunSuite(context.Background(), store.NewRoles(failingStore{mem}), set, inc, []shadow.Pipeline{cand}, SuiteOptions{SuiteRunID: "suite-fail"})
+	_, err = RunSuite(context.Background(), store.NewRoles(failingStore{st.(suiteStore)}), set, inc, []shadow.Pipeline{cand}, SuiteOptions{SuiteRunID: "suite-fail"})
 	if err == nil || !strings.Contains(err.Error(), "insert runs: disk full") {
 		t.Fatalf("err %v", err)
 	}
-	sr, err := mem.GetSuiteRun(context.Background(), "suite-fail")
+	sr, err := st.GetSuiteRun(context.Background(), "suite-fail")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,7 +363,7 @@ func TestRunSuiteLimitAndDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := storetest.NewMemory()
+	st := engine.Open(t)
 	inc, cand := reportPipelines()
 	rep, err := RunSuite(context.Background(), store.NewRoles(st), set, inc, []shadow.Pipeline{cand}, SuiteOptions{Limit: 2})
 	if err != nil {
@@ -368,7 +375,7 @@ func TestRunSuiteLimitAndDefaults(t *testing.T) {
 	if got := inc.calls.Load(); got != 2 {
 		t.Errorf("incumbent ran %d times, want 2", got)
 	}
-	if c := st.Counts(); c.Requests != 2 || c.Cases != 2 || c.Scores != 4 {
+	if c := storetest.MustCountRows(t, st); c.Requests != 2 || c.Cases != 2 || c.Scores != 4 {
 		t.Errorf("stored %+v", c)
 	}
 }
@@ -394,14 +401,16 @@ func TestRunSuiteBadArguments(t *testing.T) {
 		{"unknown grader", set, nil, SuiteOptions{Graders: func(n string) (Grader, error) { return nil, fmt.Errorf("no grader %s", n) }}, "no grader numeric"},
 		{"invalid policy", set, nil, SuiteOptions{Policy: &gate.Policy{Confidence: 0.95, Quality: &gate.QualityGate{}}}, "version is required"},
 	}
+	// Every row is refused before anything is stored, so they share one store
+	// that must stay empty.
+	st := engine.Open(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			st := storetest.NewMemory()
 			_, err := RunSuite(context.Background(), store.NewRoles(st), tt.set, inc, tt.cands, tt.opts)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err %v, want %q", err, tt.want)
 			}
-			if c := st.Counts(); c != (storetest.Counts{}) {
+			if c := storetest.MustCountRows(t, st); c != (storetest.Counts{}) {
 				t.Errorf("wrote before validating: %+v", c)
 			}
 		})
@@ -428,6 +437,7 @@ func TestRunSuiteTruncationRule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	st := engine.Open(t)
 	for _, tt := range []struct {
 		rule                 string
 		passed, graded, excl int
@@ -443,8 +453,11 @@ func TestRunSuiteTruncationRule(t *testing.T) {
 			cand.truncated = map[string]bool{"gsm8k-test-0": true} // \boxed{18}: right, but cut
 			pol := gate.NewDefaultPolicy()
 			pol.Truncation = tt.rule
-			st := storetest.NewMemory()
-			rep, err := RunSuite(context.Background(), store.NewRoles(st), set, inc, []shadow.Pipeline{cand}, SuiteOptions{SuiteRunID: "suite-trunc", Policy: &pol})
+			// A set and suite run of its own per rule: no row is another's previous run.
+			rowSet := *set
+			rowSet.Name += "-rule-" + tt.rule
+			id := "suite-trunc-" + tt.rule
+			rep, err := RunSuite(context.Background(), store.NewRoles(st), &rowSet, inc, []shadow.Pipeline{cand}, SuiteOptions{SuiteRunID: id, Policy: &pol})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -458,7 +471,7 @@ func TestRunSuiteTruncationRule(t *testing.T) {
 			if !strings.Contains(rep.Headline, "1 truncated answers") || !strings.Contains(rep.Markdown(), "| truncated |") {
 				t.Errorf("headline %q / markdown do not count the truncated run", rep.Headline)
 			}
-			scores, err := st.ListSuiteScores(context.Background(), "suite-trunc")
+			scores, err := st.(store.EvalHistory).ListSuiteScores(context.Background(), id)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -494,13 +507,13 @@ func TestRunSuiteNeedsItsRoles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mem := storetest.NewMemory()
+	st := engine.Open(t)
 	inc, cand := reportPipelines()
-	_, err = RunSuite(context.Background(), store.NewRoles(basicStore{mem}), set, inc, []shadow.Pipeline{cand}, SuiteOptions{SuiteRunID: "suite-basic"})
+	_, err = RunSuite(context.Background(), store.NewRoles(basicStore{st}), set, inc, []shadow.Pipeline{cand}, SuiteOptions{SuiteRunID: "suite-basic"})
 	if !errors.Is(err, store.ErrNotSupported) || !strings.Contains(err.Error(), "store.EvalHistory") {
 		t.Fatalf("err %v, want ErrNotSupported naming store.EvalHistory", err)
 	}
-	if c := mem.Counts(); c != (storetest.Counts{}) {
+	if c := storetest.MustCountRows(t, st); c != (storetest.Counts{}) {
 		t.Errorf("stored %+v before refusing", c)
 	}
 }
