@@ -326,6 +326,56 @@ func TestRunSuiteCancel(t *testing.T) {
 	}
 }
 
+// stallingPipeline answers the first cases it is given and waits for
+// cancellation on the others.
+type stallingPipeline struct {
+	answer  *fakePipeline
+	answers int // cases answered before stalling
+	n       atomic.Int64
+	stalled chan struct{}
+}
+
+func (p *stallingPipeline) Name() string    { return p.answer.Name() }
+func (p *stallingPipeline) Version() string { return p.answer.Version() }
+func (p *stallingPipeline) Run(ctx context.Context, req shadow.Request, mode string) shadow.Result {
+	if p.n.Add(1) <= int64(p.answers) {
+		return p.answer.Run(ctx, req, mode)
+	}
+	close(p.stalled)
+	<-ctx.Done()
+	return shadow.Result{Run: store.Run{RunID: req.RequestID, Status: store.StatusError, Error: ctx.Err().Error()}}
+}
+
+// Cases finished before a stop are stored (they wait in the write buffer
+// until then); the cancelled case is not.
+func TestRunSuiteCancelStoresFinishedCases(t *testing.T) {
+	set, err := LoadSet("testdata/sets/report-mini.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := engine.Open(t)
+	inc, _ := reportPipelines()
+	p := &stallingPipeline{answer: inc, answers: 2, stalled: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-p.stalled; cancel() }()
+	_, err = RunSuite(ctx, store.NewRoles(st), set, p, nil, SuiteOptions{SuiteRunID: "suite-stop", Concurrency: 1})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v, want context.Canceled", err)
+	}
+	if c := storetest.MustCountRows(t, st); c.Requests != 2 || c.Runs != 2 || c.Scores != 2 || c.Cases != 5 || c.SuiteRuns != 1 {
+		t.Errorf("stored %+v, want the 2 finished cases' request, run and score", c)
+	}
+	for _, id := range []string{"gsm8k-test-0", "gsm8k-test-1"} {
+		if tr, err := st.GetTrace(context.Background(), "suite-stop/"+id); err != nil || len(tr.Runs) != 1 || len(tr.Scores) != 1 {
+			t.Errorf("finished case %s: %v %+v", id, err, tr)
+		}
+	}
+	sr, err := st.GetSuiteRun(context.Background(), "suite-stop")
+	if err != nil || sr.Status != SuiteStatusError {
+		t.Errorf("suite run %+v: %v", sr, err)
+	}
+}
+
 // suiteStore is the roles of the engine's store the suite runner takes.
 type suiteStore interface {
 	store.Store
