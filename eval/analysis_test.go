@@ -73,8 +73,8 @@ func TestRunSuiteVerdictStored(t *testing.T) {
 		}
 	}
 	cases, err := st.(store.EvalHistory).ListCases(ctx, "suite-verdict")
-	if err != nil {
-		t.Fatal(err)
+	if err != nil || len(cases) != 5 {
+		t.Fatalf("case snapshot: %d cases, want 5: %v", len(cases), err)
 	}
 	for _, c := range cases {
 		var extra map[string]any
