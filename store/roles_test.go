@@ -28,10 +28,12 @@ func TestRoles(t *testing.T) {
 		_, errs["store.WorkerReader"] = r.WorkerReader()
 		_, errs["store.EvalHistory"] = r.EvalHistory()
 		_, errs["store.SubjectEraser"] = r.SubjectEraser()
+		_, errs["store.SegmentAnalytics"] = r.SegmentReader()
 		return errs
 	}
 	optional := map[string]bool{"store.TraceReader": true, "store.OverviewReader": true,
-		"store.RunComparer": true, "store.WorkerReader": true, "store.EvalHistory": true, "store.SubjectEraser": true}
+		"store.RunComparer": true, "store.WorkerReader": true, "store.EvalHistory": true, "store.SubjectEraser": true,
+		"store.SegmentAnalytics": true}
 	st := store.OpenTestStore(t)
 	tests := []struct {
 		name        string
