@@ -65,7 +65,7 @@ func (q TraceSearch) Validate() error {
 }
 
 // Analytics is the read side of the web dashboards, beyond Store's lists. The SQL
-// stores and storetest.Memory implement it.
+// stores (embedded and server) implement it.
 type Analytics interface {
 	// SearchTraces returns trace summaries, newest first by (ReceivedAt,
 	// RequestID), filtered by q and paginated by keyset (q.Before, q.BeforeID),
@@ -305,8 +305,8 @@ type Overview struct {
 	Agreement []Agreement     `json:"agreement"`
 }
 
-// OverviewAnalytics computes the overview page. The SQL stores and
-// storetest.Memory implement it.
+// OverviewAnalytics computes the overview page. The SQL stores
+// (embedded and server) implement it.
 type OverviewAnalytics interface {
 	// Overview returns the window's counts, per-pipeline totals and series and
 	// the candidates' agreement with the incumbent. An invalid q returns its
@@ -402,7 +402,7 @@ GROUP BY candidate ORDER BY candidate`, s.db, runCond,
 }
 
 // Comparisons reads what the web UI's comparison pages put side by side. The SQL
-// stores and storetest.Memory implement it.
+// stores (embedded and server) implement it.
 type Comparisons interface {
 	// GetRun returns one run and its steps ordered by Index. ErrNotFound when no
 	// run has that id.
@@ -478,8 +478,8 @@ type WorkerUse struct {
 	LatencyMs float64 `json:"latency_ms"`
 }
 
-// WorkerAnalytics is the worker-usage read of the web UI. The SQL stores and
-// storetest.Memory implement it.
+// WorkerAnalytics is the worker-usage read of the web UI. The SQL stores
+// (embedded and server) implement it.
 type WorkerAnalytics interface {
 	// WorkerUsage counts the top-level workflow steps (role "worker", depth 0) of
 	// the selected candidate runs by worker, request category and plan position
@@ -562,7 +562,7 @@ type AgreementPair struct {
 const MaxAgreementPairs = 200_000
 
 // LiveAgreement reads the candidates' agreement with the incumbent request by
-// request, in time order. The SQL stores and storetest.Memory implement it.
+// request, in time order. The SQL stores (embedded and server) implement it.
 type LiveAgreement interface {
 	// AgreementSequence returns the window's pairs (the same ones Overview's
 	// Agreement counts) with their requests' segment columns, ordered by

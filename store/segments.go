@@ -50,17 +50,6 @@ func (f SegmentFilter) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Matches reports whether r is selected by f (the in-memory twin of sqlCond).
-func (f SegmentFilter) Matches(r Request) bool {
-	lang := f.Language
-	if lang == SegmentUnknown {
-		lang = ""
-	}
-	flag := func(want string, v bool) bool { return want == "" || (want == SegmentYes) == v }
-	return (f.Language == "" || r.Language == lang) && flag(f.HasTable, r.HasTable) && flag(f.HasCode, r.HasCode) &&
-		(f.LengthBucket == "" || r.LengthBucket == f.LengthBucket) && (f.MinNovelty == 0 || r.Novelty >= f.MinNovelty)
-}
-
 // sqlCond renders f as conditions on the requests table's columns, "" for none.
 func (f SegmentFilter) sqlCond() string {
 	var c []string
@@ -106,8 +95,8 @@ type SegmentCount struct {
 	NoveltySum    float64 `json:"novelty_sum"`
 }
 
-// SegmentAnalytics reads the segment mix of live traffic. The SQL stores and
-// storetest.Memory implement it.
+// SegmentAnalytics reads the segment mix of live traffic. The SQL stores
+// (embedded and server) implement it.
 type SegmentAnalytics interface {
 	// SegmentMix counts the window's live requests per combination of segment
 	// values, most requests first. A window whose end is not after its start
