@@ -13,7 +13,7 @@ import (
 
 // parseSegmentFilter reads the segment filters of the traces list and the
 // overview: language (ISO 639-1 or "unknown"), has_table and has_code
-// ("yes", "no" or empty), length_bucket (one of segment.LengthBuckets) and
+// ("yes", "no" or empty), length_bucket (one of segment.LengthBuckets()) and
 // min_novelty (a number from 0 to 1; empty or 0 for any).
 func parseSegmentFilter(v url.Values) (store.SegmentFilter, error) {
 	f := store.SegmentFilter{
@@ -51,8 +51,9 @@ func setSegmentValues(v url.Values, f store.SegmentFilter) {
 
 // lengthBuckets lists the length bucket names for the filter forms.
 func lengthBuckets() []string {
-	out := make([]string, len(segment.LengthBuckets))
-	for i, b := range segment.LengthBuckets {
+	buckets := segment.LengthBuckets()
+	out := make([]string, len(buckets))
+	for i, b := range buckets {
 		out[i] = b.Name
 	}
 	return out
