@@ -118,7 +118,7 @@ type traceView struct {
 	// shows as facts (factMetadataKeys) when their value is the fact's; a differing
 	// value is kept under "<key> (metadata)" so no label appears twice.
 	Metadata [][2]string
-	Diffs       []answerDiff  // each candidate's answer diffed against the incumbent's
+	Diffs    []answerDiff // each candidate's answer diffed against the incumbent's
 }
 
 // incumbents and candidates split Runs by mode; a run of another mode counts as a candidate.
