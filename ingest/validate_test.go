@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/conductor-shadow/conductor-shadow/shadow"
+	"github.com/conductor-shadow/conductor-shadow/store"
 )
 
 // exchangeWith is good_minimal.json with received_at and the response's figures
@@ -188,6 +189,7 @@ func (listPricer) CostUsage(model string, u shadow.Usage) (float64, bool) {
 // round trip, and cost the model's cache-write rate (claude: 1.25× input, cache
 // reads 0.1×, anthropic.com/pricing); OpenAI cached input has its own rate.
 func TestTapPricesCacheWrites(t *testing.T) {
+	st := engine.Open(t)
 	tests := []struct {
 		name, model, usage  string
 		prompt, read, write int64
@@ -206,6 +208,7 @@ func TestTapPricesCacheWrites(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			raw := strings.ReplaceAll(string(exchangeWith("", "100", "", tt.usage, "")), `"gpt-4o"`, strconv.Quote(tt.model))
+			raw = strings.Replace(raw, `"r-1"`, strconv.Quote("r-"+tt.model), 1)
 			ex, err := DecodeExchange([]byte(raw), 16, true)
 			if err != nil {
 				t.Fatal(err)
@@ -227,6 +230,28 @@ func TestTapPricesCacheWrites(t *testing.T) {
 			run, step := IncumbentRun(back, listPricer{})
 			if math.Abs(run.CostUSD-tt.wantUSD) > 1e-12 || math.Abs(step.CostUSD-tt.wantUSD) > 1e-12 {
 				t.Errorf("incumbent cost run %.9f step %.9f USD, want %.9f", run.CostUSD, step.CostUSD, tt.wantUSD)
+			}
+			// Stored and read back from the real engine, the step keeps its cache figures.
+			req, err := RequestRecord(back)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := st.InsertRequests(t.Context(), []store.Request{req}); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.InsertRuns(t.Context(), []store.Run{run}); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.InsertSteps(t.Context(), []store.Step{step}); err != nil {
+				t.Fatal(err)
+			}
+			tr, err := st.GetTrace(t.Context(), req.RequestID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(tr.Steps) != 1 || tr.Steps[0].CachedInputTokens != tt.read || tr.Steps[0].CacheWriteInputTokens != tt.write ||
+				math.Abs(tr.Steps[0].CostUSD-tt.wantUSD) > 1e-12 {
+				t.Errorf("stored steps %+v, want one with %d read, %d written, %.9f USD", tr.Steps, tt.read, tt.write, tt.wantUSD)
 			}
 		})
 	}

@@ -251,6 +251,9 @@ func TestPoolReadsCacheAndReasoningSpellings(t *testing.T) {
 			if s.CachedInputTokens != 800 {
 				t.Errorf("cached input tokens %d, want 800", s.CachedInputTokens)
 			}
+			if want := int64(tc.reply.ExtraUsage["cache_creation_input_tokens"]); s.CacheWriteInputTokens != want {
+				t.Errorf("cache write tokens %d, want %d", s.CacheWriteInputTokens, want)
+			}
 			if math.Abs(s.CostUSD-tc.wantUSD) > 1e-12 || math.Abs(res.Run.CostUSD-tc.wantUSD) > 1e-12 {
 				t.Errorf("cost step %.9f run %.9f USD, want %.9f", s.CostUSD, res.Run.CostUSD, tc.wantUSD)
 			}
