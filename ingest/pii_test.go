@@ -19,7 +19,6 @@ import (
 
 	"github.com/conductor-shadow/conductor-shadow/shadow"
 	"github.com/conductor-shadow/conductor-shadow/store"
-	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -158,9 +157,9 @@ func TestSeededPIINeverLeaves(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mem := storetest.NewMemory()
+	st := engine.Open(t)
 	rec := &recordingPipeline{}
-	proc := NewProcessor(cfg, q, syncWriter{mem}, []shadow.Pipeline{rec}, flatPricer(0), stats, nil)
+	proc := NewProcessor(cfg, q, syncWriter{st}, []shadow.Pipeline{rec}, flatPricer(0), stats, nil)
 	if err := proc.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +192,7 @@ func TestSeededPIINeverLeaves(t *testing.T) {
 	enc.SetEscapeHTML(false)
 	wantRules := map[string]string{"pii-1": "card,email,phone", "pii-2": "iban,phone", "pii-3": "card,email,iban,phone", "pii-4": "ip"}
 	for _, id := range ids {
-		tr, err := mem.GetTrace(ctx, id)
+		tr, err := st.GetTrace(ctx, id)
 		if err != nil {
 			t.Fatalf("trace %s: %v", id, err)
 		}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,7 +30,7 @@ func TestMain(m *testing.M) {
 	}))
 }
 
-// syncWriter stores each batch at once in a memory store.
+// syncWriter stores each batch at once in st.
 type syncWriter struct {
 	st store.Store
 }
@@ -49,9 +50,11 @@ func (w syncWriter) Enqueue(b store.Batch) error {
 }
 
 // echoPipeline answers with the last user message in one step; it can be made to
-// wait for release so tests can hold runs in flight.
+// wait for release so tests can hold runs in flight (running counts the runs
+// begun).
 type echoPipeline struct {
 	release chan struct{}
+	running atomic.Int64
 	mu      sync.Mutex
 	seen    []string
 }
@@ -59,6 +62,7 @@ type echoPipeline struct {
 func (p *echoPipeline) Name() string    { return "echo" }
 func (p *echoPipeline) Version() string { return "v1" }
 func (p *echoPipeline) Run(ctx context.Context, req shadow.Request, mode string) shadow.Result {
+	p.running.Add(1)
 	if p.release != nil {
 		select {
 		case <-p.release:
@@ -103,13 +107,13 @@ func exchange(id, content string) Exchange {
 
 func TestProcessorStoresIncumbentAndCandidate(t *testing.T) {
 	ctx := context.Background()
-	mem := storetest.NewMemory()
+	st := engine.Open(t)
 	cfg := NewDefaultConfig()
 	cfg.Workers = 4
 	q := NewMemoryQueue(100)
 	stats := NewStats()
 	cand := &echoPipeline{}
-	p := NewProcessor(cfg, q, syncWriter{mem}, []shadow.Pipeline{cand}, flatPricer(0.001), stats, nil)
+	p := NewProcessor(cfg, q, syncWriter{st}, []shadow.Pipeline{cand}, flatPricer(0.001), stats, nil)
 	if err := p.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +132,7 @@ func TestProcessorStoresIncumbentAndCandidate(t *testing.T) {
 		t.Fatalf("second Shutdown: %v", err)
 	}
 	for _, id := range ids {
-		tr, err := mem.GetTrace(ctx, id)
+		tr, err := st.GetTrace(ctx, id)
 		if err != nil {
 			t.Fatalf("trace %s: %v", id, err)
 		}
@@ -169,8 +173,8 @@ func TestProcessorShutdownCountsWhatWasLeft(t *testing.T) {
 	q := NewMemoryQueue(10)
 	stats := NewStats()
 	cand := &echoPipeline{release: make(chan struct{})} // never released: runs only end when cancelled
-	mem := storetest.NewMemory()
-	p := NewProcessor(cfg, q, syncWriter{mem}, []shadow.Pipeline{cand}, nil, stats, nil)
+	st := engine.Open(t)
+	p := NewProcessor(cfg, q, syncWriter{st}, []shadow.Pipeline{cand}, nil, stats, nil)
 	if err := p.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -179,6 +183,8 @@ func TestProcessorShutdownCountsWhatWasLeft(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The single worker stores "a" first, then holds its candidate run.
+	waitForD(t, 30*time.Second, "the candidate run of a in flight", func() bool { return cand.running.Load() == 1 })
 	shutdownCtx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	defer cancel()
 	if err := p.Shutdown(shutdownCtx); err == nil {
@@ -190,7 +196,7 @@ func TestProcessorShutdownCountsWhatWasLeft(t *testing.T) {
 	if snap.Dropped["shutdown"] != 3 || snap.Processed != 0 || snap.CancelledRuns != 1 {
 		t.Fatalf("stats = %+v, want 3 dropped at shutdown, 0 processed, 1 cancelled run", snap)
 	}
-	tr, err := mem.GetTrace(ctx, "a")
+	tr, err := st.GetTrace(ctx, "a")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +208,7 @@ func TestProcessorShutdownCountsWhatWasLeft(t *testing.T) {
 }
 
 func TestProcessorShutdownWithoutStart(t *testing.T) {
-	p := NewProcessor(NewDefaultConfig(), NewMemoryQueue(1), syncWriter{storetest.NewMemory()}, nil, nil, NewStats(), nil)
+	p := NewProcessor(NewDefaultConfig(), NewMemoryQueue(1), syncWriter{}, nil, nil, NewStats(), nil) // never started: writes nothing
 	if err := p.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -228,9 +234,9 @@ func TestIncumbentRunUnknownModelIsNoted(t *testing.T) {
 // novelty is measured against the segmenter's vocabulary.
 func TestProcessorStoresSegments(t *testing.T) {
 	ctx := context.Background()
-	mem := storetest.NewMemory()
+	st := engine.Open(t)
 	q := NewMemoryQueue(10)
-	p := NewProcessor(NewDefaultConfig(), q, syncWriter{mem}, nil, nil, NewStats(), nil)
+	p := NewProcessor(NewDefaultConfig(), q, syncWriter{st}, nil, nil, NewStats(), nil)
 	p.UseSegmenter(segment.New(segment.NewVocabulary("how many eggs does the duck lay")))
 	if err := p.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -257,7 +263,7 @@ func TestProcessorStoresSegments(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range cases {
-		tr, err := mem.GetTrace(ctx, c.id)
+		tr, err := st.GetTrace(ctx, c.id)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,12 +2,12 @@ package ingest
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/conductor-shadow/conductor-shadow/shadow"
 	"github.com/conductor-shadow/conductor-shadow/store"
-	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
 // TestIncumbentFailuresAreStoredAndShadowed: an incumbent failure, an answer cut
@@ -38,17 +38,18 @@ func TestIncumbentFailuresAreStoredAndShadowed(t *testing.T) {
 		{"ok without a recorded status", ExchangeResponse{Model: "gpt-4o", Content: "4", Usage: Usage{PromptTokens: 10, CompletionTokens: 1}},
 			store.StatusOK, 0, ""},
 	}
-	for _, tt := range tests {
+	st := engine.Open(t) // shared: each row stores its own request id
+	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := context.Background()
-			mem := storetest.NewMemory()
+			id := fmt.Sprintf("fail-%d", i)
 			cfg := NewDefaultConfig()
 			q := NewMemoryQueue(10)
-			p := NewProcessor(cfg, q, syncWriter{mem}, []shadow.Pipeline{&echoPipeline{}}, flatPricer(0.001), NewStats(), nil)
+			p := NewProcessor(cfg, q, syncWriter{st}, []shadow.Pipeline{&echoPipeline{}}, flatPricer(0.001), NewStats(), nil)
 			if err := p.Start(ctx); err != nil {
 				t.Fatal(err)
 			}
-			ex := exchange("fail-1", "what is 2+2?")
+			ex := exchange(id, "what is 2+2?")
 			resp := tt.resp
 			ex.Response = &resp
 			if err := q.Publish(ctx, ex); err != nil {
@@ -59,7 +60,7 @@ func TestIncumbentFailuresAreStoredAndShadowed(t *testing.T) {
 			if err := p.Shutdown(sctx); err != nil {
 				t.Fatal(err)
 			}
-			tr, err := mem.GetTrace(ctx, "fail-1")
+			tr, err := st.GetTrace(ctx, id)
 			if err != nil {
 				t.Fatal(err)
 			}

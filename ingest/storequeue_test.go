@@ -15,7 +15,6 @@ import (
 
 	"github.com/conductor-shadow/conductor-shadow/shadow"
 	"github.com/conductor-shadow/conductor-shadow/store"
-	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
 // storeFirst is one life of the all-in-one shadow side on st: a store-first
@@ -82,6 +81,16 @@ func storeFirstConfig() Config {
 	return cfg
 }
 
+// pendingWork is the store's pending work, failing t when it cannot be read.
+func pendingWork(t *testing.T, st store.Store) []store.PendingRequest {
+	t.Helper()
+	pending, err := st.PendingWork(context.Background(), store.WorkCursor{}, 100)
+	if err != nil {
+		t.Fatalf("pending work: %v", err)
+	}
+	return pending
+}
+
 func candidateRuns(t *testing.T, st store.Store, id string) []store.Run {
 	t.Helper()
 	tr, err := st.GetTrace(context.Background(), id)
@@ -102,30 +111,29 @@ func candidateRuns(t *testing.T, st store.Store, id string) []store.Run {
 // sent again, exactly once; sending them again is answered "duplicate".
 func TestStoreQueueAcceptedSurvivesRestart(t *testing.T) {
 	ctx := context.Background()
-	mem := storetest.NewMemory()
+	st := engine.Open(t)
 	cfg := storeFirstConfig()
-	first := startStoreFirst(t, mem, cfg, nil, nil) // no shadow workers: nothing is shadowed
+	first := startStoreFirst(t, st, cfg, nil, nil) // no shadow workers: nothing is shadowed
 	ids := []string{"r1", "r2", "r3", "r4", "r5"}
 	for _, id := range ids {
 		code, resp := first.tap.Offer(ctx, exchange(id, "question "+id))
 		if code != http.StatusAccepted {
 			t.Fatalf("offer %s = %d %+v; want 202", id, code, resp)
 		}
-		if _, err := mem.GetTrace(ctx, id); err != nil {
+		if _, err := st.GetTrace(ctx, id); err != nil {
 			t.Fatalf("copy %s answered 202 but not stored: %v", id, err)
 		}
 	}
 	first.stop(t, time.Second)
-	if pending, _ := mem.PendingWork(ctx, store.WorkCursor{}, 100); len(pending) != len(ids) {
+	if pending := pendingWork(t, st); len(pending) != len(ids) {
 		t.Fatalf("pending after the first life = %d; want %d", len(pending), len(ids))
 	}
 
 	cand := &echoPipeline{}
-	second := startStoreFirst(t, mem, cfg, cand, nil)
-	deadline := time.Now().Add(5 * time.Second)
-	for second.stats.Snapshot(0).Processed < int64(len(ids)) && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	second := startStoreFirst(t, st, cfg, cand, nil)
+	waitForD(t, 30*time.Second, "the backlog shadowed by the second life", func() bool {
+		return second.stats.Snapshot(0).Processed >= int64(len(ids))
+	})
 	for _, id := range ids {
 		code, resp := second.tap.Offer(ctx, exchange(id, "question "+id))
 		if code != http.StatusOK || resp.Status != "duplicate" {
@@ -141,11 +149,11 @@ func TestStoreQueueAcceptedSurvivesRestart(t *testing.T) {
 		t.Errorf("candidate ran %d times (%v); want once per copy", len(cand.seen), cand.seen)
 	}
 	for _, id := range ids {
-		if runs := candidateRuns(t, mem, id); len(runs) != 1 || runs[0].Status != store.StatusOK {
+		if runs := candidateRuns(t, st, id); len(runs) != 1 || runs[0].Status != store.StatusOK {
 			t.Errorf("%s candidate runs = %+v; want one ok run", id, runs)
 		}
 	}
-	if pending, _ := mem.PendingWork(ctx, store.WorkCursor{}, 100); len(pending) != 0 {
+	if pending := pendingWork(t, st); len(pending) != 0 {
 		t.Errorf("work still pending after the second life: %+v", pending)
 	}
 }
@@ -154,27 +162,24 @@ func TestStoreQueueAcceptedSurvivesRestart(t *testing.T) {
 // stays pending, and the next start shadows it (one run in the end, ok).
 func TestStoreQueueStopLeavesWorkPending(t *testing.T) {
 	ctx := context.Background()
-	mem := storetest.NewMemory()
+	st := engine.Open(t)
 	cfg := storeFirstConfig()
 	cfg.Workers = 1
 	held := &echoPipeline{release: make(chan struct{})} // never released: runs end only when cancelled
-	first := startStoreFirst(t, mem, cfg, held, nil)
+	first := startStoreFirst(t, st, cfg, held, nil)
 	for _, id := range []string{"s1", "s2", "s3"} {
 		if code, resp := first.tap.Offer(ctx, exchange(id, "question "+id)); code != http.StatusAccepted {
 			t.Fatalf("offer %s = %d %+v", id, code, resp)
 		}
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for first.q.Len() > 2 && time.Now().Before(deadline) {
-		time.Sleep(2 * time.Millisecond) // one copy taken by the single worker
-	}
+	waitForD(t, 30*time.Second, "one candidate run in flight", func() bool { return held.running.Load() == 1 })
 	first.stop(t, 50*time.Millisecond)
 	snap := first.stats.Snapshot(0)
 	if snap.CancelledRuns != 1 || snap.LeftPending != 3 || snap.DroppedTotal() != 0 {
 		t.Errorf("first life stats = %+v; want 1 cancelled run, 3 left pending, nothing dropped", snap)
 	}
 	for _, id := range []string{"s1", "s2", "s3"} {
-		for _, r := range candidateRuns(t, mem, id) {
+		for _, r := range candidateRuns(t, st, id) {
 			if r.Status == store.StatusError {
 				t.Errorf("%s: a run stopped by shutdown was stored as an error: %s", id, r.Error)
 			}
@@ -182,20 +187,20 @@ func TestStoreQueueStopLeavesWorkPending(t *testing.T) {
 	}
 
 	cand := &echoPipeline{}
-	second := startStoreFirst(t, mem, cfg, cand, nil)
-	deadline = time.Now().Add(5 * time.Second)
-	for second.stats.Snapshot(0).Processed < 3 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	second := startStoreFirst(t, st, cfg, cand, nil)
+	waitForD(t, 30*time.Second, "the three copies shadowed by the second life", func() bool {
+		return second.stats.Snapshot(0).Processed >= 3
+	})
 	second.stop(t, 5*time.Second)
 	for _, id := range []string{"s1", "s2", "s3"} {
-		if runs := candidateRuns(t, mem, id); len(runs) != 1 || runs[0].Status != store.StatusOK {
+		if runs := candidateRuns(t, st, id); len(runs) != 1 || runs[0].Status != store.StatusOK {
 			t.Errorf("%s candidate runs after restart = %+v; want one ok run", id, runs)
 		}
 	}
 }
 
-// failingStore refuses every INSERT.
+// failingStore is the engine's store whose shadow_work INSERT fails (the
+// store-first queue's first write), as on a data folder turned read-only.
 type failingStore struct{ store.Store }
 
 var errDiskReadOnly = errors.New("Cannot open file: Read-only file system")
@@ -210,7 +215,8 @@ func TestStoreQueueRefusesLoudly(t *testing.T) {
 	var mu sync.Mutex
 	log := slog.New(slog.NewTextHandler(lockedBuffer{&mu, &logs}, nil))
 	cfg := storeFirstConfig()
-	sf := startStoreFirst(t, failingStore{storetest.NewMemory()}, cfg, nil, log)
+	st := engine.Open(t) // shared by both halves: they use distinct request ids
+	sf := startStoreFirst(t, failingStore{st}, cfg, nil, log)
 	code, resp := sf.tap.Offer(ctx, exchange("f1", "q"))
 	if code != http.StatusServiceUnavailable || resp.Reason != ReasonStoreUnavailable {
 		t.Errorf("offer with a read-only store = %d %+v; want 503 store_unavailable", code, resp)
@@ -230,7 +236,7 @@ func TestStoreQueueRefusesLoudly(t *testing.T) {
 	}
 
 	cfg.QueueSize = 2
-	full := startStoreFirst(t, storetest.NewMemory(), cfg, nil, nil) // no workers: slots stay taken
+	full := startStoreFirst(t, st, cfg, nil, nil) // no workers: slots stay taken
 	var codes []int
 	for i := range 3 {
 		c, _ := full.tap.Offer(ctx, exchange(fmt.Sprint("q", i), "q"))
@@ -246,7 +252,8 @@ func TestStoreQueueRefusesLoudly(t *testing.T) {
 }
 
 func TestStoreQueueShutdownWithoutStartAndTwice(t *testing.T) {
-	q, err := NewStoreQueue(storeFirstConfig(), storetest.NewMemory(), nil, nil, NewStats(), nil)
+	// Never started: the queue touches no store.
+	q, err := NewStoreQueue(storeFirstConfig(), nil, nil, nil, NewStats(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,9 +282,9 @@ func (l lockedBuffer) Write(p []byte) (int, error) {
 // another version: it stays pending and is reported.
 func TestStoreQueueBacklogSkipsUnconfiguredVersions(t *testing.T) {
 	ctx := context.Background()
-	mem := storetest.NewMemory()
+	st := engine.Open(t)
 	cfg := storeFirstConfig()
-	first := startStoreFirst(t, mem, cfg, nil, nil) // owes echo v1
+	first := startStoreFirst(t, st, cfg, nil, nil) // owes echo v1
 	if code, _ := first.tap.Offer(ctx, exchange("old", "q")); code != http.StatusAccepted {
 		t.Fatal("offer refused")
 	}
@@ -285,19 +292,19 @@ func TestStoreQueueBacklogSkipsUnconfiguredVersions(t *testing.T) {
 	var logs bytes.Buffer
 	var mu sync.Mutex
 	cand := &versionedEcho{version: "v2"}
-	second := startStoreFirst(t, mem, cfg, cand, slog.New(slog.NewTextHandler(lockedBuffer{&mu, &logs}, nil)))
-	time.Sleep(100 * time.Millisecond)
+	second := startStoreFirst(t, st, cfg, cand, slog.New(slog.NewTextHandler(lockedBuffer{&mu, &logs}, nil)))
+	logged := func() string {
+		mu.Lock()
+		defer mu.Unlock()
+		return logs.String()
+	}
+	// The backlog reader reports the stale work once it has read the whole backlog.
+	waitForD(t, 30*time.Second, "the stale work reported", func() bool { return strings.Contains(logged(), "no longer configured") })
 	second.stop(t, time.Second)
 	if n := cand.runs.Load(); n != 0 {
 		t.Errorf("candidate v2 ran %d times on work owed to v1", n)
 	}
-	mu.Lock()
-	out := logs.String()
-	mu.Unlock()
-	if !strings.Contains(out, "no longer configured") {
-		t.Errorf("log = %q; want the stale work reported", out)
-	}
-	if pending, _ := mem.PendingWork(ctx, store.WorkCursor{}, 10); len(pending) != 1 {
+	if pending := pendingWork(t, st); len(pending) != 1 {
 		t.Errorf("pending = %d; want the v1 work still pending", len(pending))
 	}
 }

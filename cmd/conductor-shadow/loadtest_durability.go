@@ -51,7 +51,7 @@ type durabilityReport struct {
 	WithRuns         int // accepted copies with their incumbent run and a finished candidate run
 	WithoutRuns      int // accepted copies missing either
 	ErrorsFromStop   int // candidate runs stored as "error" with a cancelled context
-	CancelledLeft    int // candidate runs still "cancelled" at the end (never re-run)
+	CancelledLeft    int // requests whose candidate runs are all "cancelled" at the end (never re-run)
 	DuplicateRuns    int // candidate run rows stored more than once as finished, before merges
 	Missing          []string
 	Kill9At, TermAt  int // copies posted when kill -9 and SIGTERM were sent
@@ -103,7 +103,7 @@ func printDurability(w io.Writer, r durabilityReport) {
 	fmt.Fprintf(w, "  accepted with runs                      %d\n", r.WithRuns)
 	fmt.Fprintf(w, "  accepted without runs                   %d\n", r.WithoutRuns)
 	fmt.Fprintf(w, "  runs stored as error because of a stop  %d\n", r.ErrorsFromStop)
-	fmt.Fprintf(w, "  runs left cancelled (never re-run)      %d\n", r.CancelledLeft)
+	fmt.Fprintf(w, "  requests left cancelled (never re-run)  %d\n", r.CancelledLeft)
 	fmt.Fprintf(w, "  duplicate candidate runs                %d\n", r.DuplicateRuns)
 	fmt.Fprintf(w, "  SIGTERM to exit                         %s\n", r.ShutdownDuration.Round(time.Millisecond))
 	if len(r.Missing) > 0 {
@@ -414,7 +414,14 @@ HAVING countIf(mode = 'incumbent') >= 1 AND countIf(mode = 'candidate' AND statu
 				missing++
 			}
 		}
-		if missing == 0 || time.Now().After(deadline) {
+		// A copy the server took just before SIGTERM but whose 202 never
+		// reached us is owed too: wait until no request is left with only
+		// cancelled candidate runs.
+		left, err := d.cancelledOnly(ctx, like)
+		if err != nil {
+			return fmt.Errorf("loadtest durability: %w", err)
+		}
+		if (missing == 0 && left == 0) || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(time.Second)
@@ -441,7 +448,7 @@ HAVING countIf(mode = 'incumbent') >= 1 AND countIf(mode = 'candidate' AND statu
 AND status = 'error' AND (positionCaseInsensitive(error, 'context canceled') > 0)`, like)); err != nil {
 		return fmt.Errorf("loadtest durability: %w", err)
 	}
-	if d.rep.CancelledLeft, err = count(fmt.Sprintf(`SELECT count() FROM runs FINAL WHERE %s AND mode = 'candidate' AND status = 'cancelled'`, like)); err != nil {
+	if d.rep.CancelledLeft, err = d.cancelledOnly(ctx, like); err != nil {
 		return fmt.Errorf("loadtest durability: %w", err)
 	}
 	// Without FINAL: a finished run written twice shows as two rows until a
@@ -450,4 +457,20 @@ AND status = 'error' AND (positionCaseInsensitive(error, 'context canceled') > 0
 		return fmt.Errorf("loadtest durability: %w", err)
 	}
 	return nil
+}
+
+// cancelledOnly counts the requests matching like whose candidate runs are all
+// "cancelled": stopped and not (yet) shadowed again. A cancelled run that was
+// re-run keeps its row beside the new run, so it is not counted.
+func (d *durabilityRun) cancelledOnly(ctx context.Context, like string) (int, error) {
+	res, err := d.query(ctx, fmt.Sprintf(`SELECT count() FROM (SELECT request_id FROM runs FINAL
+WHERE %s AND mode = 'candidate' GROUP BY request_id
+HAVING countIf(status = 'cancelled') > 0 AND countIf(status != 'cancelled') = 0)`, like))
+	if err != nil {
+		return 0, err
+	}
+	if len(res.Rows) == 0 || len(res.Rows[0]) == 0 {
+		return 0, errors.New("cancelled runs: no answer")
+	}
+	return strconv.Atoi(res.Rows[0][0])
 }

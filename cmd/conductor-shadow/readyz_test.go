@@ -13,22 +13,43 @@ import (
 
 	"github.com/conductor-shadow/conductor-shadow/ingest"
 	"github.com/conductor-shadow/conductor-shadow/store"
-	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
-// readOnlyStore fails every INSERT as a data folder turned read-only does.
-type readOnlyStore struct{ store.Store }
+// readOnlyStore is the store-first queue's and the writer's view of a store
+// whose data folder turned read-only: reads answer (nothing is stored, nothing
+// pending), every INSERT fails as the engine's does.
+type readOnlyStore struct{}
+
+var _ store.WorkStore = readOnlyStore{}
 
 var errReadOnlyFolder = errors.New("Cannot open file /data/store/requests/tmp_insert: Read-only file system")
 
-func (readOnlyStore) InsertRequests(context.Context, []store.Request) error { return errReadOnlyFolder }
-func (readOnlyStore) InsertWork(context.Context, []store.Work) error        { return errReadOnlyFolder }
+// readOnly fails an INSERT of rows; an empty one writes nothing and succeeds,
+// as the store's does.
+func readOnly[T any](rows []T) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	return errReadOnlyFolder
+}
+
+func (readOnlyStore) InsertRequests(_ context.Context, r []store.Request) error { return readOnly(r) }
+func (readOnlyStore) InsertRuns(_ context.Context, r []store.Run) error         { return readOnly(r) }
+func (readOnlyStore) InsertSteps(_ context.Context, r []store.Step) error       { return readOnly(r) }
+func (readOnlyStore) InsertScores(_ context.Context, r []store.Score) error     { return readOnly(r) }
+func (readOnlyStore) InsertWork(_ context.Context, r []store.Work) error        { return readOnly(r) }
+func (readOnlyStore) StoredRequests(context.Context, []string) ([]string, error) {
+	return nil, nil
+}
+func (readOnlyStore) PendingWork(context.Context, store.WorkCursor, int) ([]store.PendingRequest, error) {
+	return nil, nil
+}
 
 // /readyz names the reason when the store cannot be written; /healthz is not
 // concerned.
 func TestReadyzNamesTheStoreFailure(t *testing.T) {
 	ctx := context.Background()
-	st := readOnlyStore{storetest.NewMemory()}
+	st := readOnlyStore{}
 	cfg := NewDefaultConfig()
 	w, err := store.NewWriter(st, cfg.Writer, slog.New(slog.DiscardHandler))
 	if err != nil {

@@ -9,14 +9,19 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/conductor-shadow/conductor-shadow/store/storetest"
+	"github.com/conductor-shadow/conductor-shadow/store"
 )
 
-// POST /api/forget over a store without store.SubjectEraser (the memory
-// store) answers 501 naming the role; nothing pretends to have deleted.
+// storeWithoutEraser is a store.Store without the store.SubjectEraser role (a
+// store that cannot delete by subject). The handler must not call any of its
+// methods: the embedded nil Store would panic.
+type storeWithoutEraser struct{ store.Store }
+
+// POST /api/forget over a store without store.SubjectEraser answers 501 naming
+// the role; nothing pretends to have deleted.
 func TestForgetNamesTheMissingRole(t *testing.T) {
 	gin.SetMode(gin.TestMode)
-	a := &api{forget: newForgetter(NewDefaultConfig(), storetest.NewMemory(), nil)}
+	a := &api{forget: newForgetter(NewDefaultConfig(), storeWithoutEraser{}, nil)}
 	a.forget.hash = func(s string) string { return "h-" + s }
 	r := gin.New()
 	r.POST("/api/forget", a.forgetHandler)
