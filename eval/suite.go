@@ -72,10 +72,12 @@ type SuiteOptions struct {
 	// NoiseRun runs the incumbent a second time per case (A′, pipeline name
 	// incumbent name + RerunSuffix, mode incumbent) for the noise floor.
 	NoiseRun bool
-	// ShiftWindow, when positive, adds a shift section to the report: the
-	// set's segment mix against the live traffic received in the ShiftWindow
-	// before the run finished (eval/shift; needs a store with
-	// store.SegmentAnalytics).
+	// ShiftWindow, when positive, is the report's live window, the
+	// ShiftWindow before the run finished. It adds a shift section (the set's
+	// segment mix against the live traffic received in it; eval/shift, needs a
+	// store with store.SegmentAnalytics) and a live section (Report.Live: the
+	// candidates' running verdicts on the window's shadow traffic, overall
+	// and per segment, LiveVerdicts).
 	ShiftWindow time.Duration
 	// LatencyScales, when set, is asked once the cases are done for the factors
 	// the simulated pool scaled latencies by (shadow.Pool.SimulatedLatencyScales);
@@ -119,7 +121,8 @@ func (r rerun) Name() string { return r.Pipeline.Name() + RerunSuffix }
 // It takes from roles a store.TraceWriter (the cases' requests, runs, steps and
 // scores), a store.SuiteWriter (the suite run row and case snapshot), a
 // store.EvalHistory (the previous suite run) and a store.OverviewReader (the
-// shadow traffic per day of the sample-size advice); a store without one of
+// shadow traffic per day of the sample-size advice, and the live pairs of the
+// report's live section when opts.ShiftWindow is set); a store without one of
 // them is an error wrapping store.ErrNotSupported, before anything is stored.
 func RunSuite(ctx context.Context, roles store.Roles, set *Set, incumbent shadow.Pipeline, candidates []shadow.Pipeline, opts SuiteOptions) (*Report, error) {
 	r, err := newSuiteRunner(roles, set, incumbent, candidates, opts)
@@ -133,7 +136,7 @@ type suiteRunner struct {
 	traces    store.TraceWriter
 	suites    store.SuiteWriter
 	history   store.EvalHistory
-	overview  store.OverviewAnalytics
+	overview  store.OverviewReader
 	set       *Set
 	cases     []Case
 	pipelines []shadow.Pipeline // incumbent first
@@ -336,6 +339,17 @@ feed:
 		}
 		if err != nil {
 			rep.ShiftError = err.Error()
+		}
+	}
+	if r.opts.ShiftWindow > 0 {
+		pol := gate.NewDefaultPolicy()
+		if rep.Policy != nil {
+			pol = *rep.Policy
+		}
+		var err error
+		rep.Live, err = LiveVerdicts(ctx, r.overview, store.OverviewQuery{From: r.row.FinishedAt.Add(-r.opts.ShiftWindow), To: r.row.FinishedAt, BucketSeconds: liveDayBucket}, pol)
+		if err != nil {
+			rep.LiveError = err.Error()
 		}
 	}
 	js, err := rep.JSON()

@@ -100,6 +100,14 @@ func fixtureSuiteRun() store.SuiteRun {
 	}
 }
 
+// fixtureOlderSuiteRun is a suite run still running, started a day before
+// fixtureSuiteRun, with no report yet.
+func fixtureOlderSuiteRun() store.SuiteRun {
+	return store.SuiteRun{SuiteRunID: "sr-20250601-0007", SetName: "mmlu-mini", SetVersion: "ab12cd34ef56",
+		Incumbent: "incumbent:gpt-5", Candidates: []string{"conductor"}, StartedAt: t0.Add(-24 * time.Hour),
+		Status: "running", Cases: 20}
+}
+
 // seed writes a trace into st.
 func seed(t *testing.T, st store.Store, tr store.Trace) {
 	t.Helper()

@@ -11,7 +11,6 @@ import (
 
 	"github.com/conductor-shadow/conductor-shadow/eval"
 	"github.com/conductor-shadow/conductor-shadow/store"
-	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
 // seedSegments stores live requests received in the last hour: 60 Russian
@@ -33,9 +32,18 @@ func seedSegments(t *testing.T, st store.Store) {
 	}
 }
 
-func TestShiftPageFlagsASetThatNoLongerRepresentsProduction(t *testing.T) {
-	st := storetest.NewMemory()
+// TestSegmentPages runs the page tests that only read over one store holding
+// seedSegments' requests (one engine database for both).
+func TestSegmentPages(t *testing.T) {
+	st := engine.Open(t)
 	seedSegments(t, st)
+	t.Run("ShiftPageFlagsASetThatNoLongerRepresentsProduction", func(t *testing.T) {
+		testShiftPageFlagsASetThatNoLongerRepresentsProduction(t, st)
+	})
+	t.Run("TracesAndOverviewSegmentFilters", func(t *testing.T) { testTracesAndOverviewSegmentFilters(t, st) })
+}
+
+func testShiftPageFlagsASetThatNoLongerRepresentsProduction(t *testing.T, st store.Store) {
 	cfg := NewDefaultConfig()
 	cfg.ShiftSets = []string{"testdata/shift_set.jsonl", "testdata/missing.jsonl"}
 	h := newTestServer(t, st, cfg)
@@ -63,9 +71,7 @@ func TestShiftPageFlagsASetThatNoLongerRepresentsProduction(t *testing.T) {
 	mustStatus(t, get(t, h, "/shift?window=soon"), http.StatusBadRequest)
 }
 
-func TestTracesAndOverviewSegmentFilters(t *testing.T) {
-	st := storetest.NewMemory()
-	seedSegments(t, st)
+func testTracesAndOverviewSegmentFilters(t *testing.T, st store.Store) {
 	h := newTestServer(t, st, NewDefaultConfig())
 	rec := get(t, h, "/traces?limit=500&language=ru&has_table=yes")
 	mustStatus(t, rec, http.StatusOK)
@@ -118,7 +124,7 @@ func TestOverviewNamesWorseSegments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := storetest.NewMemory()
+	st := engine.Open(t)
 	sr := store.SuiteRun{SuiteRunID: "sr-seg", SetName: "traffic", Incumbent: "single:gpt-5", Candidates: []string{"conductor"},
 		StartedAt: now.Add(-time.Minute), FinishedAt: now, Status: "done", Verdict: rep.Verdict, Headline: rep.Headline, ReportJSON: string(js)}
 	if err := st.InsertSuiteRuns(context.Background(), []store.SuiteRun{sr}); err != nil {

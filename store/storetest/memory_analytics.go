@@ -310,8 +310,10 @@ func (m *Memory) AgreementSequence(ctx context.Context, q store.OverviewQuery) (
 		if r.Mode != store.ModeCandidate || !ok {
 			continue
 		}
+		req := m.requests[r.RequestID]
 		out = append(out, store.AgreementPair{Candidate: r.Pipeline, RequestID: r.RequestID, StartedAt: r.StartedAt.UTC(),
-			Agree: store.NormalizeAnswer(r.FinalOutput) == want})
+			Agree:    store.NormalizeAnswer(r.FinalOutput) == want,
+			Language: req.Language, HasTable: req.HasTable, HasCode: req.HasCode, LengthBucket: req.LengthBucket})
 	}
 	slices.SortFunc(out, func(a, b store.AgreementPair) int {
 		if c := strings.Compare(a.Candidate, b.Candidate); c != 0 {

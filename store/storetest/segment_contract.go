@@ -64,6 +64,20 @@ func contractSegments(t *testing.T, st store.Store) {
 		if fmt.Sprint(ids) != "[ru-1 ru-2]" {
 			t.Errorf("agreement pairs of Russian prompts with tables: %v, want [ru-1 ru-2]", ids)
 		}
+		// Unfiltered, every pair carries its request's segment columns (what
+		// the per-segment running verdicts group by).
+		all, _, err := la.AgreementSequence(ctx, store.OverviewQuery{From: at, To: at.Add(time.Hour), BucketSeconds: 60})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantPairs := []store.AgreementPair{
+			{Candidate: "conductor", RequestID: "en-1", StartedAt: at.Add(time.Minute), Agree: true, Language: "en", HasCode: true, LengthBucket: "128-511"},
+			{Candidate: "conductor", RequestID: "ru-1", StartedAt: at.Add(time.Minute), Agree: true, Language: "ru", HasTable: true, LengthBucket: "0-127"},
+			{Candidate: "conductor", RequestID: "ru-2", StartedAt: at.Add(time.Minute), Agree: true, Language: "ru", HasTable: true, LengthBucket: "0-127"},
+		}
+		if fmt.Sprint(all) != fmt.Sprint(wantPairs) {
+			t.Errorf("agreement pairs with segments\n got %+v\nwant %+v", all, wantPairs)
+		}
 	}
 	an := st.(store.Analytics)
 	for _, c := range []struct {
