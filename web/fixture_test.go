@@ -34,7 +34,7 @@ func fixtureTrace() store.Trace {
 		Input: `[{"role":"system","content":"You are a careful math tutor."},` +
 			`{"role":"user","content":"A train leaves at 09:40 and arrives at 13:05.\n    How long is the trip?\n\n(show   your work)"}]`,
 		InputHash: "9b1c0e4f5a6d7e8f9b1c0e4f5a6d7e8f9b1c0e4f5a6d7e8f9b1c0e4f5a6d7e8f",
-		Metadata:  map[string]string{"route": "/v1/chat/completions", "tenant": "acme"},
+		Metadata:  map[string]string{"route": "/v1/chat/completions", "tenant": "acme", "category": "math", "source": "tap"},
 	}
 	inc := store.Run{
 		RunID: "run-inc-1", RequestID: reqID, Pipeline: "incumbent:gpt-5", PipelineVersion: "v12",
