@@ -371,7 +371,7 @@ func TestRunSuiteCancelStoresFinishedCases(t *testing.T) {
 		}
 	}
 	sr, err := st.GetSuiteRun(context.Background(), "suite-stop")
-	if err != nil || sr.Status != SuiteStatusError {
+	if err != nil || sr.Status != SuiteStatusCancelled || !strings.HasPrefix(sr.Headline, "cancelled after 2 of 5 cases") {
 		t.Errorf("suite run %+v: %v", sr, err)
 	}
 }
