@@ -19,7 +19,7 @@ type sqlStore struct {
 	cluster     string // ClickHouse cluster of Replicated/Distributed tables; "" for one node
 	queryLimits queryLimits
 	console     *consoleGuard
-	consoleT    transport // the console's own connection (console_dsn); nil: t
+	consoleT    transport // the console's own connection (console_dsn) or the embedded engine's low-priority view; nil: t
 	closed      atomic.Bool
 }
 

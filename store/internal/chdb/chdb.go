@@ -10,6 +10,7 @@
 package chdb
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -63,6 +64,68 @@ type cAnalysis struct {
 	statements uint32
 	flags      uint32
 	class      uint32
+}
+
+// prioLock is a mutex with two classes of waiters: normal ones (lock) go
+// before low ones (lockLow); a low waiter takes the lock only when it is free
+// and no normal waiter is queued. Low waiters give up when their context ends.
+type prioLock struct {
+	mu      sync.Mutex
+	busy    bool
+	waiting int           // normal waiters queued
+	changed chan struct{} // closed (and replaced) at every unlock; nil until first wait
+}
+
+func (p *prioLock) signal() <-chan struct{} {
+	if p.changed == nil {
+		p.changed = make(chan struct{})
+	}
+	return p.changed
+}
+
+// Lock takes the lock ahead of every low-priority waiter.
+func (p *prioLock) Lock() {
+	p.mu.Lock()
+	p.waiting++
+	for p.busy {
+		ch := p.signal()
+		p.mu.Unlock()
+		<-ch
+		p.mu.Lock()
+	}
+	p.waiting--
+	p.busy = true
+	p.mu.Unlock()
+}
+
+// lockLow takes the lock once it is free and no normal waiter is queued, or
+// returns ctx's error.
+func (p *prioLock) lockLow(ctx context.Context) error {
+	p.mu.Lock()
+	for p.busy || p.waiting > 0 {
+		ch := p.signal()
+		p.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		p.mu.Lock()
+	}
+	p.busy = true
+	p.mu.Unlock()
+	return nil
+}
+
+// Unlock releases the lock and wakes every waiter.
+func (p *prioLock) Unlock() {
+	p.mu.Lock()
+	p.busy = false
+	if p.changed != nil {
+		close(p.changed)
+		p.changed = nil
+	}
+	p.mu.Unlock()
 }
 
 // process holds the library and the engine's single connection.
@@ -129,12 +192,16 @@ func loadLocked() (*lib, error) {
 	return l, nil
 }
 
-// Conn is a reference to the engine's connection. Calls are serialized.
+// Conn is a reference to the engine's connection. Calls are serialized by a
+// two-level lock: a low-priority call (QueryLow, ClassifyLow: the SQL
+// console) starts only while no other call runs or waits, so the product's
+// writes and page reads wait behind at most the one console statement already
+// running, never behind a queue of them.
 type Conn struct {
 	path string // absolute data folder
 	refs int    // open references, guarded by process.mu
 
-	mu     sync.Mutex // serializes engine calls; guards closed
+	mu     prioLock // serializes engine calls; guards closed
 	l      *lib
 	c      *cConnection
 	closed bool
@@ -218,6 +285,24 @@ func (r *Ref) QueryAfter(pre []string, sql, format string) ([]byte, error) {
 	return c.queryLocked(sql, format)
 }
 
+// QueryLow runs sql as QueryAfter does, at low priority: it waits until no
+// other call runs or waits (see Conn), or returns ctx's error. Once started it
+// runs to its end; bound it with the engine's own settings
+// (max_execution_time).
+func (r *Ref) QueryLow(ctx context.Context, pre []string, sql, format string) ([]byte, error) {
+	c := r.conn
+	if err := c.mu.lockLow(ctx); err != nil {
+		return nil, err
+	}
+	defer c.mu.Unlock()
+	for _, p := range pre {
+		if _, err := c.queryLocked(p, "TabSeparated"); err != nil {
+			return nil, err
+		}
+	}
+	return c.queryLocked(sql, format)
+}
+
 func (c *Conn) queryLocked(sql, format string) ([]byte, error) {
 	if c.closed {
 		return nil, errors.New("chdb: connection closed")
@@ -269,6 +354,20 @@ func (r *Ref) Classify(sql string) (Analysis, error) {
 	c := r.conn
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.classifyLocked(sql)
+}
+
+// ClassifyLow is Classify at low priority (see QueryLow).
+func (r *Ref) ClassifyLow(ctx context.Context, sql string) (Analysis, error) {
+	c := r.conn
+	if err := c.mu.lockLow(ctx); err != nil {
+		return Analysis{}, err
+	}
+	defer c.mu.Unlock()
+	return c.classifyLocked(sql)
+}
+
+func (c *Conn) classifyLocked(sql string) (Analysis, error) {
 	if c.closed {
 		return Analysis{}, errors.New("chdb: connection closed")
 	}
