@@ -118,6 +118,62 @@ var consoleAttacks = []string{
 	"SELECT * FROM `weird name (children 1)\n Function numbers`.x",
 	"SELECT `a (children 1)\n Function numbers`(1)",
 	"SELECT sleep(3)",
+	// the host, the process, the user and the engine's build
+	"SELECT tcpPort()",
+	"SELECT currentUser()",
+	"SELECT user()",
+	"SELECT current_user()",
+	"SELECT authenticatedUser()",
+	"SELECT currentProfiles()",
+	"SELECT currentRoles()",
+	"SELECT uptime()",
+	"SELECT version()",
+	"SELECT buildId()",
+	"SELECT getServerPort('tcp_port')",
+	"SELECT showCertificate()",
+	"SELECT connectionId()",
+	"SELECT queryID()",
+	"SELECT initialQueryStartTime()",
+	"SELECT getOSKernelVersion()",
+	"SELECT fullHostName()",
+	"SELECT FQDN()",
+	"SELECT serverUUID()",
+	"SELECT zookeeperSessionUptime()",
+	"SELECT globalVariable('max_allowed_packet')",
+	"SELECT generateSerialID('x')",
+	"SELECT regionToName(toUInt32(1))",
+	"SELECT aiGenerate('x')",
+	"SELECT evalMLMethod(1, 2)",
+	"SELECT addressToSymbol(toUInt64(1))",
+	"SELECT tid()",
+	"SELECT _CAST(1, 'String')",
+	"SELECT nosuchfunction(1)",
+	"SELECT tcpPortIf(1)",
+	// disk paths of the readable system tables
+	"SELECT * FROM system.tables",
+	"SELECT * FROM system.databases",
+	"SELECT * FROM system.parts",
+	"SELECT * FROM system.parts_columns",
+	"SELECT * FROM system.merges",
+	"SELECT data_paths FROM system.tables",
+	"SELECT metadata_path FROM system.tables",
+	"SELECT t.data_paths FROM system.tables AS t",
+	"SELECT arrayJoin(data_paths) FROM system.tables",
+	"SELECT data_path FROM system.databases",
+	"SELECT path FROM system.parts",
+	"SELECT `path` FROM system.parts",
+	"SELECT path FROM system.parts_columns",
+	"SELECT filenames FROM system.parts_columns",
+	"SELECT result_part_path, source_part_paths FROM system.merges",
+	"SELECT COLUMNS('path') FROM system.parts",
+	"SELECT COLUMNS(path, name) FROM system.parts",
+	"SELECT p.* FROM system.parts AS p",
+	"SELECT * EXCEPT (name) FROM system.tables",
+	"SELECT x FROM (SELECT * FROM system.tables) AS x",
+	"SELECT tuple(*) FROM system.databases",
+	"SELECT formatRow('TSV', *) FROM system.tables",
+	"EXPLAIN SELECT * FROM system.tables",
+	"SELECT name FROM system.tables WHERE has(data_paths, '')",
 }
 
 // consoleReads are statements the console answers.
@@ -146,6 +202,19 @@ var consoleReads = []string{
 	"DESC (SELECT 1)",
 	"EXPLAIN SELECT 1",
 	"EXPLAIN AST SELECT count() FROM runs",
+	// functions of every allowed kind
+	"SELECT countIf(status = 'ok'), uniqExact(pipeline), avgIf(cost_usd, cost_usd > 0), sumArray([1, 2]), uniqArrayIf([1], 1) FROM runs",
+	"SELECT quantiles(0.5, 0.95)(latency_ms), quantileExactIf(0.95)(latency_ms, 1), argMax(run_id, started_at), groupArrayState(1) FROM runs",
+	"SELECT run_id, row_number() OVER (PARTITION BY pipeline ORDER BY started_at), lagInFrame(cost_usd) OVER (ORDER BY started_at) FROM runs",
+	"SELECT multiIf(cost_usd > 1, 'hi', 'lo'), if(1, 2, 3), coalesce(NULL, 1), toStartOfHour(now()), dateDiff('day', today(), today()) FROM runs",
+	"SELECT JSONExtractString('{\"a\":\"b\"}', 'a'), lower('A'), sipHash64('x'), cityHash64('x'), domain('http://a.example/x'), toUUID('00000000-0000-0000-0000-000000000000')",
+	"SELECT arrayMap(x -> x * 2, [1, 2]), arrayFilter(x -> x > 1, [1, 2]), tupleElement((1, 2), 1), map('a', 1)['a'], round(1.5), formatReadableSize(1024)",
+	"SELECT currentDatabase(), toTypeName(1), materialize(1), ignore(1), substring('abc', 1, 2), SUBSTRING('abc', 1, 2), DATE_DIFF('day', today(), today())",
+	"SELECT 1 WHERE exists(SELECT 1) AND 1 NOT IN (2) AND 'a' LIKE 'a' AND 'a' ILIKE 'A'",
+	"SELECT name, engine, total_rows FROM system.tables WHERE database = currentDatabase()",
+	"SELECT name, engine FROM system.databases",
+	"SELECT table, rows, bytes_on_disk, disk_name FROM system.parts WHERE database = currentDatabase()",
+	"SELECT count() FROM system.merges",
 }
 
 // consoleFixture is a store with a sentinel table set, an HTTP server counting
@@ -326,4 +395,63 @@ func BenchmarkConsoleQuery(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestConsoleHidesDiskPaths: every column of a readable system table that
+// can hold a disk path is one the console refuses, and what the console
+// answers from each readable system table (whole rows, or every other column
+// of the tables with paths) never shows the engine's data folder.
+func TestConsoleHidesDiskPaths(t *testing.T) {
+	f := newConsoleFixture(t)
+	ctx := context.Background()
+	if err := f.s.InsertRuns(ctx, []Run{{RunID: "r1", RequestID: "q1", Pipeline: "x", Status: "ok"}}); err != nil {
+		t.Fatal(err)
+	}
+	type col struct {
+		Table string `json:"table"`
+		Name  string `json:"name"`
+	}
+	cols, err := queryRows[col](ctx, f.s.t, "SELECT table, name FROM system.columns WHERE database = 'system' ORDER BY table, position")
+	if err != nil {
+		t.Fatal(err)
+	}
+	others := map[string][]string{}
+	for _, c := range cols {
+		if !consoleSystemTables[c.Table] {
+			continue
+		}
+		lower := strings.ToLower(c.Name)
+		if strings.Contains(lower, "path") || strings.HasSuffix(lower, "filenames") {
+			if !consolePathColumns[lower] || !consolePathTables[c.Table] {
+				t.Errorf("system.%s.%s may hold a disk path but the console does not refuse it", c.Table, c.Name)
+			}
+			continue
+		}
+		others[c.Table] = append(others[c.Table], c.Name) // nested columns (a.b) unquoted
+	}
+	dir := testEngine.dir
+	for table := range consoleSystemTables {
+		if len(others[table]) == 0 {
+			continue // not in this engine's build
+		}
+		q := "SELECT * FROM system." + table + " LIMIT 1000"
+		if consolePathTables[table] {
+			q = "SELECT " + strings.Join(others[table], ", ") + " FROM system." + table + " LIMIT 1000"
+		}
+		if strings.HasPrefix(table, "numbers") || strings.HasPrefix(table, "zeros") {
+			q = "SELECT * FROM system." + table + " LIMIT 10"
+		}
+		res, err := f.s.Query(ctx, q)
+		if err != nil {
+			t.Errorf("Query(%q): %v", q, err)
+			continue
+		}
+		for _, row := range res.Rows {
+			for i, v := range row {
+				if strings.Contains(v, dir) {
+					t.Errorf("system.%s.%s shows the data folder: %q", table, res.Columns[i], v)
+				}
+			}
+		}
+	}
 }
