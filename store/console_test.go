@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,8 +18,35 @@ import (
 // consoleAttacks are statements that must not run: each tries to write, to run
 // a second statement, to read a file or the environment, to reach a URL or
 // another server, or to change a setting. {URL} is an HTTP server counting
-// hits, {DB} the store's database, {OUT} a file path that must not appear.
+// hits, {TCP} a TCP listener counting connections (host:port), {CANARY} a
+// file holding a secret token, {DB} the store's database, {OUT} a file path
+// that must not appear.
 var consoleAttacks = []string{
+	// the canary file and listener, in every shape known to reach them
+	"SELECT file('{CANARY}')",
+	"SELECT * FROM file('{CANARY}', 'LineAsString')",
+	"SELECT * FROM file('{CANARY}')",
+	"SELECT $$'$$; SELECT file('{CANARY}'); --'",
+	"SELECT `file`('{CANARY}')",
+	"SELECT 1 WHERE 1 IN file('{CANARY}', 'LineAsString', 'x String')",
+	"WITH (SELECT file('{CANARY}')) AS f SELECT f",
+	"SELECT arrayMap(p -> file(p), ['{CANARY}'])",
+	"SELECT * APPLY(file) FROM (SELECT '{CANARY}' AS p)",
+	"SELECT * FROM (SELECT * FROM file('{CANARY}', 'LineAsString'))",
+	"DESCRIBE file('{CANARY}', 'LineAsString')",
+	"SELECT * FROM fileCluster('default', '{CANARY}', 'LineAsString')",
+	"SELECT * FROM sqlite('{CANARY}', 't')",
+	"DESCRIBE url('http://{TCP}/x', 'CSV')",
+	"SELECT * FROM url('http://{TCP}/x', 'LineAsString')",
+	"SELECT * FROM s3('http://{TCP}/x', 'LineAsString')",
+	"SELECT * FROM remote('{TCP}', system.one)",
+	"SELECT * FROM remoteSecure('{TCP}', system.one)",
+	"SELECT * FROM mysql('{TCP}', 'd', 't', 'u', 'p')",
+	"SELECT * FROM postgresql('{TCP}', 'd', 't', 'u', 'p')",
+	"SELECT * FROM mongodb('{TCP}', 'd', 't', 'u', 'p', 'x String')",
+	"SELECT * FROM redis('{TCP}', 'k', 'k String')",
+	"SELECT hasColumnInTable('{TCP}', 'system', 'one', 'dummy')",
+	"SELECT 1 WHERE 1 IN url('http://{TCP}/x', 'CSV', 'x UInt8')",
 	// a second statement hidden from a lexer
 	"SELECT $$'$$; DROP TABLE {DB}.runs; --'",
 	"SELECT $$'$$; INSERT INTO {DB}.runs (run_id) VALUES ('x'); --'",
@@ -220,10 +248,14 @@ var consoleReads = []string{
 // consoleFixture is a store with a sentinel table set, an HTTP server counting
 // the requests the engine sends, and a path no statement may create.
 type consoleFixture struct {
-	s    *sqlStore
-	hits *atomic.Int64
-	url  string
-	out  string
+	s      *sqlStore
+	hits   *atomic.Int64
+	url    string
+	out    string
+	canary string // a file holding token
+	token  string
+	tcp    string // a listener's host:port
+	conns  *atomic.Int64
 }
 
 func newConsoleFixture(t testing.TB) consoleFixture {
@@ -235,11 +267,57 @@ func newConsoleFixture(t testing.TB) consoleFixture {
 		fmt.Fprintln(w, "1")
 	}))
 	t.Cleanup(srv.Close)
-	return consoleFixture{s: s, hits: &hits, url: srv.URL, out: filepath.Join(t.TempDir(), "out.csv")}
+	dir := t.TempDir()
+	token := fmt.Sprintf("canary-%d-secret-token", time.Now().UnixNano())
+	canary := filepath.Join(dir, "canary.txt")
+	if err := os.WriteFile(canary, []byte(token+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			c.Close()
+		}
+	}()
+	t.Cleanup(func() { ln.Close(); <-done })
+	return consoleFixture{s: s, hits: &hits, url: srv.URL, out: filepath.Join(dir, "out.csv"),
+		canary: canary, token: token, tcp: ln.Addr().String(), conns: &conns}
 }
 
 func (f consoleFixture) expand(q string) string {
-	return strings.NewReplacer("{DB}", f.s.db, "{URL}", f.url, "{OUT}", f.out).Replace(q)
+	return strings.NewReplacer("{DB}", f.s.db, "{URL}", f.url, "{OUT}", f.out, "{CANARY}", f.canary, "{TCP}", f.tcp).Replace(q)
+}
+
+// leaked fails t when a console answer (rows, column names or error) shows
+// the canary file's token.
+func (f consoleFixture) leaked(t testing.TB, q string, res QueryResult, err error) {
+	t.Helper()
+	if err != nil && strings.Contains(err.Error(), f.token) {
+		t.Fatalf("Query(%q): the error shows the canary file: %v", q, err)
+	}
+	for _, c := range res.Columns {
+		if strings.Contains(c, f.token) {
+			t.Fatalf("Query(%q): a column name shows the canary file: %q", q, c)
+		}
+	}
+	for _, row := range res.Rows {
+		for _, v := range row {
+			if strings.Contains(v, f.token) {
+				t.Fatalf("Query(%q): the answer shows the canary file: %q", q, v)
+			}
+		}
+	}
 }
 
 // intact fails t unless every table of the schema is still there, nothing was
@@ -263,6 +341,9 @@ func (f consoleFixture) intact(t testing.TB, after string) {
 	if n := f.hits.Load(); n != 0 {
 		t.Fatalf("after %q: the engine sent %d HTTP request(s)", after, n)
 	}
+	if n := f.conns.Load(); n != 0 {
+		t.Fatalf("after %q: the engine opened %d TCP connection(s) to the canary listener", after, n)
+	}
 	if _, err := os.Stat(f.out); err == nil {
 		t.Fatalf("after %q: %s was written", after, f.out)
 	}
@@ -284,6 +365,7 @@ func TestConsoleRefusesAttacks(t *testing.T) {
 		if err != nil && (strings.Contains(err.Error(), "root:") || strings.Contains(err.Error(), "PATH=")) {
 			t.Errorf("Query(%q): the error shows file contents: %v", q, err)
 		}
+		f.leaked(t, q, res, err)
 		f.intact(t, q)
 	}
 }
@@ -453,5 +535,22 @@ func TestConsoleHidesDiskPaths(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestConsoleCanariesWork: the canaries the attack test and the fuzz target
+// watch do catch a read outside the database. Run on the engine directly
+// (not through the console), a file() read shows the token and a url() read
+// connects to the listener.
+func TestConsoleCanariesWork(t *testing.T) {
+	f := newConsoleFixture(t)
+	ctx := context.Background()
+	res, err := f.s.t.queryText(ctx, f.expand("SELECT * FROM file('{CANARY}', 'LineAsString')"))
+	if err != nil || len(res.Rows) != 1 || res.Rows[0][0] != f.token {
+		t.Fatalf("the engine read of the canary file = %+v, %v; want the token", res, err)
+	}
+	_, _ = f.s.t.queryText(ctx, f.expand("SELECT * FROM url('http://{TCP}/x', 'LineAsString') SETTINGS http_max_tries = 1, http_connection_timeout = 1, http_receive_timeout = 1"))
+	if f.conns.Load() == 0 {
+		t.Fatal("a url() read on the engine did not reach the canary listener")
 	}
 }
