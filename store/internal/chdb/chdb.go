@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
@@ -66,14 +67,22 @@ type cAnalysis struct {
 	class      uint32
 }
 
-// prioLock is a mutex with two classes of waiters: normal ones (lock) go
-// before low ones (lockLow); a low waiter takes the lock only when it is free
-// and no normal waiter is queued. Low waiters give up when their context ends.
+// lowQuiet is how long the engine must have been free of normal calls before
+// a low-priority call starts: a tap accept or a page is several calls in a
+// row, and a console statement must not slip in between them.
+const lowQuiet = 50 * time.Millisecond
+
+// prioLock is a mutex with two classes of waiters: normal ones (Lock) go
+// before low ones (lockLow); a low waiter takes the lock only when it is free,
+// no normal waiter is queued and no normal call ended within lowQuiet. Low
+// waiters give up when their context ends.
 type prioLock struct {
-	mu      sync.Mutex
-	busy    bool
-	waiting int           // normal waiters queued
-	changed chan struct{} // closed (and replaced) at every unlock; nil until first wait
+	mu         sync.Mutex
+	busy       bool
+	low        bool          // the holder is a low-priority call
+	waiting    int           // normal waiters queued
+	lastNormal time.Time     // when the last normal call released the lock
+	changed    chan struct{} // closed (and replaced) at every unlock; nil until first wait
 }
 
 func (p *prioLock) signal() <-chan struct{} {
@@ -94,25 +103,47 @@ func (p *prioLock) Lock() {
 		p.mu.Lock()
 	}
 	p.waiting--
-	p.busy = true
+	p.busy, p.low = true, false
 	p.mu.Unlock()
 }
 
-// lockLow takes the lock once it is free and no normal waiter is queued, or
-// returns ctx's error.
+// lockLow takes the lock once it is free, no normal waiter is queued and no
+// normal call ended within lowQuiet, or returns ctx's error.
 func (p *prioLock) lockLow(ctx context.Context) error {
 	p.mu.Lock()
-	for p.busy || p.waiting > 0 {
+	for {
+		var quiet time.Duration
+		if !p.busy && p.waiting == 0 {
+			if quiet = lowQuiet - time.Since(p.lastNormal); quiet <= 0 {
+				break
+			}
+		}
 		ch := p.signal()
 		p.mu.Unlock()
+		var (
+			t     *time.Timer
+			timer <-chan time.Time
+		)
+		if quiet > 0 {
+			t = time.NewTimer(quiet)
+			timer = t.C
+		}
+		var err error
 		select {
 		case <-ch:
+		case <-timer:
 		case <-ctx.Done():
-			return ctx.Err()
+			err = ctx.Err()
+		}
+		if t != nil {
+			t.Stop()
+		}
+		if err != nil {
+			return err
 		}
 		p.mu.Lock()
 	}
-	p.busy = true
+	p.busy, p.low = true, true
 	p.mu.Unlock()
 	return nil
 }
@@ -120,7 +151,10 @@ func (p *prioLock) lockLow(ctx context.Context) error {
 // Unlock releases the lock and wakes every waiter.
 func (p *prioLock) Unlock() {
 	p.mu.Lock()
-	p.busy = false
+	if !p.low {
+		p.lastNormal = time.Now()
+	}
+	p.busy, p.low = false, false
 	if p.changed != nil {
 		close(p.changed)
 		p.changed = nil
@@ -194,9 +228,9 @@ func loadLocked() (*lib, error) {
 
 // Conn is a reference to the engine's connection. Calls are serialized by a
 // two-level lock: a low-priority call (QueryLow, ClassifyLow: the SQL
-// console) starts only while no other call runs or waits, so the product's
-// writes and page reads wait behind at most the one console statement already
-// running, never behind a queue of them.
+// console) starts only while no other call runs or waits and none ended in
+// the last 50 ms, so the product's writes and page reads wait behind at most
+// the one console statement already running, never behind a queue of them.
 type Conn struct {
 	path string // absolute data folder
 	refs int    // open references, guarded by process.mu
