@@ -201,7 +201,7 @@ func open(ctx context.Context, cfg Config) (*sqlStore, error) {
 		return nil, err
 	}
 	s := &sqlStore{t: t, db: quoteIdent(cfg.Database), dbName: cfg.Database, cluster: cfg.Cluster, console: newConsoleGuard(cfg.Database, cfg.QueryConcurrency),
-		queryLimits: cfg.consoleLimits()}
+		queryLimits: cfg.consoleLimits(), consoleWait: cfg.QueryTimeout}
 	if e, ok := t.(*embedded); ok {
 		s.consoleT = e.consoleView()
 	}
