@@ -25,9 +25,10 @@ type Config struct {
 	ConsoleDSN string `yaml:"console_dsn"`
 	// QueryTimeout bounds one Store.Query statement on the engine
 	// (ClickHouse's max_execution_time, whole seconds; default 10s): a runaway
-	// ad-hoc query fails with a timeout instead of holding the store. The
-	// embedded engine runs one statement at a time, so pages and the tap's
-	// writes wait behind a console query for at most this long.
+	// ad-hoc query fails with a timeout instead of holding the store. On the
+	// embedded engine embedded_console_timeout bounds a statement tighter, and
+	// this is how long a console query may wait for a gap in the tap's and
+	// the pages' work before it gets ErrQueryBusy.
 	QueryTimeout time.Duration `yaml:"query_timeout"`
 	// QueryMaxRows caps the rows one Store.Query may return (max_result_rows,
 	// default 100,000); past it the query fails and asks for a LIMIT.
