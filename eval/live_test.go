@@ -3,7 +3,6 @@ package eval
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -11,41 +10,8 @@ import (
 	"github.com/conductor-shadow/conductor-shadow/eval/gate"
 	"github.com/conductor-shadow/conductor-shadow/shadow"
 	"github.com/conductor-shadow/conductor-shadow/store"
+	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
-
-// liveTraffic stores, in [at, at+n minutes), en English short prompts the
-// candidate "conductor" answers as the incumbent does, and ru Russian longer
-// prompts with tables where it differs on every third.
-func liveTraffic(t *testing.T, st store.Store, at time.Time, en, ru int) {
-	t.Helper()
-	ctx := context.Background()
-	var reqs []store.Request
-	var runs []store.Run
-	add := func(id string, i int, req store.Request, agree bool) {
-		started := at.Add(time.Duration(i) * time.Minute)
-		req.RequestID, req.ReceivedAt, req.Source, req.App, req.Input = id, started, store.SourceTap, "bot", "[]"
-		reqs = append(reqs, req)
-		out := "42"
-		if !agree {
-			out = "41"
-		}
-		runs = append(runs,
-			store.Run{RunID: id + "-inc", RequestID: id, Pipeline: "incumbent:gpt-5", Mode: store.ModeIncumbent, StartedAt: started, Status: store.StatusOK, FinalOutput: "42"},
-			store.Run{RunID: id + "-cand", RequestID: id, Pipeline: "conductor", Mode: store.ModeCandidate, StartedAt: started, Status: store.StatusOK, FinalOutput: out})
-	}
-	for i := range en {
-		add(fmt.Sprint("en-", i), 2*i, store.Request{Language: "en", LengthBucket: "0-127"}, true)
-	}
-	for i := range ru {
-		add(fmt.Sprint("ru-", i), 2*i+1, store.Request{Language: "ru", HasTable: true, LengthBucket: "128-511"}, (i+1)%3 != 0)
-	}
-	if err := st.InsertRequests(ctx, reqs); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.InsertRuns(ctx, runs); err != nil {
-		t.Fatal(err)
-	}
-}
 
 func liveSegment(v gate.LiveVerdict, name string) *gate.LiveSegment {
 	for i := range v.Segments {
@@ -63,7 +29,7 @@ func liveSegment(v gate.LiveVerdict, name string) *gate.LiveSegment {
 func TestLiveVerdictsFromStore(t *testing.T) {
 	st := engine.Open(t)
 	at := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
-	liveTraffic(t, st, at, 600, 150)
+	storetest.InsertLiveTraffic(t, st, at, 600, 150)
 	la := st.(store.LiveAgreement)
 	day := store.OverviewQuery{From: at, To: at.Add(24 * time.Hour), BucketSeconds: liveDayBucket}
 	ruOnly := day
@@ -130,7 +96,7 @@ func TestSuiteReportLiveSection(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := engine.Open(t)
-	liveTraffic(t, st, time.Now().UTC().Add(-20*time.Hour), 300, 120)
+	storetest.InsertLiveTraffic(t, st, time.Now().UTC().Add(-20*time.Hour), 300, 120)
 	inc, cand := reportPipelines()
 	rep, err := RunSuite(ctx, store.NewRoles(st), set, inc, []shadow.Pipeline{cand}, SuiteOptions{SuiteRunID: "suite-live", ShiftWindow: 24 * time.Hour})
 	if err != nil {

@@ -6,12 +6,12 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/conductor-shadow/conductor-shadow/store"
+	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
 func TestParseOverviewQuery(t *testing.T) {
@@ -167,34 +167,8 @@ func testOverviewPage(t *testing.T, st store.Store) {
 // narrows the table to the segments of the selected requests.
 func TestOverviewLiveSegments(t *testing.T) {
 	st := engine.Open(t)
-	ctx := context.Background()
 	at := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
-	var reqs []store.Request
-	var runs []store.Run
-	add := func(id string, i int, req store.Request, agree bool) {
-		started := at.Add(time.Duration(i) * time.Minute)
-		req.RequestID, req.ReceivedAt, req.Source, req.App, req.Input = id, started, store.SourceTap, "bot", "[]"
-		reqs = append(reqs, req)
-		out := "42"
-		if !agree {
-			out = "41"
-		}
-		runs = append(runs,
-			store.Run{RunID: id + "-inc", RequestID: id, Pipeline: "incumbent:gpt-5", Mode: store.ModeIncumbent, StartedAt: started, Status: store.StatusOK, FinalOutput: "42"},
-			store.Run{RunID: id + "-cand", RequestID: id, Pipeline: "conductor", Mode: store.ModeCandidate, StartedAt: started, Status: store.StatusOK, FinalOutput: out})
-	}
-	for i := range 600 {
-		add("en-"+strconv.Itoa(i), 2*i, store.Request{Language: "en", LengthBucket: "0-127"}, true)
-	}
-	for i := range 150 {
-		add("ru-"+strconv.Itoa(i), 2*i+1, store.Request{Language: "ru", HasTable: true, LengthBucket: "128-511"}, (i+1)%3 != 0)
-	}
-	if err := st.InsertRequests(ctx, reqs); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.InsertRuns(ctx, runs); err != nil {
-		t.Fatal(err)
-	}
+	storetest.InsertLiveTraffic(t, st, at, 600, 150)
 	h := newTestServer(t, st, NewDefaultConfig())
 	day := overviewQuery{From: at, To: at.Add(24 * time.Hour)}
 	ruOnly := day
