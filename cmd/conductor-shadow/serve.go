@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -398,6 +400,9 @@ func (s *server) readyz(c *gin.Context) {
 	}
 	if len(r.Reasons) > 0 {
 		r.Status = "not_ready"
+		for _, part := range slices.Sorted(maps.Keys(r.Reasons)) {
+			_ = c.Error(fmt.Errorf("readyz: %s: %s", part, r.Reasons[part]))
+		}
 		c.JSON(http.StatusServiceUnavailable, r)
 		return
 	}
