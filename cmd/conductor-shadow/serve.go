@@ -120,13 +120,21 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 		}
 		s.queue = s.sq
 	}
+	// One PII secret for pseudonyms and subject hashes, stable across restarts:
+	// the environment's, else the key kept in the data folder.
+	pii, err := ingest.LoadPIISecret(s.cfg.Ingest.PII.SecretEnv, s.cfg.Store.Path)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	if pii.Created {
+		s.log.Info("PII key created; pseudonyms and subject hashes use it from now on (taps on other machines need the same key: set $"+s.cfg.Ingest.PII.SecretEnv+")", "key", pii.Source)
+	} else {
+		s.log.Info("PII key in use", "key", pii.Source)
+	}
 	var tap *ingest.Tap
 	if role != RoleShadow {
-		if tap, err = ingest.NewTap(s.cfg.Ingest, s.queue, s.stats, ingest.WithLogger(s.log)); err != nil {
+		if tap, err = ingest.NewTap(s.cfg.Ingest, s.queue, s.stats, ingest.WithLogger(s.log), ingest.WithPIISecret(pii.Key)); err != nil {
 			return fmt.Errorf("serve: %w", err)
-		}
-		if tap.EphemeralSecret() {
-			s.log.Warn("PII pseudonyms change on restart: no secret in $" + s.cfg.Ingest.PII.SecretEnv)
 		}
 		s.tap = tap
 	}
@@ -187,7 +195,7 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 		guarded.GET("/api/stats", a.statsHandler)
 	} else {
 		a.suites = &suiteRunner{cfg: s.cfg, roles: store.NewRoles(s.st), p: s.pipes, where: where + " (through the server at " + s.cfg.Server.Addr + ")"}
-		a.forget = newForgetter(s.cfg, s.st, tap) // without a tap (shadow role): the shared PII secret
+		a.forget = newForgetter(s.st, pii.Key)
 		a.register(guarded)
 	}
 	if err := s.metrics.watch(a.stats, a.writer); err != nil {
