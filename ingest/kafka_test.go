@@ -2,8 +2,11 @@ package ingest
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -202,4 +205,60 @@ func TestKafkaTapAcceptsOnlyAcknowledgedCopies(t *testing.T) {
 	if snap := stats.Snapshot(0); snap.Accepted != 1 || snap.Dropped[ReasonKafkaUnavailable] != 1 {
 		t.Errorf("stats = %+v; want 1 accepted, 1 dropped kafka_unavailable", snap)
 	}
+}
+
+// Readiness follows the brokers without any traffic: an idle producer (a tap)
+// and a waiting consumer (a shadow worker) turn not ready once the cluster is
+// gone, naming Kafka and the ping, and ready again once brokers answer on the
+// same address.
+func TestKafkaReadyFollowsTheBrokersWhenIdle(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "idle"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kcfg := NewDefaultKafkaConfig()
+	kcfg.Brokers, kcfg.Topic, kcfg.Group = c.ListenAddrs(), "idle", "idle-workers"
+	kcfg.PingInterval = 100 * time.Millisecond
+	roles := map[string]*KafkaQueue{}
+	for role, consume := range map[string]bool{"tap": false, "shadow worker": true} {
+		q, err := NewKafkaQueue(kcfg, consume, NewStats(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := q.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = q.Shutdown(context.Background()) })
+		if consume { // a worker waiting on an empty topic
+			go func() {
+				for {
+					if _, err := q.Next(context.Background()); errors.Is(err, ErrQueueClosed) {
+						return
+					}
+				}
+			}()
+		}
+		roles[role] = q
+	}
+	for role, q := range roles {
+		waitFor(t, role+" ready while the brokers answer", func() bool { return q.Ready() == nil })
+	}
+	c.Close()
+	for role, q := range roles {
+		waitFor(t, role+" not ready, naming the ping, with the cluster gone", func() bool {
+			err := q.Ready()
+			return err != nil && strings.Contains(err.Error(), "kafka unreachable") && strings.Contains(err.Error(), "(ping)")
+		})
+	}
+	_, port, err := net.SplitHostPort(kcfg.Brokers[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := strconv.Atoi(port)
+	again, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(p), kfake.SeedTopics(1, "idle"))
+	if err != nil {
+		t.Skipf("cannot listen on %s again to check recovery: %v", kcfg.Brokers[0], err)
+	}
+	defer again.Close()
+	waitFor(t, "tap ready again once the brokers answer", func() bool { return roles["tap"].Ready() == nil })
 }

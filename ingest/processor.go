@@ -142,8 +142,19 @@ func (p *Processor) Shutdown(ctx context.Context) error {
 func (p *Processor) work(ctx context.Context) {
 	for ctx.Err() == nil {
 		d, err := p.queue.Next(ctx)
-		if err != nil {
+		if errors.Is(err, ErrQueueClosed) || ctx.Err() != nil {
 			return
+		}
+		if err != nil {
+			// A transport failure (a Kafka fetch): readiness reports it; the
+			// worker waits a second and reads again rather than leaving the pool.
+			p.loss.log("shadow: reading the queue failed; retrying", "queue_read", err, 0)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+			continue
 		}
 		p.process(ctx, d)
 	}

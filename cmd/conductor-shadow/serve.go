@@ -105,6 +105,9 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 		if s.kafka, err = ingest.NewKafkaQueue(s.cfg.Ingest.Kafka, role != RoleTap, s.stats, s.log); err != nil {
 			return fmt.Errorf("serve: %w", err)
 		}
+		if err := s.kafka.Start(ctx); err != nil { // the metadata ping /readyz reads
+			return fmt.Errorf("serve: %w", err)
+		}
 		s.queue = s.kafka
 		if s.st != nil {
 			shadowWriter = ingest.StoreWriter{Store: s.st}
