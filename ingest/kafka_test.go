@@ -25,6 +25,11 @@ type countingStore struct {
 	inserted atomic.Int64
 }
 
+// FinishedRuns passes the lookup through to the wrapped store.
+func (s *countingStore) FinishedRuns(ctx context.Context, id string) ([]store.WorkKey, error) {
+	return s.Store.(store.RunLookup).FinishedRuns(ctx, id)
+}
+
 func (s *countingStore) InsertRequests(ctx context.Context, reqs []store.Request) error {
 	s.inserted.Add(int64(len(reqs)))
 	return s.Store.InsertRequests(ctx, reqs)
@@ -60,6 +65,11 @@ func startConsumer(t *testing.T, kcfg KafkaConfig, st store.Store, stats *Stats,
 	cfg := NewDefaultConfig()
 	cfg.Workers = 4
 	proc := NewProcessor(cfg, q, StoreWriter{Store: st}, []shadow.Pipeline{cand}, flatPricer(0), stats, nil)
+	lookup, err := store.NewRoles(st).RunLookup()
+	if err != nil {
+		t.Fatal(err)
+	}
+	proc.UseRunLookup(lookup)
 	if err := proc.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +133,8 @@ func TestKafkaConsumerRestartStoresEachExchangeOnce(t *testing.T) {
 	}
 
 	fast := &echoPipeline{}
-	second := startConsumer(t, kcfg, st, NewStats(), fast)
+	secondStats := NewStats()
+	second := startConsumer(t, kcfg, st, secondStats, fast)
 	waitForD(t, 40*time.Second, "every exchange stored", func() bool {
 		if st.inserted.Load() < n { // cannot be all stored yet: spare the engine a count
 			return false
@@ -145,6 +156,24 @@ func TestKafkaConsumerRestartStoresEachExchangeOnce(t *testing.T) {
 	if st.inserted.Load() <= n {
 		t.Fatalf("%d request rows inserted for %d exchanges: the crash re-delivered nothing, so the test proved nothing", st.inserted.Load(), n)
 	}
+	// No second spend: a re-delivered exchange whose candidate run was stored
+	// before the crash is not run again.
+	runs := map[string]int{}
+	for _, p := range []*echoPipeline{slow, fast} {
+		for _, id := range p.seen {
+			runs[id]++
+		}
+	}
+	for id, c := range runs {
+		if c > 1 {
+			t.Errorf("exchange %s: the candidate ran %d times; want once", id, c)
+		}
+	}
+	skipped := secondStats.Snapshot(0).SkippedRuns
+	if skipped == 0 {
+		t.Errorf("the second consumer skipped no stored run: the re-delivery of stored exchanges was not exercised")
+	}
+	t.Logf("second consumer skipped %d candidate runs already stored", skipped)
 	t.Logf("first consumer stored %d; %d request rows inserted for %d exchanges (re-deliveries deduplicated by key)", firstDone, st.inserted.Load(), n)
 }
 

@@ -44,6 +44,7 @@ type Processor struct {
 	log        *slog.Logger
 	loss       *lossLog
 	segmenter  *segment.Segmenter
+	lookup     store.RunLookup // what a re-delivered exchange already has (Kafka); nil: none
 
 	mu       sync.Mutex
 	started  bool
@@ -70,6 +71,14 @@ func (p *Processor) UseSegmenter(s *segment.Segmenter) {
 		p.segmenter = s
 	}
 }
+
+// UseRunLookup makes the processor ask the store, before running the
+// candidates of an exchange delivered without store-first bookkeeping (Kafka,
+// at least once), which candidate versions already have a finished run of that
+// request, and skip those (counted as StatsSnapshot.SkippedRuns): a
+// re-delivery, a re-sent file or a restart never runs a candidate version
+// twice. Call before Start.
+func (p *Processor) UseRunLookup(l store.RunLookup) { p.lookup = l }
 
 // Start launches the workers. They run until Shutdown; ctx bounds nothing but is
 // the parent of every shadow run's context.
@@ -194,12 +203,26 @@ func (p *Processor) process(ctx context.Context, d Delivery) {
 			return
 		}
 	}
+	var finished []store.WorkKey
+	if !d.Stored && p.lookup != nil {
+		var ok bool
+		if finished, ok = p.finishedRuns(ctx, ex.RequestID); !ok {
+			// Stopped while the store did not answer: nothing ran, the
+			// delivery stays unacked and comes again.
+			p.stats.leftPending.Add(1)
+			return
+		}
+	}
 	sreq := shadow.Request{RequestID: ex.RequestID, Messages: ex.Request.Messages}
 	runCtx := ContextWithTraceParent(ctx, ex.TraceParent) // runs join the production request's trace
 	interrupted := false
 	for _, c := range p.candidates {
 		key := store.WorkKey{Pipeline: c.Name(), PipelineVersion: c.Version()}
 		if d.Owed != nil && !slices.Contains(d.Owed, key) {
+			continue
+		}
+		if slices.Contains(finished, key) {
+			p.stats.skippedRuns.Add(1) // already run and stored: never paid for twice
 			continue
 		}
 		if ctx.Err() != nil {
@@ -245,6 +268,25 @@ func (p *Processor) process(ctx context.Context, d Delivery) {
 	}
 	p.stats.processed.Add(1)
 	d.Ack()
+}
+
+// finishedRuns asks the lookup which candidate versions already have a
+// finished run of id, retrying with backoff while the store does not answer;
+// ok is false only when ctx ended first.
+func (p *Processor) finishedRuns(ctx context.Context, id string) (keys []store.WorkKey, ok bool) {
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval = 10 * time.Millisecond
+	bo.MaxInterval = time.Second
+	bo.MaxElapsedTime = 0
+	err := backoff.Retry(func() error {
+		var err error
+		keys, err = p.lookup.FinishedRuns(ctx, id)
+		if err != nil && ctx.Err() == nil {
+			p.loss.log("shadow: looking up finished runs failed; retrying before running any candidate", "run_lookup", err, 0)
+		}
+		return err
+	}, backoff.WithContext(bo, ctx))
+	return keys, err == nil
 }
 
 // enqueue hands b to the writer, waiting with exponential backoff while the writer

@@ -160,6 +160,15 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 			return fmt.Errorf("serve: %w", err)
 		}
 		s.proc.UseSegmenter(seg)
+		if s.kafka != nil {
+			// Kafka delivers at least once: before running a candidate, the
+			// workers look up whether its run is stored already.
+			lookup, err := store.NewRoles(s.st).RunLookup()
+			if err != nil {
+				return fmt.Errorf("serve: %w", err)
+			}
+			s.proc.UseRunLookup(lookup)
+		}
 		if err := s.proc.Start(ctx); err != nil {
 			return fmt.Errorf("serve: %w", err)
 		}
