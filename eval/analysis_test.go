@@ -10,7 +10,6 @@ import (
 	"github.com/conductor-shadow/conductor-shadow/eval/stats"
 	"github.com/conductor-shadow/conductor-shadow/shadow"
 	"github.com/conductor-shadow/conductor-shadow/store"
-	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
 // The verdict, the policy version, the noise floor and the case snapshot's
@@ -21,7 +20,7 @@ func TestRunSuiteVerdictStored(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := storetest.NewMemory()
+	st := engine.Open(t)
 	inc, cand := reportPipelines()
 	pol := gate.Policy{Version: "test-7", Confidence: 0.95, Cost: &gate.CostGate{MaxRatio: 1.0},
 		Segments: &gate.SegmentsGate{MustNotRegress: []string{"category:mmlu"}}}
@@ -73,9 +72,9 @@ func TestRunSuiteVerdictStored(t *testing.T) {
 			t.Errorf("markdown lacks %q", want)
 		}
 	}
-	cases, err := st.ListCases(ctx, "suite-verdict")
-	if err != nil {
-		t.Fatal(err)
+	cases, err := st.(store.EvalHistory).ListCases(ctx, "suite-verdict")
+	if err != nil || len(cases) != 5 {
+		t.Fatalf("case snapshot: %d cases, want 5: %v", len(cases), err)
 	}
 	for _, c := range cases {
 		var extra map[string]any

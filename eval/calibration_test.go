@@ -17,7 +17,6 @@ import (
 	"github.com/conductor-shadow/conductor-shadow/shadow"
 	"github.com/conductor-shadow/conductor-shadow/shadow/simpool"
 	"github.com/conductor-shadow/conductor-shadow/store"
-	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
 // TestSimulatorCalibration is the platform's calibration: a known truth
@@ -87,6 +86,8 @@ func TestSimulatorCalibration(t *testing.T) {
 	var table strings.Builder
 	fmt.Fprintf(&table, "%-30s %-22s %5s %10s %10s %17s %s\n", "worker", "set", "n", "configured", "measured", "Wilson 95% CI", "truncated")
 	sort.Strings(files)
+	// One store for every set: each set is a suite run of its own id and name.
+	st := eval.OpenTestStore(t)
 	for _, file := range files {
 		set, err := eval.LoadSet(file)
 		if err != nil {
@@ -105,7 +106,7 @@ func TestSimulatorCalibration(t *testing.T) {
 			continue // adversarial probes measure attacks, not the profiles' accuracy
 		}
 		began := time.Now()
-		rep, err := eval.RunSuite(context.Background(), store.NewRoles(storetest.NewMemory()), set, pipes[0], pipes[1:],
+		rep, err := eval.RunSuite(context.Background(), store.NewRoles(st), set, pipes[0], pipes[1:],
 			eval.SuiteOptions{SuiteRunID: "calibration-" + set.Name, Concurrency: 8, Graders: graders})
 		if err != nil {
 			t.Fatal(err)

@@ -11,7 +11,6 @@ import (
 	"github.com/conductor-shadow/conductor-shadow/shadow"
 	"github.com/conductor-shadow/conductor-shadow/shadow/simpool"
 	"github.com/conductor-shadow/conductor-shadow/store"
-	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
 // TestProbeSuiteOnSimulatedPool runs the shipped adversarial probe sets with
@@ -57,7 +56,7 @@ func TestProbeSuiteOnSimulatedPool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := eval.RunSuite(context.Background(), store.NewRoles(storetest.NewMemory()), set, inc, []shadow.Pipeline{cond}, eval.SuiteOptions{})
+	rep, err := eval.RunSuite(context.Background(), store.NewRoles(eval.OpenTestStore(t)), set, inc, []shadow.Pipeline{cond}, eval.SuiteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/conductor-shadow/conductor-shadow/shadow"
 	"github.com/conductor-shadow/conductor-shadow/store"
-	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
 func TestProgress(t *testing.T) {
@@ -16,11 +15,16 @@ func TestProgress(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	st := engine.Open(t)
 	for _, bar := range []bool{false, true} {
 		var out bytes.Buffer
 		inc, cand := reportPipelines()
-		_, err := RunSuite(context.Background(), store.NewRoles(storetest.NewMemory()), set, inc, []shadow.Pipeline{cand},
-			SuiteOptions{SuiteRunID: "suite-p", Concurrency: 1, Progress: &out, progressBar: &bar})
+		id := "suite-p"
+		if bar {
+			id = "suite-p-bar"
+		}
+		_, err := RunSuite(context.Background(), store.NewRoles(st), set, inc, []shadow.Pipeline{cand},
+			SuiteOptions{SuiteRunID: id, Concurrency: 1, Progress: &out, progressBar: &bar})
 		if err != nil {
 			t.Fatal(err)
 		}

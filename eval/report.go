@@ -152,6 +152,10 @@ type Report struct {
 	// ShiftWindow); ShiftError says why it is missing when it failed.
 	Shift      *shift.Report `json:"shift,omitempty"`
 	ShiftError string        `json:"shift_error,omitempty"`
+	// Live is the running verdict on the live shadow traffic of the same
+	// window (LiveVerdicts); LiveError says why it is missing when it failed.
+	Live      *LiveSection `json:"live,omitempty"`
+	LiveError string       `json:"live_error,omitempty"`
 }
 
 // BuildReport computes a Report from outcomes. Pipelines named in meta come
@@ -410,6 +414,11 @@ func (r *Report) Markdown() string {
 		b.WriteString(r.Shift.Markdown())
 	} else if r.ShiftError != "" {
 		fmt.Fprintf(&b, "\n## Shift\n\nThe shift section could not be computed: %s\n", mdText(r.ShiftError))
+	}
+	if r.Live != nil {
+		b.WriteString(r.Live.Markdown())
+	} else if r.LiveError != "" {
+		fmt.Fprintf(&b, "\n## Running verdict on live traffic\n\nThe live section could not be computed: %s\n", mdText(r.LiveError))
 	}
 	return b.String()
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/conductor-shadow/conductor-shadow/shadow"
 	"github.com/conductor-shadow/conductor-shadow/store"
-	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
 // Two suite runs of the same set and candidate: the second, where the
@@ -24,7 +23,7 @@ func TestReportHTMLAndRegressions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := storetest.NewMemory()
+	st := engine.Open(t)
 	inc, cand := reportPipelines()
 	first, err := RunSuite(ctx, store.NewRoles(st), set, inc, []shadow.Pipeline{cand}, SuiteOptions{SuiteRunID: "suite-1"})
 	if err != nil {

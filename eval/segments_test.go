@@ -11,7 +11,6 @@ import (
 	"github.com/conductor-shadow/conductor-shadow/ingest/segment"
 	"github.com/conductor-shadow/conductor-shadow/shadow"
 	"github.com/conductor-shadow/conductor-shadow/store"
-	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
 func TestSegmentNames(t *testing.T) {
@@ -71,7 +70,7 @@ func TestSuiteReportShiftSection(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := storetest.NewMemory()
+	st := engine.Open(t)
 	now := time.Now().UTC()
 	var live []store.Request
 	for i := range 150 {

@@ -72,10 +72,12 @@ type SuiteOptions struct {
 	// NoiseRun runs the incumbent a second time per case (A′, pipeline name
 	// incumbent name + RerunSuffix, mode incumbent) for the noise floor.
 	NoiseRun bool
-	// ShiftWindow, when positive, adds a shift section to the report: the
-	// set's segment mix against the live traffic received in the ShiftWindow
-	// before the run finished (eval/shift; needs a store with
-	// store.SegmentAnalytics).
+	// ShiftWindow, when positive, is the report's live window, the
+	// ShiftWindow before the run finished. It adds a shift section (the set's
+	// segment mix against the live traffic received in it; eval/shift, needs a
+	// store with store.SegmentAnalytics) and a live section (Report.Live: the
+	// candidates' running verdicts on the window's shadow traffic, overall
+	// and per segment, LiveVerdicts).
 	ShiftWindow time.Duration
 	// LatencyScales, when set, is asked once the cases are done for the factors
 	// the simulated pool scaled latencies by (shadow.Pool.SimulatedLatencyScales);
@@ -105,7 +107,11 @@ func (r rerun) Name() string { return r.Pipeline.Name() + RerunSuffix }
 // ReportMarkdown and ReportJSON at the end, or "error" with the failure in
 // Headline), the case snapshot, one store.Request per case (Source
 // store.SourceSuite, RequestID SuiteRunID+"/"+case id), the runs, their steps and
-// one store.Score per run. Pipelines' own failures are stored as failed runs and
+// one store.Score per run. Finished cases are written in batches, requests
+// before their runs: when SuiteFlushCases are buffered, when a case finishes
+// and the oldest buffered one waited SuiteFlushInterval, and the rest when the
+// last case is done or the suite stops.
+// Pipelines' own failures are stored as failed runs and
 // count against accuracy; they never stop the suite. A store error, an unknown
 // grader, bad arguments or ctx cancellation stop it with an error.
 //
@@ -119,7 +125,8 @@ func (r rerun) Name() string { return r.Pipeline.Name() + RerunSuffix }
 // It takes from roles a store.TraceWriter (the cases' requests, runs, steps and
 // scores), a store.SuiteWriter (the suite run row and case snapshot), a
 // store.EvalHistory (the previous suite run) and a store.OverviewReader (the
-// shadow traffic per day of the sample-size advice); a store without one of
+// shadow traffic per day of the sample-size advice, and the live pairs of the
+// report's live section when opts.ShiftWindow is set); a store without one of
 // them is an error wrapping store.ErrNotSupported, before anything is stored.
 func RunSuite(ctx context.Context, roles store.Roles, set *Set, incumbent shadow.Pipeline, candidates []shadow.Pipeline, opts SuiteOptions) (*Report, error) {
 	r, err := newSuiteRunner(roles, set, incumbent, candidates, opts)
@@ -130,10 +137,10 @@ func RunSuite(ctx context.Context, roles store.Roles, set *Set, incumbent shadow
 }
 
 type suiteRunner struct {
-	traces    store.TraceWriter
+	traces    *caseWriter
 	suites    store.SuiteWriter
 	history   store.EvalHistory
-	overview  store.OverviewAnalytics
+	overview  store.OverviewReader
 	set       *Set
 	cases     []Case
 	pipelines []shadow.Pipeline // incumbent first
@@ -226,7 +233,7 @@ func newSuiteRunner(roles store.Roles, set *Set, incumbent shadow.Pipeline, cand
 		graders[c.Grader] = g
 	}
 	return &suiteRunner{
-		traces: traces, suites: suites, history: history, overview: overview, set: set, cases: cases, pipelines: pipelines, graders: graders, opts: opts, segmenter: segment.New(nil),
+		traces: &caseWriter{traces: traces}, suites: suites, history: history, overview: overview, set: set, cases: cases, pipelines: pipelines, graders: graders, opts: opts, segmenter: segment.New(nil),
 		segments: segments, segmentsErr: segmentsErr,
 		row: store.SuiteRun{
 			SuiteRunID: opts.SuiteRunID,
@@ -282,7 +289,10 @@ func (r *suiteRunner) run(ctx context.Context) (*Report, error) {
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
-				out, err := r.runCase(runCtx, r.cases[i])
+				out, batch, err := r.runCase(runCtx, r.cases[i])
+				if err == nil {
+					err = r.traces.add(runCtx, batch)
+				}
 				if err != nil {
 					cancel(err)
 					continue
@@ -303,6 +313,9 @@ feed:
 	close(jobs)
 	wg.Wait()
 	if err := context.Cause(runCtx); err != nil {
+		return nil, r.finishWithError(ctx, fmt.Errorf("eval: run suite %s: %w", r.row.SuiteRunID, err))
+	}
+	if err := r.traces.flush(ctx); err != nil {
 		return nil, r.finishWithError(ctx, fmt.Errorf("eval: run suite %s: %w", r.row.SuiteRunID, err))
 	}
 
@@ -336,6 +349,17 @@ feed:
 		}
 		if err != nil {
 			rep.ShiftError = err.Error()
+		}
+	}
+	if r.opts.ShiftWindow > 0 {
+		pol := gate.NewDefaultPolicy()
+		if rep.Policy != nil {
+			pol = *rep.Policy
+		}
+		var err error
+		rep.Live, err = LiveVerdicts(ctx, r.overview, store.OverviewQuery{From: r.row.FinishedAt.Add(-r.opts.ShiftWindow), To: r.row.FinishedAt, BucketSeconds: liveDayBucket}, pol)
+		if err != nil {
+			rep.LiveError = err.Error()
 		}
 	}
 	js, err := rep.JSON()
@@ -382,28 +406,33 @@ func shadowCasesPerDay(ctx context.Context, an store.OverviewAnalytics, now time
 	return out
 }
 
-// finishWithError marks the suite run "error" (even when ctx is cancelled) and
-// returns err.
+// finishWithError stores the finished cases still buffered, marks the suite
+// run "error" (both even when ctx is cancelled) and returns err, joined with
+// the failure to store them.
 func (r *suiteRunner) finishWithError(ctx context.Context, err error) error {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if ferr := r.traces.flush(wctx); ferr != nil {
+		err = errors.Join(err, fmt.Errorf("eval: run suite %s: %w", r.row.SuiteRunID, ferr))
+	}
 	r.row.Status = SuiteStatusError
 	r.row.FinishedAt = time.Now().UTC()
 	r.row.Headline = "failed: " + err.Error()
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
 	if werr := r.suites.InsertSuiteRuns(wctx, []store.SuiteRun{r.row}); werr != nil {
 		return errors.Join(err, fmt.Errorf("eval: run suite %s: mark failed: %w", r.row.SuiteRunID, werr))
 	}
 	return err
 }
 
-// runCase stores the request, runs every pipeline, stores runs and steps, grades
-// and stores scores. A returned error stops the suite.
-func (r *suiteRunner) runCase(ctx context.Context, c Case) ([]Outcome, error) {
+// runCase runs every pipeline on c and grades the runs: it returns the
+// outcomes and the records to store (the request, runs, steps and scores). A
+// returned error stops the suite.
+func (r *suiteRunner) runCase(ctx context.Context, c Case) ([]Outcome, store.Batch, error) {
 	reqID := r.row.SuiteRunID + "/" + c.ID
 	msgs := c.Messages()
 	input, err := json.Marshal(msgs)
 	if err != nil {
-		return nil, fmt.Errorf("case %s: encode messages: %w", c.ID, err)
+		return nil, store.Batch{}, fmt.Errorf("case %s: encode messages: %w", c.ID, err)
 	}
 	sum := sha256.Sum256(input)
 	segs := r.segmenter.Of(c.Prompt())
@@ -422,10 +451,6 @@ func (r *suiteRunner) runCase(ctx context.Context, c Case) ([]Outcome, error) {
 			"set_version": r.set.Version, "case_id": c.ID, "grader": c.Grader,
 		},
 	}
-	if err := r.traces.InsertRequests(ctx, []store.Request{req}); err != nil {
-		return nil, fmt.Errorf("case %s: insert request: %w", c.ID, err)
-	}
-
 	sreq := shadow.Request{RequestID: reqID, SuiteRunID: r.row.SuiteRunID, Messages: msgs}
 	results := make([]shadow.Result, len(r.pipelines))
 	var wg sync.WaitGroup
@@ -442,7 +467,7 @@ func (r *suiteRunner) runCase(ctx context.Context, c Case) ([]Outcome, error) {
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, store.Batch{}, err
 	}
 
 	var runs []store.Run
@@ -456,14 +481,6 @@ func (r *suiteRunner) runCase(ctx context.Context, c Case) ([]Outcome, error) {
 		runs = append(runs, res.Run)
 		steps = append(steps, res.Steps...)
 	}
-	if err := r.traces.InsertRuns(ctx, runs); err != nil {
-		return nil, fmt.Errorf("case %s: insert runs: %w", c.ID, err)
-	}
-	if len(steps) > 0 {
-		if err := r.traces.InsertSteps(ctx, steps); err != nil {
-			return nil, fmt.Errorf("case %s: insert steps: %w", c.ID, err)
-		}
-	}
 
 	g := r.graders[c.Grader]
 	rule := gate.NewDefaultPolicy().TruncationRule()
@@ -476,7 +493,7 @@ func (r *suiteRunner) runCase(ctx context.Context, c Case) ([]Outcome, error) {
 	for i, run := range runs {
 		gr := gradeRun(ctx, g, c, run, results[i].Steps)
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, store.Batch{}, err
 		}
 		excluded := false
 		if run.Truncated && gr.Err == nil {
@@ -501,10 +518,7 @@ func (r *suiteRunner) runCase(ctx context.Context, c Case) ([]Outcome, error) {
 			App: c.ExtraString("app"), Tags: c.Tags, Grader: g.Name(), Segments: segNames,
 		}
 	}
-	if err := r.traces.InsertScores(ctx, scores); err != nil {
-		return nil, fmt.Errorf("case %s: insert scores: %w", c.ID, err)
-	}
-	return outcomes, nil
+	return outcomes, store.Batch{Requests: []store.Request{req}, Runs: runs, Steps: steps, Scores: scores}, nil
 }
 
 // applyTruncation applies the gate policy's truncation rule to the grade of a

@@ -106,7 +106,7 @@ func TestRunSuiteReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := storetest.NewMemory()
+	st := engine.Open(t)
 	inc, cand := reportPipelines()
 	var progress bytes.Buffer
 	rep, err := RunSuite(ctx, store.NewRoles(st), set, inc, []shadow.Pipeline{cand}, SuiteOptions{
@@ -158,7 +158,7 @@ func TestRunSuiteReport(t *testing.T) {
 	check("candidate/mmlu", pc.Categories[1].Stats, figures{2, 2, 0, 1, 0.0025, 0.005, 1500, 2500, 150, 25, 1.5, true})
 
 	// What was stored.
-	counts := st.Counts()
+	counts := storetest.MustCountRows(t, st)
 	if counts != (storetest.Counts{Requests: 5, Runs: 10, Steps: 16, Scores: 10, SuiteRuns: 1, Cases: 5}) {
 		t.Errorf("stored %+v", counts)
 	}
@@ -258,7 +258,7 @@ func TestRunSuiteGraderError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := storetest.NewMemory()
+	st := engine.Open(t)
 	inc, _ := reportPipelines()
 	rep, err := RunSuite(context.Background(), store.NewRoles(st), set, inc, nil, SuiteOptions{
 		SuiteRunID: "suite-ge",
@@ -306,7 +306,7 @@ func TestRunSuiteCancel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := storetest.NewMemory()
+	st := engine.Open(t)
 	p := &blockingPipeline{started: make(chan struct{}, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-p.started; cancel() }()
@@ -321,13 +321,70 @@ func TestRunSuiteCancel(t *testing.T) {
 	if sr.Status != SuiteStatusError || !strings.Contains(sr.Headline, "canceled") {
 		t.Errorf("suite run %+v", sr)
 	}
-	if c := st.Counts(); c.Runs != 0 || c.Scores != 0 {
+	if c := storetest.MustCountRows(t, st); c.Runs != 0 || c.Scores != 0 {
 		t.Errorf("cancelled cases stored: %+v", c)
 	}
 }
 
-// failingStore fails InsertRuns.
-type failingStore struct{ *storetest.Memory }
+// stallingPipeline answers the first cases it is given and waits for
+// cancellation on the others.
+type stallingPipeline struct {
+	answer  *fakePipeline
+	answers int // cases answered before stalling
+	n       atomic.Int64
+	stalled chan struct{}
+}
+
+func (p *stallingPipeline) Name() string    { return p.answer.Name() }
+func (p *stallingPipeline) Version() string { return p.answer.Version() }
+func (p *stallingPipeline) Run(ctx context.Context, req shadow.Request, mode string) shadow.Result {
+	if p.n.Add(1) <= int64(p.answers) {
+		return p.answer.Run(ctx, req, mode)
+	}
+	close(p.stalled)
+	<-ctx.Done()
+	return shadow.Result{Run: store.Run{RunID: req.RequestID, Status: store.StatusError, Error: ctx.Err().Error()}}
+}
+
+// Cases finished before a stop are stored (they wait in the write buffer
+// until then); the cancelled case is not.
+func TestRunSuiteCancelStoresFinishedCases(t *testing.T) {
+	set, err := LoadSet("testdata/sets/report-mini.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := engine.Open(t)
+	inc, _ := reportPipelines()
+	p := &stallingPipeline{answer: inc, answers: 2, stalled: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-p.stalled; cancel() }()
+	_, err = RunSuite(ctx, store.NewRoles(st), set, p, nil, SuiteOptions{SuiteRunID: "suite-stop", Concurrency: 1})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err %v, want context.Canceled", err)
+	}
+	if c := storetest.MustCountRows(t, st); c.Requests != 2 || c.Runs != 2 || c.Scores != 2 || c.Cases != 5 || c.SuiteRuns != 1 {
+		t.Errorf("stored %+v, want the 2 finished cases' request, run and score", c)
+	}
+	for _, id := range []string{"gsm8k-test-0", "gsm8k-test-1"} {
+		if tr, err := st.GetTrace(context.Background(), "suite-stop/"+id); err != nil || len(tr.Runs) != 1 || len(tr.Scores) != 1 {
+			t.Errorf("finished case %s: %v %+v", id, err, tr)
+		}
+	}
+	sr, err := st.GetSuiteRun(context.Background(), "suite-stop")
+	if err != nil || sr.Status != SuiteStatusError {
+		t.Errorf("suite run %+v: %v", sr, err)
+	}
+}
+
+// suiteStore is the roles of the engine's store the suite runner takes.
+type suiteStore interface {
+	store.Store
+	store.EvalHistory
+	store.OverviewReader
+}
+
+// failingStore is the engine's store whose InsertRuns fails.
+type failingStore struct{ suiteStore }
 
 func (failingStore) InsertRuns(context.Context, []store.Run) error { return errors.New("disk full") }
 
@@ -336,13 +393,13 @@ func TestRunSuiteStoreError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mem := storetest.NewMemory()
+	st := engine.Open(t)
 	inc, cand := reportPipelines()
-	_, err = RunSuite(context.Background(), store.NewRoles(failingStore{mem}), set, inc, []shadow.Pipeline{cand}, SuiteOptions{SuiteRunID: "suite-fail"})
+	_, err = RunSuite(context.Background(), store.NewRoles(failingStore{st.(suiteStore)}), set, inc, []shadow.Pipeline{cand}, SuiteOptions{SuiteRunID: "suite-fail"})
 	if err == nil || !strings.Contains(err.Error(), "insert runs: disk full") {
 		t.Fatalf("err %v", err)
 	}
-	sr, err := mem.GetSuiteRun(context.Background(), "suite-fail")
+	sr, err := st.GetSuiteRun(context.Background(), "suite-fail")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,7 +413,7 @@ func TestRunSuiteLimitAndDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := storetest.NewMemory()
+	st := engine.Open(t)
 	inc, cand := reportPipelines()
 	rep, err := RunSuite(context.Background(), store.NewRoles(st), set, inc, []shadow.Pipeline{cand}, SuiteOptions{Limit: 2})
 	if err != nil {
@@ -368,7 +425,7 @@ func TestRunSuiteLimitAndDefaults(t *testing.T) {
 	if got := inc.calls.Load(); got != 2 {
 		t.Errorf("incumbent ran %d times, want 2", got)
 	}
-	if c := st.Counts(); c.Requests != 2 || c.Cases != 2 || c.Scores != 4 {
+	if c := storetest.MustCountRows(t, st); c.Requests != 2 || c.Cases != 2 || c.Scores != 4 {
 		t.Errorf("stored %+v", c)
 	}
 }
@@ -394,14 +451,16 @@ func TestRunSuiteBadArguments(t *testing.T) {
 		{"unknown grader", set, nil, SuiteOptions{Graders: func(n string) (Grader, error) { return nil, fmt.Errorf("no grader %s", n) }}, "no grader numeric"},
 		{"invalid policy", set, nil, SuiteOptions{Policy: &gate.Policy{Confidence: 0.95, Quality: &gate.QualityGate{}}}, "version is required"},
 	}
+	// Every row is refused before anything is stored, so they share one store
+	// that must stay empty.
+	st := engine.Open(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			st := storetest.NewMemory()
 			_, err := RunSuite(context.Background(), store.NewRoles(st), tt.set, inc, tt.cands, tt.opts)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err %v, want %q", err, tt.want)
 			}
-			if c := st.Counts(); c != (storetest.Counts{}) {
+			if c := storetest.MustCountRows(t, st); c != (storetest.Counts{}) {
 				t.Errorf("wrote before validating: %+v", c)
 			}
 		})
@@ -428,6 +487,7 @@ func TestRunSuiteTruncationRule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	st := engine.Open(t)
 	for _, tt := range []struct {
 		rule                 string
 		passed, graded, excl int
@@ -443,8 +503,11 @@ func TestRunSuiteTruncationRule(t *testing.T) {
 			cand.truncated = map[string]bool{"gsm8k-test-0": true} // \boxed{18}: right, but cut
 			pol := gate.NewDefaultPolicy()
 			pol.Truncation = tt.rule
-			st := storetest.NewMemory()
-			rep, err := RunSuite(context.Background(), store.NewRoles(st), set, inc, []shadow.Pipeline{cand}, SuiteOptions{SuiteRunID: "suite-trunc", Policy: &pol})
+			// A set and suite run of its own per rule: no row is another's previous run.
+			rowSet := *set
+			rowSet.Name += "-rule-" + tt.rule
+			id := "suite-trunc-" + tt.rule
+			rep, err := RunSuite(context.Background(), store.NewRoles(st), &rowSet, inc, []shadow.Pipeline{cand}, SuiteOptions{SuiteRunID: id, Policy: &pol})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -458,7 +521,7 @@ func TestRunSuiteTruncationRule(t *testing.T) {
 			if !strings.Contains(rep.Headline, "1 truncated answers") || !strings.Contains(rep.Markdown(), "| truncated |") {
 				t.Errorf("headline %q / markdown do not count the truncated run", rep.Headline)
 			}
-			scores, err := st.ListSuiteScores(context.Background(), "suite-trunc")
+			scores, err := st.(store.EvalHistory).ListSuiteScores(context.Background(), id)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -494,13 +557,13 @@ func TestRunSuiteNeedsItsRoles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mem := storetest.NewMemory()
+	st := engine.Open(t)
 	inc, cand := reportPipelines()
-	_, err = RunSuite(context.Background(), store.NewRoles(basicStore{mem}), set, inc, []shadow.Pipeline{cand}, SuiteOptions{SuiteRunID: "suite-basic"})
+	_, err = RunSuite(context.Background(), store.NewRoles(basicStore{st}), set, inc, []shadow.Pipeline{cand}, SuiteOptions{SuiteRunID: "suite-basic"})
 	if !errors.Is(err, store.ErrNotSupported) || !strings.Contains(err.Error(), "store.EvalHistory") {
 		t.Fatalf("err %v, want ErrNotSupported naming store.EvalHistory", err)
 	}
-	if c := mem.Counts(); c != (storetest.Counts{}) {
+	if c := storetest.MustCountRows(t, st); c != (storetest.Counts{}) {
 		t.Errorf("stored %+v before refusing", c)
 	}
 }

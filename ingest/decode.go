@@ -139,13 +139,17 @@ func (e *Exchange) Validate(maxMessages int, requireResponse bool) error {
 			name string
 			v    int64
 		}{{"response.usage.prompt_tokens", r.Usage.PromptTokens}, {"response.usage.completion_tokens", r.Usage.CompletionTokens},
-			{"response.usage cached tokens", r.Usage.CachedPromptTokens}} {
+			{"response.usage cached tokens", r.Usage.CachedPromptTokens},
+			{"response.usage cache write tokens", r.Usage.CacheWritePromptTokens}} {
 			if f.v < 0 || f.v > MaxUsageTokens {
 				errs = append(errs, fmt.Errorf("%s %d is out of range: want 0 to %d", f.name, f.v, MaxUsageTokens))
 			}
 		}
 		if r.Usage.CachedPromptTokens > r.Usage.PromptTokens {
 			errs = append(errs, fmt.Errorf("response.usage cached tokens %d exceed prompt_tokens %d", r.Usage.CachedPromptTokens, r.Usage.PromptTokens))
+		} else if r.Usage.CachedPromptTokens+r.Usage.CacheWritePromptTokens > r.Usage.PromptTokens {
+			errs = append(errs, fmt.Errorf("response.usage cached tokens %d + cache write tokens %d exceed prompt_tokens %d",
+				r.Usage.CachedPromptTokens, r.Usage.CacheWritePromptTokens, r.Usage.PromptTokens))
 		}
 		if r.Status != 0 && (r.Status < 100 || r.Status > 599) {
 			errs = append(errs, fmt.Errorf("response.status %d is not an HTTP status", r.Status))

@@ -131,13 +131,18 @@ type ToolCall struct {
 // Usage is the token usage the incumbent's API reported, in tokens. It reads
 // every spelling shadow.ParseUsage knows (prompt_tokens_details.cached_tokens,
 // Anthropic's cache_read_input_tokens / cache_creation_input_tokens, the Responses
-// API's input_tokens_details.cached_tokens, ...) and writes OpenAI's.
+// API's input_tokens_details.cached_tokens, ...) and writes OpenAI's, with cache
+// writes as cache_creation_input_tokens.
 type Usage struct {
 	PromptTokens     int64 `json:"prompt_tokens"` // cached ones included
 	CompletionTokens int64 `json:"completion_tokens"`
 	// CachedPromptTokens are the PromptTokens served from the provider's prompt
 	// cache, priced at the cached rate.
 	CachedPromptTokens int64 `json:"-"`
+	// CacheWritePromptTokens are the PromptTokens written to the provider's
+	// prompt cache (Anthropic's cache_creation_input_tokens), priced at the
+	// cache-write rate.
+	CacheWritePromptTokens int64 `json:"-"`
 }
 
 type usageJSON struct {
@@ -146,11 +151,15 @@ type usageJSON struct {
 	PromptTokensDetails *struct {
 		CachedTokens int64 `json:"cached_tokens"`
 	} `json:"prompt_tokens_details,omitempty"`
+	// CacheCreationInputTokens keeps cache writes, which OpenAI's spelling has
+	// no field for, under Anthropic's name (as gateways such as LiteLLM do).
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens,omitempty"`
 }
 
-// MarshalJSON writes OpenAI's spelling.
+// MarshalJSON writes OpenAI's spelling (cache writes as cache_creation_input_tokens).
 func (u Usage) MarshalJSON() ([]byte, error) {
-	j := usageJSON{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens}
+	j := usageJSON{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens,
+		CacheCreationInputTokens: u.CacheWritePromptTokens}
 	if u.CachedPromptTokens > 0 {
 		j.PromptTokensDetails = &struct {
 			CachedTokens int64 `json:"cached_tokens"`
@@ -170,10 +179,12 @@ func (u *Usage) UnmarshalJSON(b []byte) error {
 }
 
 func usageFrom(su shadow.Usage) Usage {
-	return Usage{PromptTokens: su.PromptTokens, CompletionTokens: su.CompletionTokens, CachedPromptTokens: su.CachedPromptTokens}
+	return Usage{PromptTokens: su.PromptTokens, CompletionTokens: su.CompletionTokens, CachedPromptTokens: su.CachedPromptTokens,
+		CacheWritePromptTokens: su.CacheWritePromptTokens}
 }
 
 // Shadow returns u in the shadow package's terms, for pricing.
 func (u Usage) Shadow() shadow.Usage {
-	return shadow.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, CachedPromptTokens: u.CachedPromptTokens}
+	return shadow.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, CachedPromptTokens: u.CachedPromptTokens,
+		CacheWritePromptTokens: u.CacheWritePromptTokens}
 }

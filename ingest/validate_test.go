@@ -2,13 +2,19 @@ package ingest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/conductor-shadow/conductor-shadow/shadow"
+	"github.com/conductor-shadow/conductor-shadow/store"
 )
 
 // exchangeWith is good_minimal.json with received_at and the response's figures
@@ -164,4 +170,94 @@ func postTo(h http.Handler, route, body string) *httptest.ResponseRecorder {
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, route, strings.NewReader(body)))
 	return rec
+}
+
+// listPricer prices by shadow.DefaultPrices, the shipped list prices.
+type listPricer struct{}
+
+func (listPricer) Cost(model string, in, out int64) (float64, bool) {
+	return listPricer{}.CostUsage(model, shadow.Usage{PromptTokens: in, CompletionTokens: out})
+}
+
+func (listPricer) CostUsage(model string, u shadow.Usage) (float64, bool) {
+	p, ok := shadow.DefaultPrices()[model]
+	return p.Cost(u), ok
+}
+
+// TestTapPricesCacheWrites: the incumbent's cache writes (Anthropic's
+// cache_creation_input_tokens) reach the tap's pricing, survive the queue's JSON
+// round trip, and cost the model's cache-write rate (claude: 1.25× input, cache
+// reads 0.1×, anthropic.com/pricing); OpenAI cached input has its own rate.
+func TestTapPricesCacheWrites(t *testing.T) {
+	st := engine.Open(t)
+	tests := []struct {
+		name, model, usage  string
+		prompt, read, write int64
+		wantUSD             float64 // from the list prices
+	}{
+		{"claude: 800 read, 100 written of 1,000", "claude-sonnet-4",
+			`{"input_tokens":100,"output_tokens":50,"cache_read_input_tokens":800,"cache_creation_input_tokens":100}`,
+			1000, 800, 100, (100*3 + 800*0.30 + 100*3.75 + 50*15) / 1e6},
+		{"claude via a gateway's openai spelling", "claude-haiku-4.5",
+			`{"prompt_tokens":1000,"completion_tokens":50,"cache_read_input_tokens":800,"cache_creation_input_tokens":100}`,
+			1000, 800, 100, (100*1 + 800*0.10 + 100*1.25 + 50*5) / 1e6},
+		{"openai cached input at its own rate", "gpt-4o",
+			`{"prompt_tokens":1000,"completion_tokens":50,"prompt_tokens_details":{"cached_tokens":800}}`,
+			1000, 800, 0, (200*2.50 + 800*1.25 + 50*10) / 1e6},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			raw := strings.ReplaceAll(string(exchangeWith("", "100", "", tt.usage, "")), `"gpt-4o"`, strconv.Quote(tt.model))
+			raw = strings.Replace(raw, `"r-1"`, strconv.Quote("r-"+tt.model), 1)
+			ex, err := DecodeExchange([]byte(raw), 16, true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The queue carries exchanges as JSON: cache writes must survive it.
+			b, err := json.Marshal(ex)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back Exchange
+			if err := json.Unmarshal(b, &back); err != nil {
+				t.Fatal(err)
+			}
+			for _, u := range []Usage{ex.Response.Usage, back.Response.Usage} {
+				if u.PromptTokens != tt.prompt || u.CachedPromptTokens != tt.read || u.CacheWritePromptTokens != tt.write {
+					t.Errorf("usage %+v, want prompt %d read %d written %d", u, tt.prompt, tt.read, tt.write)
+				}
+			}
+			run, step := IncumbentRun(back, listPricer{})
+			if math.Abs(run.CostUSD-tt.wantUSD) > 1e-12 || math.Abs(step.CostUSD-tt.wantUSD) > 1e-12 {
+				t.Errorf("incumbent cost run %.9f step %.9f USD, want %.9f", run.CostUSD, step.CostUSD, tt.wantUSD)
+			}
+			// Stored and read back from the real engine, the step keeps its cache figures.
+			req, err := RequestRecord(back)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := st.InsertRequests(t.Context(), []store.Request{req}); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.InsertRuns(t.Context(), []store.Run{run}); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.InsertSteps(t.Context(), []store.Step{step}); err != nil {
+				t.Fatal(err)
+			}
+			tr, err := st.GetTrace(t.Context(), req.RequestID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(tr.Steps) != 1 || tr.Steps[0].CachedInputTokens != tt.read || tr.Steps[0].CacheWriteInputTokens != tt.write ||
+				math.Abs(tr.Steps[0].CostUSD-tt.wantUSD) > 1e-12 {
+				t.Errorf("stored steps %+v, want one with %d read, %d written, %.9f USD", tr.Steps, tt.read, tt.write, tt.wantUSD)
+			}
+		})
+	}
+	// More cache reads and writes than the prompt holds is refused, with the figures.
+	_, err := DecodeExchange(exchangeWith("", "100", "", `{"prompt_tokens":100,"completion_tokens":5,"cache_read_input_tokens":80,"cache_creation_input_tokens":30}`, ""), 16, true)
+	if err == nil || !strings.Contains(err.Error(), "cache write tokens 30") {
+		t.Errorf("cached 80 + written 30 of a 100-token prompt: err %v, want one naming the cache write tokens", err)
+	}
 }

@@ -48,6 +48,11 @@ type WorkerConfig struct {
 	// CachedInputUSDPerMTok is the price of prompt tokens served from the
 	// provider's cache, USD per 1M; 0: charged at InputUSDPerMTok.
 	CachedInputUSDPerMTok float64 `yaml:"cached_input_usd_per_mtok"`
+	// CacheWriteUSDPerMTok is the price of prompt tokens written to the
+	// provider's cache (Anthropic's cache_creation_input_tokens), USD per 1M;
+	// 0: charged at InputUSDPerMTok. Anthropic: 1.25× input for a 5-minute write
+	// (anthropic.com/pricing).
+	CacheWriteUSDPerMTok float64 `yaml:"cache_write_usd_per_mtok"`
 	// PricesAsOf is the date (YYYY-MM-DD) the prices are valid from.
 	PricesAsOf string `yaml:"prices_as_of"`
 	// Temperature is the sampling temperature (0..2). Reasoning-family models
@@ -66,7 +71,7 @@ type WorkerConfig struct {
 // Price returns the worker's configured price.
 func (w WorkerConfig) Price() Price {
 	return Price{InputUSDPerMTok: w.InputUSDPerMTok, OutputUSDPerMTok: w.OutputUSDPerMTok,
-		CachedInputUSDPerMTok: w.CachedInputUSDPerMTok, AsOf: w.PricesAsOf}
+		CachedInputUSDPerMTok: w.CachedInputUSDPerMTok, CacheWriteUSDPerMTok: w.CacheWriteUSDPerMTok, AsOf: w.PricesAsOf}
 }
 
 // ConductorConfig configures the conductor pipeline.
@@ -136,6 +141,7 @@ func NewDefaultConfig() Config {
 			OutputUSDPerMTok:      p.OutputUSDPerMTok,
 			PricesAsOf:            p.AsOf,
 			CachedInputUSDPerMTok: p.CachedInputUSDPerMTok,
+			CacheWriteUSDPerMTok:  p.CacheWriteUSDPerMTok,
 			Temperature:           0.2,
 			MaxOutputTokens:       4096,
 		})
@@ -211,9 +217,9 @@ func (w WorkerConfig) Validate() error {
 	if u, err := url.Parse(w.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		errs = append(errs, fmt.Errorf("worker %q: base_url: want an http(s) URL, got %q", w.Name, w.BaseURL))
 	}
-	if w.InputUSDPerMTok < 0 || w.OutputUSDPerMTok < 0 || w.CachedInputUSDPerMTok < 0 {
-		errs = append(errs, fmt.Errorf("worker %q: prices: must be >= 0 USD per 1M tokens, got %g / %g",
-			w.Name, w.InputUSDPerMTok, w.OutputUSDPerMTok))
+	if w.InputUSDPerMTok < 0 || w.OutputUSDPerMTok < 0 || w.CachedInputUSDPerMTok < 0 || w.CacheWriteUSDPerMTok < 0 {
+		errs = append(errs, fmt.Errorf("worker %q: prices: must be >= 0 USD per 1M tokens, got input %g / output %g / cached input %g / cache write %g",
+			w.Name, w.InputUSDPerMTok, w.OutputUSDPerMTok, w.CachedInputUSDPerMTok, w.CacheWriteUSDPerMTok))
 	}
 	if w.PricesAsOf != "" {
 		if _, err := time.Parse(time.DateOnly, w.PricesAsOf); err != nil {

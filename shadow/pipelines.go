@@ -128,6 +128,7 @@ func (r *runRecorder) add(in stepInput, call Call, status string, err error) sto
 
 		PriceVersion:                   call.PriceVersion,
 		CachedInputTokens:              call.CachedPromptTokens,
+		CacheWriteInputTokens:          call.CacheWritePromptTokens,
 		OrchestrationInputTokens:       call.OrchestrationInputTokens,
 		OrchestrationInputCachedTokens: call.OrchestrationInputCachedTokens,
 		OrchestrationOutputTokens:      call.OrchestrationOutputTokens,

@@ -72,6 +72,7 @@ type Call struct {
 	// CachedPromptTokens and the Orchestration* counts are the usage's extra
 	// fields when reported (see Usage); 0 otherwise.
 	CachedPromptTokens             int64
+	CacheWritePromptTokens         int64 // of PromptTokens, those written to the prompt cache (cache_creation_input_tokens)
 	OrchestrationInputTokens       int64
 	OrchestrationInputCachedTokens int64
 	OrchestrationOutputTokens      int64
@@ -85,6 +86,7 @@ type Call struct {
 // Usage returns the call's token usage.
 func (c Call) Usage() Usage {
 	return Usage{PromptTokens: c.PromptTokens, CompletionTokens: c.CompletionTokens, CachedPromptTokens: c.CachedPromptTokens,
+		CacheWritePromptTokens:   c.CacheWritePromptTokens,
 		OrchestrationInputTokens: c.OrchestrationInputTokens, OrchestrationInputCachedTokens: c.OrchestrationInputCachedTokens,
 		OrchestrationOutputTokens: c.OrchestrationOutputTokens}
 }
@@ -388,6 +390,7 @@ func (p *Pool) stream(ctx context.Context, w poolWorker, msgs []openai.ChatCompl
 		if u, ok, err := ParseUsage(extra.Usage); err == nil && ok {
 			c.UsageReported = true
 			c.PromptTokens, c.CompletionTokens, c.CachedPromptTokens = u.PromptTokens, u.CompletionTokens, u.CachedPromptTokens
+			c.CacheWritePromptTokens = u.CacheWritePromptTokens
 			c.OrchestrationInputTokens = u.OrchestrationInputTokens
 			c.OrchestrationInputCachedTokens = u.OrchestrationInputCachedTokens
 			c.OrchestrationOutputTokens = u.OrchestrationOutputTokens

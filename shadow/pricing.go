@@ -16,9 +16,15 @@ type Price struct {
 	// provider's prompt cache; 0 means no cached price is known and cached tokens
 	// are charged at InputUSDPerMTok.
 	CachedInputUSDPerMTok float64
-	AsOf                  string // date the price is valid from, YYYY-MM-DD
-	Estimate              bool   // true when no single provider list price exists (open models)
-	Source                string // where the figure comes from
+	// CacheWriteUSDPerMTok is USD per 1M prompt tokens written to the provider's
+	// prompt cache (Anthropic's cache_creation_input_tokens); 0 means the provider
+	// does not bill writes apart and they are charged at InputUSDPerMTok.
+	// Anthropic bills a 5-minute cache write at 1.25× the base input price
+	// (AnthropicCacheWriteMultiplier, anthropic.com/pricing).
+	CacheWriteUSDPerMTok float64
+	AsOf                 string // date the price is valid from, YYYY-MM-DD
+	Estimate             bool   // true when no single provider list price exists (open models)
+	Source               string // where the figure comes from
 }
 
 // Usage is the token usage of one call, as the API reported it.
@@ -26,6 +32,9 @@ type Usage struct {
 	PromptTokens       int64 // input tokens, cached ones included
 	CompletionTokens   int64 // output tokens, reasoning tokens included
 	CachedPromptTokens int64 // of PromptTokens, those served from the prompt cache (usage.prompt_tokens_details.cached_tokens)
+	// CacheWritePromptTokens are, of PromptTokens, those written to the prompt
+	// cache on this call (Anthropic's usage.cache_creation_input_tokens).
+	CacheWritePromptTokens int64
 	// Orchestration* are the extra usage fields a black-box orchestrator API
 	// (Sakana's Fugu) reports for its own planning: usage.orchestration_input_tokens,
 	// orchestration_input_cached_tokens (a subset of the former) and
@@ -36,38 +45,57 @@ type Usage struct {
 	OrchestrationOutputTokens      int64
 }
 
+// AnthropicCacheWriteMultiplier is the price of writing a prompt to Anthropic's
+// 5-minute cache relative to the model's base input price (1.25×); a cache read
+// costs 0.1× (the cached-input price of DefaultPrices). Source: Anthropic's
+// pricing page, anthropic.com/pricing ("5m cache writes", "cache hits & refreshes").
+const AnthropicCacheWriteMultiplier = 1.25
+
 // Cost returns the USD cost of u at price p:
 //
-//	( (prompt − cached + orchIn − orchCached) × input
+//	( (prompt − cached − written + orchIn − orchCached) × input
 //	+ (cached + orchCached) × cachedInput
+//	+ written × cacheWrite
 //	+ (completion + orchOut) × output ) / 1e6
 //
-// where cachedInput is InputUSDPerMTok when CachedInputUSDPerMTok is 0.
+// where cachedInput is InputUSDPerMTok when CachedInputUSDPerMTok is 0 and
+// cacheWrite is InputUSDPerMTok when CacheWriteUSDPerMTok is 0. cached is
+// clamped to prompt and written to what remains of prompt after cached.
 func (p Price) Cost(u Usage) float64 {
 	cachedRate := p.CachedInputUSDPerMTok
 	if cachedRate == 0 {
 		cachedRate = p.InputUSDPerMTok
 	}
-	cached := min(u.CachedPromptTokens, u.PromptTokens) + min(u.OrchestrationInputCachedTokens, u.OrchestrationInputTokens)
-	fresh := u.PromptTokens + u.OrchestrationInputTokens - cached
+	writeRate := p.CacheWriteUSDPerMTok
+	if writeRate == 0 {
+		writeRate = p.InputUSDPerMTok
+	}
+	promptCached := min(max(u.CachedPromptTokens, 0), u.PromptTokens)
+	written := min(max(u.CacheWritePromptTokens, 0), u.PromptTokens-promptCached)
+	cached := promptCached + min(u.OrchestrationInputCachedTokens, u.OrchestrationInputTokens)
+	fresh := u.PromptTokens + u.OrchestrationInputTokens - cached - written
 	out := u.CompletionTokens + u.OrchestrationOutputTokens
-	return (float64(fresh)*p.InputUSDPerMTok + float64(cached)*cachedRate + float64(out)*p.OutputUSDPerMTok) / 1e6
+	return (float64(fresh)*p.InputUSDPerMTok + float64(cached)*cachedRate + float64(written)*writeRate +
+		float64(out)*p.OutputUSDPerMTok) / 1e6
 }
 
 // PriceTableVersion identifies a set of prices: "pt-" and the first 12 hex
 // characters of sha256 over the prices as JSON, by name in sorted order (the
-// input, cached-input and output rates and the valid-from date). It is stored on
+// input, cached-input, cache-write and output rates and the valid-from date; a
+// zero cache-write rate is left out, so tables without one keep the version they
+// had before that rate existed). It is stored on
 // every step so a cost can be traced to the prices it was computed with.
 func PriceTableVersion(prices map[string]Price) string {
 	type row struct {
 		Name            string
 		In, Cached, Out float64
+		Write           float64 `json:",omitempty"`
 		AsOf            string
 	}
 	rows := make([]row, 0, len(prices))
 	for _, n := range slices.Sorted(maps.Keys(prices)) {
 		p := prices[n]
-		rows = append(rows, row{n, p.InputUSDPerMTok, p.CachedInputUSDPerMTok, p.OutputUSDPerMTok, p.AsOf})
+		rows = append(rows, row{n, p.InputUSDPerMTok, p.CachedInputUSDPerMTok, p.OutputUSDPerMTok, p.CacheWriteUSDPerMTok, p.AsOf})
 	}
 	b, _ := json.Marshal(rows) // plain structs: cannot fail
 	sum := sha256.Sum256(b)
@@ -88,7 +116,9 @@ func PriceTableVersion(prices map[string]Price) string {
 //     2/8, 0.50 (price cut 2025-06-10); o4-mini 1.10/4.40, 0.275 (2025-04-16);
 //     gpt-4-1106-preview 10/30, no cache (DevDay 2023-11-06; the incumbent of the
 //     shipped replay file).
-//   - Anthropic (anthropic.com/pricing; cached = cache-read price): claude-sonnet-4
+//   - Anthropic (anthropic.com/pricing; cached = cache-read price, 0.1× input;
+//     cache write = 5-minute cache write, 1.25× input, AnthropicCacheWriteMultiplier):
+//     claude-sonnet-4
 //     3/15, 0.30 (2025-05-22); claude-opus-4 15/75, 1.50 (2025-05-22);
 //     claude-opus-4.1 15/75, 1.50 (2025-08-05); claude-sonnet-4.5 3/15, 0.30
 //     (2025-09-29); claude-haiku-4.5 1/5, 0.10 (2025-10-15); claude-3.5-haiku
@@ -110,12 +140,18 @@ func DefaultPrices() map[string]Price {
 		openEstimate = "estimate: hosted open 27-32B models cost roughly 0.1-0.3 / 0.3-0.6 USD per 1M tokens (DESIGN.md)"
 		hosted       = "estimate: hosted open model at inference providers, late 2025"
 		oai          = "OpenAI API pricing, openai.com/api/pricing"
-		anth         = "Anthropic API pricing (cached = cache read), anthropic.com/pricing"
+		anth         = "Anthropic API pricing (cached = cache read 0.1x input, cache write = 5-minute write 1.25x input), anthropic.com/pricing"
 		goog         = "Gemini API pricing (prompts <= 200k tokens), ai.google.dev/gemini-api/docs/pricing"
 		dsk          = "DeepSeek API pricing (cached = cache hit), api-docs.deepseek.com/quick_start/pricing"
 	)
 	p := func(in, out, cached float64, asOf, src string) Price {
 		return Price{InputUSDPerMTok: in, OutputUSDPerMTok: out, CachedInputUSDPerMTok: cached, AsOf: asOf, Source: src}
+	}
+	// a prices an Anthropic model: its cache write costs AnthropicCacheWriteMultiplier × input.
+	a := func(in, out, cached float64, asOf string) Price {
+		pr := p(in, out, cached, asOf, anth)
+		pr.CacheWriteUSDPerMTok = in * AnthropicCacheWriteMultiplier
+		return pr
 	}
 	est := func(in, out float64, src string) Price {
 		return Price{InputUSDPerMTok: in, OutputUSDPerMTok: out, AsOf: "2025-12-01", Estimate: true, Source: src}
@@ -123,7 +159,7 @@ func DefaultPrices() map[string]Price {
 	return map[string]Price{
 		// The paper's seven workers.
 		"gpt-5":                        p(1.25, 10, 0.125, "2025-08-07", oai),
-		"claude-sonnet-4":              p(3, 15, 0.30, "2025-05-22", anth),
+		"claude-sonnet-4":              a(3, 15, 0.30, "2025-05-22"),
 		"gemini-2.5-pro":               p(1.25, 10, 0.31, "2025-06-17", goog),
 		"gemma-3-27b":                  est(0.10, 0.30, openEstimate),
 		"qwen3-32b":                    est(0.20, 0.60, openEstimate),
@@ -142,11 +178,11 @@ func DefaultPrices() map[string]Price {
 		"o3":           p(2, 8, 0.50, "2025-06-10", oai),
 		"o4-mini":      p(1.10, 4.40, 0.275, "2025-04-16", oai),
 		// Common Anthropic models.
-		"claude-opus-4":     p(15, 75, 1.50, "2025-05-22", anth),
-		"claude-opus-4.1":   p(15, 75, 1.50, "2025-08-05", anth),
-		"claude-sonnet-4.5": p(3, 15, 0.30, "2025-09-29", anth),
-		"claude-haiku-4.5":  p(1, 5, 0.10, "2025-10-15", anth),
-		"claude-3.5-haiku":  p(0.80, 4, 0.08, "2024-11-04", anth),
+		"claude-opus-4":     a(15, 75, 1.50, "2025-05-22"),
+		"claude-opus-4.1":   a(15, 75, 1.50, "2025-08-05"),
+		"claude-sonnet-4.5": a(3, 15, 0.30, "2025-09-29"),
+		"claude-haiku-4.5":  a(1, 5, 0.10, "2025-10-15"),
+		"claude-3.5-haiku":  a(0.80, 4, 0.08, "2024-11-04"),
 		// Common Google models.
 		"gemini-2.5-flash":      p(0.30, 2.50, 0.075, "2025-06-17", goog),
 		"gemini-2.5-flash-lite": p(0.10, 0.40, 0.025, "2025-07-22", goog),

@@ -23,6 +23,11 @@ func TestPriceCostCachedAndOrchestration(t *testing.T) {
 		{"no cached price: full input rate", Price{InputUSDPerMTok: 2, OutputUSDPerMTok: 8},
 			Usage{PromptTokens: 1_000_000, CachedPromptTokens: 400_000}, 2},
 		{"cached above prompt is clamped", p, Usage{PromptTokens: 100, CachedPromptTokens: 1000}, 100 * 0.5 / 1e6},
+		{"no cache-write price: writes at the input rate", p, Usage{PromptTokens: 1_000_000, CacheWritePromptTokens: 300_000}, 2},
+		{"cache write at its own rate", Price{InputUSDPerMTok: 2, OutputUSDPerMTok: 8, CachedInputUSDPerMTok: 0.5, CacheWriteUSDPerMTok: 2.5},
+			Usage{PromptTokens: 1_000_000, CachedPromptTokens: 400_000, CacheWritePromptTokens: 100_000}, 0.5*2 + 0.4*0.5 + 0.1*2.5},
+		{"cached + written above prompt: written clamped to the rest", Price{InputUSDPerMTok: 2, CachedInputUSDPerMTok: 0.5, CacheWriteUSDPerMTok: 2.5},
+			Usage{PromptTokens: 1000, CachedPromptTokens: 800, CacheWritePromptTokens: 500}, (800*0.5 + 200*2.5) / 1e6},
 		{"orchestration fields", p, Usage{PromptTokens: 1000, CompletionTokens: 100,
 			OrchestrationInputTokens: 3000, OrchestrationInputCachedTokens: 1000, OrchestrationOutputTokens: 200},
 			(1000*2 + 2000*2 + 1000*0.5 + 300*8) / 1e6},
@@ -118,6 +123,52 @@ func TestCachedPromptPricedAtCachedRate(t *testing.T) {
 	}
 }
 
+// Anthropic prices from the list (anthropic.com/pricing): a cache read is 0.1×
+// and a 5-minute cache write 1.25× the base input price. The issue's example: a
+// claude prompt of 1,000 tokens of which 800 are read from the cache and 100
+// written to it, 50 completion tokens.
+func TestAnthropicCacheWritesPricedAtListRate(t *testing.T) {
+	u := Usage{PromptTokens: 1000, CachedPromptTokens: 800, CacheWritePromptTokens: 100, CompletionTokens: 50}
+	tests := []struct {
+		model       string
+		in, out     float64 // list base input / output, USD per 1M tokens
+		read, write float64 // list cache read / 5-minute cache write, USD per 1M tokens
+	}{
+		{"claude-sonnet-4", 3, 15, 0.30, 3.75},
+		{"claude-sonnet-4.5", 3, 15, 0.30, 3.75},
+		{"claude-opus-4.1", 15, 75, 1.50, 18.75},
+		{"claude-haiku-4.5", 1, 5, 0.10, 1.25},
+		{"claude-3.5-haiku", 0.80, 4, 0.08, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.model, func(t *testing.T) {
+			p, ok := DefaultPrices()[tt.model]
+			if !ok {
+				t.Fatalf("no default price for %s", tt.model)
+			}
+			if math.Abs(p.CacheWriteUSDPerMTok-tt.write) > 1e-12 || math.Abs(p.CachedInputUSDPerMTok-tt.read) > 1e-12 {
+				t.Errorf("cache read %g write %g USD per 1M, want the list's %g and %g", p.CachedInputUSDPerMTok, p.CacheWriteUSDPerMTok, tt.read, tt.write)
+			}
+			want := (100*tt.in + 800*tt.read + 100*tt.write + 50*tt.out) / 1e6
+			if got := p.Cost(u); math.Abs(got-want) > 1e-12 {
+				t.Errorf("cost %.9f USD, want %.9f", got, want)
+			}
+			if flat := p.Cost(Usage{PromptTokens: 1000, CachedPromptTokens: 800, CompletionTokens: 50}); p.Cost(u) <= flat {
+				t.Errorf("a cache write (%.9f USD) must cost more than a fresh input token (%.9f USD)", p.Cost(u), flat)
+			}
+		})
+	}
+	// claude-sonnet-4 worked out: 100×3 + 800×0.30 + 100×3.75 + 50×15 per 1M.
+	if got := DefaultPrices()["claude-sonnet-4"].Cost(u); math.Abs(got-0.001665) > 1e-12 {
+		t.Errorf("claude-sonnet-4 cost %.9f USD, want 0.001665", got)
+	}
+	for name, p := range DefaultPrices() {
+		if p.CacheWriteUSDPerMTok != 0 && p.CacheWriteUSDPerMTok < p.InputUSDPerMTok {
+			t.Errorf("%s: cache write %g below input %g", name, p.CacheWriteUSDPerMTok, p.InputUSDPerMTok)
+		}
+	}
+}
+
 func TestParseUsageSpellings(t *testing.T) {
 	tests := []struct {
 		name         string
@@ -130,7 +181,11 @@ func TestParseUsageSpellings(t *testing.T) {
 		{"openai responses", `{"input_tokens":1000,"output_tokens":100,"input_tokens_details":{"cached_tokens":800}}`,
 			Usage{PromptTokens: 1000, CompletionTokens: 100, CachedPromptTokens: 800}, true},
 		{"anthropic messages: input excludes the cache", `{"input_tokens":150,"output_tokens":100,"cache_read_input_tokens":800,"cache_creation_input_tokens":50}`,
-			Usage{PromptTokens: 1000, CompletionTokens: 100, CachedPromptTokens: 800}, true},
+			Usage{PromptTokens: 1000, CompletionTokens: 100, CachedPromptTokens: 800, CacheWritePromptTokens: 50}, true},
+		{"anthropic messages: cache write only", `{"input_tokens":10,"output_tokens":5,"cache_creation_input_tokens":2000}`,
+			Usage{PromptTokens: 2010, CompletionTokens: 5, CacheWritePromptTokens: 2000}, true},
+		{"anthropic write beside an openai prompt (gateway)", `{"prompt_tokens":1000,"completion_tokens":100,"cache_read_input_tokens":800,"cache_creation_input_tokens":100}`,
+			Usage{PromptTokens: 1000, CompletionTokens: 100, CachedPromptTokens: 800, CacheWritePromptTokens: 100}, true},
 		{"anthropic fields beside an openai prompt (gateway)", `{"prompt_tokens":1000,"completion_tokens":100,"cache_read_input_tokens":800,"cache_creation_input_tokens":0}`,
 			Usage{PromptTokens: 1000, CompletionTokens: 100, CachedPromptTokens: 800}, true},
 		{"deepseek", `{"prompt_tokens":1000,"completion_tokens":100,"prompt_cache_hit_tokens":800,"prompt_cache_miss_tokens":200}`,
@@ -165,18 +220,26 @@ func TestParseUsageSpellings(t *testing.T) {
 // key, and prices the cached tokens at the cached rate.
 func TestPoolReadsCacheAndReasoningSpellings(t *testing.T) {
 	tests := []struct {
-		name  string
-		reply shadowtest.Reply
+		name    string
+		worker  string
+		reply   shadowtest.Reply
+		wantUSD float64 // from the list prices
 	}{
-		{"openai cached_tokens, reasoning_content", shadowtest.Reply{Content: "42", PromptTokens: 1000, CompletionTokens: 100,
-			CachedTokens: 800, Reasoning: "6*7 is 42", ReasoningKey: "reasoning_content"}},
-		{"anthropic cache_read_input_tokens, reasoning", shadowtest.Reply{Content: "42", PromptTokens: 1000, CompletionTokens: 100,
-			ExtraUsage: map[string]int{"cache_read_input_tokens": 800, "cache_creation_input_tokens": 0}, Reasoning: "6*7 is 42", ReasoningKey: "reasoning"}},
+		{"openai cached_tokens, reasoning_content", "gpt-5", shadowtest.Reply{Content: "42", PromptTokens: 1000, CompletionTokens: 100,
+			CachedTokens: 800, Reasoning: "6*7 is 42", ReasoningKey: "reasoning_content"},
+			(200*1.25 + 800*0.125 + 100*10) / 1e6},
+		{"anthropic cache_read_input_tokens, reasoning", "gpt-5", shadowtest.Reply{Content: "42", PromptTokens: 1000, CompletionTokens: 100,
+			ExtraUsage: map[string]int{"cache_read_input_tokens": 800, "cache_creation_input_tokens": 0}, Reasoning: "6*7 is 42", ReasoningKey: "reasoning"},
+			(200*1.25 + 800*0.125 + 100*10) / 1e6},
+		{"anthropic cache write at the claude cache-write rate", "claude-sonnet-4", shadowtest.Reply{Content: "42", PromptTokens: 1000, CompletionTokens: 100,
+			ExtraUsage: map[string]int{"cache_read_input_tokens": 800, "cache_creation_input_tokens": 100}, Reasoning: "6*7 is 42", ReasoningKey: "reasoning"},
+			// claude-sonnet-4: 100 fresh × 3 + 800 read × 0.30 + 100 written × 3.75 + 100 out × 15.
+			(100*3 + 800*0.30 + 100*3.75 + 100*15) / 1e6},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, pool := newFake(t, scripted{override: func(shadowtest.Request) (shadowtest.Reply, bool) { return tc.reply, true }})
-			single, err := NewSingle(pool, "gpt-5")
+			single, err := NewSingle(pool, tc.worker)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -188,9 +251,11 @@ func TestPoolReadsCacheAndReasoningSpellings(t *testing.T) {
 			if s.CachedInputTokens != 800 {
 				t.Errorf("cached input tokens %d, want 800", s.CachedInputTokens)
 			}
-			w, _ := pool.Worker("gpt-5")
-			if want := w.Price().Cost(Usage{PromptTokens: 1000, CompletionTokens: 100, CachedPromptTokens: 800}); math.Abs(s.CostUSD-want) > 1e-12 {
-				t.Errorf("cost %g USD, want %g", s.CostUSD, want)
+			if want := int64(tc.reply.ExtraUsage["cache_creation_input_tokens"]); s.CacheWriteInputTokens != want {
+				t.Errorf("cache write tokens %d, want %d", s.CacheWriteInputTokens, want)
+			}
+			if math.Abs(s.CostUSD-tc.wantUSD) > 1e-12 || math.Abs(res.Run.CostUSD-tc.wantUSD) > 1e-12 {
+				t.Errorf("cost step %.9f run %.9f USD, want %.9f", s.CostUSD, res.Run.CostUSD, tc.wantUSD)
 			}
 			if s.Output != "42" || s.Reasoning != "6*7 is 42" || res.Run.Reasoning != "6*7 is 42" || res.Run.FinalOutput != "42" {
 				t.Errorf("output %q reasoning %q (run %q / %q); want the answer and the reasoning apart", s.Output, s.Reasoning, res.Run.FinalOutput, res.Run.Reasoning)

@@ -56,9 +56,10 @@ type usageFields struct {
 //     thoughtsTokenCount), cachedContentTokenCount.
 //   - Fugu: orchestration_input_tokens, _input_cached_tokens, _output_tokens.
 //
-// Cache writes (cache_creation_input_tokens) count as fresh prompt tokens: the
-// price table has no cache-write rate (Anthropic bills them at 1.25× input).
-// A value of the wrong JSON type is an error.
+// Cache writes (cache_creation_input_tokens, in either reading) are part of the
+// prompt and are returned as CacheWritePromptTokens, priced at the model's
+// cache-write rate (Price.CacheWriteUSDPerMTok; Anthropic bills a 5-minute write
+// at 1.25× input, anthropic.com/pricing). A value of the wrong JSON type is an error.
 func ParseUsage(raw []byte) (u Usage, reported bool, err error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return Usage{}, false, nil
@@ -92,6 +93,7 @@ func ParseUsage(raw []byte) (u Usage, reported bool, err error) {
 			break
 		}
 	}
+	u.CacheWritePromptTokens = max(f.CacheCreationInputTokens, 0)
 	u.OrchestrationInputTokens = f.OrchestrationInputTokens
 	u.OrchestrationInputCachedTokens = f.OrchestrationInputCachedTokens
 	u.OrchestrationOutputTokens = f.OrchestrationOutputTokens

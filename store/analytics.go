@@ -65,7 +65,7 @@ func (q TraceSearch) Validate() error {
 }
 
 // Analytics is the read side of the web dashboards, beyond Store's lists. The SQL
-// stores and storetest.Memory implement it.
+// stores (embedded and server) implement it.
 type Analytics interface {
 	// SearchTraces returns trace summaries, newest first by (ReceivedAt,
 	// RequestID), filtered by q and paginated by keyset (q.Before, q.BeforeID),
@@ -305,8 +305,8 @@ type Overview struct {
 	Agreement []Agreement     `json:"agreement"`
 }
 
-// OverviewAnalytics computes the overview page. The SQL stores and
-// storetest.Memory implement it.
+// OverviewAnalytics computes the overview page. The SQL stores
+// (embedded and server) implement it.
 type OverviewAnalytics interface {
 	// Overview returns the window's counts, per-pipeline totals and series and
 	// the candidates' agreement with the incumbent. An invalid q returns its
@@ -402,7 +402,7 @@ GROUP BY candidate ORDER BY candidate`, s.db, runCond,
 }
 
 // Comparisons reads what the web UI's comparison pages put side by side. The SQL
-// stores and storetest.Memory implement it.
+// stores (embedded and server) implement it.
 type Comparisons interface {
 	// GetRun returns one run and its steps ordered by Index. ErrNotFound when no
 	// run has that id.
@@ -478,8 +478,8 @@ type WorkerUse struct {
 	LatencyMs float64 `json:"latency_ms"`
 }
 
-// WorkerAnalytics is the worker-usage read of the web UI. The SQL stores and
-// storetest.Memory implement it.
+// WorkerAnalytics is the worker-usage read of the web UI. The SQL stores
+// (embedded and server) implement it.
 type WorkerAnalytics interface {
 	// WorkerUsage counts the top-level workflow steps (role "worker", depth 0) of
 	// the selected candidate runs by worker, request category and plan position
@@ -541,12 +541,19 @@ ORDER BY worker, category, position`, s.db, runCond), p)
 
 // AgreementPair is one production request both the incumbent and a candidate
 // answered (status ok): whether their final answers agree after
-// NormalizeAnswer. The pairs are what the overview's running verdict reads.
+// NormalizeAnswer, and the request's segment columns (ingest/segment; empty
+// language when undetermined, zero values when the request row is missing).
+// The pairs are what the running verdicts of the overview and the reports
+// read, overall and per segment.
 type AgreementPair struct {
-	Candidate string    `json:"candidate"`
-	RequestID string    `json:"request_id"`
-	StartedAt time.Time `json:"started_at"` // the candidate run's start, UTC
-	Agree     bool      `json:"agree"`
+	Candidate    string    `json:"candidate"`
+	RequestID    string    `json:"request_id"`
+	StartedAt    time.Time `json:"started_at"` // the candidate run's start, UTC
+	Agree        bool      `json:"agree"`
+	Language     string    `json:"language"` // ISO 639-1, "" when undetermined
+	HasTable     bool      `json:"has_table"`
+	HasCode      bool      `json:"has_code"`
+	LengthBucket string    `json:"length_bucket"` // e.g. "128-511" (tokens)
 }
 
 // MaxAgreementPairs caps the pairs AgreementSequence returns per call; the
@@ -555,12 +562,13 @@ type AgreementPair struct {
 const MaxAgreementPairs = 200_000
 
 // LiveAgreement reads the candidates' agreement with the incumbent request by
-// request, in time order. The SQL stores and storetest.Memory implement it.
+// request, in time order. The SQL stores (embedded and server) implement it.
 type LiveAgreement interface {
 	// AgreementSequence returns the window's pairs (the same ones Overview's
-	// Agreement counts) ordered by candidate, then the candidate run's start,
-	// then request id; at most MaxAgreementPairs, truncated true when more
-	// exist. An invalid q returns its Validate error.
+	// Agreement counts) with their requests' segment columns, ordered by
+	// candidate, then the candidate run's start, then request id; at most
+	// MaxAgreementPairs, truncated true when more exist. An invalid q returns
+	// its Validate error.
 	AgreementSequence(ctx context.Context, q OverviewQuery) (pairs []AgreementPair, truncated bool, err error)
 }
 
@@ -583,17 +591,27 @@ func (s *sqlStore) AgreementSequence(ctx context.Context, q OverviewQuery) ([]Ag
 	if c := q.Segments.sqlCond(); c != "" {
 		runCond += fmt.Sprintf(" AND request_id IN (SELECT request_id FROM %s.requests WHERE %s)", s.db, c)
 	}
-	pairs, err := queryRows[AgreementPair](ctx, s.t, fmt.Sprintf(`SELECT cand.1 AS candidate, request_id, cand.3 AS started_at,
-    if(cand.2 = inc, 1, %[3]s = %[4]s) AS agree
+	pairs, err := queryRows[AgreementPair](ctx, s.t, fmt.Sprintf(`SELECT p.candidate AS candidate, p.request_id AS request_id,
+    p.started_at AS started_at, p.agree AS agree,
+    q.language AS language, q.has_table AS has_table, q.has_code AS has_code, q.length_bucket AS length_bucket
 FROM (
-    SELECT request_id, anyIf(final_output, mode = 'incumbent') AS inc,
-        groupArrayIf((pipeline, final_output, started_at), mode = 'candidate') AS cands
-    FROM %[1]s.runs FINAL
-    WHERE status = 'ok' AND %[2]s
-    GROUP BY request_id
-    HAVING countIf(mode = 'incumbent') > 0
-)
-ARRAY JOIN cands AS cand
+    SELECT cand.1 AS candidate, request_id, cand.3 AS started_at,
+        if(cand.2 = inc, 1, %[3]s = %[4]s) AS agree
+    FROM (
+        SELECT request_id, anyIf(final_output, mode = 'incumbent') AS inc,
+            groupArrayIf((pipeline, final_output, started_at), mode = 'candidate') AS cands
+        FROM %[1]s.runs FINAL
+        WHERE status = 'ok' AND %[2]s
+        GROUP BY request_id
+        HAVING countIf(mode = 'incumbent') > 0
+    )
+    ARRAY JOIN cands AS cand
+) AS p
+LEFT JOIN (
+    SELECT request_id, language, has_table, has_code, length_bucket
+    FROM %[1]s.requests FINAL
+    WHERE request_id IN (SELECT request_id FROM %[1]s.runs WHERE %[2]s)
+) AS q ON p.request_id = q.request_id
 ORDER BY candidate, started_at, request_id
 LIMIT %[5]d`, s.db, runCond, fmt.Sprintf(normalizeSQL, "cand.2"), fmt.Sprintf(normalizeSQL, "inc"), MaxAgreementPairs+1), p)
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
-// The embedded store passes the same analytics contract as the memory store.
+// The embedded store passes the analytics contract.
 func TestEmbeddedAnalyticsContract(t *testing.T) {
 	storetest.RunAnalyticsContract(t, func(t *testing.T) store.Store { return store.OpenTestStore(t) })
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"time"
 )
@@ -23,6 +24,9 @@ type Config struct {
 	// profile, SELECT granted on Database only; see README and
 	// docker-compose.yml). Empty: the console shares the store's connection.
 	ConsoleDSN string `yaml:"console_dsn"`
+	// Log takes the store's own warnings (tables recreated by a repair); nil
+	// discards them. Not a config key: the program hands its logger in.
+	Log *slog.Logger `yaml:"-"`
 	// QueryTimeout bounds one Store.Query statement on the engine
 	// (ClickHouse's max_execution_time, whole seconds; default 10s): a runaway
 	// ad-hoc query fails with a timeout instead of holding the store. The
@@ -168,7 +172,7 @@ func open(ctx context.Context, cfg Config) (*sqlStore, error) {
 	s := &sqlStore{t: t, db: quoteIdent(cfg.Database), dbName: cfg.Database, cluster: cfg.Cluster, console: newConsoleGuard(cfg.Database, cfg.QueryConcurrency),
 		queryLimits: queryLimits{timeout: cfg.QueryTimeout, maxRows: cfg.QueryMaxRows,
 			maxRowsRead: cfg.QueryMaxRowsRead, maxMemory: cfg.QueryMaxMemoryBytes}}
-	if err := s.migrate(ctx); err != nil {
+	if err := s.migrate(ctx, cfg.Log); err != nil {
 		t.close()
 		return nil, err
 	}

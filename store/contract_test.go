@@ -7,7 +7,7 @@ import (
 	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
-// The embedded store passes the same contract as the memory store.
+// The embedded store passes the store contract every Store must keep.
 func TestEmbeddedContract(t *testing.T) {
 	storetest.RunContract(t, func(t *testing.T) store.Store { return store.OpenTestStore(t) })
 }

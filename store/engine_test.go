@@ -1,8 +1,10 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"reflect"
 	"strconv"
 	"strings"
@@ -24,7 +26,7 @@ func TestMigrationsTwiceAreNoOp(t *testing.T) {
 	ctx := context.Background()
 	migs, _ := loadMigrations()
 	for range 2 {
-		if err := s.migrate(ctx); err != nil {
+		if err := s.migrate(ctx, nil); err != nil {
 			t.Fatalf("migrate again: %v", err)
 		}
 	}
@@ -216,11 +218,19 @@ func TestReopenRecreatesDroppedTable(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	again, err := open(ctx, testConfig(testEngine.dir, strings.Trim(s.db, "`")))
+	var logged bytes.Buffer
+	cfg := testConfig(testEngine.dir, strings.Trim(s.db, "`"))
+	cfg.Log = slog.New(slog.NewTextHandler(&logged, nil))
+	again, err := open(ctx, cfg)
 	if err != nil {
 		t.Fatalf("reopen after a drop: %v", err)
 	}
 	defer again.Close()
+	for _, want := range []string{"level=WARN", "recreated empty", "runs", "steps", "suite_runs"} {
+		if !strings.Contains(logged.String(), want) {
+			t.Errorf("the repair log %q does not say %q", logged.String(), want)
+		}
+	}
 	if err := again.InsertRuns(ctx, []Run{{RunID: "after-repair"}}); err != nil {
 		t.Fatalf("insert into the recreated runs: %v", err)
 	}

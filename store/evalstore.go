@@ -8,7 +8,7 @@ import (
 
 // EvalHistory is the eval package's read side: a suite run's case snapshot and
 // scores, and the suite run history a report compares against. The SQL stores
-// and storetest.Memory implement it; use a type assertion on a Store.
+// (embedded and server) implement it; use a type assertion on a Store.
 type EvalHistory interface {
 	// ListCases returns the case snapshot of a suite run, by case id.
 	// An unknown suite run gives an empty slice.

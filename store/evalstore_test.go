@@ -7,7 +7,7 @@ import (
 	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
-// The embedded store passes the same eval history contract as the memory store.
+// The embedded store passes the eval history contract.
 func TestEmbeddedEvalHistoryContract(t *testing.T) {
 	storetest.RunEvalHistoryContract(t, func(t *testing.T) store.Store { return store.OpenTestStore(t) })
 }

@@ -85,7 +85,7 @@ func splitStatements(sql string) ([]string, error) {
 // every embedded migration not yet recorded there, in order. Applying twice is a
 // no-op. Statements use IF NOT EXISTS, so a migration interrupted half-way is
 // completed on the next open.
-func (s *sqlStore) migrate(ctx context.Context) error {
+func (s *sqlStore) migrate(ctx context.Context, log *slog.Logger) error {
 	migs, err := loadMigrations()
 	if err != nil {
 		return err
@@ -121,7 +121,7 @@ func (s *sqlStore) migrate(ctx context.Context) error {
 			return fmt.Errorf("store: migrate %04d_%s: record: %w", m.version, m.name, err)
 		}
 	}
-	return s.repairSchema(ctx, migs)
+	return s.repairSchema(ctx, migs, log)
 }
 
 // createdTable matches the table a migration statement creates.
@@ -133,12 +133,15 @@ var createdTable = regexp.MustCompile(`(?i)^CREATE TABLE IF NOT EXISTS \$\{DB\}\
 // again (each statement is IF NOT EXISTS), and the repair is logged with the
 // tables' names: their rows are gone. A table still missing afterwards fails
 // the open with its name.
-func (s *sqlStore) repairSchema(ctx context.Context, migs []migration) error {
+func (s *sqlStore) repairSchema(ctx context.Context, migs []migration, log *slog.Logger) error {
 	missing, err := s.missingTables(ctx, migs)
 	if err != nil || len(missing) == 0 {
 		return err
 	}
-	slog.Default().Warn("store: tables were missing and are recreated empty; their rows are lost", "database", s.db, "tables", missing)
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log.Warn("store: tables were missing and are recreated empty; their rows are lost", "database", s.db, "tables", missing)
 	for _, m := range migs {
 		stmts, err := s.ddl(substituteDB(m.statements, s.db))
 		if err != nil {

@@ -146,6 +146,10 @@ type Step struct {
 	PriceVersion string `json:"price_version" ch:"price_version"`
 	// CachedInputTokens are the InputTokens served from the provider's prompt cache.
 	CachedInputTokens int64 `json:"cached_input_tokens" ch:"cached_input_tokens"`
+	// CacheWriteInputTokens are the InputTokens written to the provider's prompt
+	// cache (Anthropic's cache_creation_input_tokens), priced at the cache-write
+	// rate; 0 when not reported.
+	CacheWriteInputTokens int64 `json:"cache_write_input_tokens" ch:"cache_write_input_tokens"`
 	// Orchestration* are a black-box orchestrator API's own planning usage (Fugu's
 	// usage.orchestration_input_tokens, _input_cached_tokens, _output_tokens),
 	// in addition to InputTokens/OutputTokens; 0 when not reported.

@@ -12,7 +12,8 @@ const PreviewChars = 200
 // role "user" in input, a JSON array of chat messages ([{"role":..,"content":..}]
 // with string content). When input is not such an array or has no user message
 // with string content, it previews input itself. The SQL stores compute the same
-// figure in the query; this is the reference used by the in-memory store.
+// figure in the query; the store contract (storetest.RunContract) checks their
+// answer against this one.
 func InputPreview(input string) string {
 	var msgs []struct {
 		Role    string          `json:"role"`

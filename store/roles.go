@@ -142,8 +142,8 @@ var (
 // Jaeger's storage.Factory). The roles every Store has (TraceWriter,
 // WorkStore, SuiteWriter, SuiteReader, Console) are always there; TraceReader,
 // OverviewReader, RunComparer, WorkerReader and EvalHistory are there when the
-// store implements them (both SQL transports and storetest.Memory do), and
-// SubjectEraser on the SQL transports only. A role
+// store implements them, and SubjectEraser when the store can erase a data
+// subject; both SQL transports (embedded and server) have every role. A role
 // the store lacks answers an error wrapping ErrNotSupported that names it;
 // every role of a Roles without a store answers an error too. Roles is a
 // small value: copy it freely; it does not own the store (close the Store).
@@ -213,8 +213,7 @@ func (r Roles) SegmentReader() (SegmentAnalytics, error) {
 	return role[SegmentAnalytics](r, "store.SegmentAnalytics")
 }
 
-// SubjectEraser returns the store's SubjectEraser; ErrNotSupported when absent
-// (storetest.Memory has none).
+// SubjectEraser returns the store's SubjectEraser; ErrNotSupported when absent.
 func (r Roles) SubjectEraser() (SubjectEraser, error) {
 	return role[SubjectEraser](r, "store.SubjectEraser")
 }

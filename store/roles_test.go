@@ -6,15 +6,14 @@ import (
 	"testing"
 
 	"github.com/conductor-shadow/conductor-shadow/store"
-	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
 // basicStore has only the roles every Store has.
 type basicStore struct{ store.Store }
 
-// Roles hands out every role of the SQL store and of the memory store; a store
-// without an optional role answers ErrNotSupported naming it, and a Roles
-// without a store answers an error for every role.
+// Roles hands out every role of the SQL store; a store without an optional role
+// answers ErrNotSupported naming it, and a Roles without a store answers an
+// error for every role.
 func TestRoles(t *testing.T) {
 	roles := func(r store.Roles) map[string]error {
 		errs := map[string]error{}
@@ -29,19 +28,20 @@ func TestRoles(t *testing.T) {
 		_, errs["store.WorkerReader"] = r.WorkerReader()
 		_, errs["store.EvalHistory"] = r.EvalHistory()
 		_, errs["store.SubjectEraser"] = r.SubjectEraser()
+		_, errs["store.SegmentAnalytics"] = r.SegmentReader()
 		return errs
 	}
 	optional := map[string]bool{"store.TraceReader": true, "store.OverviewReader": true,
-		"store.RunComparer": true, "store.WorkerReader": true, "store.EvalHistory": true, "store.SubjectEraser": true}
-	mem := storetest.NewMemory()
+		"store.RunComparer": true, "store.WorkerReader": true, "store.EvalHistory": true, "store.SubjectEraser": true,
+		"store.SegmentAnalytics": true}
+	st := store.OpenTestStore(t)
 	tests := []struct {
 		name        string
 		st          store.Store
 		wantMissing func(role string) bool
 	}{
-		{"sql store", store.OpenTestStore(t), func(string) bool { return false }},
-		{"memory store", mem, func(role string) bool { return role == "store.SubjectEraser" }},
-		{"store with the basic roles only", basicStore{mem}, func(role string) bool { return optional[role] }},
+		{"sql store", st, func(string) bool { return false }},
+		{"store with the basic roles only", basicStore{st}, func(role string) bool { return optional[role] }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -15,6 +16,10 @@ type SegmentFilter struct {
 	HasTable     string // SegmentYes, SegmentNo or "" (any)
 	HasCode      string // SegmentYes, SegmentNo or "" (any)
 	LengthBucket string // e.g. "128-511"
+	// MinNovelty selects requests whose novelty (the share of the prompt's
+	// words absent from the regression sets' vocabulary, 0–1) is at least this;
+	// 0 selects every request, with or without a novelty.
+	MinNovelty float64
 }
 
 // Values of SegmentFilter's flags and language.
@@ -27,10 +32,13 @@ const (
 // Empty reports a filter that selects everything.
 func (f SegmentFilter) Empty() bool { return f == SegmentFilter{} }
 
-// Validate reports a flag that is not yes, no or empty, and a language that
-// is not two lower-case letters or "unknown".
+// Validate reports a flag that is not yes, no or empty, a language that is
+// not two lower-case letters or "unknown", and a MinNovelty outside [0, 1].
 func (f SegmentFilter) Validate() error {
 	var errs []error
+	if !(f.MinNovelty >= 0 && f.MinNovelty <= 1) {
+		errs = append(errs, fmt.Errorf("store: segment filter: min_novelty %v must be between 0 and 1", f.MinNovelty))
+	}
 	for _, fl := range []struct{ name, v string }{{"has_table", f.HasTable}, {"has_code", f.HasCode}} {
 		if fl.v != "" && fl.v != SegmentYes && fl.v != SegmentNo {
 			errs = append(errs, fmt.Errorf("store: segment filter: %s %q must be %q, %q or empty", fl.name, fl.v, SegmentYes, SegmentNo))
@@ -40,17 +48,6 @@ func (f SegmentFilter) Validate() error {
 		errs = append(errs, fmt.Errorf("store: segment filter: language %q is not an ISO 639-1 code (two lower-case letters) or %q", l, SegmentUnknown))
 	}
 	return errors.Join(errs...)
-}
-
-// Matches reports whether r is selected by f (the in-memory twin of sqlCond).
-func (f SegmentFilter) Matches(r Request) bool {
-	lang := f.Language
-	if lang == SegmentUnknown {
-		lang = ""
-	}
-	flag := func(want string, v bool) bool { return want == "" || (want == SegmentYes) == v }
-	return (f.Language == "" || r.Language == lang) && flag(f.HasTable, r.HasTable) && flag(f.HasCode, r.HasCode) &&
-		(f.LengthBucket == "" || r.LengthBucket == f.LengthBucket)
 }
 
 // sqlCond renders f as conditions on the requests table's columns, "" for none.
@@ -70,6 +67,9 @@ func (f SegmentFilter) sqlCond() string {
 	}
 	if f.LengthBucket != "" {
 		c = append(c, "length_bucket = "+quoteString(f.LengthBucket))
+	}
+	if f.MinNovelty > 0 { // Validate keeps it a number in (0, 1]
+		c = append(c, "novelty >= "+strconv.FormatFloat(f.MinNovelty, 'f', -1, 64))
 	}
 	return strings.Join(c, " AND ")
 }
@@ -95,8 +95,8 @@ type SegmentCount struct {
 	NoveltySum    float64 `json:"novelty_sum"`
 }
 
-// SegmentAnalytics reads the segment mix of live traffic. The SQL stores and
-// storetest.Memory implement it.
+// SegmentAnalytics reads the segment mix of live traffic. The SQL stores
+// (embedded and server) implement it.
 type SegmentAnalytics interface {
 	// SegmentMix counts the window's live requests per combination of segment
 	// values, most requests first. A window whose end is not after its start

@@ -27,8 +27,8 @@ var (
 	ErrClosed = errors.New("store: closed")
 )
 
-// Store is what a transport opens (OpenEmbedded, OpenServer, the storetest
-// Memory): the roles every store has, and Close. Consumers do not take a Store:
+// Store is what a transport opens (OpenEmbedded, OpenServer): the roles every
+// store has, and Close. Consumers do not take a Store:
 // hand it to NewRoles and give each consumer the narrow roles it uses
 // (roles.go); a role a store lacks is ErrNotSupported there, never a quietly
 // degraded page. Implementations are safe for concurrent use. Insert* calls

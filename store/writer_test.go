@@ -62,6 +62,38 @@ func fixtureBatch(id string) store.Batch {
 	return store.Batch{Requests: []store.Request{f.Request}, Runs: f.Runs, Steps: f.Steps, Scores: f.Scores}
 }
 
+// The writer tests share one embedded store (an open costs about a second): each
+// subtest writes request ids under a prefix of its own (its name) and counts only
+// those, so what it sees is what its writer stored.
+
+// idOf is request id id in t's share of the shared store.
+func idOf(t testing.TB, id string) string { return t.Name() + "/" + id }
+
+// batchOf is fixtureBatch under t's prefix.
+func batchOf(t testing.TB, id string) store.Batch { return fixtureBatch(idOf(t, id)) }
+
+// stored counts the distinct records (the last write of each key, after FINAL)
+// st holds under t's prefix; the fixture's run ids start with its request id.
+func stored(t testing.TB, st store.Console) storetest.Counts {
+	t.Helper()
+	p := "'" + strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(t.Name()+"/") + "'"
+	res, err := st.Query(context.Background(), fmt.Sprintf(`SELECT
+		(SELECT count() FROM requests FINAL WHERE startsWith(request_id, %[1]s)),
+		(SELECT count() FROM runs FINAL WHERE startsWith(request_id, %[1]s)),
+		(SELECT count() FROM steps FINAL WHERE startsWith(run_id, %[1]s)),
+		(SELECT count() FROM scores FINAL WHERE startsWith(request_id, %[1]s))`, p))
+	if err != nil || len(res.Rows) != 1 || len(res.Rows[0]) != 4 {
+		t.Fatalf("count stored rows: %v (%+v)", err, res)
+	}
+	var n [4]int
+	for i, v := range res.Rows[0] {
+		if _, err := fmt.Sscan(v, &n[i]); err != nil {
+			t.Fatalf("count stored rows: column %d %q: %v", i, v, err)
+		}
+	}
+	return storetest.Counts{Requests: n[0], Runs: n[1], Steps: n[2], Scores: n[3]}
+}
+
 // fixture rows: 1 request + 3 runs + 4 steps + 2 scores
 const fixtureRows = 10
 
@@ -86,7 +118,7 @@ func (l tlog) Write(p []byte) (int, error) { l.t.Log(strings.TrimSpace(string(p)
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Second)
+	deadline := time.Now().Add(10 * time.Second) // generous: the engine shares the machine
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)
@@ -104,54 +136,79 @@ func shutdown(t *testing.T, w *store.Writer) {
 	}
 }
 
-func TestWriterFlushesOnSize(t *testing.T) {
-	mem := storetest.NewMemory()
+// The writer's behaviour on the embedded engine, one subtest per case on one
+// shared store (see stored).
+func TestWriter(t *testing.T) {
+	st := store.OpenTestStore(t)
+	for _, tt := range []struct {
+		name string
+		fn   func(t *testing.T, st store.Store)
+	}{
+		{"FlushesOnSize", writerFlushesOnSize},
+		{"FlushesOnInterval", writerFlushesOnInterval},
+		{"QueueFullNeverBlocks", writerQueueFullNeverBlocks},
+		{"ShutdownDrainsAndIsIdempotent", writerShutdownDrainsAndIsIdempotent},
+		{"RetriesThenDrops", writerRetriesThenDrops},
+		{"InsertsRequestsBeforeRuns", writerInsertsRequestsBeforeRuns},
+		{"ShutdownDeadline", writerShutdownDeadline},
+		{"RedeliveryStoredOnce", writerRedeliveryStoredOnce},
+		{"OutlivesStartContext", writerOutlivesStartContext},
+		{"LossIsLoggedAndVisible", writerLossIsLoggedAndVisible},
+		{"HoldsBackWorkMarksOfDroppedRuns", writerHoldsBackWorkMarksOfDroppedRuns},
+	} {
+		t.Run(tt.name, func(t *testing.T) { tt.fn(t, st) })
+	}
+}
+
+func writerFlushesOnSize(t *testing.T, st store.Store) {
 	cfg := writerConfig()
 	cfg.BatchSize = 2 * fixtureRows
-	w := newWriter(t, mem, cfg)
+	w := newWriter(t, st, cfg)
 	w.Start(context.Background())
 	defer shutdown(t, w)
-	if err := w.Enqueue(fixtureBatch("a")); err != nil {
+	if err := w.Enqueue(batchOf(t, "a")); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(50 * time.Millisecond)
-	if c := mem.Counts(); c.Requests != 0 {
+	if c := stored(t, st); c != (storetest.Counts{}) {
 		t.Fatalf("flushed below BatchSize: %+v", c)
 	}
-	if err := w.Enqueue(fixtureBatch("b")); err != nil {
+	if err := w.Enqueue(batchOf(t, "b")); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "size-triggered flush", func() bool { return mem.Counts().Requests == 2 })
+	// Flushes counts a flush once all its tables' INSERTs returned.
+	waitFor(t, "size-triggered flush", func() bool { return w.Stats().Flushes > 0 })
 	if s := w.Stats(); s.Written != 2*fixtureRows || s.Queued != 0 || s.Flushes != 1 {
 		t.Errorf("stats = %+v; want 20 written, 0 queued, 1 flush", s)
 	}
+	if c, want := stored(t, st), (storetest.Counts{Requests: 2, Runs: 6, Steps: 8, Scores: 4}); c != want {
+		t.Errorf("stored after the size-triggered flush = %+v; want %+v", c, want)
+	}
 }
 
-func TestWriterFlushesOnInterval(t *testing.T) {
-	mem := storetest.NewMemory()
+func writerFlushesOnInterval(t *testing.T, st store.Store) {
 	cfg := writerConfig()
 	cfg.FlushInterval = 20 * time.Millisecond
-	w := newWriter(t, mem, cfg)
+	w := newWriter(t, st, cfg)
 	w.Start(context.Background())
 	defer shutdown(t, w)
-	if err := w.Enqueue(fixtureBatch("a")); err != nil {
+	if err := w.Enqueue(batchOf(t, "a")); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "interval flush", func() bool { return mem.Counts().Scores == 2 })
+	waitFor(t, "interval flush", func() bool { return stored(t, st).Scores == 2 })
 }
 
-func TestWriterQueueFullNeverBlocks(t *testing.T) {
-	mem := storetest.NewMemory()
+func writerQueueFullNeverBlocks(t *testing.T, st store.Store) {
 	cfg := writerConfig()
 	cfg.QueueSize = 2
-	w := newWriter(t, mem, cfg) // not started: nothing drains the queue
+	w := newWriter(t, st, cfg) // not started: nothing drains the queue
 	for i := range 2 {
-		if err := w.Enqueue(fixtureBatch(fmt.Sprint(i))); err != nil {
+		if err := w.Enqueue(batchOf(t, fmt.Sprint(i))); err != nil {
 			t.Fatalf("enqueue %d: %v", i, err)
 		}
 	}
 	done := make(chan error, 1)
-	go func() { done <- w.Enqueue(fixtureBatch("overflow")) }()
+	go func() { done <- w.Enqueue(batchOf(t, "overflow")) }()
 	select {
 	case err := <-done:
 		if !errors.Is(err, store.ErrQueueFull) {
@@ -164,21 +221,20 @@ func TestWriterQueueFullNeverBlocks(t *testing.T) {
 		t.Errorf("stats = %+v; want 1 rejected, 20 queued", s)
 	}
 	shutdown(t, w) // drains without Start
-	if c := mem.Counts(); c.Requests != 2 {
+	if c := stored(t, st); c.Requests != 2 {
 		t.Errorf("after Shutdown counts = %+v; want the 2 queued requests", c)
 	}
 }
 
-func TestWriterShutdownDrainsAndIsIdempotent(t *testing.T) {
-	mem := storetest.NewMemory()
-	w := newWriter(t, mem, writerConfig())
+func writerShutdownDrainsAndIsIdempotent(t *testing.T, st store.Store) {
+	w := newWriter(t, st, writerConfig())
 	w.Start(context.Background())
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := w.Enqueue(fixtureBatch(fmt.Sprint("c", i))); err != nil {
+			if err := w.Enqueue(batchOf(t, fmt.Sprint("c", i))); err != nil {
 				t.Error(err)
 			}
 		}()
@@ -186,26 +242,26 @@ func TestWriterShutdownDrainsAndIsIdempotent(t *testing.T) {
 	wg.Wait()
 	shutdown(t, w)
 	shutdown(t, w) // second call: no-op
-	if c := mem.Counts(); c.Requests != 8 || c.Runs != 24 || c.Steps != 32 || c.Scores != 16 {
+	if c := stored(t, st); c.Requests != 8 || c.Runs != 24 || c.Steps != 32 || c.Scores != 16 {
 		t.Errorf("counts after Shutdown = %+v", c)
 	}
 	if s := w.Stats(); s.Written != 8*fixtureRows || s.Queued != 0 || s.Dropped != 0 {
 		t.Errorf("stats = %+v", s)
 	}
-	if err := w.Enqueue(fixtureBatch("late")); !errors.Is(err, store.ErrClosed) {
+	if err := w.Enqueue(batchOf(t, "late")); !errors.Is(err, store.ErrClosed) {
 		t.Errorf("Enqueue after Shutdown: %v; want ErrClosed", err)
 	}
 	// Shutdown without Start, twice.
-	w2 := newWriter(t, mem, writerConfig())
+	w2 := newWriter(t, st, writerConfig())
 	shutdown(t, w2)
 	shutdown(t, w2)
 }
 
-func TestWriterRetriesThenDrops(t *testing.T) {
+func writerRetriesThenDrops(t *testing.T, st store.Store) {
 	t.Run("recovers", func(t *testing.T) {
-		f := &flaky{Store: storetest.NewMemory(), failN: 2}
+		f := &flaky{Store: st, failN: 2}
 		w := newWriter(t, f, writerConfig())
-		if err := w.Enqueue(fixtureBatch("r")); err != nil {
+		if err := w.Enqueue(batchOf(t, "r")); err != nil {
 			t.Fatal(err)
 		}
 		if err := w.Flush(context.Background()); err != nil {
@@ -217,11 +273,11 @@ func TestWriterRetriesThenDrops(t *testing.T) {
 		shutdown(t, w)
 	})
 	t.Run("gives up", func(t *testing.T) {
-		f := &flaky{Store: storetest.NewMemory(), failN: 1 << 30}
+		f := &flaky{Store: st, failN: 1 << 30}
 		cfg := writerConfig()
 		cfg.MaxRetries = 2
 		w := newWriter(t, f, cfg)
-		if err := w.Enqueue(fixtureBatch("r")); err != nil {
+		if err := w.Enqueue(batchOf(t, "r")); err != nil {
 			t.Fatal(err)
 		}
 		if err := w.Flush(context.Background()); err == nil {
@@ -235,16 +291,16 @@ func TestWriterRetriesThenDrops(t *testing.T) {
 	})
 }
 
-func TestWriterInsertsRequestsBeforeRuns(t *testing.T) {
-	f := &flaky{Store: storetest.NewMemory()}
+func writerInsertsRequestsBeforeRuns(t *testing.T, st store.Store) {
+	f := &flaky{Store: st}
 	w := newWriter(t, f, writerConfig())
 	for _, id := range []string{"a", "b"} {
-		b := fixtureBatch(id)
+		b := batchOf(t, id)
 		b.Requests = nil // runs first in the batch...
 		if err := w.Enqueue(b); err != nil {
 			t.Fatal(err)
 		}
-		if err := w.Enqueue(store.Batch{Requests: fixtureBatch(id).Requests}); err != nil { // ...request later
+		if err := w.Enqueue(store.Batch{Requests: batchOf(t, id).Requests}); err != nil { // ...request later
 			t.Fatal(err)
 		}
 	}
@@ -254,10 +310,10 @@ func TestWriterInsertsRequestsBeforeRuns(t *testing.T) {
 	}
 }
 
-func TestWriterShutdownDeadline(t *testing.T) {
-	f := &flaky{Store: storetest.NewMemory(), block: true}
+func writerShutdownDeadline(t *testing.T, st store.Store) {
+	f := &flaky{Store: st, block: true}
 	w := newWriter(t, f, writerConfig())
-	if err := w.Enqueue(fixtureBatch("slow")); err != nil {
+	if err := w.Enqueue(batchOf(t, "slow")); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
@@ -289,60 +345,61 @@ func TestWriterConfigValidate(t *testing.T) {
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
-// The writer against the embedded engine: a batch enqueued twice (a re-delivery)
-// is stored once.
-func TestWriterEmbedded(t *testing.T) {
-	st := store.OpenTestStore(t)
+// A batch enqueued twice (a re-delivery) is stored once.
+func writerRedeliveryStoredOnce(t *testing.T, st store.Store) {
 	w := newWriter(t, st, writerConfig())
 	w.Start(context.Background())
 	for range 2 {
-		if err := w.Enqueue(fixtureBatch("emb")); err != nil {
+		if err := w.Enqueue(batchOf(t, "emb")); err != nil {
 			t.Fatal(err)
 		}
 	}
 	shutdown(t, w)
-	tr, err := st.GetTrace(context.Background(), "emb")
+	tr, err := st.GetTrace(context.Background(), idOf(t, "emb"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(tr.Runs) != 3 || len(tr.Steps) != 4 || len(tr.Scores) != 2 {
 		t.Errorf("trace has %d runs, %d steps, %d scores; want 3, 4, 2", len(tr.Runs), len(tr.Steps), len(tr.Scores))
 	}
+	if c, want := stored(t, st), (storetest.Counts{Requests: 1, Runs: 3, Steps: 4, Scores: 2}); c != want {
+		t.Errorf("stored after a re-delivery = %+v; want %+v", c, want)
+	}
 }
 
-// An invalid config is an error, never silently replaced by defaults.
+// An invalid config is an error, never silently replaced by defaults (checked
+// before the store is looked at: none is needed).
 func TestNewWriterRejectsInvalidConfig(t *testing.T) {
 	cfg := writerConfig()
 	cfg.BatchSize = 0
-	if _, err := store.NewWriter(storetest.NewMemory(), cfg, nil); err == nil || !contains(err.Error(), "batch_size") {
+	if _, err := store.NewWriter(nil, cfg, nil); err == nil || !contains(err.Error(), "batch_size") {
 		t.Fatalf("NewWriter with batch_size 0: %v; want a batch_size error", err)
 	}
 }
 
 // The loop outlives the Start context: a cancelled request context must not stop
 // the writer; Shutdown stops it after flushing.
-func TestWriterOutlivesStartContext(t *testing.T) {
-	mem := storetest.NewMemory()
+func writerOutlivesStartContext(t *testing.T, st store.Store) {
 	cfg := writerConfig()
 	cfg.FlushInterval = 10 * time.Millisecond
-	w := newWriter(t, mem, cfg)
+	w := newWriter(t, st, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	w.Start(ctx)
 	cancel()
 	time.Sleep(20 * time.Millisecond)
-	if err := w.Enqueue(fixtureBatch("after-cancel")); err != nil {
+	if err := w.Enqueue(batchOf(t, "after-cancel")); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "flush after the Start context ended", func() bool { return mem.Counts().Requests == 1 })
+	waitFor(t, "flush after the Start context ended", func() bool { return stored(t, st).Requests == 1 })
 	shutdown(t, w)
 }
 
 // Dropped rows are counted, logged and make the writer not ready until an INSERT
 // succeeds again.
-func TestWriterLossIsLoggedAndVisible(t *testing.T) {
+func writerLossIsLoggedAndVisible(t *testing.T, st store.Store) {
 	var logs bytes.Buffer
 	var mu sync.Mutex
-	f := &flaky{Store: storetest.NewMemory(), failN: 1 << 30}
+	f := &flaky{Store: st, failN: 1 << 30}
 	cfg := writerConfig()
 	cfg.MaxRetries = 0
 	w, err := store.NewWriter(f, cfg, slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil)))
@@ -352,7 +409,7 @@ func TestWriterLossIsLoggedAndVisible(t *testing.T) {
 	if err := w.Ready(); err != nil {
 		t.Fatalf("Ready before any write: %v", err)
 	}
-	if err := w.Enqueue(fixtureBatch("lost")); err != nil {
+	if err := w.Enqueue(batchOf(t, "lost")); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Flush(context.Background()); err == nil {
@@ -374,7 +431,7 @@ func TestWriterLossIsLoggedAndVisible(t *testing.T) {
 	f.mu.Lock()
 	f.failN = 0
 	f.mu.Unlock()
-	if err := w.Enqueue(fixtureBatch("back")); err != nil {
+	if err := w.Enqueue(batchOf(t, "back")); err != nil {
 		t.Fatal(err)
 	}
 	if err := w.Flush(context.Background()); err != nil {
@@ -416,13 +473,13 @@ func (f *failRuns) InsertWork(ctx context.Context, w []store.Work) error {
 
 // A work row is never marked done when its run could not be stored: the work
 // stays pending (to be done again) and the held-back rows are counted as dropped.
-func TestWriterHoldsBackWorkMarksOfDroppedRuns(t *testing.T) {
-	f := &failRuns{Store: storetest.NewMemory()}
+func writerHoldsBackWorkMarksOfDroppedRuns(t *testing.T, st store.Store) {
+	f := &failRuns{Store: st}
 	cfg := writerConfig()
 	cfg.MaxRetries = 0
 	w := newWriter(t, f, cfg)
-	b := fixtureBatch("held")
-	b.Work = []store.Work{{RequestID: "held", Pipeline: "conductor", PipelineVersion: "v3", Status: store.WorkDone}}
+	b := batchOf(t, "held")
+	b.Work = []store.Work{{RequestID: idOf(t, "held"), Pipeline: "conductor", PipelineVersion: "v3", Status: store.WorkDone}}
 	if err := w.Enqueue(b); err != nil {
 		t.Fatal(err)
 	}

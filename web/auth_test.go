@@ -4,19 +4,22 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/conductor-shadow/conductor-shadow/store"
-	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
-func TestAuthMiddleware(t *testing.T) {
+// testAuthMiddleware (TestFixturePages): the traces list over fixtureTrace
+// answers only the configured credentials, and a refusal shows no trace.
+func testAuthMiddleware(t *testing.T, st store.Store) {
 	gin.SetMode(gin.TestMode)
+	hidden := fixtureTrace().Request.RequestID
 	newServer := func(a Auth) *gin.Engine {
 		r := gin.New()
-		if err := Register(r.Group("/", a.Middleware()), store.NewRoles(storetest.NewMemory()), NewDefaultConfig()); err != nil {
+		if err := Register(r.Group("/", a.Middleware()), store.NewRoles(st), NewDefaultConfig()); err != nil {
 			t.Fatal(err)
 		}
 		return r
@@ -30,6 +33,9 @@ func TestAuthMiddleware(t *testing.T) {
 		h.ServeHTTP(rec, req)
 		if rec.Code == http.StatusUnauthorized && rec.Header().Get("WWW-Authenticate") == "" {
 			t.Error("401 without a challenge: browsers would not ask for credentials")
+		}
+		if shown := strings.Contains(rec.Body.String(), hidden); shown != (rec.Code == http.StatusOK) {
+			t.Errorf("status %d, trace %s shown: %v", rec.Code, hidden, shown)
 		}
 		return rec.Code
 	}

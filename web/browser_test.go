@@ -15,7 +15,6 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/conductor-shadow/conductor-shadow/store"
-	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
 // Browser-test settings, from the environment.
@@ -71,11 +70,11 @@ func browserTraces() []store.Trace {
 	return []store.Trace{tr, nested, other}
 }
 
-// browserServer serves the UI over a memory store holding browserTraces and a
+// browserServer serves the UI over a store on the embedded engine holding browserTraces and a
 // suite run whose report carries executable payloads.
 func browserServer(t *testing.T) (*httptest.Server, []store.Trace) {
 	t.Helper()
-	st := storetest.NewMemory()
+	st := engine.Open(t)
 	trs := browserTraces()
 	for _, tr := range trs {
 		seed(t, st, tr)

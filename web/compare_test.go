@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/conductor-shadow/conductor-shadow/store"
-	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
 func TestNewRunCompare(t *testing.T) {
@@ -81,7 +80,7 @@ func TestCompareSuiteScores(t *testing.T) {
 }
 
 func TestComparePages(t *testing.T) {
-	st := storetest.NewMemory()
+	st := engine.Open(t)
 	tr := fixtureTrace()
 	seed(t, st, tr)
 	ctx := context.Background()

@@ -17,14 +17,13 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/conductor-shadow/conductor-shadow/store"
-	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
-// slashTrace is a suite-case trace whose request id holds "/", with a suite run
-// whose id holds one too.
-func slashFixture(t *testing.T) (*storetest.Memory, store.Trace, store.SuiteRun) {
+// slashFixture opens a store holding a suite-case trace whose request id holds
+// "/" and a suite run whose id holds one too.
+func slashFixture(t *testing.T) (store.Store, store.Trace, store.SuiteRun) {
 	t.Helper()
-	st := storetest.NewMemory()
+	st := engine.Open(t)
 	tr := fixtureTrace()
 	id := "suite-20261130-0001/gsm8k-test-0"
 	tr.Request.RequestID = id
@@ -50,10 +49,17 @@ func slashFixture(t *testing.T) (*storetest.Memory, store.Trace, store.SuiteRun)
 	return st, tr, sr
 }
 
-// TestIDsWithSlashes: every page that takes an id answers for ids holding "/",
-// sent escaped (%2F, as the pages link them) or raw, under any base path.
-func TestIDsWithSlashes(t *testing.T) {
+// TestSlashFixturePages runs the page tests that only read over one store
+// holding slashFixture's trace and suite run (one engine database for both).
+func TestSlashFixturePages(t *testing.T) {
 	st, tr, sr := slashFixture(t)
+	t.Run("IDsWithSlashes", func(t *testing.T) { testIDsWithSlashes(t, st, tr, sr) })
+	t.Run("HeadAnswersLikeGet", func(t *testing.T) { testHeadAnswersLikeGet(t, st, tr, sr) })
+}
+
+// testIDsWithSlashes: every page that takes an id answers for ids holding "/",
+// sent escaped (%2F, as the pages link them) or raw, under any base path.
+func testIDsWithSlashes(t *testing.T, st store.Store, tr store.Trace, sr store.SuiteRun) {
 	inc, cand := tr.Runs[0].RunID, tr.Runs[1].RunID
 	for _, base := range []string{"", "/ui"} {
 		cfg := NewDefaultConfig()
@@ -99,10 +105,9 @@ func htmlEsc(s string) string {
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&#34;", "'", "&#39;").Replace(s)
 }
 
-// TestHeadAnswersLikeGet: HEAD on every page gives GET's status and headers and
+// testHeadAnswersLikeGet: HEAD on every page gives GET's status and headers and
 // no body, over a real HTTP server.
-func TestHeadAnswersLikeGet(t *testing.T) {
-	st, tr, sr := slashFixture(t)
+func testHeadAnswersLikeGet(t *testing.T, st store.Store, tr store.Trace, sr store.SuiteRun) {
 	srv := httptest.NewServer(newTestServer(t, st, NewDefaultConfig()))
 	defer srv.Close()
 	u := urls{""}
@@ -131,10 +136,8 @@ func TestHeadAnswersLikeGet(t *testing.T) {
 	}
 }
 
-// TestServerErrorsAreLogged: a 5xx page logs its cause with the path.
-func TestServerErrorsAreLogged(t *testing.T) {
-	st := storetest.NewMemory()
-	seed(t, st, fixtureTrace())
+// testServerErrorsAreLogged (TestFixturePages): a 5xx page logs its cause with the path.
+func testServerErrorsAreLogged(t *testing.T, st store.Store) {
 	var buf bytes.Buffer
 	gin.SetMode(gin.TestMode)
 	r := gin.New()
@@ -170,7 +173,7 @@ func newTestServerLogged(t *testing.T, st store.Store, buf *bytes.Buffer) *gin.E
 // and tool call, the incumbent's HTTP status and rate-limit headers, a partial
 // answer, unknown latency as unknown, and no NUL byte in the HTML.
 func TestTracePageShowsWhatHappened(t *testing.T) {
-	st := storetest.NewMemory()
+	st := engine.Open(t)
 	tr := fixtureTrace()
 	tr.Request.Input = `[{"role":"user","content":"weather in Paris?\u0000"}]`
 	inc := &tr.Runs[0]
@@ -238,7 +241,7 @@ func TestTracePageShowsWhatHappened(t *testing.T) {
 // time; when runs in the window belong to requests received before it (a
 // replay), the page says how many and why the two counts differ.
 func TestOverviewNamesItsTimeBases(t *testing.T) {
-	st := storetest.NewMemory()
+	st := engine.Open(t)
 	ctx := context.Background()
 	window := overviewQuery{From: t0, To: t0.Add(time.Hour)}
 	var reqs []store.Request
@@ -281,7 +284,7 @@ func TestOverviewNamesItsTimeBases(t *testing.T) {
 // TestTracesSearchFindsQuotesAndTabs: the input is stored as JSON, yet a search
 // for text holding a quote, a tab or a backslash finds it as typed.
 func TestTracesSearchFindsQuotesAndTabs(t *testing.T) {
-	st := storetest.NewMemory()
+	st := engine.Open(t)
 	ctx := context.Background()
 	texts := map[string]string{"q-quote": `she said "hello there"`, "q-tab": "a\tb\tc", "q-bs": `C:\Users\ada`, "q-plain": "plain"}
 	var reqs []store.Request
@@ -305,7 +308,7 @@ func TestTracesSearchFindsQuotesAndTabs(t *testing.T) {
 // TestCompareShowsIncumbentFailure: a candidate is compared against an incumbent
 // that failed (HTTP 429): the comparison names the failure beside the answer.
 func TestCompareShowsIncumbentFailure(t *testing.T) {
-	st := storetest.NewMemory()
+	st := engine.Open(t)
 	tr := fixtureTrace()
 	inc := &tr.Runs[0]
 	inc.Status, inc.HTTPStatus, inc.FinalOutput = store.StatusError, 429, ""

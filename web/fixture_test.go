@@ -34,7 +34,7 @@ func fixtureTrace() store.Trace {
 		Input: `[{"role":"system","content":"You are a careful math tutor."},` +
 			`{"role":"user","content":"A train leaves at 09:40 and arrives at 13:05.\n    How long is the trip?\n\n(show   your work)"}]`,
 		InputHash: "9b1c0e4f5a6d7e8f9b1c0e4f5a6d7e8f9b1c0e4f5a6d7e8f9b1c0e4f5a6d7e8f",
-		Metadata:  map[string]string{"route": "/v1/chat/completions", "tenant": "acme"},
+		Metadata:  map[string]string{"route": "/v1/chat/completions", "tenant": "acme", "category": "math", "source": "tap"},
 	}
 	inc := store.Run{
 		RunID: "run-inc-1", RequestID: reqID, Pipeline: "incumbent:gpt-5", PipelineVersion: "v12",
@@ -98,6 +98,14 @@ func fixtureSuiteRun() store.SuiteRun {
 			"<script>alert(1)</script>\n\n[click](javascript:alert(1)) and **bold**\n",
 		ReportJSON: `{"suite_run_id":"sr-20250602-0001","simulated":true,"gates":{"quality":"pass"}}`,
 	}
+}
+
+// fixtureOlderSuiteRun is a suite run still running, started a day before
+// fixtureSuiteRun, with no report yet.
+func fixtureOlderSuiteRun() store.SuiteRun {
+	return store.SuiteRun{SuiteRunID: "sr-20250601-0007", SetName: "mmlu-mini", SetVersion: "ab12cd34ef56",
+		Incumbent: "incumbent:gpt-5", Candidates: []string{"conductor"}, StartedAt: t0.Add(-24 * time.Hour),
+		Status: "running", Cases: 20}
 }
 
 // seed writes a trace into st.

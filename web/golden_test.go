@@ -13,6 +13,7 @@ import (
 
 	"github.com/a-h/templ"
 
+	"github.com/conductor-shadow/conductor-shadow/eval"
 	"github.com/conductor-shadow/conductor-shadow/eval/gate"
 	"github.com/conductor-shadow/conductor-shadow/store"
 )
@@ -146,8 +147,13 @@ func goldenOverview(meta pageMeta) overviewView {
 	sr := fixtureSuiteRun()
 	sr.Verdict = "PASS"
 	q := overviewQuery{App: "support-bot", From: t0.Truncate(time.Hour).Add(-time.Hour), To: t0.Truncate(time.Hour).Add(2 * time.Hour)}
-	live := liveVerdicts([]store.AgreementPair{{Candidate: "conductor", RequestID: "r1", StartedAt: t0, Agree: true},
-		{Candidate: "conductor", RequestID: "r2", StartedAt: t0.Add(time.Minute), Agree: false}}, false, q.To.Sub(q.From), gate.NewDefaultPolicy())
+	pairs := []store.AgreementPair{{Candidate: "conductor", RequestID: "r1", StartedAt: t0, Agree: true, Language: "en", LengthBucket: "0-127"},
+		{Candidate: "conductor", RequestID: "r2", StartedAt: t0.Add(time.Minute), Agree: false, Language: "ru", HasTable: true, LengthBucket: "128-511"}}
+	vs, err := gate.LiveVerdicts(eval.LivePairs(pairs), q.To.Sub(q.From), false, gate.NewDefaultPolicy())
+	if err != nil {
+		panic(err)
+	}
+	live := &eval.LiveSection{From: q.From, To: q.To, Correction: gate.LiveCorrection, Verdicts: vs}
 	v := newOverviewView(meta, q, 3600, ov, []store.SuiteRun{sr}, live)
 	v.ThisURL = urls{meta.Base}.overviewWith(q)
 	return v

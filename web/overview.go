@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/conductor-shadow/conductor-shadow/eval"
 	"github.com/conductor-shadow/conductor-shadow/eval/gate"
-	"github.com/conductor-shadow/conductor-shadow/eval/stats"
 	"github.com/conductor-shadow/conductor-shadow/store"
 )
 
@@ -108,11 +106,11 @@ func bucketFor(span time.Duration) int {
 // pipelineRow is one pipeline in the overview's table.
 type pipelineRow struct {
 	Total        store.PipelinePoint
-	Agreement    *store.Agreement // nil for the incumbent or without pairs
-	Verdict      *suiteVerdict    // the latest suite run that evaluated this candidate, nil if none
-	Live         *liveVerdict     // the running verdict on the window's live pairs, nil without pairs
-	SeriesClass  string           // colour class of its chart lines
-	AgreementPct string           // "87.5%" or "—"
+	Agreement    *store.Agreement  // nil for the incumbent or without pairs
+	Verdict      *suiteVerdict     // the latest suite run that evaluated this candidate, nil if none
+	Live         *gate.LiveVerdict // the running verdict on the window's live pairs (eval.LiveVerdicts), nil without pairs
+	SeriesClass  string            // colour class of its chart lines
+	AgreementPct string            // "87.5%" or "—"
 }
 
 // suiteVerdict is the latest verdict on a candidate.
@@ -126,88 +124,16 @@ type suiteVerdict struct {
 	WorseOn []string
 }
 
-// liveVerdict is a candidate's running verdict on the window's production
-// traffic.
-//
-// What it is computed on: live traffic has no grader, only the comparison of
-// final answers (store.AgreementSequence, the pairs the Agreement column
-// counts). A candidate can be worse than the incumbent only on requests where
-// their answers differ, so each pair's difference is at least −1 when they
-// disagree and 0 when they agree; the sequential test's PASS side
-// (stats.Sequential with PassOnly, the default gate policy's margin and
-// confidence) on those lower bounds is a valid anytime PASS: "at most m points
-// worse". FAIL needs grades, so it is left to suite runs.
-type liveVerdict struct {
-	Pairs     int
-	Disagree  int
-	Truncated bool // only the first store.MaxAgreementPairs pairs were read
-	State     stats.SequentialState
-	Verdict   string // "PASS" or "INCONCLUSIVE"
-	Text      string // gate.RunningVerdict
-	Advice    string
-	Progress  string // "37%" of the way to PASS
-}
+// fmtProgress renders a 0..1 progress as "37%".
+func fmtProgress(f float64) string { return strconv.FormatFloat(100*f, 'f', 0, 64) + "%" }
 
-// liveVerdicts runs the PASS-only sequential test per candidate over pairs in
-// time order; perDay scales the advice to days of traffic.
-func liveVerdicts(pairs []store.AgreementPair, truncated bool, window time.Duration, p gate.Policy) map[string]*liveVerdict {
-	out := map[string]*liveVerdict{}
-	cfg, ok := gate.SequentialConfig(p, 1)
-	if !ok {
-		return out
+// fmtTestedP renders a p-value with four significant digits, "—" when the
+// segment was not tested.
+func fmtTestedP(p float64, tested bool) string {
+	if !tested {
+		return "—"
 	}
-	cfg.PassOnly = true
-	tests := map[string]*stats.Sequential{}
-	for _, pr := range pairs {
-		lv := out[pr.Candidate]
-		if lv == nil {
-			sq, err := stats.NewSequential(cfg)
-			if err != nil {
-				return out
-			}
-			lv = &liveVerdict{Truncated: truncated}
-			out[pr.Candidate], tests[pr.Candidate] = lv, sq
-		}
-		lv.Pairs++
-		d := 0.0
-		if !pr.Agree {
-			lv.Disagree++
-			d = -1
-		}
-		tests[pr.Candidate].Add(d)
-	}
-	days := window.Hours() / 24
-	margin := cfg.Margin
-	for name, lv := range out {
-		lv.State = tests[name].State()
-		lv.Verdict = lv.State.Verdict
-		lv.Text = gate.RunningVerdict(lv.State)
-		lv.Progress = strconv.FormatFloat(100*lv.State.PassProgress, 'f', 0, 64) + "%"
-		perDay := float64(lv.Pairs) / days
-		disagree := float64(lv.Disagree) / float64(lv.Pairs)
-		switch {
-		case lv.Verdict == string(gate.Pass):
-			lv.Advice = "decided"
-		case disagree >= margin:
-			// Agreement alone cannot show the margin: plan a graded run at the
-			// observed disagreement (an upper bound of the discordance).
-			d := p.Quality.Design(p.Confidence)
-			disc := math.Min(0.99, math.Max(disagree, 0.01))
-			n, err := stats.Plan(stats.Scenario{PIncumbent: 0.5, Discordance: disc}, d, gate.PlanPower, p.MinN)
-			if err != nil {
-				lv.Advice = "agreement alone cannot PASS; grade a suite: " + err.Error()
-				break
-			}
-			lv.Advice = fmt.Sprintf("answers differ on %.1f%% of requests, more than the %.0f-point margin: agreement alone cannot PASS; grade a suite of shadowed requests: %s",
-				100*disagree, 100*margin, gate.Advice(n, perDay))
-		default:
-			lv.Advice = gate.Advice(lv.State.MoreCases, perDay)
-			if lv.State.MoreCases < 0 {
-				lv.Advice = "not enough pairs yet to project"
-			}
-		}
-	}
-	return out
+	return strconv.FormatFloat(p, 'g', 4, 64)
 }
 
 // chartSeries is one line of a chart: Points in SVG polyline syntax.
@@ -243,6 +169,9 @@ type overviewView struct {
 	CostChart lineChart
 	LatChart  lineChart
 	ThisURL   string // deep link of this exact window
+	// Live holds the running verdicts on the window's live pairs, per
+	// candidate and per segment (eval.LiveVerdicts); nil without a store read.
+	Live *eval.LiveSection
 }
 
 // newLineChart draws series of (bucket, value) per pipeline across [from, to).
@@ -328,8 +257,8 @@ func latestVerdicts(runs []store.SuiteRun) map[string]*suiteVerdict {
 }
 
 // newOverviewView assembles the page from the store's overview and suite runs.
-func newOverviewView(meta pageMeta, q overviewQuery, bucket int, ov store.Overview, suiteRuns []store.SuiteRun, live map[string]*liveVerdict) overviewView {
-	v := overviewView{Meta: meta, Query: q, Data: ov,
+func newOverviewView(meta pageMeta, q overviewQuery, bucket int, ov store.Overview, suiteRuns []store.SuiteRun, live *eval.LiveSection) overviewView {
+	v := overviewView{Meta: meta, Query: q, Data: ov, Live: live,
 		Bucket: (time.Duration(bucket) * time.Second).String()}
 	classes := map[string]string{}
 	for i, p := range ov.Totals {
@@ -340,6 +269,12 @@ func newOverviewView(meta pageMeta, q overviewQuery, bucket int, ov store.Overvi
 		agree[ov.Agreement[i].Candidate] = &ov.Agreement[i]
 	}
 	verdicts := latestVerdicts(suiteRuns)
+	running := map[string]*gate.LiveVerdict{}
+	if live != nil {
+		for i := range live.Verdicts {
+			running[live.Verdicts[i].Candidate] = &live.Verdicts[i]
+		}
+	}
 	for _, p := range ov.Totals {
 		row := pipelineRow{Total: p, SeriesClass: classes[p.Pipeline], AgreementPct: "—"}
 		if p.Mode == store.ModeCandidate {
@@ -348,7 +283,7 @@ func newOverviewView(meta pageMeta, q overviewQuery, bucket int, ov store.Overvi
 				row.AgreementPct = strconv.FormatFloat(100*float64(a.Agree)/float64(a.Pairs), 'f', 1, 64) + "%"
 			}
 			row.Verdict = verdicts[p.Pipeline]
-			row.Live = live[p.Pipeline]
+			row.Live = running[p.Pipeline]
 		}
 		v.Rows = append(v.Rows, row)
 	}
@@ -395,16 +330,15 @@ func (s *server) overview(c *gin.Context) {
 		s.storeFailed(c, "suite run list", "", err)
 		return
 	}
-	pairs, truncated, err := an.AgreementSequence(c.Request.Context(), store.OverviewQuery{App: q.App, From: q.From, To: q.To, BucketSeconds: bucket, Segments: q.Seg})
-	if err != nil {
-		s.storeFailed(c, "agreement sequence", "", fmt.Errorf("web: overview: %w", err))
-		return
-	}
 	pol := gate.NewDefaultPolicy()
 	if s.cfg.GatePolicy != nil {
 		pol = *s.cfg.GatePolicy
 	}
-	live := liveVerdicts(pairs, truncated, q.To.Sub(q.From), pol)
+	live, err := eval.LiveVerdicts(c.Request.Context(), an, store.OverviewQuery{App: q.App, From: q.From, To: q.To, BucketSeconds: bucket, Segments: q.Seg}, pol)
+	if err != nil {
+		s.storeFailed(c, "agreement sequence", "", fmt.Errorf("web: overview: %w", err))
+		return
+	}
 	v := newOverviewView(meta, q, bucket, ov, runs, live)
 	v.ThisURL = s.urls().overviewWith(q)
 	s.render(c, http.StatusOK, overviewPage(v))

@@ -6,13 +6,12 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/conductor-shadow/conductor-shadow/eval/gate"
 	"github.com/conductor-shadow/conductor-shadow/store"
-	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
 func TestParseOverviewQuery(t *testing.T) {
@@ -55,16 +54,38 @@ func TestBucketFor(t *testing.T) {
 	}
 }
 
-func TestOverviewPage(t *testing.T) {
-	st := storetest.NewMemory()
+// TestBrowserTracesPages runs the page tests that only read over one store
+// holding browserTraces and fixtureSuiteRun with its verdict (one engine
+// database for all of them).
+func TestBrowserTracesPages(t *testing.T) {
+	st := engine.Open(t)
 	for _, tr := range browserTraces() {
 		seed(t, st, tr)
 	}
-	sr := fixtureSuiteRun()
-	sr.Verdict = "PASS"
-	if err := st.InsertSuiteRuns(context.Background(), []store.SuiteRun{sr}); err != nil {
+	if err := st.InsertSuiteRuns(context.Background(), []store.SuiteRun{verdictSuiteRun()}); err != nil {
 		t.Fatal(err)
 	}
+	for _, tt := range []struct {
+		name string
+		test func(*testing.T, store.Store)
+	}{
+		{"OverviewPage", testOverviewPage},
+		{"WorkersPage", testWorkersPage},
+		{"TracesSearchFilters", testTracesSearchFilters},
+	} {
+		t.Run(tt.name, func(t *testing.T) { tt.test(t, st) })
+	}
+}
+
+// verdictSuiteRun is fixtureSuiteRun with its PASS verdict.
+func verdictSuiteRun() store.SuiteRun {
+	sr := fixtureSuiteRun()
+	sr.Verdict = "PASS"
+	return sr
+}
+
+func testOverviewPage(t *testing.T, st store.Store) {
+	sr := verdictSuiteRun()
 	h := newTestServer(t, st, NewDefaultConfig())
 	q := overviewQuery{From: t0.Add(-time.Hour), To: t0.Add(time.Hour)}
 	rec := get(t, h, urls{}.overviewWith(q))
@@ -139,28 +160,78 @@ func TestOverviewPage(t *testing.T) {
 	})
 }
 
-// TestLiveVerdicts: a candidate that always agrees with the incumbent PASSes
-// on live traffic once the anytime-valid bound clears the margin; one that
-// disagrees on more requests than the margin is told agreement cannot PASS it
-// and how many graded cases (and days of traffic) would.
-func TestLiveVerdicts(t *testing.T) {
-	var pairs []store.AgreementPair
+// TestOverviewLiveSegments: the overview shows each candidate's running
+// verdict per segment of the window's live traffic with Holm's correction,
+// read from the real engine: PASS on English prompts, undecided on Russian
+// prompts with tables where the answers differ on a third; the segment filter
+// narrows the table to the segments of the selected requests.
+func TestOverviewLiveSegments(t *testing.T) {
+	st := engine.Open(t)
+	ctx := context.Background()
+	at := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
+	var reqs []store.Request
+	var runs []store.Run
+	add := func(id string, i int, req store.Request, agree bool) {
+		started := at.Add(time.Duration(i) * time.Minute)
+		req.RequestID, req.ReceivedAt, req.Source, req.App, req.Input = id, started, store.SourceTap, "bot", "[]"
+		reqs = append(reqs, req)
+		out := "42"
+		if !agree {
+			out = "41"
+		}
+		runs = append(runs,
+			store.Run{RunID: id + "-inc", RequestID: id, Pipeline: "incumbent:gpt-5", Mode: store.ModeIncumbent, StartedAt: started, Status: store.StatusOK, FinalOutput: "42"},
+			store.Run{RunID: id + "-cand", RequestID: id, Pipeline: "conductor", Mode: store.ModeCandidate, StartedAt: started, Status: store.StatusOK, FinalOutput: out})
+	}
 	for i := range 600 {
-		at := t0.Add(time.Duration(i) * time.Minute)
-		pairs = append(pairs, store.AgreementPair{Candidate: "agrees", RequestID: fmt.Sprint("a", i), StartedAt: at, Agree: true},
-			store.AgreementPair{Candidate: "differs", RequestID: fmt.Sprint("d", i), StartedAt: at, Agree: i%5 != 0})
+		add("en-"+strconv.Itoa(i), 2*i, store.Request{Language: "en", LengthBucket: "0-127"}, true)
 	}
-	slices.SortStableFunc(pairs, func(a, b store.AgreementPair) int { return strings.Compare(a.Candidate, b.Candidate) })
-	lv := liveVerdicts(pairs, false, 24*time.Hour, gate.NewDefaultPolicy())
-	a, d := lv["agrees"], lv["differs"]
-	if a == nil || d == nil {
-		t.Fatalf("verdicts %v", lv)
+	for i := range 150 {
+		add("ru-"+strconv.Itoa(i), 2*i+1, store.Request{Language: "ru", HasTable: true, LengthBucket: "128-511"}, (i+1)%3 != 0)
 	}
-	if a.Verdict != "PASS" || a.State.DecidedAt == 0 || a.State.DecidedAt > 600 || !strings.Contains(a.Text, "PASS after") {
-		t.Errorf("always agreeing: %+v", a)
+	if err := st.InsertRequests(ctx, reqs); err != nil {
+		t.Fatal(err)
 	}
-	if d.Verdict != "INCONCLUSIVE" || d.Disagree != 120 || !strings.Contains(d.Advice, "agreement alone cannot PASS") ||
-		!strings.Contains(d.Advice, "days of shadow traffic at the current sampling rate (600 shadowed cases/day)") {
-		t.Errorf("disagreeing on 20%%: %+v", d)
+	if err := st.InsertRuns(ctx, runs); err != nil {
+		t.Fatal(err)
+	}
+	h := newTestServer(t, st, NewDefaultConfig())
+	day := overviewQuery{From: at, To: at.Add(24 * time.Hour)}
+	ruOnly := day
+	ruOnly.Seg = store.SegmentFilter{Language: "ru"}
+	tests := []struct {
+		name string
+		q    overviewQuery
+		want map[string]string // segment -> verdict
+	}{
+		{"all live traffic", day, map[string]string{"lang:en": "PASS", "len:0-127": "PASS",
+			"lang:ru": "INCONCLUSIVE", "table": "INCONCLUSIVE", "lang:ru+table": "INCONCLUSIVE", "len:128-511": "INCONCLUSIVE"}},
+		{"Russian requests only", ruOnly, map[string]string{"lang:ru": "INCONCLUSIVE", "table": "INCONCLUSIVE",
+			"lang:ru+table": "INCONCLUSIVE", "len:128-511": "INCONCLUSIVE"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := get(t, h, urls{}.overviewWith(tc.q))
+			mustStatus(t, rec, http.StatusOK)
+			doc := parseHTML(t, rec.Body.String())
+			if c := byTestID(doc, "live-correction"); len(c) != 1 || !strings.Contains(text(c[0]), "Holm's step-down correction") {
+				t.Errorf("the page must state the correction: %v", c)
+			}
+			got := map[string]string{}
+			for _, r := range byTestID(doc, "live-segment") {
+				if attr(r, "data-candidate") != "conductor" {
+					t.Errorf("segment row of %q", attr(r, "data-candidate"))
+				}
+				seg := attr(r, "data-segment")
+				got[seg] = text(byTestID(r, "live-segment-verdict")[0])
+				advice := text(byTestID(r, "live-segment-advice")[0])
+				if got[seg] == "INCONCLUSIVE" && !strings.Contains(advice, "agreement alone cannot PASS") {
+					t.Errorf("%s advice %q", seg, advice)
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("segment verdicts\n got %v\nwant %v", got, tc.want)
+			}
+		})
 	}
 }

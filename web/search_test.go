@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/conductor-shadow/conductor-shadow/store"
-	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
 func TestSearchQueryRoundTrip(t *testing.T) {
@@ -44,11 +43,7 @@ func TestSearchQueryRoundTrip(t *testing.T) {
 // store.WorkerReader.
 type basicStore struct{ store.Store }
 
-func TestTracesSearchFilters(t *testing.T) {
-	st := storetest.NewMemory()
-	for _, tr := range browserTraces() {
-		seed(t, st, tr)
-	}
+func testTracesSearchFilters(t *testing.T, st store.Store) {
 	h := newTestServer(t, st, NewDefaultConfig())
 	rows := func(target string) []string {
 		t.Helper()

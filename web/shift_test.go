@@ -11,7 +11,6 @@ import (
 
 	"github.com/conductor-shadow/conductor-shadow/eval"
 	"github.com/conductor-shadow/conductor-shadow/store"
-	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
 // seedSegments stores live requests received in the last hour: 60 Russian
@@ -26,6 +25,9 @@ func seedSegments(t *testing.T, st store.Store) {
 		if i%2 == 0 {
 			r.Language, r.HasTable = "ru", true
 		}
+		if i%4 == 1 { // 30 English prompts mostly of words no set holds
+			r.Novelty = 0.9
+		}
 		reqs = append(reqs, r)
 	}
 	if err := st.InsertRequests(context.Background(), reqs); err != nil {
@@ -33,9 +35,18 @@ func seedSegments(t *testing.T, st store.Store) {
 	}
 }
 
-func TestShiftPageFlagsASetThatNoLongerRepresentsProduction(t *testing.T) {
-	st := storetest.NewMemory()
+// TestSegmentPages runs the page tests that only read over one store holding
+// seedSegments' requests (one engine database for both).
+func TestSegmentPages(t *testing.T) {
+	st := engine.Open(t)
 	seedSegments(t, st)
+	t.Run("ShiftPageFlagsASetThatNoLongerRepresentsProduction", func(t *testing.T) {
+		testShiftPageFlagsASetThatNoLongerRepresentsProduction(t, st)
+	})
+	t.Run("TracesAndOverviewSegmentFilters", func(t *testing.T) { testTracesAndOverviewSegmentFilters(t, st) })
+}
+
+func testShiftPageFlagsASetThatNoLongerRepresentsProduction(t *testing.T, st store.Store) {
 	cfg := NewDefaultConfig()
 	cfg.ShiftSets = []string{"testdata/shift_set.jsonl", "testdata/missing.jsonl"}
 	h := newTestServer(t, st, cfg)
@@ -63,9 +74,7 @@ func TestShiftPageFlagsASetThatNoLongerRepresentsProduction(t *testing.T) {
 	mustStatus(t, get(t, h, "/shift?window=soon"), http.StatusBadRequest)
 }
 
-func TestTracesAndOverviewSegmentFilters(t *testing.T) {
-	st := storetest.NewMemory()
-	seedSegments(t, st)
+func testTracesAndOverviewSegmentFilters(t *testing.T, st store.Store) {
 	h := newTestServer(t, st, NewDefaultConfig())
 	rec := get(t, h, "/traces?limit=500&language=ru&has_table=yes")
 	mustStatus(t, rec, http.StatusOK)
@@ -79,7 +88,16 @@ func TestTracesAndOverviewSegmentFilters(t *testing.T) {
 			t.Fatalf("segments cell %q", got)
 		}
 	}
-	for _, bad := range []string{"has_table=maybe", "language=russian", "length_bucket=huge"} {
+	rec = get(t, h, "/traces?limit=500&min_novelty=0.5")
+	mustStatus(t, rec, http.StatusOK)
+	doc = parseHTML(t, rec.Body.String())
+	if n := len(byTestID(doc, "trace-row")); n != 30 {
+		t.Errorf("%d rows with novelty ≥ 0.5, want 30", n)
+	}
+	if in := byTestID(doc, "filter-min-novelty"); len(in) == 0 || attr(in[0], "value") != "0.5" {
+		t.Error("the novelty filter does not keep its value")
+	}
+	for _, bad := range []string{"has_table=maybe", "language=russian", "length_bucket=huge", "min_novelty=2", "min_novelty=much"} {
 		mustStatus(t, get(t, h, "/traces?"+bad), http.StatusBadRequest)
 		mustStatus(t, get(t, h, "/overview?"+bad), http.StatusBadRequest)
 	}
@@ -88,6 +106,11 @@ func TestTracesAndOverviewSegmentFilters(t *testing.T) {
 	doc = parseHTML(t, rec.Body.String())
 	if got := text(byTestID(doc, "count-requests")[0]); got != "60" {
 		t.Errorf("overview requests for language=en: %s, want 60", got)
+	}
+	rec = get(t, h, "/overview?min_novelty=0.9")
+	mustStatus(t, rec, http.StatusOK)
+	if got := text(byTestID(parseHTML(t, rec.Body.String()), "count-requests")[0]); got != "30" {
+		t.Errorf("overview requests for min_novelty=0.9: %s, want 30", got)
 	}
 }
 
@@ -118,7 +141,7 @@ func TestOverviewNamesWorseSegments(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := storetest.NewMemory()
+	st := engine.Open(t)
 	sr := store.SuiteRun{SuiteRunID: "sr-seg", SetName: "traffic", Incumbent: "single:gpt-5", Candidates: []string{"conductor"},
 		StartedAt: now.Add(-time.Minute), FinishedAt: now, Status: "done", Verdict: rep.Verdict, Headline: rep.Headline, ReportJSON: string(js)}
 	if err := st.InsertSuiteRuns(context.Background(), []store.SuiteRun{sr}); err != nil {

@@ -6,13 +6,12 @@ import (
 	"testing"
 
 	"github.com/conductor-shadow/conductor-shadow/store"
-	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
 // The trace page shows each step's finish reason and marks a run whose final
 // answer was cut at the token cap.
 func TestTracePageShowsTruncation(t *testing.T) {
-	st := storetest.NewMemory()
+	st := engine.Open(t)
 	tr := fixtureTrace()
 	for i := range tr.Steps {
 		tr.Steps[i].FinishReason = store.FinishStop
@@ -47,7 +46,7 @@ func TestTracePageShowsTruncation(t *testing.T) {
 
 // The suite-run page counts each pipeline's truncated answers from the report.
 func TestSuiteRunPageCountsTruncated(t *testing.T) {
-	st := storetest.NewMemory()
+	st := engine.Open(t)
 	sr := fixtureSuiteRun()
 	sr.ReportJSON = `{"simulated":true,"pipelines":[{"pipeline":"incumbent:gpt-5","overall":{"truncated":0}},` +
 		`{"pipeline":"conductor","overall":{"truncated":26}}]}`

@@ -114,8 +114,11 @@ type traceView struct {
 	InputParsed bool          // false: the input is shown as stored
 	Runs        []runView     // incumbent first, then candidates, as the store orders them
 	Simulated   bool          // some run's answers came from the simulated worker pool
-	Metadata    [][2]string   // Request.Metadata sorted by key
-	Diffs       []answerDiff  // each candidate's answer diffed against the incumbent's
+	// Metadata is Request.Metadata sorted by key, less the keys the page already
+	// shows as facts (factMetadataKeys) when their value is the fact's; a differing
+	// value is kept under "<key> (metadata)" so no label appears twice.
+	Metadata [][2]string
+	Diffs    []answerDiff // each candidate's answer diffed against the incumbent's
 }
 
 // incumbents and candidates split Runs by mode; a run of another mode counts as a candidate.
@@ -132,14 +135,32 @@ func (t traceView) byMode(incumbent bool) []runView {
 	return out
 }
 
+// extraMetadata is r.Metadata less what the trace page's facts already show: the
+// tap derives Request.Category from metadata["category"] and Request.Source
+// from metadata["source"], so those keys (any case) repeat the facts. A key
+// whose value differs from its fact is kept, labelled "<key> (metadata)".
+func extraMetadata(r store.Request) [][2]string {
+	facts := map[string]string{"source": r.Source, "category": r.Category, "app": r.App}
+	out := make([][2]string, 0, len(r.Metadata))
+	for k, val := range r.Metadata {
+		fact, shown := facts[strings.ToLower(strings.TrimSpace(k))]
+		switch {
+		case shown && val == fact:
+			continue
+		case shown:
+			k += " (metadata)"
+		}
+		out = append(out, [2]string{k, val})
+	}
+	return out
+}
+
 // newTraceView groups a trace's steps and scores under their runs and builds each
 // run's drill-down (md renders the steps' Markdown outputs) and the answer diffs.
 func newTraceView(meta pageMeta, md *markdown, tr store.Trace) traceView {
 	v := traceView{Meta: meta, Request: tr.Request}
 	v.Messages, v.InputParsed = parseMessages(tr.Request.Input)
-	for k, val := range tr.Request.Metadata {
-		v.Metadata = append(v.Metadata, [2]string{k, val})
-	}
+	v.Metadata = extraMetadata(tr.Request)
 	slices.SortFunc(v.Metadata, func(a, b [2]string) int { return strings.Compare(a[0], b[0]) })
 	for _, r := range tr.Runs {
 		rv := runView{Run: r}

@@ -16,13 +16,38 @@ import (
 	"time"
 
 	"github.com/conductor-shadow/conductor-shadow/store"
-	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
-func TestTracePage(t *testing.T) {
-	st := storetest.NewMemory()
+// TestFixturePages runs the page tests that only read over one store holding
+// fixtureTrace, fixtureSuiteRun and fixtureOlderSuiteRun: one engine database
+// (about a second of migrations) for all of them. A test that writes records of
+// its own opens its own store.
+func TestFixturePages(t *testing.T) {
+	st := engine.Open(t)
+	seed(t, st, fixtureTrace())
+	if err := st.InsertSuiteRuns(context.Background(), []store.SuiteRun{fixtureOlderSuiteRun(), fixtureSuiteRun()}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		test func(*testing.T, store.Store)
+	}{
+		{"TracePage", testTracePage},
+		{"TracePageErrors", testTracePageErrors},
+		{"TracesRowContent", testTracesRowContent},
+		{"SuiteRunPages", testSuiteRunPages},
+		{"RootStaticAndBasePath", testRootStaticAndBasePath},
+		{"RegisterRejectsBadInput", testRegisterRejectsBadInput},
+		{"PagesNameTheMissingRole", testPagesNameTheMissingRole},
+		{"ServerErrorsAreLogged", testServerErrorsAreLogged},
+		{"AuthMiddleware", testAuthMiddleware},
+	} {
+		t.Run(tt.name, func(t *testing.T) { tt.test(t, st) })
+	}
+}
+
+func testTracePage(t *testing.T, st store.Store) {
 	tr := fixtureTrace()
-	seed(t, st, tr)
 	rec := get(t, newTestServer(t, st, NewDefaultConfig()), "/traces/"+tr.Request.RequestID)
 	mustStatus(t, rec, http.StatusOK)
 	if ct := rec.Header().Get("Content-Type"); ct != "text/html; charset=utf-8" {
@@ -146,9 +171,7 @@ func TestTracePage(t *testing.T) {
 	})
 }
 
-func TestTracePageErrors(t *testing.T) {
-	st := storetest.NewMemory()
-	seed(t, st, fixtureTrace())
+func testTracePageErrors(t *testing.T, st store.Store) {
 	tests := []struct {
 		name       string
 		st         store.Store
@@ -187,7 +210,7 @@ func TestTracePageErrors(t *testing.T) {
 var errBoom = errors.New("clickhouse: connection refused to 10.0.0.7:9000")
 
 // failingStore fails GetTrace and SearchTraces.
-type failingStore struct{ *storetest.Memory }
+type failingStore struct{ store.Store }
 
 func (failingStore) GetTrace(context.Context, string) (store.Trace, error) {
 	return store.Trace{}, fmt.Errorf("store: get trace: %w", errBoom)
@@ -257,12 +280,23 @@ func listPage(t *testing.T, h http.Handler, target string) (ids []string, older 
 	return ids, older
 }
 
-func TestTracesPagination(t *testing.T) {
-	st := storetest.NewMemory()
-	reqs := seedMany(t, st, 11)
+// TestManyTracesPages runs the traces list tests that only read over one
+// store holding seedMany's 12 requests (one engine database for all of them).
+func TestManyTracesPages(t *testing.T) {
+	st := engine.Open(t)
+	reqs := seedMany(t, st, 12)
+	t.Run("TracesPagination", func(t *testing.T) { testTracesPagination(t, st, reqs) })
+	t.Run("TracesOlderLinkCarriesCursor", func(t *testing.T) { testTracesOlderLinkCarriesCursor(t, st, reqs) })
+	t.Run("TracesFilters", func(t *testing.T) { testTracesFilters(t, st, reqs) })
+}
+
+// testTracesPagination walks every page of 12 requests received three at a
+// time: pages that end on a group of ties (3) or split one (4, 5), a short
+// last page (5), an exact single page (12) and a short one (13).
+func testTracesPagination(t *testing.T, st store.Store, reqs []store.Request) {
 	want := newestFirst(reqs)
 	for _, cfg := range []Config{NewDefaultConfig(), {BasePath: "/ui", Title: "shadow"}} {
-		for _, limit := range []int{1, 3, 4, 11, 12} {
+		for _, limit := range []int{1, 3, 4, 5, 12, 13} {
 			t.Run(fmt.Sprintf("base=%q/limit=%d", cfg.BasePath, limit), func(t *testing.T) {
 				h := newTestServer(t, st, cfg)
 				target := fmt.Sprintf("%s/traces?limit=%d", cfg.BasePath, limit)
@@ -307,9 +341,7 @@ func TestTracesPagination(t *testing.T) {
 	}
 }
 
-func TestTracesOlderLinkCarriesCursor(t *testing.T) {
-	st := storetest.NewMemory()
-	reqs := seedMany(t, st, 5)
+func testTracesOlderLinkCarriesCursor(t *testing.T, st store.Store, reqs []store.Request) {
 	byID := map[string]store.Request{}
 	for _, r := range reqs {
 		byID[r.RequestID] = r
@@ -338,9 +370,7 @@ func TestTracesOlderLinkCarriesCursor(t *testing.T) {
 	}
 }
 
-func TestTracesFilters(t *testing.T) {
-	st := storetest.NewMemory()
-	reqs := seedMany(t, st, 12)
+func testTracesFilters(t *testing.T, st store.Store, reqs []store.Request) {
 	h := newTestServer(t, st, NewDefaultConfig())
 	tests := []struct {
 		name  string
@@ -388,10 +418,7 @@ func TestTracesFilters(t *testing.T) {
 	}
 }
 
-func TestTracesRowContent(t *testing.T) {
-	st := storetest.NewMemory()
-	tr := fixtureTrace()
-	seed(t, st, tr)
+func testTracesRowContent(t *testing.T, st store.Store) {
 	rec := get(t, newTestServer(t, st, NewDefaultConfig()), "/traces")
 	mustStatus(t, rec, http.StatusOK)
 	doc := parseHTML(t, rec.Body.String())
@@ -418,15 +445,8 @@ func TestTracesRowContent(t *testing.T) {
 	}
 }
 
-func TestSuiteRunPages(t *testing.T) {
-	st := storetest.NewMemory()
-	sr := fixtureSuiteRun()
-	older := store.SuiteRun{SuiteRunID: "sr-20250601-0007", SetName: "mmlu-mini", SetVersion: "ab12cd34ef56",
-		Incumbent: "incumbent:gpt-5", Candidates: []string{"conductor"}, StartedAt: t0.Add(-24 * time.Hour),
-		Status: "running", Cases: 20}
-	if err := st.InsertSuiteRuns(context.Background(), []store.SuiteRun{older, sr}); err != nil {
-		t.Fatal(err)
-	}
+func testSuiteRunPages(t *testing.T, st store.Store) {
+	sr, older := fixtureSuiteRun(), fixtureOlderSuiteRun()
 	h := newTestServer(t, st, NewDefaultConfig())
 
 	t.Run("list", func(t *testing.T) {
@@ -508,9 +528,7 @@ func TestSuiteRunPages(t *testing.T) {
 	})
 }
 
-func TestRootStaticAndBasePath(t *testing.T) {
-	st := storetest.NewMemory()
-	seed(t, st, fixtureTrace())
+func testRootStaticAndBasePath(t *testing.T, st store.Store) {
 	tests := []struct {
 		cfg          Config
 		target       string
@@ -554,8 +572,7 @@ func TestRootStaticAndBasePath(t *testing.T) {
 	})
 }
 
-func TestRegisterRejectsBadInput(t *testing.T) {
-	st := storetest.NewMemory()
+func testRegisterRejectsBadInput(t *testing.T, st store.Store) {
 	r := newTestServer(t, st, NewDefaultConfig()) // a valid engine to pass
 	if err := Register(nil, store.NewRoles(st), NewDefaultConfig()); err == nil {
 		t.Error("nil router accepted")
@@ -611,13 +628,8 @@ func mustUnsupported(t *testing.T, rec *httptest.ResponseRecorder, role string) 
 // Every page over a store without a role it needs answers 501 naming that
 // role (never a page showing less); the pages that need only the roles every
 // store has still answer.
-func TestPagesNameTheMissingRole(t *testing.T) {
-	st := storetest.NewMemory()
-	seed(t, st, fixtureTrace())
+func testPagesNameTheMissingRole(t *testing.T, st store.Store) {
 	sr := fixtureSuiteRun()
-	if err := st.InsertSuiteRuns(context.Background(), []store.SuiteRun{sr}); err != nil {
-		t.Fatal(err)
-	}
 	var logs bytes.Buffer
 	h := newTestServerLogged(t, basicStore{st}, &logs)
 	tests := []struct {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/conductor-shadow/conductor-shadow/store"
-	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
 func TestNewWorkerRows(t *testing.T) {
@@ -43,11 +42,7 @@ func TestNewWorkerRows(t *testing.T) {
 	}
 }
 
-func TestWorkersPage(t *testing.T) {
-	st := storetest.NewMemory()
-	for _, tr := range browserTraces() {
-		seed(t, st, tr)
-	}
+func testWorkersPage(t *testing.T, st store.Store) {
 	h := newTestServer(t, st, NewDefaultConfig())
 	q := overviewQuery{From: t0.Add(-time.Hour), To: t0.Add(time.Hour)}
 	rec := get(t, h, urls{}.workersWith(q, "conductor"))

@@ -68,8 +68,16 @@ func setCmd(load loader) *cobra.Command {
 			}
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "set %s: %d cases from %d captured requests\n", out, len(lines), len(src))
+			empty := 0
 			for _, s := range strata {
 				fmt.Fprintf(w, "  %-60s available %5d picked %4d\n", s.Key, s.Available, s.Picked)
+				if s.Picked == 0 {
+					empty++
+				}
+			}
+			if empty > 0 {
+				fmt.Fprintf(w, "%d of %d strata got no case: at n=%d their share of the live traffic rounds to 0 (raise --n to cover them)\n",
+					empty, len(strata), n)
 			}
 			fmt.Fprintf(w, "review each reference (the incumbent's answer) and set reference_status to %q or %q\n",
 				setbuild.ReferenceAccepted, setbuild.ReferenceCorrected)

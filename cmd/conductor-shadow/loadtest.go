@@ -58,7 +58,11 @@ func loadtestCmd(load loader, log *slog.Logger) *cobra.Command {
 		Long: `Runs on loopback, in one process:
  1. a fake incumbent answering in --delay; the same open-loop load (--rate requests/s
     for --duration) is sent directly to it and, at the same time, through the
-    mirroring proxy with the real tap, PII pseudonymizer and shadow workers behind it.
+    mirroring proxy with the real tap, PII pseudonymizer, queue and shadow workers
+    behind it. Only the candidate and the store are stand-ins: the workers run a
+    zero-latency candidate ("instant") into a store that counts rows and keeps none,
+    so the figure is the proxy's own cost with the shadow side busy; run 2 measures
+    real candidates and the real store.
     After --stop-store-at of the run the store fails every INSERT. Prints p50/p95/p99
     of each path and the difference, production errors, and the tap's accounting.
     (--inprocess=false skips it.)

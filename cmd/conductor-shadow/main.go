@@ -84,7 +84,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	pf.StringSliceVar(&gf.kafka, "kafka-brokers", nil, "Kafka brokers host:port,... carrying tapped exchanges to the shadow workers (default: in-process queue)")
 
 	load := func() (Config, error) {
-		return LoadConfig(gf.configPath, env.ToMap(os.Environ()), gf.apply)
+		cfg, err := LoadConfig(gf.configPath, env.ToMap(os.Environ()), gf.apply)
+		cfg.Store.Log = log // the store's own warnings (a repaired schema)
+		return cfg, err
 	}
 	root.AddCommand(serveCmd(load, log), replayCmd(load, log), suiteCmd(load, log), queryCmd(load))
 	root.AddCommand(loadtestCmd(load, log))

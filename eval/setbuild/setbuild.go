@@ -118,11 +118,13 @@ type Line struct {
 }
 
 // Build de-duplicates sources by input hash (the first, i.e. newest, copy is
-// kept), groups them by opts.StratifyBy (default app and category) and picks opts.N cases: each stratum
-// gets a share proportional to its size (largest remainder), at least one
-// when N allows; within a stratum a seeded shuffle decides. Lines come out
-// sorted by (app, category, id). It returns an error for N outside 1..10,000
-// or no usable sources.
+// kept), groups them by opts.StratifyBy (default app and category) and picks
+// opts.N cases (all of them when fewer are usable). The cases are shared out in
+// proportion to each stratum's share of the de-duplicated live traffic (Allocate:
+// largest remainder, ties broken by the seed), so a small set keeps the live mix
+// and a stratum too rare for N gets none; within a stratum a seeded shuffle
+// decides. Lines come out sorted by stratum key, then id. It returns an error for
+// N outside 1..10,000 or no usable sources.
 func Build(sources []store.SetSource, opts Options) ([]Line, []Stratum, error) {
 	if opts.N < 1 || opts.N > 10_000 {
 		return nil, nil, fmt.Errorf("setbuild: n must be in 1..10000, got %d", opts.N)
@@ -177,7 +179,11 @@ func Build(sources []store.SetSource, opts Options) ([]Line, []Stratum, error) {
 	}
 	slices.Sort(keys)
 	n := min(opts.N, total)
-	quota := allocate(keys, groups, n)
+	sizes := make([]int, len(keys))
+	for i, k := range keys {
+		sizes[i] = len(groups[k])
+	}
+	quota := Allocate(sizes, n, opts.Seed)
 	rng := rand.New(rand.NewPCG(opts.Seed, 0x5e7b))
 	var out []Line
 	var strata []Stratum
@@ -199,53 +205,55 @@ func Build(sources []store.SetSource, opts Options) ([]Line, []Stratum, error) {
 	return out, strata, nil
 }
 
-// allocate splits n over the groups in proportion to their sizes (Hamilton's
-// largest remainder), giving every group one first when n ≥ groups and
-// otherwise one each to the n largest.
-func allocate(keys []string, groups map[string][]Line, n int) []int {
-	q := make([]int, len(keys))
-	order := make([]int, len(keys))
+// Allocate shares n cases out over strata of the given sizes in proportion to
+// their sizes, by the largest-remainder method (Hamilton's apportionment):
+// stratum i's exact quota is n × sizes[i] / Σsizes; each gets the integer part,
+// and the seats left over go one each to the largest fractional parts. Equal
+// fractional parts (strata of equal size, most often) are ordered by a
+// permutation drawn from seed, never by name, so when n is smaller than the
+// number of strata the strata that get a case are a seeded random draw weighted
+// by the live mix. The quotas sum to min(n, Σsizes) and none exceeds its size;
+// the same sizes, n and seed give the same quotas. Remainders are compared as
+// exact integers (n × size mod Σsizes), so no rounding decides a seat.
+func Allocate(sizes []int, n int, seed uint64) []int {
+	q := make([]int, len(sizes))
+	total := 0
+	for _, s := range sizes {
+		total += max(s, 0)
+	}
+	n = min(max(n, 0), total)
+	if n == 0 {
+		return q
+	}
+	rem := make([]int, len(sizes))
+	given := 0
+	for i, s := range sizes {
+		s = max(s, 0)
+		q[i] = n * s / total // ≤ s, since n ≤ total
+		rem[i] = n * s % total
+		given += q[i]
+	}
+	// The tie-break: a seeded random rank per stratum.
+	rank := rand.New(rand.NewPCG(seed, 0xa110c)).Perm(len(sizes))
+	order := make([]int, len(sizes))
 	for i := range order {
 		order[i] = i
 	}
-	size := func(i int) int { return len(groups[keys[i]]) }
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(size(b), size(a)) })
-	if n < len(keys) {
-		for _, i := range order[:n] {
-			q[i] = 1
+	slices.SortFunc(order, func(a, b int) int {
+		if c := cmp.Compare(rem[b], rem[a]); c != 0 {
+			return c
 		}
-		return q
-	}
-	total := 0
-	for i := range keys {
-		q[i] = 1
-		total += size(i)
-	}
-	rest := n - len(keys)
-	remainders := make([]float64, len(keys))
-	given := 0
-	for i := range keys {
-		share := float64(rest) * float64(size(i)) / float64(total)
-		extra := min(int(share), size(i)-1)
-		q[i] += extra
-		given += extra
-		remainders[i] = share - float64(int(share))
-	}
-	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(remainders[b], remainders[a]) })
-	for given < rest {
-		progress := false
-		for _, i := range order {
-			if given == rest {
-				break
-			}
-			if q[i] < size(i) {
-				q[i]++
-				given++
-				progress = true
-			}
-		}
-		if !progress {
+		return cmp.Compare(rank[a], rank[b])
+	})
+	// Σ floors ≥ n − len(sizes) + 1, and a stratum with a remainder > 0 has
+	// room for one more (its exact quota is below its size), so one pass does.
+	for _, i := range order {
+		if given == n {
 			break
+		}
+		if rem[i] > 0 {
+			q[i]++
+			given++
 		}
 	}
 	return q

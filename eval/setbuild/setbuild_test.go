@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -42,9 +43,14 @@ func TestBuildStratified(t *testing.T) {
 		want map[string]int // app/category → picked
 	}{
 		{100, map[string]int{"search/uncategorized": 10, "support/billing": 60, "support/howto": 30}},
-		// 50: one each, then 47 by share of 100: 28.2, 14.1, 4.7 → 28, 14, 4 + 1 by largest remainder (0.7).
-		{50, map[string]int{"search/uncategorized": 6, "support/billing": 29, "support/howto": 15}},
+		// 50 of a 60/30/10 mix: exact quotas 30, 15, 5.
+		{50, map[string]int{"search/uncategorized": 5, "support/billing": 30, "support/howto": 15}},
+		// 7: quotas 4.2, 2.1, 0.7 → 4, 2, 0 and the seat left to the largest remainder (0.7).
+		{7, map[string]int{"search/uncategorized": 1, "support/billing": 4, "support/howto": 2}},
+		// 2: quotas 1.2, 0.6, 0.2 → 1, 0, 0 and the seat left to howto (0.6).
 		{2, map[string]int{"support/billing": 1, "support/howto": 1, "search/uncategorized": 0}},
+		// 1: quotas 0.6, 0.3, 0.1: the largest stratum, not the first by name ("search").
+		{1, map[string]int{"support/billing": 1, "support/howto": 0, "search/uncategorized": 0}},
 		{500, map[string]int{"search/uncategorized": 10, "support/billing": 60, "support/howto": 30}},
 	}
 	for _, tc := range tests {
@@ -155,9 +161,8 @@ func TestBuildStratifiedBySegments(t *testing.T) {
 	for _, s := range strata {
 		got[s.Key] = s.Picked
 	}
-	// One each first, then 47 by share: 28.2, 14.1, 4.7 → 28, 14, 4, plus one
-	// by largest remainder (0.7): 29, 15, 6 of 50, the live 60/30/10 within a case.
-	want := map[string]int{"language=en has_table=false": 29, "language=ru has_table=true": 15, "language=zh has_table=false": 6}
+	// Quotas of 50 by share: exactly 30, 15, 5, the live 60/30/10.
+	want := map[string]int{"language=en has_table=false": 30, "language=ru has_table=true": 15, "language=zh has_table=false": 5}
 	if fmt.Sprint(got) != fmt.Sprint(want) || len(lines) != 50 {
 		t.Errorf("picked %v (%d lines), want %v", got, len(lines), want)
 	}
@@ -165,5 +170,126 @@ func TestBuildStratifiedBySegments(t *testing.T) {
 		if _, err := ParseStratifyBy(bad); err == nil {
 			t.Errorf("ParseStratifyBy(%q) must fail", bad)
 		}
+	}
+}
+
+// TestAllocate: largest-remainder quotas of the live mix, table-driven with the
+// exact quotas worked out by hand.
+func TestAllocate(t *testing.T) {
+	tests := []struct {
+		name  string
+		sizes []int
+		n     int
+		want  []int
+	}{
+		{"exact shares", []int{600, 300, 100}, 10, []int{6, 3, 1}},
+		{"remainders decide", []int{60, 30, 10}, 7, []int{4, 2, 1}},                        // 4.2, 2.1, 0.7
+		{"n below strata: largest first", []int{1, 2, 50, 3, 44}, 2, []int{0, 0, 1, 0, 1}}, // 1.0 (50), 0.88 (44)
+		{"a rare stratum gets none", []int{970, 20, 10}, 10, []int{10, 0, 0}},              // 9.7, 0.2, 0.1
+		{"n above the total: everything", []int{3, 1}, 10, []int{3, 1}},
+		{"one stratum", []int{42}, 5, []int{5}},
+		{"empty strata", []int{0, 10, 0}, 3, []int{0, 3, 0}},
+		{"n zero", []int{5, 5}, 0, []int{0, 0}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			for seed := range uint64(5) {
+				if got := Allocate(tc.sizes, tc.n, seed); !slices.Equal(got, tc.want) {
+					t.Errorf("seed %d: Allocate(%v, %d) = %v, want %v", seed, tc.sizes, tc.n, got, tc.want)
+				}
+			}
+		})
+	}
+}
+
+// TestAllocateTiesBySeed: with more strata than cases and equal remainders, the
+// strata that get a case are drawn by the seed, not by name: over 400 seeds each
+// of 10 equal strata gets its expected share of 3 seats (120) within ±40 (about
+// 4.3 binomial standard deviations), every draw sums to n, and a seed repeats.
+func TestAllocateTiesBySeed(t *testing.T) {
+	sizes := []int{5, 5, 5, 5, 5, 5, 5, 5, 5, 5}
+	const n, seeds = 3, 400
+	hits := make([]int, len(sizes))
+	for seed := range uint64(seeds) {
+		q := Allocate(sizes, n, seed)
+		sum := 0
+		for i, v := range q {
+			if v > 1 {
+				t.Fatalf("seed %d: stratum %d got %d of a 0.3 quota", seed, i, v)
+			}
+			hits[i] += v
+			sum += v
+		}
+		if sum != n {
+			t.Fatalf("seed %d: %v sums to %d, want %d", seed, q, sum, n)
+		}
+		if again := Allocate(sizes, n, seed); !slices.Equal(again, q) {
+			t.Fatalf("seed %d: %v then %v", seed, q, again)
+		}
+	}
+	want := n * seeds / len(sizes)
+	for i, h := range hits {
+		if h < want-40 || h > want+40 {
+			t.Errorf("stratum %d got a case in %d of %d draws, want about %d: %v", i, h, seeds, want, hits)
+		}
+	}
+	// Ties among the smaller remainders only: quotas 1.714 and 0.429 ×3 of 3
+	// seats; the big stratum always gets 2, the last seat is drawn among the three
+	// equal ones.
+	drawn := map[int]bool{}
+	for seed := range uint64(50) {
+		q := Allocate([]int{40, 10, 10, 10}, 3, seed)
+		if q[0] != 2 {
+			t.Fatalf("seed %d: %v, the 40-request stratum must get two", seed, q)
+		}
+		for i := 1; i < 4; i++ {
+			if q[i] == 1 {
+				drawn[i] = true
+			}
+		}
+	}
+	if len(drawn) != 3 {
+		t.Errorf("the tied seat went only to strata %v over 50 seeds", drawn)
+	}
+}
+
+// TestBuildSmallSetKeepsTheMix: a set smaller than the number of strata draws
+// them by their live share, not alphabetically: 12 categories, "a-…" to "l-…",
+// where the last by name, "l-chat", carries 70% of the traffic.
+func TestBuildSmallSetKeepsTheMix(t *testing.T) {
+	var src []store.SetSource
+	add := func(cat string, n int) {
+		for i := range n {
+			in := fmt.Sprintf(`[{"role":"user","content":"%s prompt %d"}]`, cat, i)
+			src = append(src, store.SetSource{
+				Request:           store.Request{RequestID: fmt.Sprintf("%s-%d", cat, i), App: "chat", Category: cat, Input: in},
+				IncumbentPipeline: "incumbent:gpt-5", IncumbentOutput: "ok",
+			})
+		}
+	}
+	for c := range 11 {
+		add(fmt.Sprintf("%c-rare", 'a'+c), 3)
+	}
+	add("l-chat", 77) // 77 of 110
+	firstByName := 0
+	for seed := range uint64(20) {
+		lines, strata, err := Build(src, Options{N: 5, Seed: seed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		picked := map[string]int{}
+		for _, s := range strata {
+			picked[s.Category] = s.Picked
+		}
+		// l-chat: 5 × 0.7 = 3.5 → 3, plus the largest remainder (0.5 beats 0.136).
+		if picked["l-chat"] != 4 || len(lines) != 5 {
+			t.Errorf("seed %d: l-chat picked %d of %d lines, want 4 of 5: %v", seed, picked["l-chat"], len(lines), picked)
+		}
+		if picked["a-rare"] == 1 {
+			firstByName++
+		}
+	}
+	if firstByName > 10 {
+		t.Errorf("the alphabetically first stratum got the rare seat %d times in 20 seeds (expected about 2)", firstByName)
 	}
 }

@@ -26,6 +26,12 @@ type SequentialConfig struct {
 	// of the true per-case difference (live traffic's disagreement, see the
 	// package README); FAIL is then never concluded.
 	PassOnly bool `json:"pass_only"`
+	// Continue keeps betting after a capital reaches 2/α (Verdict still
+	// records the first decision): the anytime-valid p-values (State.PassP,
+	// FailP) then keep falling, so a multiple-comparison correction that
+	// compares them with levels below α/2 (Holm across segments) can still
+	// reject.
+	Continue bool `json:"continue,omitempty"`
 }
 
 // Validate reports values outside their ranges.
@@ -72,6 +78,8 @@ type Sequential struct {
 	logFail   float64 // log K⁻
 	maxPass   float64 // running max of log K⁺
 	maxFail   float64
+	lookPass  float64 // max of log K⁺ at the looks (n ≥ MinN, every LookEvery cases)
+	lookFail  float64
 	mean, m2  float64 // Welford over the d's
 	verdict   string
 	decidedAt int
@@ -109,7 +117,7 @@ func bet(delta, v, span float64) float64 {
 // decision the test stops: further cases are counted but change nothing.
 func (s *Sequential) Add(d float64) {
 	d = math.Max(-1, math.Min(1, d))
-	if s.verdict == "" {
+	if s.verdict == "" || s.cfg.Continue {
 		v := s.sigma2()
 		m, f := s.cfg.Margin, s.cfg.FailAt
 		lp := bet(math.Max(m, 0.005), v, 1-m)
@@ -126,7 +134,12 @@ func (s *Sequential) Add(d float64) {
 	delta := d - s.mean
 	s.mean += delta / n
 	s.m2 += delta * (d - s.mean)
-	if s.verdict == "" && len(s.d) >= s.cfg.MinN && len(s.d)%s.cfg.LookEvery == 0 {
+	look := len(s.d) >= s.cfg.MinN && len(s.d)%s.cfg.LookEvery == 0
+	if look {
+		s.lookPass = math.Max(s.lookPass, s.logPass)
+		s.lookFail = math.Max(s.lookFail, s.logFail)
+	}
+	if s.verdict == "" && look {
 		switch {
 		case s.logPass >= s.threshold:
 			s.verdict, s.decidedAt = "PASS", len(s.d)
@@ -151,6 +164,15 @@ type SequentialState struct {
 	// how far each test is on the way to deciding.
 	PassProgress float64 `json:"pass_progress"`
 	FailProgress float64 `json:"fail_progress"`
+	// PassP and FailP are the anytime-valid p-values of the two null
+	// hypotheses (θ ≤ −Margin, θ ≥ −FailAt): min(1, 1/max K) over the looks so
+	// far, 1 before the first look. By Ville's inequality P(p ≤ x) ≤ x under
+	// the null at any stopping time (Ramdas, Grünwald, Vovk & Shafer 2023,
+	// "Game-theoretic statistics and safe anytime-valid inference", Statist.
+	// Sci. 38(4):576–601, §4), so they are valid p-values for a correction such
+	// as Holm's; the test decides exactly when one falls to α/2.
+	PassP float64 `json:"pass_p"`
+	FailP float64 `json:"fail_p"`
 	// MoreCases projects the cases still needed by the test that is closer to
 	// deciding, from its capital's growth per case so far; -1 before MinN
 	// cases or when neither grows (no projection), 0 once decided.
@@ -161,8 +183,18 @@ type SequentialState struct {
 	Config SequentialConfig `json:"config"`
 }
 
-// State returns the test's current state, the CS included (O(n) per bound).
+// State returns the test's current state, the CS included (O(n) per bisection
+// step of each bound).
 func (s *Sequential) State() SequentialState {
+	st := s.Summary()
+	st.CS = s.cs()
+	return st
+}
+
+// Summary is State without the confidence sequence (CS left at [−1, 1]):
+// O(1), for callers that read only the verdict, evidence, p-values and
+// projection of many tests (per-segment running verdicts).
+func (s *Sequential) Summary() SequentialState {
 	st := SequentialState{N: len(s.d), Mean: s.mean, Verdict: s.verdict, DecidedAt: s.decidedAt,
 		PassEvidence: math.Exp(s.logPass), FailEvidence: math.Exp(s.logFail), Threshold: math.Exp(s.threshold),
 		Config: s.cfg}
@@ -171,7 +203,8 @@ func (s *Sequential) State() SequentialState {
 	}
 	prog := func(l float64) float64 { return math.Max(0, math.Min(1, l/s.threshold)) }
 	st.PassProgress, st.FailProgress = prog(s.logPass), prog(s.logFail)
-	if s.verdict != "" {
+	st.PassP, st.FailP = math.Min(1, math.Exp(-s.lookPass)), math.Min(1, math.Exp(-s.lookFail))
+	if s.verdict != "" && !s.cfg.Continue {
 		st.PassProgress, st.FailProgress = prog(s.maxPass), prog(s.maxFail)
 	}
 	st.MoreCases = -1
@@ -187,7 +220,7 @@ func (s *Sequential) State() SequentialState {
 			st.MoreCases = max(more, 0)
 		}
 	}
-	st.CS = s.cs()
+	st.CS = Interval{-1, 1}
 	return st
 }
 

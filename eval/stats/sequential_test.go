@@ -47,3 +47,40 @@ func TestSequential(t *testing.T) {
 		}
 	}
 }
+
+// TestSequentialPValues: the anytime-valid p-value falls to α/2 exactly when
+// the test decides, is 1 before min n, and with Continue keeps falling past
+// the decision (a Holm step needs smaller levels than α/2).
+func TestSequentialPValues(t *testing.T) {
+	base := SequentialConfig{Margin: 0.03, FailAt: 0, Effect: 0.05, Confidence: 0.95, MinN: 100, LookEvery: 1, PassOnly: true}
+	for _, c := range []struct {
+		name     string
+		cont     bool
+		n        int
+		wantP    func(p float64) bool
+		decision string
+	}{
+		{"before min n", false, 99, func(p float64) bool { return p == 1 }, "INCONCLUSIVE"},
+		{"stops at the decision", false, 2000, func(p float64) bool { return p <= 0.025 && p > 0.025/3 }, "PASS"},
+		{"continues past it", true, 2000, func(p float64) bool { return p < 1e-6 }, "PASS"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg := base
+			cfg.Continue = c.cont
+			s, err := NewSequential(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range c.n {
+				s.Add(0) // identical answers
+			}
+			st := s.State()
+			if !c.wantP(st.PassP) || st.Verdict != c.decision || st.FailP != 1 {
+				t.Errorf("n %d: PassP %g, FailP %g, verdict %s", c.n, st.PassP, st.FailP, st.Verdict)
+			}
+			if st.Verdict == "PASS" && st.DecidedAt < 100 {
+				t.Errorf("decided at %d, before min n", st.DecidedAt)
+			}
+		})
+	}
+}

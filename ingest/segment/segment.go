@@ -27,7 +27,7 @@ type Segments struct {
 	// three lines that read as source code.
 	HasCode bool `json:"has_code"`
 	// LengthBucket is the prompt's length in tokens (EstimateTokens) as one of
-	// LengthBuckets.
+	// LengthBuckets().
 	LengthBucket string `json:"length_bucket"`
 	// Novelty is the share (0..1) of the prompt's words absent from the
 	// vocabulary of the regression sets in use; -1 when no vocabulary is loaded.

@@ -11,9 +11,9 @@ import (
 	"github.com/conductor-shadow/conductor-shadow/store"
 )
 
-// RunAnalyticsContract runs the behaviour every store.Analytics must share (the
-// memory store and the SQL stores). newStore's stores must implement
-// store.Analytics; each case gets a fresh one.
+// RunAnalyticsContract runs the behaviour every store.Analytics must keep
+// (package store runs it against the embedded engine). newStore's stores must
+// implement store.Analytics; each case gets a fresh one.
 func RunAnalyticsContract(t *testing.T, newStore NewStoreFunc) {
 	t.Helper()
 	t.Run("SearchTraces", func(t *testing.T) {

@@ -18,8 +18,8 @@ import (
 // it; a factory that shares an engine may return a view that is cheap to close.
 type NewStoreFunc func(t *testing.T) store.Store
 
-// RunContract runs the behaviour every store.Store must share (the memory store
-// and the SQL stores): round trips, idempotent keys, ordering, filters, keyset
+// RunContract runs the behaviour every store.Store must keep (package store runs
+// it against the embedded engine): round trips, idempotent keys, ordering, filters, keyset
 // paging, summaries, ErrNotFound, read-only Query and Close. Each case gets a fresh
 // store from newStore.
 func RunContract(t *testing.T, newStore NewStoreFunc) {

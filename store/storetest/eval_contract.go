@@ -10,7 +10,8 @@ import (
 )
 
 // RunEvalHistoryContract runs the behaviour every store.EvalHistory must share
-// (the memory store and the SQL stores); each case gets a fresh store.
+// (package store runs it against the embedded engine); each case gets a fresh
+// store.
 func RunEvalHistoryContract(t *testing.T, newStore NewStoreFunc) {
 	t.Helper()
 	t.Run("EvalHistory", func(t *testing.T) {

@@ -64,6 +64,20 @@ func contractSegments(t *testing.T, st store.Store) {
 		if fmt.Sprint(ids) != "[ru-1 ru-2]" {
 			t.Errorf("agreement pairs of Russian prompts with tables: %v, want [ru-1 ru-2]", ids)
 		}
+		// Unfiltered, every pair carries its request's segment columns (what
+		// the per-segment running verdicts group by).
+		all, _, err := la.AgreementSequence(ctx, store.OverviewQuery{From: at, To: at.Add(time.Hour), BucketSeconds: 60})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantPairs := []store.AgreementPair{
+			{Candidate: "conductor", RequestID: "en-1", StartedAt: at.Add(time.Minute), Agree: true, Language: "en", HasCode: true, LengthBucket: "128-511"},
+			{Candidate: "conductor", RequestID: "ru-1", StartedAt: at.Add(time.Minute), Agree: true, Language: "ru", HasTable: true, LengthBucket: "0-127"},
+			{Candidate: "conductor", RequestID: "ru-2", StartedAt: at.Add(time.Minute), Agree: true, Language: "ru", HasTable: true, LengthBucket: "0-127"},
+		}
+		if fmt.Sprint(all) != fmt.Sprint(wantPairs) {
+			t.Errorf("agreement pairs with segments\n got %+v\nwant %+v", all, wantPairs)
+		}
 	}
 	an := st.(store.Analytics)
 	for _, c := range []struct {
@@ -74,6 +88,8 @@ func contractSegments(t *testing.T, st store.Store) {
 		{store.SegmentFilter{HasCode: store.SegmentYes}, []string{"en-1"}},
 		{store.SegmentFilter{Language: store.SegmentUnknown}, []string{"un-1"}},
 		{store.SegmentFilter{HasTable: store.SegmentNo, LengthBucket: "0-127"}, []string{"un-1"}},
+		{store.SegmentFilter{MinNovelty: 0.5}, []string{"ru-1"}},
+		{store.SegmentFilter{MinNovelty: 0.2, Language: "ru"}, []string{"ru-2", "ru-1"}},
 	} {
 		rows, err := an.SearchTraces(ctx, store.TraceSearch{Segments: c.f})
 		if err != nil {
@@ -87,7 +103,9 @@ func contractSegments(t *testing.T, st store.Store) {
 			t.Errorf("filter %+v: got %v, want %v", c.f, ids, c.want)
 		}
 	}
-	if _, err := an.SearchTraces(ctx, store.TraceSearch{Segments: store.SegmentFilter{HasTable: "maybe"}}); err == nil {
-		t.Error("has_table \"maybe\" must be an error")
+	for _, bad := range []store.SegmentFilter{{HasTable: "maybe"}, {MinNovelty: 1.5}, {MinNovelty: -0.1}} {
+		if _, err := an.SearchTraces(ctx, store.TraceSearch{Segments: bad}); err == nil {
+			t.Errorf("filter %+v must be an error", bad)
+		}
 	}
 }
