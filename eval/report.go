@@ -15,6 +15,7 @@ import (
 	"github.com/conductor-shadow/conductor-shadow/eval/shift"
 	"github.com/conductor-shadow/conductor-shadow/eval/stats"
 	"github.com/conductor-shadow/conductor-shadow/store"
+	"github.com/conductor-shadow/conductor-shadow/store/figure"
 )
 
 // Outcome is one pipeline's graded run on one case: the figures a report is
@@ -89,10 +90,11 @@ func (m ReportMeta) LatencyNote() string {
 // Truncated counts runs whose final answer was cut at the token cap, however
 // the policy counts them (by default as failed). Errors counts
 // runs whose status is not "ok" (they are graded like any other run; without an
-// answer they fail). CostPerRequestUSD is per case (costPerRequest); token and
-// call means are over all N runs. Latency
-// percentiles use the nearest-rank method: the p-th percentile of n sorted
-// latencies is the value at rank ceil(p/100·n) (1-based).
+// answer they fail). Accuracy, CostPerRequestUSD and the latency percentiles
+// are store/figure's one definitions: Accuracy = figure.Accuracy(Passed,
+// Graded); cost per request = total cost (USD) / distinct cases; p50/p95 (ms)
+// are nearest rank over the runs with a known latency (0 = unknown, left out).
+// Token and call means are over all N runs.
 type Stats struct {
 	N                 int     `json:"n"`
 	Passed            int     `json:"passed"`
@@ -246,23 +248,19 @@ func computeStats(runs []Outcome) Stats {
 		s.Simulated = s.Simulated || o.Simulated
 	}
 	s.Graded = s.N - s.GraderErrors - s.Excluded
-	if s.Graded > 0 {
-		s.Accuracy = float64(s.Passed) / float64(s.Graded)
-	}
+	s.Accuracy = figure.Accuracy(s.Passed, s.Graded)
 	n := float64(s.N)
 	s.CostPerRequestUSD = costPerRequest(runs)
 	s.MeanTokensIn = float64(tin) / n
 	s.MeanTokensOut = float64(tout) / n
 	s.MeanCalls = float64(calls) / n
-	slices.Sort(lat)
-	s.P50LatencyMs = NearestRank(lat, 50)
-	s.P95LatencyMs = NearestRank(lat, 95)
+	s.P50LatencyMs = figure.Latency(lat, 50)
+	s.P95LatencyMs = figure.Latency(lat, 95)
 	return s
 }
 
-// costPerRequest is cost per request, the project's one definition (the
-// overview and the Grafana panels compute the same in SQL): the runs' cost
-// summed per case (request), averaged over the cases. 0 for no runs.
+// costPerRequest is figure.CostPerRequest over runs: their total cost (USD)
+// over their distinct cases (a case is one request).
 func costPerRequest(runs []Outcome) float64 {
 	cases := map[string]bool{}
 	total := 0.0
@@ -270,10 +268,7 @@ func costPerRequest(runs []Outcome) float64 {
 		cases[o.CaseID] = true
 		total += o.CostUSD
 	}
-	if len(cases) == 0 {
-		return 0
-	}
-	return total / float64(len(cases))
+	return figure.CostPerRequest(total, len(cases))
 }
 
 // NearestRank returns the p-th percentile (0 < p <= 100) of sorted values by the

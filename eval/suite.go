@@ -26,6 +26,10 @@ const (
 	SuiteStatusRunning = "running"
 	SuiteStatusDone    = "done"
 	SuiteStatusError   = "error"
+	// SuiteStatusCancelled: the caller's context was cancelled (a stop, such
+	// as SIGTERM or a client hanging up, not a failure); Headline says how many
+	// cases finished before the stop. Equal to store.StatusCancelled.
+	SuiteStatusCancelled = store.StatusCancelled
 )
 
 // Config is the eval package's configuration.
@@ -104,8 +108,9 @@ func (r rerun) Name() string { return r.Pipeline.Name() + RerunSuffix }
 // incumbent (mode store.ModeIncumbent) and each candidate (store.ModeCandidate),
 // grades each run's final output with the case's grader, and stores everything:
 // the suite run row (status "running" at start; "done" with Headline,
-// ReportMarkdown and ReportJSON at the end, or "error" with the failure in
-// Headline), the case snapshot, one store.Request per case (Source
+// ReportMarkdown and ReportJSON at the end, "error" with the failure in
+// Headline, or "cancelled" when ctx was cancelled — a stop is not a failure —
+// with the cases finished before the stop in Headline), the case snapshot, one store.Request per case (Source
 // store.SourceSuite, RequestID SuiteRunID+"/"+case id), the runs, their steps and
 // one store.Score per run. Finished cases are written in batches, requests
 // before their runs: when SuiteFlushCases are buffered, when a case finishes
@@ -152,6 +157,7 @@ type suiteRunner struct {
 	// with segmentsErr (store.ErrNotSupported) when the store has no such role.
 	segments    store.SegmentAnalytics
 	segmentsErr error
+	casesDone   int // cases finished (every pipeline run, graded, stored) when the run stopped
 }
 
 func newSuiteRunner(roles store.Roles, set *Set, incumbent shadow.Pipeline, candidates []shadow.Pipeline, opts SuiteOptions) (*suiteRunner, error) {
@@ -312,6 +318,11 @@ feed:
 	}
 	close(jobs)
 	wg.Wait()
+	for _, o := range results {
+		if o != nil {
+			r.casesDone++
+		}
+	}
 	if err := context.Cause(runCtx); err != nil {
 		return nil, r.finishWithError(ctx, fmt.Errorf("eval: run suite %s: %w", r.row.SuiteRunID, err))
 	}
@@ -406,20 +417,32 @@ func shadowCasesPerDay(ctx context.Context, an store.OverviewAnalytics, now time
 	return out
 }
 
-// finishWithError stores the finished cases still buffered, marks the suite
-// run "error" (both even when ctx is cancelled) and returns err, joined with
-// the failure to store them.
+// finishWithError stores the finished cases still buffered (even when ctx is
+// cancelled), marks the suite run "error" and returns err — or, when ctx was
+// cancelled (the caller stopped the run: a stop, not a failure), "cancelled"
+// with Headline "cancelled after K of N cases: <cause>" (K cases finished and
+// are stored; N−K were not run), and returns err, which then wraps ctx's
+// error, for the caller to log. Failing to store the buffered cases is joined
+// to err and makes the run "error" even when it was cancelled (cases were lost).
 func (r *suiteRunner) finishWithError(ctx context.Context, err error) error {
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	if ferr := r.traces.flush(wctx); ferr != nil {
+	ferr := r.traces.flush(wctx)
+	if ferr != nil {
 		err = errors.Join(err, fmt.Errorf("eval: run suite %s: %w", r.row.SuiteRunID, ferr))
 	}
-	r.row.Status = SuiteStatusError
 	r.row.FinishedAt = time.Now().UTC()
-	r.row.Headline = "failed: " + err.Error()
+	what := "mark failed"
+	if ctx.Err() != nil && ferr == nil {
+		what = "mark cancelled"
+		r.row.Status = SuiteStatusCancelled
+		r.row.Headline = fmt.Sprintf("cancelled after %d of %d cases: %v", r.casesDone, len(r.cases), context.Cause(ctx))
+	} else {
+		r.row.Status = SuiteStatusError
+		r.row.Headline = "failed: " + err.Error()
+	}
 	if werr := r.suites.InsertSuiteRuns(wctx, []store.SuiteRun{r.row}); werr != nil {
-		return errors.Join(err, fmt.Errorf("eval: run suite %s: mark failed: %w", r.row.SuiteRunID, werr))
+		return errors.Join(err, fmt.Errorf("eval: run suite %s: %s: %w", r.row.SuiteRunID, what, werr))
 	}
 	return err
 }

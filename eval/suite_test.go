@@ -318,7 +318,7 @@ func TestRunSuiteCancel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sr.Status != SuiteStatusError || !strings.Contains(sr.Headline, "canceled") {
+	if sr.Status != SuiteStatusCancelled || !strings.Contains(sr.Headline, "canceled") {
 		t.Errorf("suite run %+v", sr)
 	}
 	if c := storetest.MustCountRows(t, st); c.Runs != 0 || c.Scores != 0 {
@@ -371,7 +371,7 @@ func TestRunSuiteCancelStoresFinishedCases(t *testing.T) {
 		}
 	}
 	sr, err := st.GetSuiteRun(context.Background(), "suite-stop")
-	if err != nil || sr.Status != SuiteStatusError {
+	if err != nil || sr.Status != SuiteStatusCancelled || !strings.HasPrefix(sr.Headline, "cancelled after 2 of 5 cases") {
 		t.Errorf("suite run %+v: %v", sr, err)
 	}
 }

@@ -322,3 +322,53 @@ func (p *versionedEcho) Run(_ context.Context, req shadow.Request, mode string) 
 	id := shadow.RunID(req.RequestID, "", "echo")
 	return shadow.Result{Run: store.Run{RunID: id, RequestID: req.RequestID, Pipeline: "echo", PipelineVersion: p.version, Mode: mode, Status: store.StatusOK}}
 }
+
+// A long console query does not cost the tap its copies: while console
+// queries that would scan without end run back to back on the same embedded
+// engine, every copy offered within the default accept_timeout is answered
+// 202 (none 503 accept_timeout), and the console queries end with the
+// engine's limit error.
+func TestStoreQueueAcceptsWhileConsoleQueryRuns(t *testing.T) {
+	ctx := context.Background()
+	st := engine.Open(t)
+	cfg := storeFirstConfig()
+	sf := startStoreFirst(t, st, cfg, nil, nil)
+	defer sf.stop(t, time.Second)
+	const long = "SELECT count() FROM system.numbers WHERE sipHash64(number) % 7 = 3"
+	stop := make(chan struct{})
+	var consoleErrs []error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			_, err := st.Query(ctx, long)
+			consoleErrs = append(consoleErrs, err)
+		}
+	}()
+	time.Sleep(100 * time.Millisecond) // the first console query is running
+	var refused []string
+	for i := range 8 {
+		id := fmt.Sprintf("c%d", i)
+		if code, resp := sf.tap.Offer(ctx, exchange(id, "question "+id)); code != http.StatusAccepted {
+			refused = append(refused, fmt.Sprintf("%s: %d %+v", id, code, resp))
+		}
+	}
+	close(stop)
+	<-done
+	if len(refused) > 0 {
+		t.Errorf("copies refused while a console query ran: %v", refused)
+	}
+	if len(consoleErrs) == 0 {
+		t.Fatal("no console query ran")
+	}
+	for _, err := range consoleErrs {
+		if err == nil || !strings.Contains(err.Error(), "TIMEOUT_EXCEEDED") && !strings.Contains(err.Error(), "TOO_MANY_") {
+			t.Errorf("console query: %v; want the engine's limit error", err)
+		}
+	}
+}

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/conductor-shadow/conductor-shadow/store/percentile"
+	"github.com/conductor-shadow/conductor-shadow/store/figure"
 )
 
 // Grade filters of TraceSearch.Grade.
@@ -268,9 +268,10 @@ type OverviewCounts struct {
 }
 
 // PipelinePoint is one pipeline's figures over one time bucket (or the whole
-// window when Bucket is zero). Latency percentiles are nearest-rank
-// (percentile.NearestRank, computed in SQL by percentile.SQL), the one
-// definition reports, gates, load commands and dashboards use.
+// window when Bucket is zero). Cost per request and the latency percentiles
+// are store/figure's definitions, computed in SQL by figure.CostPerRequestSQL
+// and figure.LatencySQL: the one definition reports, gates, load commands and
+// dashboards use.
 type PipelinePoint struct {
 	Pipeline string    `json:"pipeline"`
 	Mode     string    `json:"mode"`
@@ -278,12 +279,12 @@ type PipelinePoint struct {
 	Runs     int64     `json:"runs"`
 	Errors   int64     `json:"errors"`   // runs whose status is neither ok nor cancelled
 	CostUSD  float64   `json:"cost_usd"` // summed cost of the runs
-	// CostPerRequestUSD is cost per request: the pipeline's runs' cost summed per
-	// request_id, averaged over those requests (= CostUSD / distinct requests).
+	// CostPerRequestUSD is cost per request (USD, figure.CostPerRequest):
+	// CostUSD / the pipeline's distinct request_ids.
 	CostPerRequestUSD float64 `json:"cost_per_request_usd"`
-	// P50Ms and P95Ms are nearest-rank latency percentiles (ms) over the
-	// runs with a known latency: 0 means unknown (a recorded exchange without
-	// one) and is left out rather than counted as instant.
+	// P50Ms and P95Ms are latency percentiles (ms, figure.Latency: nearest
+	// rank over the runs with a known latency; 0 means unknown and is left
+	// out rather than counted as instant).
 	P50Ms float64 `json:"p50_ms"`
 	P95Ms float64 `json:"p95_ms"`
 }
@@ -364,13 +365,14 @@ FROM %[1]s.runs FINAL WHERE %[3]s`, s.db, reqCond, runCond), p)
 	points, err := queryRows[PipelinePoint](ctx, s.t, fmt.Sprintf(`SELECT pipeline, any(mode) AS mode,
     toDateTime64(toStartOfInterval(started_at, INTERVAL %[2]d SECOND), 3, 'UTC') AS bucket, count() AS runs,
     countIf(status NOT IN ('ok', 'cancelled')) AS errors, sum(cost_usd) AS cost_usd,
-    cost_usd / uniqExact(request_id) AS cost_per_request_usd,
+    %[6]s AS cost_per_request_usd,
     %[4]s AS p50_ms,
     %[5]s AS p95_ms
-FROM %[1]s.runs FINAL WHERE %[3]s
+FROM %[1]s.runs AS r FINAL WHERE %[3]s
 GROUP BY GROUPING SETS ((pipeline), (pipeline, bucket))
 ORDER BY mode != 'incumbent', pipeline, bucket`, s.db, q.BucketSeconds, runCond,
-		percentile.SQL("latency_ms", "latency_ms > 0", 50), percentile.SQL("latency_ms", "latency_ms > 0", 95)), p)
+		figure.LatencySQL("r.latency_ms", 50), figure.LatencySQL("r.latency_ms", 95),
+		figure.CostPerRequestSQL("r.cost_usd", "r.request_id")), p)
 	if err != nil {
 		return ov, fmt.Errorf("store: overview: pipelines: %w", err)
 	}

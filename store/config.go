@@ -29,9 +29,10 @@ type Config struct {
 	Log *slog.Logger `yaml:"-"`
 	// QueryTimeout bounds one Store.Query statement on the engine
 	// (ClickHouse's max_execution_time, whole seconds; default 10s): a runaway
-	// ad-hoc query fails with a timeout instead of holding the store. The
-	// embedded engine runs one statement at a time, so pages and the tap's
-	// writes wait behind a console query for at most this long.
+	// ad-hoc query fails with a timeout instead of holding the store. On the
+	// embedded engine embedded_console_timeout bounds a statement tighter, and
+	// this is how long a console query may wait for a gap in the tap's and
+	// the pages' work before it gets ErrQueryBusy.
 	QueryTimeout time.Duration `yaml:"query_timeout"`
 	// QueryMaxRows caps the rows one Store.Query may return (max_result_rows,
 	// default 100,000); past it the query fails and asks for a LIMIT.
@@ -46,6 +47,22 @@ type Config struct {
 	// (default 1); one more gets ErrQueryBusy at once instead of queueing
 	// in front of pages and the tap.
 	QueryConcurrency int `yaml:"query_concurrency"`
+	// EmbeddedConsoleTimeout bounds one Store.Query statement on the embedded
+	// engine (max_execution_time with timeout_overflow_mode = 'throw'; ms
+	// precision; default 1s; at most query_timeout applies). The embedded
+	// engine runs one statement at a time, so this is how long the tap's
+	// writes and the pages' reads can wait behind a console statement: a
+	// console statement starts only while no other work waits, and the engine
+	// ends it at this bound.
+	EmbeddedConsoleTimeout time.Duration `yaml:"embedded_console_timeout"`
+	// EmbeddedConsoleMaxRowsRead caps the rows one Store.Query may read on the
+	// embedded engine (max_rows_to_read; default 100,000,000; the smaller of
+	// it and query_max_rows_read applies).
+	EmbeddedConsoleMaxRowsRead int64 `yaml:"embedded_console_max_rows_read"`
+	// EmbeddedConsoleMaxBytesRead caps the bytes one Store.Query may read on
+	// the embedded engine (max_bytes_to_read, uncompressed bytes; default
+	// 1 GiB).
+	EmbeddedConsoleMaxBytesRead int64 `yaml:"embedded_console_max_bytes_read"`
 	// Cluster names the ClickHouse cluster (remote_servers) the migrations
 	// create their tables on: Replicated*MergeTree tables <name>_local on every
 	// node plus Distributed tables <name> over them (see clusterDDL). Needs DSN;
@@ -79,12 +96,27 @@ type RetentionConfig struct {
 
 // NewDefaultConfig returns the embedded store in ./data, database "shadow", ad-hoc
 // queries bounded to 10 s, 100,000 rows returned, 10^9 rows read, 1 GiB of
-// memory and one at a time; rows kept forever except done shadow work, kept 7
-// days (168h).
+// memory and one at a time; on the embedded engine to 1 s, 10^8 rows and
+// 1 GiB read; rows kept forever except done shadow work, kept 7 days (168h).
 func NewDefaultConfig() Config {
 	return Config{Path: "./data", Database: "shadow", QueryTimeout: 10 * time.Second, QueryMaxRows: 100000,
 		QueryMaxRowsRead: 1_000_000_000, QueryMaxMemoryBytes: 1 << 30, QueryConcurrency: 1,
+		EmbeddedConsoleTimeout: time.Second, EmbeddedConsoleMaxRowsRead: 100_000_000, EmbeddedConsoleMaxBytesRead: 1 << 30,
 		Retention: RetentionConfig{Work: 7 * 24 * time.Hour}}
+}
+
+// consoleLimits returns the limits a Store.Query statement runs with: the
+// query_* keys, tightened by the embedded_console_* keys on the embedded
+// engine.
+func (c Config) consoleLimits() queryLimits {
+	lim := queryLimits{timeout: c.QueryTimeout, maxRows: c.QueryMaxRows,
+		maxRowsRead: c.QueryMaxRowsRead, maxMemory: c.QueryMaxMemoryBytes}
+	if c.DSN == "" {
+		lim.timeout = min(lim.timeout, c.EmbeddedConsoleTimeout)
+		lim.maxRowsRead = min(lim.maxRowsRead, c.EmbeddedConsoleMaxRowsRead)
+		lim.maxBytesRead = c.EmbeddedConsoleMaxBytesRead
+	}
+	return lim
 }
 
 var databaseName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
@@ -106,6 +138,15 @@ func (c Config) Validate() error {
 	}
 	if c.QueryMaxMemoryBytes < 1<<20 {
 		errs = append(errs, fmt.Errorf("store: query_max_memory_bytes %d: want at least 1 MiB (1048576)", c.QueryMaxMemoryBytes))
+	}
+	if c.EmbeddedConsoleTimeout < 100*time.Millisecond {
+		errs = append(errs, fmt.Errorf("store: embedded_console_timeout %v: want at least 100ms", c.EmbeddedConsoleTimeout))
+	}
+	if c.EmbeddedConsoleMaxRowsRead < 1 {
+		errs = append(errs, fmt.Errorf("store: embedded_console_max_rows_read %d: want at least 1", c.EmbeddedConsoleMaxRowsRead))
+	}
+	if c.EmbeddedConsoleMaxBytesRead < 1<<20 {
+		errs = append(errs, fmt.Errorf("store: embedded_console_max_bytes_read %d: want at least 1 MiB (1048576)", c.EmbeddedConsoleMaxBytesRead))
 	}
 	if c.QueryConcurrency < 1 {
 		errs = append(errs, fmt.Errorf("store: query_concurrency %d: want at least 1", c.QueryConcurrency))
@@ -170,8 +211,10 @@ func open(ctx context.Context, cfg Config) (*sqlStore, error) {
 		return nil, err
 	}
 	s := &sqlStore{t: t, db: quoteIdent(cfg.Database), dbName: cfg.Database, cluster: cfg.Cluster, console: newConsoleGuard(cfg.Database, cfg.QueryConcurrency),
-		queryLimits: queryLimits{timeout: cfg.QueryTimeout, maxRows: cfg.QueryMaxRows,
-			maxRowsRead: cfg.QueryMaxRowsRead, maxMemory: cfg.QueryMaxMemoryBytes}}
+		queryLimits: cfg.consoleLimits(), consoleWait: cfg.QueryTimeout}
+	if e, ok := t.(*embedded); ok {
+		s.consoleT = e.consoleView()
+	}
 	if err := s.migrate(ctx, cfg.Log); err != nil {
 		t.close()
 		return nil, err

@@ -27,6 +27,10 @@ func TestConfigValidate(t *testing.T) {
 		{"cluster with dsn", func(c *Config) { c.DSN, c.Cluster = "clickhouse://ch:9000", "shadow_cluster" }, ""},
 		{"cluster without dsn", func(c *Config) { c.Cluster = "shadow_cluster" }, "cluster: needs a server dsn"},
 		{"bad cluster name", func(c *Config) { c.DSN, c.Cluster = "clickhouse://ch:9000", "a b" }, "cluster \"a b\""},
+		{"embedded console timeout", func(c *Config) { c.EmbeddedConsoleTimeout = 250 * time.Millisecond }, ""},
+		{"embedded console timeout too short", func(c *Config) { c.EmbeddedConsoleTimeout = 10 * time.Millisecond }, "embedded_console_timeout 10ms"},
+		{"embedded console rows read", func(c *Config) { c.EmbeddedConsoleMaxRowsRead = 0 }, "embedded_console_max_rows_read 0"},
+		{"embedded console bytes read", func(c *Config) { c.EmbeddedConsoleMaxBytesRead = 1000 }, "embedded_console_max_bytes_read 1000"},
 		{"retention", func(c *Config) { c.Retention = RetentionConfig{Requests: 2160 * time.Hour, Bodies: 720 * time.Hour} }, ""},
 		{"negative retention", func(c *Config) { c.Retention.Runs = -time.Hour }, "retention.runs"},
 		{"retention under an hour", func(c *Config) { c.Retention.Bodies = time.Minute }, "retention.bodies 1m0s: want 0 (keep forever) or at least 1h"},
@@ -43,6 +47,30 @@ func TestConfigValidate(t *testing.T) {
 		}
 		if err != nil && strings.Contains(err.Error(), "hunter2") {
 			t.Errorf("%s: error leaks the password: %v", tc.name, err)
+		}
+	}
+}
+
+// TestConsoleLimits: the embedded engine tightens the console's limits; a
+// server keeps the query_* keys.
+func TestConsoleLimits(t *testing.T) {
+	emb := NewDefaultConfig()
+	srv := NewDefaultConfig()
+	srv.DSN = "clickhouse://ch:9000"
+	short := NewDefaultConfig()
+	short.QueryTimeout, short.EmbeddedConsoleTimeout = time.Second, 5*time.Second
+	tests := []struct {
+		name string
+		cfg  Config
+		want queryLimits
+	}{
+		{"embedded", emb, queryLimits{timeout: time.Second, maxRows: 100000, maxRowsRead: 100_000_000, maxBytesRead: 1 << 30, maxMemory: 1 << 30}},
+		{"server", srv, queryLimits{timeout: 10 * time.Second, maxRows: 100000, maxRowsRead: 1_000_000_000, maxMemory: 1 << 30}},
+		{"query_timeout below the embedded bound", short, queryLimits{timeout: time.Second, maxRows: 100000, maxRowsRead: 100_000_000, maxBytesRead: 1 << 30, maxMemory: 1 << 30}},
+	}
+	for _, tc := range tests {
+		if got := tc.cfg.consoleLimits(); got != tc.want {
+			t.Errorf("%s: consoleLimits() = %+v; want %+v", tc.name, got, tc.want)
 		}
 	}
 }

@@ -17,9 +17,12 @@ import (
 //     runs); more than one statement is a parse error there;
 //  3. the engine's parser dumps the canonical statement's syntax tree (EXPLAIN
 //     AST, which runs nothing) and consoleAST allows only reads of this
-//     database, of a list of system tables and of harmless table functions,
-//     with no SETTINGS, no output file or format, and no function that touches
-//     files, URLs, other servers, the environment or the engine's settings;
+//     database, of a list of system tables (without their disk-path columns)
+//     and of harmless table functions, with no SETTINGS, no output file or
+//     format, and only functions of an allow-list (consoleFunctions): the
+//     engine's own categories of pure computation plus reviewed names, so no
+//     function touches files, URLs, other servers, the host, the process,
+//     the environment or the engine's settings;
 //  4. the canonical statement runs with engine-enforced limits and readonly = 1
 //     appended (the caller can set no setting), and on the embedded engine its
 //     exact text must classify as one read-only statement first
@@ -37,7 +40,8 @@ var consoleTableFunctions = map[string]bool{
 
 // consoleSystemTables are the system tables a console query may read: the
 // schema, parts, merges and the engine's counters. Tables that show users,
-// grants, settings, paths, other queries' text, logs or remote state are not.
+// grants, settings, other queries' text, logs or remote state are not; the
+// tables of consolePathColumns are readable without their disk paths.
 var consoleSystemTables = map[string]bool{
 	"tables": true, "columns": true, "databases": true, "parts": true, "parts_columns": true,
 	"data_skipping_indices": true, "functions": true, "table_functions": true,
@@ -47,10 +51,74 @@ var consoleSystemTables = map[string]bool{
 	"zeros": true, "zeros_mt": true, "keywords": true,
 }
 
+// consolePathColumns are the columns of readable system tables that show
+// where the engine keeps its files on disk (lower case). A statement that
+// reads one of consolePathTables may not name them, nor select * or
+// COLUMNS(…) (which would include them).
+var consolePathColumns = map[string]bool{
+	"data_paths": true, "metadata_path": true, "data_path": true, "path": true,
+	"source_part_paths": true, "result_part_path": true, "filenames": true,
+}
+
+// consolePathTables are the readable system tables holding consolePathColumns.
+var consolePathTables = map[string]bool{
+	"tables": true, "databases": true, "parts": true, "parts_columns": true, "merges": true,
+}
+
+// consoleFunctionCategories are the categories of the engine's
+// system.functions whose functions compute on their arguments only; a
+// function of another category (Other, Introspection, Internal, Dictionary,
+// Embedded Dictionary, Machine Learning, AI, or one a later engine adds) is
+// allowed only when consoleOtherFunctions names it.
+var consoleFunctionCategories = map[string]bool{
+	"Aggregate Functions": true, "Arithmetic": true, "Arrays": true, "Bit": true, "Bitmap": true,
+	"Comparison": true, "Conditional": true, "Dates and Times": true, "Distance": true,
+	"Encoding": true, "Encryption": true, "Financial": true, "Geo": true, "Geo Polygon": true,
+	"Hash": true, "IP Address": true, "JSON": true, "Logical": true, "Map": true,
+	"Mathematical": true, "Null": true, "NumericIndexedVector": true, "QBit": true,
+	"Random Number": true, "Rounding": true, "String": true, "String Replacement": true,
+	"String Search": true, "String Splitting": true, "Time Series": true, "Time Window": true,
+	"Tuple": true, "Type Conversion": true, "URL": true, "UUID": true,
+}
+
+// consoleOtherFunctions are the reviewed functions of the engine's "Other"
+// category that compute on their arguments or the rows only. The rest of
+// "Other" (file, hostName, tcpPort, currentUser, getSetting, uptime, version,
+// showCertificate, sleep, …) is refused.
+var consoleOtherFunctions = map[string]bool{
+	"MACNumToString": true, "MACStringToNum": true, "MACStringToOUI": true, "bar": true,
+	"blockNumber": true, "blockSerializedSize": true, "blockSize": true, "byteSize": true,
+	"colorOKLABToSRGB": true, "colorOKLCHToSRGB": true, "colorSRGBToOKLAB": true, "colorSRGBToOKLCH": true,
+	"countDigits": true, "currentDatabase": true, "currentSchemas": true,
+	"defaultValueOfArgumentType": true, "defaultValueOfTypeName": true, "dumpColumnStructure": true,
+	"errorCodeToName": true, "finalizeAggregation": true, "flipCoordinates": true,
+	"formatQuery": true, "formatQueryOrNull": true, "formatQuerySingleLine": true, "formatQuerySingleLineOrNull": true,
+	"formatReadableDecimalSize": true, "formatReadableQuantity": true, "formatReadableSize": true,
+	"formatReadableTimeDelta": true, "generateRandomStructure": true, "getSizeOfEnumType": true,
+	"getSubcolumn": true, "getTypeSerializationStreams": true, "highlightQuery": true,
+	"icebergBucket": true, "icebergTruncate": true, "identity": true, "ignore": true, "indexHint": true,
+	"initializeAggregation": true, "isConstant": true, "isDecimalOverflow": true,
+	"lowCardinalityIndices": true, "lowCardinalityKeys": true, "materialize": true,
+	"minSampleSizeContinuous": true, "minSampleSizeConversion": true, "neighbor": true,
+	"normalizeQuery": true, "normalizeQueryKeepNames": true, "normalizedQueryHash": true,
+	"normalizedQueryHashKeepNames": true, "obfuscateQuery": true, "obfuscateQueryWithSeed": true,
+	"parseReadableSize": true, "parseReadableSizeOrNull": true, "parseReadableSizeOrZero": true,
+	"parseTimeDelta": true, "partitionId": true, "rowNumberInAllBlocks": true, "rowNumberInBlock": true,
+	"runningAccumulate": true, "runningConcurrency": true, "runningDifference": true,
+	"runningDifferenceStartingWithFirstValue": true, "structureToCapnProtoSchema": true,
+	"structureToProtobufSchema": true, "throwIf": true, "toColumnTypeName": true, "toTypeName": true,
+	"tokenizeQuery": true, "transform": true, "variantElement": true, "variantType": true, "visibleWidth": true,
+}
+
+// consoleSyntaxFunctions are function nodes of the syntax tree that the
+// engine's system.functions does not list: lambdas and the IN family.
+var consoleSyntaxFunctions = map[string]bool{"lambda": true, "exists": true}
+
 // consoleDeniedFunctions are scalar functions (lower case) a console query may
-// not call: they read files, reach other servers or tables by name, expose the
-// host, its environment or the engine's settings, or only stall the engine.
-// Names starting with "dict" or "__" are denied as families.
+// not call, whatever the allow-list says (a second line): they read files,
+// reach other servers or tables by name, expose the host, the process, the
+// user, its environment or the engine's settings, or only stall the engine.
+// Names starting with "dict", "ai" + upper case or "__" are denied as families.
 var consoleDeniedFunctions = map[string]bool{
 	"file": true, "filesystemavailable": true, "filesystemcapacity": true, "filesystemfree": true,
 	"filesystemunreserved": true, "getsetting": true, "getsettingordefault": true,
@@ -63,6 +131,18 @@ var consoleDeniedFunctions = map[string]bool{
 	"demangle": true, "sleep": true, "sleepeachrow": true, "lemmatize": true,
 	"synonyms": true, "stem": true, "logtrace": true, "zookeepersessionuptime": true,
 	"fuzzquery": true, "currentqueryid": true, "initialqueryid": true,
+	"tcpport": true, "currentuser": true, "current_user": true, "user": true, "session_user": true,
+	"authuser": true, "authenticateduser": true, "currentprofiles": true, "enabledprofiles": true,
+	"defaultprofiles": true, "currentroles": true, "enabledroles": true, "defaultroles": true,
+	"buildid": true, "revision": true, "version": true, "uptime": true, "connectionid": true,
+	"connection_id": true, "queryid": true, "query_id": true, "current_query_id": true,
+	"initial_query_id": true, "initialquerystarttime": true, "initial_query_start_time": true,
+	"showcertificate": true, "globalvariable": true, "generateserialid": true, "shardnum": true,
+	"shardcount": true, "fullhostname": true, "transactionid": true, "transactionlatestsnapshot": true,
+	"transactionoldestsnapshot": true, "getmaxtablenamelengthfordatabase": true, "hasthreadfuzzer": true,
+	"evalmlmethod": true, "naivebayesclassifierwithallprobs": true, "naivebayesclassifierwithprob": true,
+	"tid": true, "mergetreepartinfo": true, "ismergetreepartcoveredby": true,
+	"aiclassify": true, "aiembed": true, "aiextract": true, "aigenerate": true, "aitranslate": true,
 }
 
 // inFunctions take a table (or a subquery) as their second argument.
@@ -77,13 +157,13 @@ var consoleExplainKinds = map[string]bool{
 	"EXPLAIN PLAN": true, "EXPLAIN PIPELINE": true, "EXPLAIN ESTIMATE": true,
 }
 
-// consoleGuard holds what the console check learns from the engine once: the
-// names of table functions that are not also scalar functions (lower case).
+// consoleGuard holds what the console check learns from the engine once: its
+// functions, and which of them the console may call.
 type consoleGuard struct {
-	mu        sync.Mutex
-	tableOnly map[string]bool
-	slots     chan struct{}
-	database  string // unquoted: qualified table names must name it
+	mu       sync.Mutex
+	funcs    *functionPolicy
+	slots    chan struct{}
+	database string // unquoted: qualified table names must name it
 	// userReadonly is the readonly setting the console's ClickHouse user has
 	// by its profile: 0 (the store's own connection) appends readonly = 1 and
 	// the limits to every statement; 2 appends the limits only (the engine
@@ -132,27 +212,111 @@ func (g *consoleGuard) acquire() bool {
 
 func (g *consoleGuard) release() { <-g.slots }
 
-// tableOnlyFunctions returns (and remembers) the engine's table functions that
-// are not scalar functions: called outside FROM they are refused too.
-func (g *consoleGuard) tableOnlyFunctions(ctx context.Context, t transport) (map[string]bool, error) {
+// engineFunction is one row of the engine's system.functions.
+type engineFunction struct {
+	Name            string `json:"name"`
+	IsAggregate     int64  `json:"is_aggregate"`
+	CaseInsensitive int64  `json:"case_insensitive"`
+	AliasTo         string `json:"alias_to"`
+	Categories      string `json:"categories"`
+}
+
+// functionPolicy decides which function names a console query may call, from
+// the engine's own list of its functions.
+type functionPolicy struct {
+	exact       map[string]engineFunction // by name
+	folded      map[string]engineFunction // case-insensitive functions, by lower-case name
+	combinators []string                  // aggregate combinator suffixes (If, Array, State …), longest first
+}
+
+// lookup finds name as the engine would: exactly, or case-folded for a
+// case-insensitive function.
+func (p *functionPolicy) lookup(name string) (engineFunction, bool) {
+	if f, ok := p.exact[name]; ok {
+		return f, true
+	}
+	f, ok := p.folded[strings.ToLower(name)]
+	return f, ok
+}
+
+// allowed reports whether the console may call name: a function (through its
+// alias) of an allowed category or of the reviewed "Other" list, an allowed
+// aggregate function with combinators (sumIf, uniqArrayIf), or lambda /
+// exists.
+func (p *functionPolicy) allowed(name string) bool {
+	if consoleSyntaxFunctions[strings.ToLower(name)] {
+		return true
+	}
+	if f, ok := p.resolve(name); ok {
+		return permittedFunction(f)
+	}
+	return p.combinedAggregate(name)
+}
+
+// resolve looks name up and follows its aliases to the function itself.
+func (p *functionPolicy) resolve(name string) (engineFunction, bool) {
+	f, ok := p.lookup(name)
+	for i := 0; ok && f.AliasTo != "" && i < 4; i++ {
+		f, ok = p.lookup(f.AliasTo)
+	}
+	return f, ok && f.AliasTo == ""
+}
+
+func permittedFunction(f engineFunction) bool {
+	return consoleFunctionCategories[f.Categories] || f.Categories == "Other" && consoleOtherFunctions[f.Name]
+}
+
+// combinedAggregate reports whether name is an allowed aggregate function
+// followed by one or more combinator suffixes.
+func (p *functionPolicy) combinedAggregate(name string) bool {
+	for _, c := range p.combinators {
+		base, cut := strings.CutSuffix(name, c)
+		if !cut || base == "" {
+			continue
+		}
+		if f, ok := p.resolve(base); ok {
+			if f.IsAggregate == 1 && permittedFunction(f) {
+				return true
+			}
+			continue
+		}
+		if p.combinedAggregate(base) {
+			return true
+		}
+	}
+	return false
+}
+
+// functionPolicy returns (and remembers) the engine's function list.
+func (g *consoleGuard) functionPolicy(ctx context.Context, t transport) (*functionPolicy, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.tableOnly != nil {
-		return g.tableOnly, nil
+	if g.funcs != nil {
+		return g.funcs, nil
 	}
-	type row struct {
+	rows, err := queryRows[engineFunction](ctx, t, "SELECT name, toInt64(is_aggregate) AS is_aggregate, toInt64(case_insensitive) AS case_insensitive, alias_to, categories FROM system.functions")
+	if err != nil {
+		return nil, fmt.Errorf("store: query: list functions: %w", err)
+	}
+	type comb struct {
 		Name string `json:"name"`
 	}
-	rows, err := queryRows[row](ctx, t, "SELECT name FROM system.table_functions WHERE name NOT IN (SELECT name FROM system.functions)")
+	combs, err := queryRows[comb](ctx, t, "SELECT name FROM system.aggregate_function_combinators ORDER BY length(name) DESC, name")
 	if err != nil {
-		return nil, fmt.Errorf("store: query: list table functions: %w", err)
+		return nil, fmt.Errorf("store: query: list aggregate function combinators: %w", err)
 	}
-	m := make(map[string]bool, len(rows))
+	p := &functionPolicy{exact: make(map[string]engineFunction, len(rows)), folded: map[string]engineFunction{}}
 	for _, r := range rows {
-		m[strings.ToLower(r.Name)] = true
+		p.exact[r.Name] = r
+		if r.CaseInsensitive == 1 {
+			p.folded[strings.ToLower(r.Name)] = r
+		}
 	}
-	g.tableOnly = m
-	return m, nil
+	for _, c := range combs {
+		p.combinators = append(p.combinators, c.Name)
+	}
+	g.funcs = p
+	return p, nil
 }
 
 // canonical asks the engine to parse sql as exactly one statement and returns
@@ -210,9 +374,8 @@ func parseAST(out string) ([]astNode, error) {
 }
 
 // checkAST applies the console's rules to the syntax tree of one statement.
-// tableOnly names table functions that are not scalar functions (lower case).
-// It returns an error wrapping ErrReadOnly naming the first thing refused.
-func (g *consoleGuard) checkAST(canon string, nodes []astNode, tableOnly map[string]bool) error {
+// funcs decides which functions it may call. It returns an error wrapping ErrReadOnly naming the first thing refused.
+func (g *consoleGuard) checkAST(canon string, nodes []astNode, funcs *functionPolicy) error {
 	refuse := func(format string, args ...any) error {
 		return fmt.Errorf("%w: "+format, append([]any{ErrReadOnly}, args...)...)
 	}
@@ -246,6 +409,12 @@ func (g *consoleGuard) checkAST(canon string, nodes []astNode, tableOnly map[str
 		return refuse("%s is not a read statement", root.kind)
 	}
 
+	// A read of a system table with disk paths may not name a path column
+	// nor take whole rows (*, COLUMNS(…)).
+	var (
+		readsPaths, wholeRows bool
+		pathNamed             string
+	)
 	// parents[d] is the latest node at depth d; index[d] its position among its siblings.
 	parents := make([]astNode, 0, 32)
 	index := make([]int, 0, 32)
@@ -280,14 +449,24 @@ func (g *consoleGuard) checkAST(canon string, nodes []astNode, tableOnly map[str
 				}
 				continue
 			}
-			if consoleDeniedFunctions[name] || strings.HasPrefix(name, "dict") || strings.HasPrefix(name, "__") || tableOnly[name] {
-				return refuse("function %s is not allowed: it reaches outside the database", n.name)
+			if consoleDeniedFunctions[name] || strings.HasPrefix(name, "dict") || strings.HasPrefix(name, "__") || !funcs.allowed(n.name) {
+				return refuse("function %s is not allowed: the console calls functions that compute on their arguments only, nothing that reaches files, URLs, other servers, the host or the engine's settings", n.name)
 			}
 		case "TableIdentifier":
 			if err := g.checkTable(n.name); err != nil {
 				return err
 			}
+			if db, table, ok := strings.Cut(n.name, "."); ok && db == "system" && consolePathTables[table] {
+				readsPaths = true
+			}
+		case "Asterisk", "QualifiedAsterisk", "ColumnsRegexpMatcher", "ColumnsListMatcher",
+			"QualifiedColumnsRegexpMatcher", "QualifiedColumnsListMatcher":
+			wholeRows = true
 		case "Identifier":
+			last := n.name[strings.LastIndexByte(n.name, '.')+1:]
+			if consolePathColumns[strings.ToLower(last)] {
+				pathNamed = n.name
+			}
 			// x IN db.table reads a table named by an identifier.
 			if parent.kind == "ExpressionList" && grand.kind == "Function" && inFunctions[strings.ToLower(grand.name)] && index[n.depth] == 1 {
 				if err := g.checkTable(n.name); err != nil {
@@ -295,6 +474,12 @@ func (g *consoleGuard) checkAST(canon string, nodes []astNode, tableOnly map[str
 				}
 			}
 		}
+	}
+	if readsPaths && pathNamed != "" {
+		return refuse("column %s is not readable from the console: it shows where the engine keeps its files", pathNamed)
+	}
+	if readsPaths && wholeRows {
+		return refuse("select named columns of system.tables, databases, parts, parts_columns and merges (not * or COLUMNS): their disk paths are not readable from the console")
 	}
 	return nil
 }
@@ -369,7 +554,7 @@ func (g *consoleGuard) prepare(ctx context.Context, t transport, sql string, lim
 	if err := checkCanonical(canon); err != nil {
 		return "", err
 	}
-	tableOnly, err := g.tableOnlyFunctions(ctx, t)
+	funcs, err := g.functionPolicy(ctx, t)
 	if err != nil {
 		return "", err
 	}
@@ -389,7 +574,7 @@ func (g *consoleGuard) prepare(ctx context.Context, t transport, sql string, lim
 	if err != nil {
 		return "", fmt.Errorf("%w: %v", ErrReadOnly, err)
 	}
-	if err := g.checkAST(canon, nodes, tableOnly); err != nil {
+	if err := g.checkAST(canon, nodes, funcs); err != nil {
 		return "", err
 	}
 	switch g.userReadonly {

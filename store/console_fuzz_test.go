@@ -46,10 +46,14 @@ func (r *recordingTransport) take() []string {
 }
 
 // FuzzConsoleCheck feeds Store.Query mutated statements on the real engine and
-// asserts that nothing but single read statements reached it: the engine's own
-// parser (chdb_classify_query_n) classifies every text the console sent as one
-// read-only statement, and the schema is intact afterwards. Seeds: the attack
-// and read lists of console_test.go and testdata/fuzz/FuzzConsoleCheck.
+// asserts that nothing but single reads of the database reached it: the
+// engine's own parser (chdb_classify_query_n) classifies every text the
+// console sent as one read-only statement; what the console answers (rows,
+// column names, errors) never shows the token of a canary file; the engine
+// opens no connection to a canary TCP listener nor sends an HTTP request; and
+// the schema is intact afterwards. Seeds: the attack and read lists of
+// console_test.go (with {CANARY}, {TCP}, {URL} expanded to the canaries) and
+// testdata/fuzz/FuzzConsoleCheck.
 func FuzzConsoleCheck(f *testing.F) {
 	for _, q := range consoleAttacks {
 		f.Add(q)
@@ -67,7 +71,8 @@ func FuzzConsoleCheck(f *testing.F) {
 		timeout: 2 * time.Second, maxRows: 1000, maxRowsRead: 10_000_000, maxMemory: 256 << 20}}
 	f.Fuzz(func(t *testing.T, sql string) {
 		sql = fx.expand(sql)
-		_, err := s.Query(context.Background(), sql)
+		res, err := s.Query(context.Background(), sql)
+		fx.leaked(t, sql, res, err)
 		for _, sent := range rec.take() {
 			a, cerr := emb.ref.Classify(sent)
 			if cerr != nil {

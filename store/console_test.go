@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,8 +18,35 @@ import (
 // consoleAttacks are statements that must not run: each tries to write, to run
 // a second statement, to read a file or the environment, to reach a URL or
 // another server, or to change a setting. {URL} is an HTTP server counting
-// hits, {DB} the store's database, {OUT} a file path that must not appear.
+// hits, {TCP} a TCP listener counting connections (host:port), {CANARY} a
+// file holding a secret token, {DB} the store's database, {OUT} a file path
+// that must not appear.
 var consoleAttacks = []string{
+	// the canary file and listener, in every shape known to reach them
+	"SELECT file('{CANARY}')",
+	"SELECT * FROM file('{CANARY}', 'LineAsString')",
+	"SELECT * FROM file('{CANARY}')",
+	"SELECT $$'$$; SELECT file('{CANARY}'); --'",
+	"SELECT `file`('{CANARY}')",
+	"SELECT 1 WHERE 1 IN file('{CANARY}', 'LineAsString', 'x String')",
+	"WITH (SELECT file('{CANARY}')) AS f SELECT f",
+	"SELECT arrayMap(p -> file(p), ['{CANARY}'])",
+	"SELECT * APPLY(file) FROM (SELECT '{CANARY}' AS p)",
+	"SELECT * FROM (SELECT * FROM file('{CANARY}', 'LineAsString'))",
+	"DESCRIBE file('{CANARY}', 'LineAsString')",
+	"SELECT * FROM fileCluster('default', '{CANARY}', 'LineAsString')",
+	"SELECT * FROM sqlite('{CANARY}', 't')",
+	"DESCRIBE url('http://{TCP}/x', 'CSV')",
+	"SELECT * FROM url('http://{TCP}/x', 'LineAsString')",
+	"SELECT * FROM s3('http://{TCP}/x', 'LineAsString')",
+	"SELECT * FROM remote('{TCP}', system.one)",
+	"SELECT * FROM remoteSecure('{TCP}', system.one)",
+	"SELECT * FROM mysql('{TCP}', 'd', 't', 'u', 'p')",
+	"SELECT * FROM postgresql('{TCP}', 'd', 't', 'u', 'p')",
+	"SELECT * FROM mongodb('{TCP}', 'd', 't', 'u', 'p', 'x String')",
+	"SELECT * FROM redis('{TCP}', 'k', 'k String')",
+	"SELECT hasColumnInTable('{TCP}', 'system', 'one', 'dummy')",
+	"SELECT 1 WHERE 1 IN url('http://{TCP}/x', 'CSV', 'x UInt8')",
 	// a second statement hidden from a lexer
 	"SELECT $$'$$; DROP TABLE {DB}.runs; --'",
 	"SELECT $$'$$; INSERT INTO {DB}.runs (run_id) VALUES ('x'); --'",
@@ -118,6 +146,62 @@ var consoleAttacks = []string{
 	"SELECT * FROM `weird name (children 1)\n Function numbers`.x",
 	"SELECT `a (children 1)\n Function numbers`(1)",
 	"SELECT sleep(3)",
+	// the host, the process, the user and the engine's build
+	"SELECT tcpPort()",
+	"SELECT currentUser()",
+	"SELECT user()",
+	"SELECT current_user()",
+	"SELECT authenticatedUser()",
+	"SELECT currentProfiles()",
+	"SELECT currentRoles()",
+	"SELECT uptime()",
+	"SELECT version()",
+	"SELECT buildId()",
+	"SELECT getServerPort('tcp_port')",
+	"SELECT showCertificate()",
+	"SELECT connectionId()",
+	"SELECT queryID()",
+	"SELECT initialQueryStartTime()",
+	"SELECT getOSKernelVersion()",
+	"SELECT fullHostName()",
+	"SELECT FQDN()",
+	"SELECT serverUUID()",
+	"SELECT zookeeperSessionUptime()",
+	"SELECT globalVariable('max_allowed_packet')",
+	"SELECT generateSerialID('x')",
+	"SELECT regionToName(toUInt32(1))",
+	"SELECT aiGenerate('x')",
+	"SELECT evalMLMethod(1, 2)",
+	"SELECT addressToSymbol(toUInt64(1))",
+	"SELECT tid()",
+	"SELECT _CAST(1, 'String')",
+	"SELECT nosuchfunction(1)",
+	"SELECT tcpPortIf(1)",
+	// disk paths of the readable system tables
+	"SELECT * FROM system.tables",
+	"SELECT * FROM system.databases",
+	"SELECT * FROM system.parts",
+	"SELECT * FROM system.parts_columns",
+	"SELECT * FROM system.merges",
+	"SELECT data_paths FROM system.tables",
+	"SELECT metadata_path FROM system.tables",
+	"SELECT t.data_paths FROM system.tables AS t",
+	"SELECT arrayJoin(data_paths) FROM system.tables",
+	"SELECT data_path FROM system.databases",
+	"SELECT path FROM system.parts",
+	"SELECT `path` FROM system.parts",
+	"SELECT path FROM system.parts_columns",
+	"SELECT filenames FROM system.parts_columns",
+	"SELECT result_part_path, source_part_paths FROM system.merges",
+	"SELECT COLUMNS('path') FROM system.parts",
+	"SELECT COLUMNS(path, name) FROM system.parts",
+	"SELECT p.* FROM system.parts AS p",
+	"SELECT * EXCEPT (name) FROM system.tables",
+	"SELECT x FROM (SELECT * FROM system.tables) AS x",
+	"SELECT tuple(*) FROM system.databases",
+	"SELECT formatRow('TSV', *) FROM system.tables",
+	"EXPLAIN SELECT * FROM system.tables",
+	"SELECT name FROM system.tables WHERE has(data_paths, '')",
 }
 
 // consoleReads are statements the console answers.
@@ -146,15 +230,32 @@ var consoleReads = []string{
 	"DESC (SELECT 1)",
 	"EXPLAIN SELECT 1",
 	"EXPLAIN AST SELECT count() FROM runs",
+	// functions of every allowed kind
+	"SELECT countIf(status = 'ok'), uniqExact(pipeline), avgIf(cost_usd, cost_usd > 0), sumArray([1, 2]), uniqArrayIf([1], 1) FROM runs",
+	"SELECT quantiles(0.5, 0.95)(latency_ms), quantileExactIf(0.95)(latency_ms, 1), argMax(run_id, started_at), groupArrayState(1) FROM runs",
+	"SELECT run_id, row_number() OVER (PARTITION BY pipeline ORDER BY started_at), lagInFrame(cost_usd) OVER (ORDER BY started_at) FROM runs",
+	"SELECT multiIf(cost_usd > 1, 'hi', 'lo'), if(1, 2, 3), coalesce(NULL, 1), toStartOfHour(now()), dateDiff('day', today(), today()) FROM runs",
+	"SELECT JSONExtractString('{\"a\":\"b\"}', 'a'), lower('A'), sipHash64('x'), cityHash64('x'), domain('http://a.example/x'), toUUID('00000000-0000-0000-0000-000000000000')",
+	"SELECT arrayMap(x -> x * 2, [1, 2]), arrayFilter(x -> x > 1, [1, 2]), tupleElement((1, 2), 1), map('a', 1)['a'], round(1.5), formatReadableSize(1024)",
+	"SELECT currentDatabase(), toTypeName(1), materialize(1), ignore(1), substring('abc', 1, 2), SUBSTRING('abc', 1, 2), DATE_DIFF('day', today(), today())",
+	"SELECT 1 WHERE exists(SELECT 1) AND 1 NOT IN (2) AND 'a' LIKE 'a' AND 'a' ILIKE 'A'",
+	"SELECT name, engine, total_rows FROM system.tables WHERE database = currentDatabase()",
+	"SELECT name, engine FROM system.databases",
+	"SELECT table, rows, bytes_on_disk, disk_name FROM system.parts WHERE database = currentDatabase()",
+	"SELECT count() FROM system.merges",
 }
 
 // consoleFixture is a store with a sentinel table set, an HTTP server counting
 // the requests the engine sends, and a path no statement may create.
 type consoleFixture struct {
-	s    *sqlStore
-	hits *atomic.Int64
-	url  string
-	out  string
+	s      *sqlStore
+	hits   *atomic.Int64
+	url    string
+	out    string
+	canary string // a file holding token
+	token  string
+	tcp    string // a listener's host:port
+	conns  *atomic.Int64
 }
 
 func newConsoleFixture(t testing.TB) consoleFixture {
@@ -166,11 +267,57 @@ func newConsoleFixture(t testing.TB) consoleFixture {
 		fmt.Fprintln(w, "1")
 	}))
 	t.Cleanup(srv.Close)
-	return consoleFixture{s: s, hits: &hits, url: srv.URL, out: filepath.Join(t.TempDir(), "out.csv")}
+	dir := t.TempDir()
+	token := fmt.Sprintf("canary-%d-secret-token", time.Now().UnixNano())
+	canary := filepath.Join(dir, "canary.txt")
+	if err := os.WriteFile(canary, []byte(token+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns.Add(1)
+			c.Close()
+		}
+	}()
+	t.Cleanup(func() { ln.Close(); <-done })
+	return consoleFixture{s: s, hits: &hits, url: srv.URL, out: filepath.Join(dir, "out.csv"),
+		canary: canary, token: token, tcp: ln.Addr().String(), conns: &conns}
 }
 
 func (f consoleFixture) expand(q string) string {
-	return strings.NewReplacer("{DB}", f.s.db, "{URL}", f.url, "{OUT}", f.out).Replace(q)
+	return strings.NewReplacer("{DB}", f.s.db, "{URL}", f.url, "{OUT}", f.out, "{CANARY}", f.canary, "{TCP}", f.tcp).Replace(q)
+}
+
+// leaked fails t when a console answer (rows, column names or error) shows
+// the canary file's token.
+func (f consoleFixture) leaked(t testing.TB, q string, res QueryResult, err error) {
+	t.Helper()
+	if err != nil && strings.Contains(err.Error(), f.token) {
+		t.Fatalf("Query(%q): the error shows the canary file: %v", q, err)
+	}
+	for _, c := range res.Columns {
+		if strings.Contains(c, f.token) {
+			t.Fatalf("Query(%q): a column name shows the canary file: %q", q, c)
+		}
+	}
+	for _, row := range res.Rows {
+		for _, v := range row {
+			if strings.Contains(v, f.token) {
+				t.Fatalf("Query(%q): the answer shows the canary file: %q", q, v)
+			}
+		}
+	}
 }
 
 // intact fails t unless every table of the schema is still there, nothing was
@@ -194,6 +341,9 @@ func (f consoleFixture) intact(t testing.TB, after string) {
 	if n := f.hits.Load(); n != 0 {
 		t.Fatalf("after %q: the engine sent %d HTTP request(s)", after, n)
 	}
+	if n := f.conns.Load(); n != 0 {
+		t.Fatalf("after %q: the engine opened %d TCP connection(s) to the canary listener", after, n)
+	}
 	if _, err := os.Stat(f.out); err == nil {
 		t.Fatalf("after %q: %s was written", after, f.out)
 	}
@@ -215,6 +365,7 @@ func TestConsoleRefusesAttacks(t *testing.T) {
 		if err != nil && (strings.Contains(err.Error(), "root:") || strings.Contains(err.Error(), "PATH=")) {
 			t.Errorf("Query(%q): the error shows file contents: %v", q, err)
 		}
+		f.leaked(t, q, res, err)
 		f.intact(t, q)
 	}
 }
@@ -326,4 +477,80 @@ func BenchmarkConsoleQuery(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestConsoleHidesDiskPaths: every column of a readable system table that
+// can hold a disk path is one the console refuses, and what the console
+// answers from each readable system table (whole rows, or every other column
+// of the tables with paths) never shows the engine's data folder.
+func TestConsoleHidesDiskPaths(t *testing.T) {
+	f := newConsoleFixture(t)
+	ctx := context.Background()
+	if err := f.s.InsertRuns(ctx, []Run{{RunID: "r1", RequestID: "q1", Pipeline: "x", Status: "ok"}}); err != nil {
+		t.Fatal(err)
+	}
+	type col struct {
+		Table string `json:"table"`
+		Name  string `json:"name"`
+	}
+	cols, err := queryRows[col](ctx, f.s.t, "SELECT table, name FROM system.columns WHERE database = 'system' ORDER BY table, position")
+	if err != nil {
+		t.Fatal(err)
+	}
+	others := map[string][]string{}
+	for _, c := range cols {
+		if !consoleSystemTables[c.Table] {
+			continue
+		}
+		lower := strings.ToLower(c.Name)
+		if strings.Contains(lower, "path") || strings.HasSuffix(lower, "filenames") {
+			if !consolePathColumns[lower] || !consolePathTables[c.Table] {
+				t.Errorf("system.%s.%s may hold a disk path but the console does not refuse it", c.Table, c.Name)
+			}
+			continue
+		}
+		others[c.Table] = append(others[c.Table], c.Name) // nested columns (a.b) unquoted
+	}
+	dir := testEngine.dir
+	for table := range consoleSystemTables {
+		if len(others[table]) == 0 {
+			continue // not in this engine's build
+		}
+		q := "SELECT * FROM system." + table + " LIMIT 1000"
+		if consolePathTables[table] {
+			q = "SELECT " + strings.Join(others[table], ", ") + " FROM system." + table + " LIMIT 1000"
+		}
+		if strings.HasPrefix(table, "numbers") || strings.HasPrefix(table, "zeros") {
+			q = "SELECT * FROM system." + table + " LIMIT 10"
+		}
+		res, err := f.s.Query(ctx, q)
+		if err != nil {
+			t.Errorf("Query(%q): %v", q, err)
+			continue
+		}
+		for _, row := range res.Rows {
+			for i, v := range row {
+				if strings.Contains(v, dir) {
+					t.Errorf("system.%s.%s shows the data folder: %q", table, res.Columns[i], v)
+				}
+			}
+		}
+	}
+}
+
+// TestConsoleCanariesWork: the canaries the attack test and the fuzz target
+// watch do catch a read outside the database. Run on the engine directly
+// (not through the console), a file() read shows the token and a url() read
+// connects to the listener.
+func TestConsoleCanariesWork(t *testing.T) {
+	f := newConsoleFixture(t)
+	ctx := context.Background()
+	res, err := f.s.t.queryText(ctx, f.expand("SELECT * FROM file('{CANARY}', 'LineAsString')"))
+	if err != nil || len(res.Rows) != 1 || res.Rows[0][0] != f.token {
+		t.Fatalf("the engine read of the canary file = %+v, %v; want the token", res, err)
+	}
+	_, _ = f.s.t.queryText(ctx, f.expand("SELECT * FROM url('http://{TCP}/x', 'LineAsString') SETTINGS http_max_tries = 1, http_connection_timeout = 1, http_receive_timeout = 1"))
+	if f.conns.Load() == 0 {
+		t.Fatal("a url() read on the engine did not reach the canary listener")
+	}
 }

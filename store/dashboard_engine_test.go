@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/conductor-shadow/conductor-shadow/store/percentile"
+	"github.com/conductor-shadow/conductor-shadow/store/figure"
 )
 
 // dashboardPanel is what the test reads of a Grafana panel.
@@ -56,6 +56,9 @@ func TestDashboardsUseTheOneDefinitions(t *testing.T) {
 				r := Run{RunID: fmt.Sprintf("%s-%d-%d", p, i, j), RequestID: fmt.Sprintf("req-%d", i), Pipeline: p, Mode: ModeCandidate,
 					StartedAt: hour.Add(time.Duration(i) * time.Second), LatencyMs: float64(rng.IntN(4000)+1) / 2, Status: StatusOK,
 					CostUSD: float64(rng.IntN(1000)) / 1e5}
+				if i%11 == 0 {
+					r.LatencyMs = 0 // unknown: left out of p95
+				}
 				runs = append(runs, r)
 				lat[p] = append(lat[p], r.LatencyMs)
 				cost[p] += r.CostUSD
@@ -117,9 +120,9 @@ func TestDashboardsUseTheOneDefinitions(t *testing.T) {
 				for _, row := range res.Rows {
 					got, _ := strconv.ParseFloat(row[col], 64)
 					pipe := row[pipeCol]
-					want := percentile.Of(lat[pipe], 95)
+					want := figure.Latency(lat[pipe], 95)
 					if res.Columns[col] != "p95_ms" {
-						want = cost[pipe] / float64(len(reqs[pipe]))
+						want = figure.CostPerRequest(cost[pipe], len(reqs[pipe]))
 					}
 					if math.Abs(got-want) > 1e-9 {
 						t.Errorf("%s: panel %q, %s: %s = %v, want %v", f, p.Title, pipe, res.Columns[col], got, want)

@@ -18,6 +18,17 @@ import (
 type embedded struct {
 	ref *chdb.Ref
 	db  string // quoted database: Query resolves unqualified names in it
+	// low marks the console's view of the engine (consoleView): its calls
+	// start only while no other call runs or waits (chdb.Ref.QueryLow).
+	low bool
+}
+
+// consoleView returns the same engine at low priority, for the SQL console:
+// the tap's writes and the pages' reads that wait go before any console
+// statement, so they wait behind at most the one already running, which the
+// engine ends at embedded_console_timeout. Closing the view releases nothing.
+func (e *embedded) consoleView() *embedded {
+	return &embedded{ref: e.ref, db: e.db, low: true}
 }
 
 func openEmbedded(path, db string) (*embedded, error) {
@@ -38,6 +49,9 @@ func (e *embedded) run(ctx context.Context, sql, format string, params Params) (
 	}
 	if strings.IndexByte(sql, 0) >= 0 {
 		return nil, errors.New("statement contains a NUL byte")
+	}
+	if e.low {
+		return e.ref.QueryLow(ctx, setParams(params), sql, format)
 	}
 	if len(params) == 0 {
 		return e.ref.Query(sql, format)
@@ -76,7 +90,15 @@ func (e *embedded) queryText(ctx context.Context, sql string) (QueryResult, erro
 	if strings.IndexByte(sql, 0) >= 0 {
 		return QueryResult{}, errors.New("statement contains a NUL byte")
 	}
-	out, err := e.ref.QueryAfter([]string{"USE " + e.db}, sql, "TabSeparatedWithNames")
+	var (
+		out []byte
+		err error
+	)
+	if e.low {
+		out, err = e.ref.QueryLow(ctx, []string{"USE " + e.db}, sql, "TabSeparatedWithNames")
+	} else {
+		out, err = e.ref.QueryAfter([]string{"USE " + e.db}, sql, "TabSeparatedWithNames")
+	}
 	if err != nil {
 		return QueryResult{}, err
 	}
@@ -88,7 +110,15 @@ func (e *embedded) checkOneRead(ctx context.Context, sql string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	a, err := e.ref.Classify(sql)
+	var (
+		a   chdb.Analysis
+		err error
+	)
+	if e.low {
+		a, err = e.ref.ClassifyLow(ctx, sql)
+	} else {
+		a, err = e.ref.Classify(sql)
+	}
 	if errors.Is(err, chdb.ErrNoClassifier) {
 		return nil // an older engine: formatQuery has parsed it as one statement
 	}
@@ -102,6 +132,9 @@ func (e *embedded) checkOneRead(ctx context.Context, sql string) error {
 }
 
 func (e *embedded) close() error {
+	if e.low {
+		return nil // the store's own transport holds the reference
+	}
 	e.ref.Close()
 	return nil
 }

@@ -183,7 +183,7 @@ type SuiteRun struct {
 	Candidates     []string  `json:"candidates" ch:"candidates"`   // pipeline names
 	StartedAt      time.Time `json:"started_at" ch:"started_at"`
 	FinishedAt     time.Time `json:"finished_at" ch:"finished_at"`
-	Status         string    `json:"status" ch:"status"` // "running", "done", "error"
+	Status         string    `json:"status" ch:"status"` // "running", "done", "error", "cancelled" (stopped: not a failure)
 	Cases          int32     `json:"cases" ch:"cases"`
 	Headline       string    `json:"headline" ch:"headline"`
 	ReportMarkdown string    `json:"report_markdown" ch:"report_markdown"`

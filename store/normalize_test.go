@@ -51,6 +51,7 @@ func TestQueryLimits(t *testing.T) {
 	needEngine(t)
 	cfg := testConfig(testEngine.dir, testDatabase(t))
 	cfg.QueryTimeout, cfg.QueryMaxRows, cfg.QueryMaxRowsRead = time.Second, 10, 1<<62
+	cfg.EmbeddedConsoleMaxRowsRead, cfg.EmbeddedConsoleMaxBytesRead = 1<<62, 1<<62
 	s, err := open(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -69,24 +70,33 @@ func CheckReadOnly(sql string) error {
 
 // queryLimits bound an ad-hoc query; zero fields set nothing.
 type queryLimits struct {
-	timeout     time.Duration // max_execution_time, whole seconds
-	maxRows     int           // max_result_rows
-	maxRowsRead int64         // max_rows_to_read
-	maxMemory   int64         // max_memory_usage, bytes
+	timeout      time.Duration // max_execution_time, seconds with ms precision
+	maxRows      int           // max_result_rows
+	maxRowsRead  int64         // max_rows_to_read
+	maxBytesRead int64         // max_bytes_to_read, uncompressed bytes
+	maxMemory    int64         // max_memory_usage, bytes
 }
 
 // settings renders the limits as "name = value, " pairs. They come before
 // readonly = 1, which forbids changing settings after it.
 func (l queryLimits) settings() string {
 	var b strings.Builder
-	if secs := int64(l.timeout / time.Second); secs > 0 {
-		fmt.Fprintf(&b, "max_execution_time = %d, timeout_overflow_mode = 'throw', ", secs)
+	if ms := l.timeout.Milliseconds(); ms > 0 {
+		// Whole seconds render as an integer (every server version takes
+		// it); fractions as a decimal (the engine's Seconds setting).
+		fmt.Fprintf(&b, "max_execution_time = %s, timeout_overflow_mode = 'throw', ", strconv.FormatFloat(float64(ms)/1000, 'f', -1, 64))
 	}
 	if l.maxRows > 0 {
 		fmt.Fprintf(&b, "max_result_rows = %d, result_overflow_mode = 'throw', ", l.maxRows)
 	}
 	if l.maxRowsRead > 0 {
-		fmt.Fprintf(&b, "max_rows_to_read = %d, read_overflow_mode = 'throw', ", l.maxRowsRead)
+		fmt.Fprintf(&b, "max_rows_to_read = %d, ", l.maxRowsRead)
+	}
+	if l.maxBytesRead > 0 {
+		fmt.Fprintf(&b, "max_bytes_to_read = %d, ", l.maxBytesRead)
+	}
+	if l.maxRowsRead > 0 || l.maxBytesRead > 0 {
+		b.WriteString("read_overflow_mode = 'throw', ")
 	}
 	if l.maxMemory > 0 {
 		fmt.Fprintf(&b, "max_memory_usage = %d, ", l.maxMemory)

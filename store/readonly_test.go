@@ -74,6 +74,10 @@ func TestQueryLimitsSettings(t *testing.T) {
 		{queryLimits{timeout: 10 * time.Second, maxRows: 5, maxRowsRead: 7, maxMemory: 1 << 20},
 			"max_execution_time = 10, timeout_overflow_mode = 'throw', max_result_rows = 5, result_overflow_mode = 'throw', " +
 				"max_rows_to_read = 7, read_overflow_mode = 'throw', max_memory_usage = 1048576, allow_ddl = 0, allow_introspection_functions = 0, "},
+		{queryLimits{timeout: 1500 * time.Millisecond, maxRowsRead: 7, maxBytesRead: 9},
+			"max_execution_time = 1.5, timeout_overflow_mode = 'throw', max_rows_to_read = 7, max_bytes_to_read = 9, read_overflow_mode = 'throw', " +
+				"allow_ddl = 0, allow_introspection_functions = 0, "},
+		{queryLimits{maxBytesRead: 9}, "max_bytes_to_read = 9, read_overflow_mode = 'throw', allow_ddl = 0, allow_introspection_functions = 0, "},
 	}
 	for _, tc := range tests {
 		if got := tc.lim.settings(); got != tc.want {

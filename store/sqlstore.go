@@ -18,8 +18,9 @@ type sqlStore struct {
 	dbName      string // the database name unquoted
 	cluster     string // ClickHouse cluster of Replicated/Distributed tables; "" for one node
 	queryLimits queryLimits
+	consoleWait time.Duration // how long an embedded console query may wait for its turn (query_timeout)
 	console     *consoleGuard
-	consoleT    transport // the console's own connection (console_dsn); nil: t
+	consoleT    transport // the console's own connection (console_dsn) or the embedded engine's low-priority view; nil: t
 	closed      atomic.Bool
 }
 
@@ -326,7 +327,8 @@ func (s *sqlStore) GetSuiteRun(ctx context.Context, suiteRunID string) (SuiteRun
 // canonical form with the configured limits and readonly = 1. Unqualified
 // table names resolve in the store's database on the embedded engine, and in
 // the DSN's database on a server. Errors: ErrReadOnly for anything that is not
-// one allowed read, ErrQueryBusy when every console slot is taken, the
+// one allowed read, ErrQueryBusy when every console slot is taken (or, on the
+// embedded engine, when the tap and the pages kept it busy for query_timeout), the
 // engine's error (timeouts and limits included) otherwise.
 func (s *sqlStore) Query(ctx context.Context, sql string) (QueryResult, error) {
 	if err := s.check(ctx); err != nil {
@@ -343,6 +345,24 @@ func (s *sqlStore) Query(ctx context.Context, sql string) (QueryResult, error) {
 	if s.consoleT != nil {
 		t = s.consoleT
 	}
+	if e, ok := t.(*embedded); ok && e.low {
+		// The low-priority view waits for a gap in the tap's and the pages'
+		// work; it waits at most query_timeout in all, then the console is busy.
+		parent := ctx
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.consoleWait)
+		defer cancel()
+		res, err := s.runConsole(ctx, t, sql)
+		if err != nil && errors.Is(err, context.DeadlineExceeded) && parent.Err() == nil {
+			return QueryResult{}, fmt.Errorf("%w (the engine was busy with the tap's writes and the pages for %v)", ErrQueryBusy, s.consoleWait)
+		}
+		return res, err
+	}
+	return s.runConsole(ctx, t, sql)
+}
+
+// runConsole checks sql by the console's rules on t and runs it.
+func (s *sqlStore) runConsole(ctx context.Context, t transport, sql string) (QueryResult, error) {
 	stmt, err := s.console.prepare(ctx, t, sql, s.queryLimits)
 	if err != nil {
 		return QueryResult{}, err

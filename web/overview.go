@@ -229,13 +229,14 @@ func newLineChart(id, title, unit string, from, to time.Time, classes map[string
 	return c
 }
 
-// latestVerdicts maps each candidate to the newest suite run that evaluated it.
+// latestVerdicts maps each candidate to the newest suite run that evaluated it
+// and finished (a running or cancelled suite run has no verdict).
 func latestVerdicts(runs []store.SuiteRun) map[string]*suiteVerdict {
 	out := map[string]*suiteVerdict{}
 	slices.SortStableFunc(runs, func(a, b store.SuiteRun) int { return b.StartedAt.Compare(a.StartedAt) })
 	for _, r := range runs {
-		if r.Status == "running" {
-			continue
+		if r.Status == eval.SuiteStatusRunning || r.Status == eval.SuiteStatusCancelled {
+			continue // no verdict: still running, or stopped before the end
 		}
 		var rep eval.Report
 		if r.ReportJSON != "" {

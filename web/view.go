@@ -2,10 +2,12 @@ package web
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"slices"
 	"strings"
 
+	"github.com/conductor-shadow/conductor-shadow/eval"
 	"github.com/conductor-shadow/conductor-shadow/store"
 )
 
@@ -203,6 +205,32 @@ func newTraceView(meta pageMeta, md *markdown, tr store.Trace) traceView {
 type suiteRunsView struct {
 	Meta pageMeta
 	Rows []suiteRunRow // newest first
+}
+
+// StatusCounts counts the listed suite runs per status, in the order done,
+// error, cancelled (stopped by their caller: not failures), running, then any
+// other, e.g. "3 suite runs: 1 done, 1 error, 1 cancelled".
+func (v suiteRunsView) StatusCounts() string {
+	n := map[string]int{}
+	var other []string
+	order := []string{eval.SuiteStatusDone, eval.SuiteStatusError, eval.SuiteStatusCancelled, eval.SuiteStatusRunning}
+	for _, r := range v.Rows {
+		if n[r.Run.Status] == 0 && !slices.Contains(order, r.Run.Status) {
+			other = append(other, r.Run.Status)
+		}
+		n[r.Run.Status]++
+	}
+	var parts []string
+	for _, st := range append(order, other...) {
+		if n[st] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", n[st], st))
+		}
+	}
+	runs := "suite runs"
+	if len(v.Rows) == 1 {
+		runs = "suite run"
+	}
+	return fmt.Sprintf("%d %s: %s", len(v.Rows), runs, strings.Join(parts, ", "))
 }
 
 // suiteRunRow is one suite run in the list.

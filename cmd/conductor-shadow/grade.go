@@ -35,7 +35,8 @@ FILE is a regression set (JSONL, one case per line: id, input, reference, grader
 where every case also carries "output", the answer to grade. For each case one JSON line
 is printed: {"id", "passed", "extracted", "reason"} — the answer the grader read and its
 explanation. Cases graded "judge" or "pairwise" call the judge worker of the config
-(suite.judge). Exits 1 when a case has no output or a grader could not judge it (the
+(suite.judge); cases graded "code" run in the configured sandbox (suite.code: interpreter,
+timeout, memory cap). Exits 1 when a case has no output or a grader could not judge it (the
 reason says why); every other case is still printed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -55,7 +56,7 @@ reason says why); every other case is still printed.`,
 				return fmt.Errorf("grade: %w", err)
 			}
 			defer pool.Close()
-			graders, err := judge.Graders(pool, cfg.Suite.Judge)
+			graders, err := judge.Graders(pool, cfg.Suite.Judge, cfg.Suite.Code)
 			if err != nil {
 				return fmt.Errorf("grade: %w", err)
 			}

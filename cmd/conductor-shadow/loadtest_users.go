@@ -22,7 +22,7 @@ import (
 	"github.com/conductor-shadow/conductor-shadow/shadow"
 	"github.com/conductor-shadow/conductor-shadow/shadow/simpool"
 	"github.com/conductor-shadow/conductor-shadow/store"
-	"github.com/conductor-shadow/conductor-shadow/store/percentile"
+	"github.com/conductor-shadow/conductor-shadow/store/figure"
 )
 
 // usersOptions drive `loadtest --users`: a candidate pipeline under concurrent
@@ -72,8 +72,9 @@ func addUsersLoad(cmd *cobra.Command, load loader) {
 // UsersLevel is the figures of one concurrency level. Requests counts the runs
 // that finished; Completed those that produced an answer (the candidate's or a
 // fallback's), and RequestsPerSecond is Completed / ElapsedS. Latency is the
-// wall time of one answered run (ms, nearest-rank percentiles, store/percentile).
-// Cost per request is the runs' total cost / runs (USD), as in suite reports.
+// wall time of one answered run (ms, figure.Latency: nearest rank over known
+// latencies). Cost per request is figure.CostPerRequest: the runs' total cost
+// (USD) / the requests sent (one run each), as in suite reports and the overview.
 // Error share: runs whose status is error or budget_exceeded; fallback share:
 // runs a fallback answered (status plan_unparsable or a "fallback" step).
 // Retries are worker-call attempts beyond the first; RateLimited are 429s the
@@ -307,9 +308,9 @@ func runUsersLevel(ctx context.Context, cand shadow.Pipeline, prompts []shadow.R
 	n := float64(len(results))
 	lvl.Completed = len(lat)
 	lvl.RequestsPerSecond = float64(lvl.Completed) / elapsed
-	lvl.P50LatencyMs = percentile.Of(lat, 50)
-	lvl.P95LatencyMs = percentile.Of(lat, 95)
-	lvl.CostPerRequestUSD = cost / n
+	lvl.P50LatencyMs = figure.Latency(lat, 50)
+	lvl.P95LatencyMs = figure.Latency(lat, 95)
+	lvl.CostPerRequestUSD = figure.CostPerRequest(cost, len(results)) // each result is one request
 	lvl.ErrorShare = float64(errs) / n
 	lvl.FallbackShare = float64(fallbacks) / n
 	return lvl, taken, nil

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/spf13/cobra"
 
@@ -12,11 +13,16 @@ import (
 	"github.com/conductor-shadow/conductor-shadow/eval/validity"
 )
 
-// powerResult is the power command's answer. N is the cases the quality gate
-// needs to reach Target with probability Power under the scenario (exact,
-// stats.Plan); OC the verdict probabilities at N; McNemarConnorN the classic
-// two-sided McNemar sample size for the same effect (Connor 1987), for
-// comparison (0 for effect 0).
+// powerResult is the power command's answer. N is the cases to advise for the
+// quality gate to reach Target with probability Power under the scenario:
+// stats.Recommend, the exact first n (stats.Plan) at PlannedPower = Power +
+// stats.PlanMargin, so the gate reaches Power at N with room to spare; OC the
+// verdict probabilities at N. For effect ≠ 0 two classic two-sided McNemar
+// sizes for the same effect, α and Power are given for comparison:
+// McNemarExactN, the exact conditional test's minimum (binomial on the
+// discordant pairs, stats.McNemarExactSampleSize; 658 at D = 0.20, a 5-point
+// drop) and McNemarConnorN, its normal approximation (Connor 1987; 626 there);
+// RatioToExact is N / McNemarExactN.
 type powerResult struct {
 	N              int            `json:"n"`
 	Target         string         `json:"target"`
@@ -24,8 +30,11 @@ type powerResult struct {
 	Scenario       stats.Scenario `json:"scenario"`
 	Design         stats.Design   `json:"design"`
 	Power          float64        `json:"power"`
+	PlannedPower   float64        `json:"planned_power"`
 	OC             stats.OC       `json:"oc"`
-	McNemarConnorN int            `json:"mcnemar_connor_n,omitempty"`
+	McNemarExactN  int            `json:"mcnemar_exact_conditional_n,omitempty"`
+	McNemarConnorN int            `json:"mcnemar_normal_approx_connor_n,omitempty"`
+	RatioToExact   float64        `json:"ratio_to_mcnemar_exact,omitempty"`
 }
 
 // powerCmd plans a suite's size for the shipped default quality gate.
@@ -52,7 +61,7 @@ Accuracies and differences are fractions: --effect -0.05 is five points worse.`,
 			if err := d.Validate(); err != nil {
 				return err
 			}
-			n, err := stats.Plan(s, d, power, minN)
+			n, err := stats.Recommend(s, d, power, minN)
 			if err != nil {
 				return err
 			}
@@ -60,16 +69,23 @@ Accuracies and differences are fractions: --effect -0.05 is five points worse.`,
 			if err != nil {
 				return err
 			}
-			res := powerResult{N: n, Target: d.Target(s), Test: stats.MethodTango, Scenario: s, Design: d, Power: power, OC: oc}
+			res := powerResult{N: n, Target: d.Target(s), Test: stats.MethodTango, Scenario: s, Design: d, Power: power,
+				PlannedPower: math.Round(1e6*math.Min(power+stats.PlanMargin, (1+power)/2)) / 1e6, OC: oc}
 			if s.Effect != 0 {
 				res.McNemarConnorN, _ = stats.McNemarSampleSize(s.Effect, s.Discordance, alpha, power)
+				if res.McNemarExactN, err = stats.McNemarExactSampleSize(s.Effect, s.Discordance, alpha, power); err == nil {
+					res.RatioToExact = float64(n) / float64(res.McNemarExactN)
+				}
 			}
 			return printResult(cmd.OutOrStdout(), asJSON, res, func(w io.Writer) {
 				fmt.Fprintf(w, "%d paired cases for %.0f%% %s (P=%.2f, D=%.2f, effect %+.1f pts; margin %.1f pts, FAIL below %.1f pts, α=%.3g two-sided, %s)\n",
 					n, 100*power, res.Target, s.PIncumbent, s.Discordance, 100*s.Effect, 100*margin, 100*failAt, alpha, res.Test)
 				fmt.Fprintf(w, "at n=%d: PASS %.1f%%, FAIL %.1f%%, INCONCLUSIVE %.1f%%\n", n, 100*oc.Pass, 100*oc.Fail, 100*oc.Inconclusive)
-				if res.McNemarConnorN > 0 {
-					fmt.Fprintf(w, "two-sided McNemar (Connor 1987) for the same effect: %d\n", res.McNemarConnorN)
+				fmt.Fprintf(w, "planned at %.0f%% exact power (%.0f%% asked + a %.0f-point planning margin), so the gate reaches the asked power at n\n",
+					100*res.PlannedPower, 100*power, 100*(res.PlannedPower-power))
+				if res.McNemarExactN > 0 {
+					fmt.Fprintf(w, "two-sided McNemar for the same effect: exact conditional (binomial on discordant pairs) %d (n is %.2f× it), normal approximation (Connor 1987) %d\n",
+						res.McNemarExactN, res.RatioToExact, res.McNemarConnorN)
 				}
 			})
 		},

@@ -24,13 +24,16 @@ func TestPowerAndValidityJSON(t *testing.T) {
 		return out.Bytes()
 	}
 	var drop, pass struct {
-		N      int    `json:"n"`
-		Target string `json:"target"`
+		N      int                    `json:"n"`
+		Target string                 `json:"target"`
+		Exact  int                    `json:"mcnemar_exact_conditional_n"`
+		Connor int                    `json:"mcnemar_normal_approx_connor_n"`
+		FailOC struct{ Fail float64 } `json:"oc"`
 	}
 	if err := json.Unmarshal(exec("power", "--p-incumbent", "0.85", "--discordance", "0.2", "--effect", "-0.05", "--json"), &drop); err != nil {
 		t.Fatal(err)
 	}
-	if drop.Target != "FAIL" || drop.N < 500 || drop.N > 658*5/4 {
+	if drop.Target != "FAIL" || drop.N < 500 || drop.N > 658*5/4 || drop.Exact != 658 || drop.Connor != 626 || drop.FailOC.Fail < 0.8 {
 		t.Errorf("5-point drop: %+v", drop)
 	}
 	if err := json.Unmarshal(exec("power", "--effect", "0", "--margin", "0.05", "--json"), &pass); err != nil {

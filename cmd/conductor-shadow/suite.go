@@ -58,17 +58,11 @@ func (s *suiteRunner) runScheduled(ctx context.Context, job schedule.Suite, prog
 		}
 		policy = &p
 	}
-	judged, err := judge.Graders(s.p.pool, s.cfg.Suite.Judge)
-	if err != nil {
-		return suiteResponse{}, err
-	}
 	// The judge graders call the pool; every other grader (the code sandbox
 	// included) is built with the configured limits.
-	graders := func(name string) (eval.Grader, error) {
-		if name == eval.GraderJudge || name == eval.GraderPairwise {
-			return judged(name)
-		}
-		return eval.GraderForConfig(name, s.cfg.Suite.Code)
+	graders, err := judge.Graders(s.p.pool, s.cfg.Suite.Judge, s.cfg.Suite.Code)
+	if err != nil {
+		return suiteResponse{}, err
 	}
 	rep, err := eval.RunSuite(ctx, s.roles, set, s.p.incumbent, s.p.candidates, eval.SuiteOptions{
 		Graders:     graders,

@@ -242,7 +242,7 @@ func liveAdvice(p Policy, margin float64, verdict Status, pairs, disagree, more 
 	case pairs > 0 && share >= margin:
 		d := p.Quality.Design(p.Confidence)
 		disc := math.Min(0.99, math.Max(share, 0.01))
-		n, err := stats.Plan(stats.Scenario{PIncumbent: 0.5, Discordance: disc}, d, PlanPower, p.MinN)
+		n, err := stats.Recommend(stats.Scenario{PIncumbent: 0.5, Discordance: disc}, d, PlanPower, p.MinN)
 		if err != nil {
 			return "agreement alone cannot PASS; grade a suite: " + err.Error()
 		}

@@ -86,7 +86,8 @@ type Plan struct {
 	MoreCases            int      `json:"more_cases"`
 }
 
-// PlanPower is the power the Plan's sample sizes and detectable drop are for.
+// PlanPower is the power the Plan's sample sizes and detectable drop are for;
+// PassN and FailN are stats.Recommend's, planned stats.PlanMargin above it.
 const PlanPower = 0.8
 
 // planFor computes the quality Plan for p's quality gate at c's n.
@@ -112,8 +113,8 @@ func planFor(p Policy, c stats.Comparison) *Plan {
 		pl.IfWorse, _ = stats.Operating(q.N, worse, d)
 		pl.DetectableDropPoints, pl.Detectable, _ = stats.DetectableDrop(q.N, pInc, disc, d, PlanPower)
 		pl.DetectableDropPoints *= 100
-		pl.PassN, _ = stats.Plan(eq, d, PlanPower, p.MinN)
-		pl.FailN, _ = stats.Plan(worse, d, PlanPower, p.MinN)
+		pl.PassN, _ = stats.Recommend(eq, d, PlanPower, p.MinN)
+		pl.FailN, _ = stats.Recommend(worse, d, PlanPower, p.MinN)
 	} else {
 		sd := math.Max(q.DiffSD, 0.01)
 		pl.IfEqual = stats.NormalOperating(q.N, sd, 0, d)

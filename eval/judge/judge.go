@@ -56,13 +56,18 @@ func (c Config) Validate() error {
 
 // Graders returns a grader resolver for eval.SuiteOptions.Graders: the names
 // eval.GraderJudge and eval.GraderPairwise resolve to the judges, every other
-// name to eval.GraderFor.
-func Graders(caller shadow.Caller, cfg Config) (func(name string) (eval.Grader, error), error) {
+// name to eval.GraderForConfig with code, the code grader's sandbox (the
+// configured suite.code: interpreter, timeout, memory cap). Errors: a nil
+// caller, an invalid judge config or an invalid code config.
+func Graders(caller shadow.Caller, cfg Config, code eval.CodeConfig) (func(name string) (eval.Grader, error), error) {
 	if caller == nil {
 		return nil, errors.New("judge: nil caller")
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if err := code.Validate(); err != nil {
+		return nil, fmt.Errorf("judge: graders: %w", err)
 	}
 	rubric := &Rubric{caller: caller, cfg: cfg}
 	pair := &Pairwise{caller: caller, cfg: cfg}
@@ -73,7 +78,7 @@ func Graders(caller shadow.Caller, cfg Config) (func(name string) (eval.Grader, 
 		case eval.GraderPairwise:
 			return pair, nil
 		}
-		return eval.GraderFor(name)
+		return eval.GraderForConfig(name, code)
 	}, nil
 }
 

@@ -94,7 +94,7 @@ func TestPairwisePositionSwap(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, pool, prompts := judgeServer(t, tt.judge)
-			resolve, err := Graders(pool, Config{Worker: "gpt-5", PassScore: 7})
+			resolve, err := Graders(pool, Config{Worker: "gpt-5", PassScore: 7}, eval.NewDefaultCodeConfig())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -132,7 +132,7 @@ func TestRubric(t *testing.T) {
 	}
 	for _, tt := range tests {
 		_, pool, prompts := judgeServer(t, func(string) string { return tt.reply })
-		resolve, err := Graders(pool, NewDefaultConfig())
+		resolve, err := Graders(pool, NewDefaultConfig(), eval.NewDefaultCodeConfig())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -154,15 +154,15 @@ func TestRubric(t *testing.T) {
 }
 
 func TestJudgeErrors(t *testing.T) {
-	if _, err := Graders(nil, NewDefaultConfig()); err == nil {
+	if _, err := Graders(nil, NewDefaultConfig(), eval.NewDefaultCodeConfig()); err == nil {
 		t.Error("nil caller: want error")
 	}
 	_, pool, _ := judgeServer(t, func(string) string { return "WINNER: A" })
-	if _, err := Graders(pool, Config{Worker: "", PassScore: 11}); err == nil ||
+	if _, err := Graders(pool, Config{Worker: "", PassScore: 11}, eval.NewDefaultCodeConfig()); err == nil ||
 		!strings.Contains(err.Error(), "worker is required") || !strings.Contains(err.Error(), "pass_score must be in 1..10") {
 		t.Errorf("bad config: %v", err)
 	}
-	resolve, _ := Graders(pool, Config{Worker: "no-such-worker", PassScore: 7})
+	resolve, _ := Graders(pool, Config{Worker: "no-such-worker", PassScore: 7}, eval.NewDefaultCodeConfig())
 	g, _ := resolve(eval.GraderPairwise)
 	if got := g.Grade(context.Background(), cases(t)["capital-fr"], "Paris"); got.Err == nil || !strings.Contains(got.Err.Error(), "answer first") {
 		t.Errorf("unknown judge worker: want grader error, got %+v", got)

@@ -204,9 +204,16 @@ func (s *Scheduler) fire(ctx context.Context, su Suite) {
 	}
 	start := s.now().UTC()
 	id, err := s.run(ctx, su)
-	if err != nil {
+	switch {
+	case err != nil && ctx.Err() != nil:
+		// A stop (Shutdown) is not a failure: the suite run is stored as
+		// cancelled and the schedule is not marked as run, so the next start
+		// reports it missed.
+		s.log.Warn("scheduled suite run cancelled", "suite", su.Name, "suite_run_id", id, "err", err)
+		return
+	case err != nil:
 		s.log.Error("scheduled suite run failed", "suite", su.Name, "suite_run_id", id, "err", err)
-	} else {
+	default:
 		s.log.Info("scheduled suite run done", "suite", su.Name, "suite_run_id", id, "took", time.Since(start))
 	}
 	if err := s.record(su.Name, start); err != nil {

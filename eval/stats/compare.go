@@ -8,6 +8,7 @@ import (
 
 	"gonum.org/v1/gonum/stat"
 
+	"github.com/conductor-shadow/conductor-shadow/store/figure"
 	"github.com/conductor-shadow/conductor-shadow/store/percentile"
 )
 
@@ -27,7 +28,7 @@ type Obs struct {
 	Passed    bool
 	Score     float64 // 0..1
 	CostUSD   float64 // USD
-	LatencyMs float64 // ms
+	LatencyMs float64 // ms; 0 = unknown, left out of the percentiles
 	TokensIn  int64
 	TokensOut int64
 	Calls     int
@@ -265,10 +266,6 @@ func compareIdx(inc, cand []Obs, idx []int, z float64, opts Options, rng *rand.R
 		}
 		ordA, ordB = byLatency(inc, idx), byLatency(cand, idx)
 	}
-	ranks := [3]int{}
-	for k, p := range []float64{50, 95, 99} {
-		ranks[k] = percentile.Rank(n, p)
-	}
 	counts := make([]int, n)
 	for r := range B {
 		clear(counts)
@@ -283,8 +280,8 @@ func compareIdx(inc, cand []Obs, idx []int, z float64, opts Options, rng *rand.R
 		if !latency {
 			continue
 		}
-		walk(inc, idx, ordA, counts, ranks, la, r)
-		walk(cand, idx, ordB, counts, ranks, lb, r)
+		walk(inc, idx, ordA, counts, la, r)
+		walk(cand, idx, ordB, counts, lb, r)
 		p95s[r] = ratio(lb[1][r], la[1][r])
 	}
 	ci := func(v []float64) Interval {
@@ -302,9 +299,11 @@ func compareIdx(inc, cand []Obs, idx []int, z float64, opts Options, rng *rand.R
 
 // byLatency returns positions 0..len(idx)-1 ordered by obs[idx[pos]].LatencyMs.
 func byLatency(obs []Obs, idx []int) []int {
-	ord := make([]int, len(idx))
-	for i := range ord {
-		ord[i] = i
+	ord := make([]int, 0, len(idx))
+	for i := range idx {
+		if figure.KnownLatency(obs[idx[i]].LatencyMs) {
+			ord = append(ord, i)
+		}
 	}
 	slices.SortStableFunc(ord, func(a, b int) int {
 		return cmpFloat(obs[idx[a]].LatencyMs, obs[idx[b]].LatencyMs)
@@ -322,9 +321,25 @@ func cmpFloat(a, b float64) int {
 	return 0
 }
 
-// walk stores in out[k][r] the latency at 1-based rank ranks[k] of the
-// resample given by counts (ranks ascending).
-func walk(obs []Obs, idx, ord, counts []int, ranks [3]int, out [3][]float64, r int) {
+// walk stores in out[k][r] the resample's p50, p95 and p99 (k = 0, 1, 2) of
+// the known latencies, by figure.Latency's definition: the nearest ranks among
+// the resampled cases in ord (those with a known latency), counted with their
+// multiplicity in counts. 0 when the resample drew none.
+func walk(obs []Obs, idx, ord, counts []int, out [3][]float64, r int) {
+	m := 0
+	for _, pos := range ord {
+		m += counts[pos]
+	}
+	if m == 0 {
+		for k := range 3 {
+			out[k][r] = 0
+		}
+		return
+	}
+	var ranks [3]int
+	for k, p := range []float64{50, 95, 99} {
+		ranks[k] = percentile.Rank(m, p)
+	}
 	seen, k := 0, 0
 	for _, pos := range ord {
 		seen += counts[pos]
@@ -362,19 +377,17 @@ func arm(obs []Obs, idx []int, z float64) Arm {
 		calls += int64(o.Calls)
 		lat = append(lat, o.LatencyMs)
 	}
-	if a.Graded > 0 {
-		a.Accuracy = float64(a.Passed) / float64(a.Graded)
-	}
+	a.Accuracy = figure.Accuracy(a.Passed, a.Graded)
 	a.AccuracyCI = Wilson(a.Passed, a.Graded, z)
 	n := float64(a.N)
-	a.CostPerRequestUSD = a.TotalCostUSD / n
+	// Each index is one case, one request: N distinct requests.
+	a.CostPerRequestUSD = figure.CostPerRequest(a.TotalCostUSD, a.N)
 	a.MeanTokensIn = float64(tin) / n
 	a.MeanTokensOut = float64(tout) / n
 	a.MeanCalls = float64(calls) / n
-	slices.Sort(lat)
-	a.P50LatencyMs = NearestRank(lat, 50)
-	a.P95LatencyMs = NearestRank(lat, 95)
-	a.P99LatencyMs = NearestRank(lat, 99)
+	a.P50LatencyMs = figure.Latency(lat, 50)
+	a.P95LatencyMs = figure.Latency(lat, 95)
+	a.P99LatencyMs = figure.Latency(lat, 99)
 	a.P50LatencyCI = Interval{a.P50LatencyMs, a.P50LatencyMs}
 	a.P95LatencyCI = Interval{a.P95LatencyMs, a.P95LatencyMs}
 	a.P99LatencyCI = Interval{a.P99LatencyMs, a.P99LatencyMs}

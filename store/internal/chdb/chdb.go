@@ -10,12 +10,14 @@
 package chdb
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"sync"
+	"time"
 	"unsafe"
 
 	"github.com/ebitengine/purego"
@@ -63,6 +65,101 @@ type cAnalysis struct {
 	statements uint32
 	flags      uint32
 	class      uint32
+}
+
+// lowQuiet is how long the engine must have been free of normal calls before
+// a low-priority call starts: a tap accept or a page is several calls in a
+// row, and a console statement must not slip in between them.
+const lowQuiet = 50 * time.Millisecond
+
+// prioLock is a mutex with two classes of waiters: normal ones (Lock) go
+// before low ones (lockLow); a low waiter takes the lock only when it is free,
+// no normal waiter is queued and no normal call ended within lowQuiet. Low
+// waiters give up when their context ends.
+type prioLock struct {
+	mu         sync.Mutex
+	busy       bool
+	low        bool          // the holder is a low-priority call
+	waiting    int           // normal waiters queued
+	lastNormal time.Time     // when the last normal call released the lock
+	changed    chan struct{} // closed (and replaced) at every unlock; nil until first wait
+}
+
+func (p *prioLock) signal() <-chan struct{} {
+	if p.changed == nil {
+		p.changed = make(chan struct{})
+	}
+	return p.changed
+}
+
+// Lock takes the lock ahead of every low-priority waiter.
+func (p *prioLock) Lock() {
+	p.mu.Lock()
+	p.waiting++
+	for p.busy {
+		ch := p.signal()
+		p.mu.Unlock()
+		<-ch
+		p.mu.Lock()
+	}
+	p.waiting--
+	p.busy, p.low = true, false
+	p.mu.Unlock()
+}
+
+// lockLow takes the lock once it is free, no normal waiter is queued and no
+// normal call ended within lowQuiet, or returns ctx's error.
+func (p *prioLock) lockLow(ctx context.Context) error {
+	p.mu.Lock()
+	for {
+		var quiet time.Duration
+		if !p.busy && p.waiting == 0 {
+			if quiet = lowQuiet - time.Since(p.lastNormal); quiet <= 0 {
+				break
+			}
+		}
+		ch := p.signal()
+		p.mu.Unlock()
+		var (
+			t     *time.Timer
+			timer <-chan time.Time
+		)
+		if quiet > 0 {
+			t = time.NewTimer(quiet)
+			timer = t.C
+		}
+		var err error
+		select {
+		case <-ch:
+		case <-timer:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+		if t != nil {
+			t.Stop()
+		}
+		if err != nil {
+			return err
+		}
+		p.mu.Lock()
+	}
+	p.busy, p.low = true, true
+	p.mu.Unlock()
+	return nil
+}
+
+// Unlock releases the lock and wakes every waiter.
+func (p *prioLock) Unlock() {
+	p.mu.Lock()
+	if !p.low {
+		p.lastNormal = time.Now()
+	}
+	p.busy, p.low = false, false
+	if p.changed != nil {
+		close(p.changed)
+		p.changed = nil
+	}
+	p.mu.Unlock()
 }
 
 // process holds the library and the engine's single connection.
@@ -129,12 +226,16 @@ func loadLocked() (*lib, error) {
 	return l, nil
 }
 
-// Conn is a reference to the engine's connection. Calls are serialized.
+// Conn is a reference to the engine's connection. Calls are serialized by a
+// two-level lock: a low-priority call (QueryLow, ClassifyLow: the SQL
+// console) starts only while no other call runs or waits and none ended in
+// the last 50 ms, so the product's writes and page reads wait behind at most
+// the one console statement already running, never behind a queue of them.
 type Conn struct {
 	path string // absolute data folder
 	refs int    // open references, guarded by process.mu
 
-	mu     sync.Mutex // serializes engine calls; guards closed
+	mu     prioLock // serializes engine calls; guards closed
 	l      *lib
 	c      *cConnection
 	closed bool
@@ -218,6 +319,24 @@ func (r *Ref) QueryAfter(pre []string, sql, format string) ([]byte, error) {
 	return c.queryLocked(sql, format)
 }
 
+// QueryLow runs sql as QueryAfter does, at low priority: it waits until no
+// other call runs or waits (see Conn), or returns ctx's error. Once started it
+// runs to its end; bound it with the engine's own settings
+// (max_execution_time).
+func (r *Ref) QueryLow(ctx context.Context, pre []string, sql, format string) ([]byte, error) {
+	c := r.conn
+	if err := c.mu.lockLow(ctx); err != nil {
+		return nil, err
+	}
+	defer c.mu.Unlock()
+	for _, p := range pre {
+		if _, err := c.queryLocked(p, "TabSeparated"); err != nil {
+			return nil, err
+		}
+	}
+	return c.queryLocked(sql, format)
+}
+
 func (c *Conn) queryLocked(sql, format string) ([]byte, error) {
 	if c.closed {
 		return nil, errors.New("chdb: connection closed")
@@ -269,6 +388,20 @@ func (r *Ref) Classify(sql string) (Analysis, error) {
 	c := r.conn
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.classifyLocked(sql)
+}
+
+// ClassifyLow is Classify at low priority (see QueryLow).
+func (r *Ref) ClassifyLow(ctx context.Context, sql string) (Analysis, error) {
+	c := r.conn
+	if err := c.mu.lockLow(ctx); err != nil {
+		return Analysis{}, err
+	}
+	defer c.mu.Unlock()
+	return c.classifyLocked(sql)
+}
+
+func (c *Conn) classifyLocked(sql string) (Analysis, error) {
 	if c.closed {
 		return Analysis{}, errors.New("chdb: connection closed")
 	}
