@@ -46,6 +46,9 @@ type Processor struct {
 	segmenter  *segment.Segmenter
 	lookup     store.RunLookup // what a re-delivered exchange already has (Kafka); nil: none
 
+	inflightMu sync.Mutex
+	inflight   map[string]chan struct{} // request ids being shadowed (with lookup), closed when done
+
 	mu       sync.Mutex
 	started  bool
 	stopped  bool
@@ -205,7 +208,15 @@ func (p *Processor) process(ctx context.Context, d Delivery) {
 	}
 	var finished []store.WorkKey
 	if !d.Stored && p.lookup != nil {
-		var ok bool
+		// A consumer group re-reads uncommitted offsets after a rebalance, so
+		// the exchange may arrive again while this process still shadows it:
+		// wait for that one, then the look-up sees its stored runs.
+		release, ok := p.claim(ctx, ex.RequestID)
+		if !ok {
+			p.stats.leftPending.Add(1) // not acked: delivered again
+			return
+		}
+		defer release()
 		if finished, ok = p.finishedRuns(ctx, ex.RequestID); !ok {
 			// Stopped while the store did not answer: nothing ran, the
 			// delivery stays unacked and comes again.
@@ -268,6 +279,36 @@ func (p *Processor) process(ctx context.Context, d Delivery) {
 	}
 	p.stats.processed.Add(1)
 	d.Ack()
+}
+
+// claim marks id as being shadowed by this process, waiting while another
+// worker of the process shadows it; ok is false when ctx ended first. release
+// ends the claim.
+func (p *Processor) claim(ctx context.Context, id string) (release func(), ok bool) {
+	for {
+		p.inflightMu.Lock()
+		if p.inflight == nil {
+			p.inflight = map[string]chan struct{}{}
+		}
+		busy, taken := p.inflight[id]
+		if !taken {
+			done := make(chan struct{})
+			p.inflight[id] = done
+			p.inflightMu.Unlock()
+			return func() {
+				p.inflightMu.Lock()
+				delete(p.inflight, id)
+				p.inflightMu.Unlock()
+				close(done)
+			}, true
+		}
+		p.inflightMu.Unlock()
+		select {
+		case <-busy:
+		case <-ctx.Done():
+			return nil, false
+		}
+	}
 }
 
 // finishedRuns asks the lookup which candidate versions already have a
