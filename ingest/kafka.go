@@ -35,14 +35,19 @@ type KafkaConfig struct {
 	// before the group hands its partitions to the others; heartbeats go every
 	// third of it.
 	SessionTimeout time.Duration `yaml:"session_timeout"`
+	// PingInterval is how often the queue asks the brokers for the topic's
+	// metadata (bounded by the interval too), so readiness sees Kafka down on an
+	// idle tap or a waiting shadow worker, not only when a publish fails.
+	PingInterval time.Duration `yaml:"ping_interval"`
 }
 
 // NewDefaultKafkaConfig returns Kafka off, topic "conductor-shadow.exchanges",
 // group "conductor-shadow", a 10,000-exchange buffer, 10 ms produce batches,
-// 10 s commits and a 10 s session.
+// 10 s commits, a 10 s session and a metadata ping every 5 s.
 func NewDefaultKafkaConfig() KafkaConfig {
 	return KafkaConfig{Topic: "conductor-shadow.exchanges", Group: "conductor-shadow", Buffer: 10000,
-		BatchTimeout: 10 * time.Millisecond, CommitTimeout: 10 * time.Second, SessionTimeout: 10 * time.Second}
+		BatchTimeout: 10 * time.Millisecond, CommitTimeout: 10 * time.Second, SessionTimeout: 10 * time.Second,
+		PingInterval: 5 * time.Second}
 }
 
 // Enabled reports whether brokers are configured.
@@ -77,6 +82,9 @@ func (c KafkaConfig) Validate() error {
 	if c.SessionTimeout < time.Second {
 		errs = append(errs, fmt.Errorf("ingest: kafka.session_timeout must be at least 1s, got %s", c.SessionTimeout))
 	}
+	if c.PingInterval < 100*time.Millisecond {
+		errs = append(errs, fmt.Errorf("ingest: kafka.ping_interval must be at least 100ms, got %s", c.PingInterval))
+	}
 	return errors.Join(errs...)
 }
 
@@ -87,9 +95,13 @@ func (c KafkaConfig) Validate() error {
 // was acked too, so a crash re-delivers (at least once) and never skips; the store
 // keys make re-delivery harmless.
 //
-// Lifecycle: Close stops Publish, flushes the producer and makes Next return
-// ErrQueueClosed (what is left stays in Kafka for the next consumer); Shutdown,
-// after the workers are done, closes the connections. Both are safe twice.
+// Readiness (Ready) follows three signals: the last publish, the last fetch
+// and a metadata ping of the brokers every PingInterval (Start).
+//
+// Lifecycle: Start launches the ping; Close stops Publish and the ping, flushes
+// the producer and makes Next return ErrQueueClosed (what is left stays in
+// Kafka for the next consumer); Shutdown, after the workers are done, closes
+// the connections. Close and Shutdown are safe without Start and twice.
 type KafkaQueue struct {
 	cfg       KafkaConfig
 	stats     *Stats
@@ -108,7 +120,11 @@ type KafkaQueue struct {
 	ackMu   sync.Mutex
 	pending map[int]*partitionAcks
 
-	failing store.Failing // since when writes fail, and the last error
+	failing  store.Failing // since when publishes fail, and the last error
+	fetching store.Failing // since when fetches fail
+	pinging  store.Failing // since when the metadata ping fails
+	started  bool
+	pingDone chan struct{}
 
 	shutOnce sync.Once
 	shutErr  error
@@ -233,12 +249,92 @@ func (q *KafkaQueue) notePublish(err error) {
 	q.failing.Note(err)
 }
 
-// Ready reports why copies cannot be published now: the last publish failed
-// (Kafka unreachable) or the buffer is full. nil when they can.
+// Start launches the metadata ping: one at once, then every PingInterval,
+// until Close. ctx is not kept. A second Start is an error.
+func (q *KafkaQueue) Start(context.Context) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.started {
+		return errors.New("ingest: kafka: already started")
+	}
+	if q.closed {
+		return ErrQueueClosed
+	}
+	q.started = true
+	q.pingDone = make(chan struct{})
+	go q.pingLoop()
+	return nil
+}
+
+func (q *KafkaQueue) pingLoop() {
+	defer close(q.pingDone)
+	t := time.NewTicker(q.cfg.PingInterval)
+	defer t.Stop()
+	for {
+		q.ping()
+		select {
+		case <-q.stopCtx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// ping asks the brokers for the cluster's metadata and records the outcome. A
+// failure is logged when it starts, a recovery when it ends.
+func (q *KafkaQueue) ping() {
+	ctx, cancel := context.WithTimeout(q.stopCtx, q.cfg.PingInterval)
+	defer cancel()
+	err := q.pingBrokers(ctx)
+	if q.stopCtx.Err() != nil {
+		return // closing: not a Kafka failure
+	}
+	was, _ := q.pinging.State()
+	q.pinging.Note(err)
+	switch {
+	case err != nil && was.IsZero():
+		q.log.Error("kafka: brokers unreachable; /readyz reports it until a ping succeeds", "brokers", q.cfg.Brokers, "err", err)
+	case err == nil && !was.IsZero():
+		q.log.Info("kafka: brokers reachable again", "brokers", q.cfg.Brokers, "down_for", time.Since(was).Round(time.Millisecond))
+	}
+}
+
+// pingBrokers dials the brokers in turn on a fresh connection (the producer's
+// and the reader's pools answer metadata from their cache) and sends one
+// metadata request (no topics: a topic not created yet is no failure); nil at
+// the first broker that answers.
+func (q *KafkaQueue) pingBrokers(ctx context.Context) error {
+	d := &kafka.Dialer{Timeout: q.cfg.PingInterval}
+	var errs []error
+	for _, b := range q.cfg.Brokers {
+		conn, err := d.DialContext(ctx, "tcp", b)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", b, err))
+			continue
+		}
+		deadline, _ := ctx.Deadline()
+		_ = conn.SetDeadline(deadline)
+		_, err = conn.Brokers()
+		_ = conn.Close()
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, fmt.Errorf("%s: metadata: %w", b, err))
+	}
+	return fmt.Errorf("metadata ping: %w", errors.Join(errs...))
+}
+
+// Ready reports why copies cannot be published or read now: the metadata ping,
+// the last publish or the last fetch failed (Kafka unreachable), or the buffer
+// is full. nil when all is well.
 func (q *KafkaQueue) Ready() error {
-	since, last := q.failing.State()
-	if !since.IsZero() {
-		return fmt.Errorf("kafka unreachable since %s: %s", since.UTC().Format(time.RFC3339), last)
+	for _, f := range []struct {
+		what string
+		s    *store.Failing
+	}{{"ping", &q.pinging}, {"publish", &q.failing}, {"fetch", &q.fetching}} {
+		if since, last := f.s.State(); !since.IsZero() {
+			return fmt.Errorf("kafka unreachable since %s (%s): %s", since.UTC().Format(time.RFC3339), f.what, last)
+		}
 	}
 	if len(q.buf) >= cap(q.buf) {
 		return fmt.Errorf("%w: kafka buffer of %d", ErrQueueFull, cap(q.buf))
@@ -302,8 +398,11 @@ func (q *KafkaQueue) Next(ctx context.Context) (Delivery, error) {
 			if q.stopCtx.Err() != nil || errors.Is(err, io.EOF) {
 				return Delivery{}, ErrQueueClosed
 			}
-			return Delivery{}, fmt.Errorf("ingest: kafka: fetch: %w", err)
+			err = fmt.Errorf("ingest: kafka: fetch: %w", err)
+			q.fetching.Note(err)
+			return Delivery{}, err
 		}
+		q.fetching.Note(nil)
 		q.track(m)
 		var ex Exchange
 		if err := json.Unmarshal(m.Value, &ex); err != nil || (ex.SchemaVersion != 0 && ex.SchemaVersion != SchemaVersion) {
@@ -379,6 +478,12 @@ func (q *KafkaQueue) Close() error {
 	}
 	q.stop()
 	<-q.pubDone
+	q.mu.RLock()
+	pingDone := q.pingDone
+	q.mu.RUnlock()
+	if pingDone != nil {
+		<-pingDone
+	}
 	return nil
 }
 

@@ -2,8 +2,11 @@ package ingest
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -20,6 +23,11 @@ import (
 type countingStore struct {
 	store.Store
 	inserted atomic.Int64
+}
+
+// FinishedRuns passes the lookup through to the wrapped store.
+func (s *countingStore) FinishedRuns(ctx context.Context, id string) ([]store.WorkKey, error) {
+	return s.Store.(store.RunLookup).FinishedRuns(ctx, id)
 }
 
 func (s *countingStore) InsertRequests(ctx context.Context, reqs []store.Request) error {
@@ -57,6 +65,11 @@ func startConsumer(t *testing.T, kcfg KafkaConfig, st store.Store, stats *Stats,
 	cfg := NewDefaultConfig()
 	cfg.Workers = 4
 	proc := NewProcessor(cfg, q, StoreWriter{Store: st}, []shadow.Pipeline{cand}, flatPricer(0), stats, nil)
+	lookup, err := store.NewRoles(st).RunLookup()
+	if err != nil {
+		t.Fatal(err)
+	}
+	proc.UseRunLookup(lookup)
 	if err := proc.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +133,8 @@ func TestKafkaConsumerRestartStoresEachExchangeOnce(t *testing.T) {
 	}
 
 	fast := &echoPipeline{}
-	second := startConsumer(t, kcfg, st, NewStats(), fast)
+	secondStats := NewStats()
+	second := startConsumer(t, kcfg, st, secondStats, fast)
 	waitForD(t, 40*time.Second, "every exchange stored", func() bool {
 		if st.inserted.Load() < n { // cannot be all stored yet: spare the engine a count
 			return false
@@ -142,6 +156,24 @@ func TestKafkaConsumerRestartStoresEachExchangeOnce(t *testing.T) {
 	if st.inserted.Load() <= n {
 		t.Fatalf("%d request rows inserted for %d exchanges: the crash re-delivered nothing, so the test proved nothing", st.inserted.Load(), n)
 	}
+	// No second spend: a re-delivered exchange whose candidate run was stored
+	// before the crash is not run again.
+	runs := map[string]int{}
+	for _, p := range []*echoPipeline{slow, fast} {
+		for _, id := range p.seen {
+			runs[id]++
+		}
+	}
+	for id, c := range runs {
+		if c > 1 {
+			t.Errorf("exchange %s: the candidate ran %d times; want once", id, c)
+		}
+	}
+	skipped := secondStats.Snapshot(0).SkippedRuns
+	if skipped == 0 {
+		t.Errorf("the second consumer skipped no stored run: the re-delivery of stored exchanges was not exercised")
+	}
+	t.Logf("second consumer skipped %d candidate runs already stored", skipped)
 	t.Logf("first consumer stored %d; %d request rows inserted for %d exchanges (re-deliveries deduplicated by key)", firstDone, st.inserted.Load(), n)
 }
 
@@ -202,4 +234,60 @@ func TestKafkaTapAcceptsOnlyAcknowledgedCopies(t *testing.T) {
 	if snap := stats.Snapshot(0); snap.Accepted != 1 || snap.Dropped[ReasonKafkaUnavailable] != 1 {
 		t.Errorf("stats = %+v; want 1 accepted, 1 dropped kafka_unavailable", snap)
 	}
+}
+
+// Readiness follows the brokers without any traffic: an idle producer (a tap)
+// and a waiting consumer (a shadow worker) turn not ready once the cluster is
+// gone, naming Kafka and the ping, and ready again once brokers answer on the
+// same address.
+func TestKafkaReadyFollowsTheBrokersWhenIdle(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "idle"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kcfg := NewDefaultKafkaConfig()
+	kcfg.Brokers, kcfg.Topic, kcfg.Group = c.ListenAddrs(), "idle", "idle-workers"
+	kcfg.PingInterval = 100 * time.Millisecond
+	roles := map[string]*KafkaQueue{}
+	for role, consume := range map[string]bool{"tap": false, "shadow worker": true} {
+		q, err := NewKafkaQueue(kcfg, consume, NewStats(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := q.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = q.Shutdown(context.Background()) })
+		if consume { // a worker waiting on an empty topic
+			go func() {
+				for {
+					if _, err := q.Next(context.Background()); errors.Is(err, ErrQueueClosed) {
+						return
+					}
+				}
+			}()
+		}
+		roles[role] = q
+	}
+	for role, q := range roles {
+		waitFor(t, role+" ready while the brokers answer", func() bool { return q.Ready() == nil })
+	}
+	c.Close()
+	for role, q := range roles {
+		waitFor(t, role+" not ready, naming the ping, with the cluster gone", func() bool {
+			err := q.Ready()
+			return err != nil && strings.Contains(err.Error(), "kafka unreachable") && strings.Contains(err.Error(), "(ping)")
+		})
+	}
+	_, port, err := net.SplitHostPort(kcfg.Brokers[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := strconv.Atoi(port)
+	again, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(p), kfake.SeedTopics(1, "idle"))
+	if err != nil {
+		t.Skipf("cannot listen on %s again to check recovery: %v", kcfg.Brokers[0], err)
+	}
+	defer again.Close()
+	waitFor(t, "tap ready again once the brokers answer", func() bool { return roles["tap"].Ready() == nil })
 }

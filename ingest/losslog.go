@@ -47,3 +47,15 @@ func (l *lossLog) log(msg, reason string, err error, n int) {
 		l.logger.Warn(msg, "reason", reason, "records", count, "err", err)
 	}
 }
+
+// LoggedLossError is the cause the tap attaches (gin's c.Error) to a 503 answer
+// whose loss it has already counted and logged, rate-limited, by reason: a
+// request logger finds the reason there and need not log the answer again.
+type LoggedLossError struct {
+	Reason string // a Reason* constant, e.g. "kafka_unavailable"
+	Detail string // the error the copy was dropped for
+}
+
+func (e *LoggedLossError) Error() string {
+	return "tap: copy dropped (" + e.Reason + "): " + e.Detail
+}

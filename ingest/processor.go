@@ -44,6 +44,10 @@ type Processor struct {
 	log        *slog.Logger
 	loss       *lossLog
 	segmenter  *segment.Segmenter
+	lookup     store.RunLookup // what a re-delivered exchange already has (Kafka); nil: none
+
+	inflightMu sync.Mutex
+	inflight   map[string]chan struct{} // request ids being shadowed (with lookup), closed when done
 
 	mu       sync.Mutex
 	started  bool
@@ -70,6 +74,14 @@ func (p *Processor) UseSegmenter(s *segment.Segmenter) {
 		p.segmenter = s
 	}
 }
+
+// UseRunLookup makes the processor ask the store, before running the
+// candidates of an exchange delivered without store-first bookkeeping (Kafka,
+// at least once), which candidate versions already have a finished run of that
+// request, and skip those (counted as StatsSnapshot.SkippedRuns): a
+// re-delivery, a re-sent file or a restart never runs a candidate version
+// twice. Call before Start.
+func (p *Processor) UseRunLookup(l store.RunLookup) { p.lookup = l }
 
 // Start launches the workers. They run until Shutdown; ctx bounds nothing but is
 // the parent of every shadow run's context.
@@ -142,8 +154,19 @@ func (p *Processor) Shutdown(ctx context.Context) error {
 func (p *Processor) work(ctx context.Context) {
 	for ctx.Err() == nil {
 		d, err := p.queue.Next(ctx)
-		if err != nil {
+		if errors.Is(err, ErrQueueClosed) || ctx.Err() != nil {
 			return
+		}
+		if err != nil {
+			// A transport failure (a Kafka fetch): readiness reports it; the
+			// worker waits a second and reads again rather than leaving the pool.
+			p.loss.log("shadow: reading the queue failed; retrying", "queue_read", err, 0)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+			}
+			continue
 		}
 		p.process(ctx, d)
 	}
@@ -183,12 +206,34 @@ func (p *Processor) process(ctx context.Context, d Delivery) {
 			return
 		}
 	}
+	var finished []store.WorkKey
+	if !d.Stored && p.lookup != nil {
+		// A consumer group re-reads uncommitted offsets after a rebalance, so
+		// the exchange may arrive again while this process still shadows it:
+		// wait for that one, then the look-up sees its stored runs.
+		release, ok := p.claim(ctx, ex.RequestID)
+		if !ok {
+			p.stats.leftPending.Add(1) // not acked: delivered again
+			return
+		}
+		defer release()
+		if finished, ok = p.finishedRuns(ctx, ex.RequestID); !ok {
+			// Stopped while the store did not answer: nothing ran, the
+			// delivery stays unacked and comes again.
+			p.stats.leftPending.Add(1)
+			return
+		}
+	}
 	sreq := shadow.Request{RequestID: ex.RequestID, Messages: ex.Request.Messages}
 	runCtx := ContextWithTraceParent(ctx, ex.TraceParent) // runs join the production request's trace
 	interrupted := false
 	for _, c := range p.candidates {
 		key := store.WorkKey{Pipeline: c.Name(), PipelineVersion: c.Version()}
 		if d.Owed != nil && !slices.Contains(d.Owed, key) {
+			continue
+		}
+		if slices.Contains(finished, key) {
+			p.stats.skippedRuns.Add(1) // already run and stored: never paid for twice
 			continue
 		}
 		if ctx.Err() != nil {
@@ -234,6 +279,55 @@ func (p *Processor) process(ctx context.Context, d Delivery) {
 	}
 	p.stats.processed.Add(1)
 	d.Ack()
+}
+
+// claim marks id as being shadowed by this process, waiting while another
+// worker of the process shadows it; ok is false when ctx ended first. release
+// ends the claim.
+func (p *Processor) claim(ctx context.Context, id string) (release func(), ok bool) {
+	for {
+		p.inflightMu.Lock()
+		if p.inflight == nil {
+			p.inflight = map[string]chan struct{}{}
+		}
+		busy, taken := p.inflight[id]
+		if !taken {
+			done := make(chan struct{})
+			p.inflight[id] = done
+			p.inflightMu.Unlock()
+			return func() {
+				p.inflightMu.Lock()
+				delete(p.inflight, id)
+				p.inflightMu.Unlock()
+				close(done)
+			}, true
+		}
+		p.inflightMu.Unlock()
+		select {
+		case <-busy:
+		case <-ctx.Done():
+			return nil, false
+		}
+	}
+}
+
+// finishedRuns asks the lookup which candidate versions already have a
+// finished run of id, retrying with backoff while the store does not answer;
+// ok is false only when ctx ended first.
+func (p *Processor) finishedRuns(ctx context.Context, id string) (keys []store.WorkKey, ok bool) {
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval = 10 * time.Millisecond
+	bo.MaxInterval = time.Second
+	bo.MaxElapsedTime = 0
+	err := backoff.Retry(func() error {
+		var err error
+		keys, err = p.lookup.FinishedRuns(ctx, id)
+		if err != nil && ctx.Err() == nil {
+			p.loss.log("shadow: looking up finished runs failed; retrying before running any candidate", "run_lookup", err, 0)
+		}
+		return err
+	}, backoff.WithContext(bo, ctx))
+	return keys, err == nil
 }
 
 // enqueue hands b to the writer, waiting with exponential backoff while the writer

@@ -299,3 +299,50 @@ func TestChatFinishReason(t *testing.T) {
 		}
 	}
 }
+
+// With the run look-up, an exchange delivered again (a re-delivery, a re-sent
+// file) runs its candidate once: a copy arriving while the first is still
+// being shadowed waits for it, a later one finds the stored run; both are
+// counted as skipped.
+func TestProcessorRunsACandidateOncePerRequest(t *testing.T) {
+	ctx := context.Background()
+	st := engine.Open(t)
+	cfg := NewDefaultConfig()
+	cfg.Workers = 4
+	q := NewMemoryQueue(100)
+	stats := NewStats()
+	cand := &echoPipeline{release: make(chan struct{})}
+	p := NewProcessor(cfg, q, syncWriter{st}, []shadow.Pipeline{cand}, flatPricer(0), stats, nil)
+	lookup, err := store.NewRoles(st).RunLookup()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.UseRunLookup(lookup)
+	if err := p.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the second copy arrives while the first is running
+		if err := q.Publish(ctx, exchange("twice", "question")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "the first run started", func() bool { return cand.running.Load() >= 1 })
+	time.Sleep(100 * time.Millisecond) // the second copy reaches a worker meanwhile
+	close(cand.release)
+	waitFor(t, "both copies handled", func() bool { return stats.Snapshot(0).Processed == 2 })
+	if err := q.Publish(ctx, exchange("twice", "question")); err != nil { // re-sent later
+		t.Fatal(err)
+	}
+	waitFor(t, "the re-sent copy handled", func() bool { return stats.Snapshot(0).Processed == 3 })
+	shutdownCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := p.Shutdown(shutdownCtx); err != nil {
+		t.Fatal(err)
+	}
+	if n := cand.running.Load(); n != 1 {
+		t.Errorf("the candidate ran %d times for one request; want once", n)
+	}
+	if s := stats.Snapshot(0).SkippedRuns; s != 2 {
+		t.Errorf("skipped runs = %d; want 2", s)
+	}
+}

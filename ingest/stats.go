@@ -17,6 +17,7 @@ type Stats struct {
 	leftPending atomic.Int64
 	unconfirmed atomic.Int64
 	cancelled   atomic.Int64
+	skippedRuns atomic.Int64
 
 	// The mirroring proxy's forwarding path counts here: lock-free after a key's
 	// first use, so it never waits on a lock the shadow side holds.
@@ -68,13 +69,17 @@ type StatsSnapshot struct {
 	Unconfirmed int64 `json:"unconfirmed"`
 	// CancelledRuns are candidate runs stopped by a shutdown: stored with status
 	// "cancelled" (never "error"), their work stays owed and is shadowed again.
-	CancelledRuns int64            `json:"cancelled_runs"`
-	Rejected      map[string]int64 `json:"rejected"`  // refused with a 4xx, by reason
-	Dropped       map[string]int64 `json:"dropped"`   // accepted or offered but not shadowed, by reason
-	Unsampled     map[string]int64 `json:"unsampled"` // valid but left out by sampling or the per-minute cap, by reason
-	PII           map[string]int64 `json:"pii"`       // values pseudonymized, by rule
-	Mirrored      map[string]int64 `json:"mirrored"`  // mirroring-proxy exchanges, by outcome
-	Queued        int              `json:"queued"`    // waiting now
+	CancelledRuns int64 `json:"cancelled_runs"`
+	// SkippedRuns are candidate runs not started because the store already
+	// held a finished run of that (request, pipeline, version): a re-delivered
+	// or re-sent exchange on the Kafka path (Processor.UseRunLookup).
+	SkippedRuns int64            `json:"skipped_runs"`
+	Rejected    map[string]int64 `json:"rejected"`  // refused with a 4xx, by reason
+	Dropped     map[string]int64 `json:"dropped"`   // accepted or offered but not shadowed, by reason
+	Unsampled   map[string]int64 `json:"unsampled"` // valid but left out by sampling or the per-minute cap, by reason
+	PII         map[string]int64 `json:"pii"`       // values pseudonymized, by rule
+	Mirrored    map[string]int64 `json:"mirrored"`  // mirroring-proxy exchanges, by outcome
+	Queued      int              `json:"queued"`    // waiting now
 }
 
 // NewStats returns zeroed counters.
@@ -134,6 +139,7 @@ func (s *Stats) Snapshot(queued int) StatsSnapshot {
 		LeftPending:   s.leftPending.Load(),
 		Unconfirmed:   s.unconfirmed.Load(),
 		CancelledRuns: s.cancelled.Load(),
+		SkippedRuns:   s.skippedRuns.Load(),
 		Rejected:      maps.Clone(s.rejected),
 		Dropped:       s.dropped.snapshot(),
 		Unsampled:     maps.Clone(s.unsampled),

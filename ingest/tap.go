@@ -287,6 +287,11 @@ func (t *Tap) handle(c *gin.Context) {
 		return
 	}
 	code, resp := t.Offer(c.Request.Context(), ex)
+	if code >= http.StatusInternalServerError {
+		// The loss is counted and logged (rate-limited) already; the cause goes
+		// with the answer so request logs name it without logging it twice.
+		_ = c.Error(&LoggedLossError{Reason: resp.Reason, Detail: resp.Error})
+	}
 	c.JSON(code, resp)
 }
 

@@ -80,24 +80,29 @@ type Config struct {
 // tool_calls, plan_raw, plan; steps.subtask, messages, output, reasoning;
 // scores.explanation):
 // past it they are emptied while the figures (latency, tokens, cost, status,
-// scores) stay until the row's own TTL. ClickHouse applies TTLs at merges, so
-// expired data disappears within hours, not at the second.
+// scores) stay until the row's own TTL. Work is the TTL of the store-first
+// queue's done shadow_work rows (from shadow_work.received_at); pending rows
+// are kept until done, or until Requests has removed the request they need.
+// ClickHouse applies TTLs at merges, so expired data disappears within hours,
+// not at the second.
 type RetentionConfig struct {
 	Requests time.Duration `yaml:"requests"`
 	Runs     time.Duration `yaml:"runs"`
 	Steps    time.Duration `yaml:"steps"`
 	Scores   time.Duration `yaml:"scores"`
 	Bodies   time.Duration `yaml:"bodies"`
+	Work     time.Duration `yaml:"work"`
 }
 
 // NewDefaultConfig returns the embedded store in ./data, database "shadow", ad-hoc
 // queries bounded to 10 s, 100,000 rows returned, 10^9 rows read, 1 GiB of
 // memory and one at a time; on the embedded engine to 1 s, 10^8 rows and
-// 1 GiB read.
+// 1 GiB read; rows kept forever except done shadow work, kept 7 days (168h).
 func NewDefaultConfig() Config {
 	return Config{Path: "./data", Database: "shadow", QueryTimeout: 10 * time.Second, QueryMaxRows: 100000,
 		QueryMaxRowsRead: 1_000_000_000, QueryMaxMemoryBytes: 1 << 30, QueryConcurrency: 1,
-		EmbeddedConsoleTimeout: time.Second, EmbeddedConsoleMaxRowsRead: 100_000_000, EmbeddedConsoleMaxBytesRead: 1 << 30}
+		EmbeddedConsoleTimeout: time.Second, EmbeddedConsoleMaxRowsRead: 100_000_000, EmbeddedConsoleMaxBytesRead: 1 << 30,
+		Retention: RetentionConfig{Work: 7 * 24 * time.Hour}}
 }
 
 // consoleLimits returns the limits a Store.Query statement runs with: the
@@ -163,7 +168,7 @@ func (c Config) Validate() error {
 			errs = append(errs, errors.New("store: cluster: needs a server dsn (the embedded engine is one node)"))
 		}
 	}
-	for name, d := range map[string]time.Duration{"requests": c.Retention.Requests, "runs": c.Retention.Runs, "steps": c.Retention.Steps, "scores": c.Retention.Scores, "bodies": c.Retention.Bodies} {
+	for name, d := range map[string]time.Duration{"requests": c.Retention.Requests, "runs": c.Retention.Runs, "steps": c.Retention.Steps, "scores": c.Retention.Scores, "bodies": c.Retention.Bodies, "work": c.Retention.Work} {
 		if d < 0 || (d > 0 && d < time.Hour) {
 			errs = append(errs, fmt.Errorf("store: retention.%s %v: want 0 (keep forever) or at least 1h", name, d))
 		}

@@ -48,6 +48,16 @@ type WorkReader interface {
 	PendingWork(ctx context.Context, after WorkCursor, limit int) ([]PendingRequest, error)
 }
 
+// RunLookup tells a shadow worker of an at-least-once transport (Kafka) what a
+// re-delivered request already has, so no candidate version is run (paid for)
+// twice.
+type RunLookup interface {
+	// FinishedRuns returns the candidate versions (pipeline, version) that have
+	// a stored live run of requestID other than a cancelled one, sorted; none
+	// when the request has none.
+	FinishedRuns(ctx context.Context, requestID string) ([]WorkKey, error)
+}
+
 // WorkStore is the store-first queue's role: it writes records and reads back
 // the work still owed.
 type WorkStore interface {
@@ -116,6 +126,7 @@ type WorkerReader = WorkerAnalytics
 var (
 	_ TraceWriter    = (*sqlStore)(nil)
 	_ WorkStore      = (*sqlStore)(nil)
+	_ RunLookup      = (*sqlStore)(nil)
 	_ SuiteWriter    = (*sqlStore)(nil)
 	_ TraceReader    = (*sqlStore)(nil)
 	_ SuiteReader    = (*sqlStore)(nil)
@@ -164,6 +175,9 @@ func (r Roles) TraceWriter() (TraceWriter, error) { return role[TraceWriter](r, 
 
 // WorkStore returns the store's WorkStore.
 func (r Roles) WorkStore() (WorkStore, error) { return role[WorkStore](r, "store.WorkStore") }
+
+// RunLookup returns the store's RunLookup; ErrNotSupported when absent.
+func (r Roles) RunLookup() (RunLookup, error) { return role[RunLookup](r, "store.RunLookup") }
 
 // SuiteWriter returns the store's SuiteWriter.
 func (r Roles) SuiteWriter() (SuiteWriter, error) { return role[SuiteWriter](r, "store.SuiteWriter") }

@@ -112,3 +112,25 @@ func (s *sqlStore) PendingWork(ctx context.Context, after WorkCursor, limit int)
 	}
 	return out, nil
 }
+
+// FinishedRuns implements RunLookup: one read of the runs of requestID.
+func (s *sqlStore) FinishedRuns(ctx context.Context, requestID string) ([]WorkKey, error) {
+	if err := s.check(ctx); err != nil {
+		return nil, fmt.Errorf("store: finished runs: %w", err)
+	}
+	type row struct {
+		Pipeline        string `json:"pipeline"`
+		PipelineVersion string `json:"pipeline_version"`
+	}
+	rows, err := queryRows[row](ctx, s.t, fmt.Sprintf(`SELECT DISTINCT pipeline, pipeline_version FROM %s.runs FINAL
+WHERE request_id = {id:String} AND mode = 'candidate' AND suite_run_id = '' AND status != 'cancelled'
+ORDER BY pipeline, pipeline_version`, s.db), Params{}.Str("id", requestID))
+	if err != nil {
+		return nil, fmt.Errorf("store: finished runs of %s: %w", requestID, err)
+	}
+	out := make([]WorkKey, len(rows))
+	for i, r := range rows {
+		out[i] = WorkKey{Pipeline: r.Pipeline, PipelineVersion: r.PipelineVersion}
+	}
+	return out, nil
+}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
@@ -23,7 +22,7 @@ type forgetRequest struct {
 }
 
 // forgetResponse answers POST /api/forget: the rows removed per table and the
-// audit entry; Warning is set when the PII secret is not configured.
+// audit entry; Warning is set when no stored request carried the subject's hash.
 type forgetResponse struct {
 	store.ForgetReport
 	Warning string `json:"warning,omitempty"`
@@ -32,32 +31,20 @@ type forgetResponse struct {
 // forgetter erases a data subject's rows: it hashes the subject with the PII
 // secret (as the tap does) and asks the store to delete that hash's rows.
 type forgetter struct {
-	roles     store.Roles // it takes the store.SubjectEraser
-	hash      func(subject string) string
-	ephemeral bool // the secret was drawn at random: only this process's requests can match
+	roles store.Roles // it takes the store.SubjectEraser
+	hash  func(subject string) string
 }
 
-// newForgetter hashes subjects as the tap does: with this process's tap when it
-// runs one (its secret may be a random one, then ephemeral), else with the PII
-// secret from the environment ($<ingest.pii.secret_env>), which a process
-// without a tap (the shadow role) shares with the tap processes.
-func newForgetter(cfg Config, st store.Store, tap *ingest.Tap) *forgetter {
-	if tap != nil {
-		return &forgetter{roles: store.NewRoles(st), hash: tap.SubjectHash, ephemeral: tap.EphemeralSecret()}
-	}
-	secret := []byte(os.Getenv(cfg.Ingest.PII.SecretEnv))
-	if len(secret) == 0 {
-		return &forgetter{roles: store.NewRoles(st)}
-	}
+// newForgetter hashes subjects with secret, the PII secret the taps of this
+// deployment use (ingest.LoadPIISecret: $<ingest.pii.secret_env>, else the key
+// kept in the data folder).
+func newForgetter(st store.Store, secret []byte) *forgetter {
 	return &forgetter{roles: store.NewRoles(st), hash: func(s string) string { return ingest.SubjectHash(secret, s) }}
 }
 
 func (f *forgetter) forget(ctx context.Context, subject, actor string) (forgetResponse, error) {
 	if strings.TrimSpace(subject) == "" {
 		return forgetResponse{}, errBadSubject
-	}
-	if f.hash == nil {
-		return forgetResponse{}, errors.New("forget: no PII secret in this process: subject hashes cannot be computed (set the variable ingest.pii.secret_env names, as on the tap)")
 	}
 	eraser, err := f.roles.SubjectEraser()
 	if err != nil {
@@ -68,8 +55,8 @@ func (f *forgetter) forget(ctx context.Context, subject, actor string) (forgetRe
 		return forgetResponse{}, err
 	}
 	resp := forgetResponse{ForgetReport: rep}
-	if f.ephemeral {
-		resp.Warning = "no PII secret configured: subject hashes change at every restart, so requests stored by an earlier process cannot be matched"
+	if rep.Requests == 0 {
+		resp.Warning = "no stored request carries this subject's hash; the taps hash subjects with their PII secret (the environment's, else their data folder's pii.key): if theirs differs from this process's, give this one the same"
 	}
 	return resp, nil
 }
@@ -127,17 +114,16 @@ func forgetCmd(load loader) *cobra.Command {
 				}
 				return err
 			}
-			secret := os.Getenv(cfg.Ingest.PII.SecretEnv)
-			if secret == "" {
-				return fmt.Errorf("forget: no server answering and $%s is empty: the subject hash needs the PII secret the tap used", cfg.Ingest.PII.SecretEnv)
+			secret, err := ingest.LoadPIISecret(cfg.Ingest.PII.SecretEnv, cfg.Store.Path)
+			if err != nil {
+				return fmt.Errorf("forget: %w", err)
 			}
 			st, _, err := openStore(ctx, cfg)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			f := &forgetter{roles: store.NewRoles(st), hash: func(s string) string { return ingest.SubjectHash([]byte(secret), s) }}
-			res, err = f.forget(ctx, subject, "cli")
+			res, err = newForgetter(st, secret.Key).forget(ctx, subject, "cli")
 			if err != nil {
 				return err
 			}

@@ -8,9 +8,15 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/gin-gonic/gin"
+	"golang.org/x/time/rate"
+
+	"github.com/conductor-shadow/conductor-shadow/ingest"
 )
 
 // hostRules decides which Host and Origin names reach the server. A browser
@@ -165,19 +171,53 @@ func browserGuard(rules hostRules, log *slog.Logger) gin.HandlerFunc {
 	}
 }
 
-// logServerErrors logs every answer of status 500 or more with its cause: the
-// errors handlers attached to the context (c.Error), or the status alone.
+// logServerErrors logs answers of status 500 or more with their cause: the
+// errors handlers attached to the context (c.Error), or the status alone. Lines
+// are rate-limited per (method, path, status): at most one per 5 s, carrying
+// how many such answers it stands for, so a failing dependency probed every
+// second (/readyz) does not flood the log. A 503 of the tap whose every cause
+// is an ingest.LoggedLossError is not logged here at all: the tap counted it
+// and logged it already, rate-limited by reason.
 func logServerErrors(log *slog.Logger) gin.HandlerFunc {
+	var (
+		mu    sync.Mutex
+		lines = map[string]*serverErrorLine{}
+	)
 	return func(c *gin.Context) {
 		c.Next()
 		status := c.Writer.Status()
 		if status < http.StatusInternalServerError {
 			return
 		}
+		if len(c.Errors) > 0 && !slices.ContainsFunc(c.Errors, func(e *gin.Error) bool {
+			var lost *ingest.LoggedLossError
+			return !errors.As(e.Err, &lost)
+		}) {
+			return
+		}
 		cause := c.Errors.String()
 		if cause == "" {
 			cause = "no cause attached by the handler"
 		}
-		log.Error("server error", "status", status, "method", c.Request.Method, "path", c.Request.URL.Path, "cause", cause)
+		key := fmt.Sprintf("%s %s %d", c.Request.Method, c.FullPath(), status)
+		mu.Lock()
+		l := lines[key]
+		if l == nil {
+			l = &serverErrorLine{every: rate.Sometimes{Interval: 5 * time.Second}}
+			lines[key] = l
+		}
+		l.answers++
+		var answers int64
+		l.every.Do(func() { answers, l.answers = l.answers, 0 })
+		mu.Unlock()
+		if answers > 0 {
+			log.Error("server error", "status", status, "method", c.Request.Method, "path", c.Request.URL.Path, "cause", cause, "answers", answers)
+		}
 	}
+}
+
+// serverErrorLine is the rate limit of one kind of server error log line.
+type serverErrorLine struct {
+	every   rate.Sometimes
+	answers int64 // answers since the last line
 }

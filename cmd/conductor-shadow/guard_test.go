@@ -2,14 +2,19 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/conductor-shadow/conductor-shadow/ingest"
 )
 
 // guardRouter serves the guard over our own routes, /healthz and a NoRoute
@@ -118,5 +123,82 @@ func TestValidateAllowedHosts(t *testing.T) {
 		if err := validateAllowedHosts(tc.hosts); (err == nil) != tc.ok {
 			t.Errorf("validateAllowedHosts(%q) = %v; want ok=%v", tc.hosts, err, tc.ok)
 		}
+	}
+}
+
+// recordingHandler is a slog.Handler keeping every record, for tests.
+type recordingHandler struct {
+	mu      sync.Mutex
+	records []slog.Record
+}
+
+func (h *recordingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *recordingHandler) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.records = append(h.records, r.Clone())
+	return nil
+}
+func (h *recordingHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *recordingHandler) WithGroup(string) slog.Handler      { return h }
+
+// lines returns the records with message msg, each as its attributes.
+func (h *recordingHandler) lines(msg string) []map[string]string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []map[string]string
+	for _, r := range h.records {
+		if r.Message != msg {
+			continue
+		}
+		attrs := map[string]string{"level": r.Level.String()}
+		r.Attrs(func(a slog.Attr) bool { attrs[a.Key] = a.Value.String(); return true })
+		out = append(out, attrs)
+	}
+	return out
+}
+
+// TestTapDropsAreLoggedOnceWithTheirReason: a storm of tap 503s (the queue is
+// closed) gives the tap's own rate-limited loss line naming the reason and no
+// "server error" line per answer; other 5xx answers are logged with their
+// cause, at most one line per 5 s that counts the answers it stands for.
+func TestTapDropsAreLoggedOnceWithTheirReason(t *testing.T) {
+	logs := &recordingHandler{}
+	log := slog.New(logs)
+	q := ingest.NewMemoryQueue(1)
+	_ = q.Close() // every copy is refused: shutting_down
+	tap, err := ingest.NewTap(ingest.NewDefaultConfig(), q, ingest.NewStats(), ingest.WithLogger(log), ingest.WithPIISecret([]byte("k")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := guardRouter(log)
+	tap.Register(r.Group("/tapped"))
+	const n = 50
+	for i := range n {
+		body := fmt.Sprintf(`{"request_id":"drop-%d","request":{"model":"gpt-5","messages":[{"role":"user","content":"hi"}]},"response":{"model":"gpt-5","content":"hello","latency_ms":100,"usage":{"prompt_tokens":10,"completion_tokens":2}}}`, i)
+		req := httptest.NewRequest("POST", "/tapped/v1/tap", strings.NewReader(body))
+		req.Host, req.Header["Content-Type"] = "127.0.0.1:8080", []string{"application/json"}
+		w := httptest.NewRecorder()
+		r.ServeHTTP(w, req)
+		if w.Code != http.StatusServiceUnavailable {
+			t.Fatalf("tap answered %d (%s); want 503", w.Code, w.Body)
+		}
+	}
+	if got := logs.lines("server error"); len(got) != 0 {
+		t.Errorf("tap 503s logged again as server errors: %v", got)
+	}
+	dropped := logs.lines("tap: copy dropped")
+	if len(dropped) != 1 || dropped[0]["reason"] != ingest.ReasonShuttingDown || dropped[0]["records"] != "1" {
+		t.Errorf("tap loss lines = %v; want one naming %s", dropped, ingest.ReasonShuttingDown)
+	}
+
+	for range n {
+		req := httptest.NewRequest("GET", "/boom", nil)
+		req.Host = "127.0.0.1:8080"
+		r.ServeHTTP(httptest.NewRecorder(), req)
+	}
+	boom := logs.lines("server error")
+	if len(boom) != 1 || !strings.Contains(boom[0]["cause"], "engine gone") || boom[0]["answers"] != "1" || boom[0]["level"] != "ERROR" {
+		t.Errorf("server error lines for %d failures = %v; want one ERROR naming the cause", n, boom)
 	}
 }

@@ -64,6 +64,9 @@ var (
 			"left_pending (stopped by shutdown, shadowed at the next start).", []string{"outcome"}, nil)
 	descCancelled = prometheus.NewDesc("conductor_shadow_runs_cancelled_total",
 		"Candidate runs stopped by a shutdown (stored as cancelled, shadowed again at the next start).", nil, nil)
+	descSkipped = prometheus.NewDesc("conductor_shadow_runs_skipped_total",
+		"Candidate runs not started because the store already held a finished run of that request, pipeline and version "+
+			"(a re-delivered or re-sent exchange: duplicates, never run twice).", nil, nil)
 	descRejected = prometheus.NewDesc("conductor_shadow_tap_rejected_total",
 		"Copies refused with a 4xx, by reason.", []string{"reason"}, nil)
 	descDropped = prometheus.NewDesc("conductor_shadow_tap_dropped_total",
@@ -91,7 +94,7 @@ type statsCollector struct {
 }
 
 func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descTap, descCancelled, descRejected, descDropped, descUnsampled, descMirrored, descQueue,
+	for _, d := range []*prometheus.Desc{descTap, descCancelled, descSkipped, descRejected, descDropped, descUnsampled, descMirrored, descQueue,
 		descWriterRows, descWriterQueued, descWriterFailures, descWriterRejected} {
 		ch <- d
 	}
@@ -110,6 +113,7 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descTap, s.Recovered, "recovered")
 	counter(descTap, s.LeftPending, "left_pending")
 	counter(descCancelled, s.CancelledRuns)
+	counter(descSkipped, s.SkippedRuns)
 	for _, m := range []struct {
 		d *prometheus.Desc
 		v map[string]int64

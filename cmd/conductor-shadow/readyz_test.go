@@ -7,9 +7,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/gin-gonic/gin"
+	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/conductor-shadow/conductor-shadow/ingest"
 	"github.com/conductor-shadow/conductor-shadow/store"
@@ -92,5 +95,55 @@ func TestReadyzNamesTheStoreFailure(t *testing.T) {
 	code, body := status()
 	if code != http.StatusServiceUnavailable || body.Status != "not_ready" || body.Reasons["store"] == "" {
 		t.Fatalf("after a failed write: %d %+v; want 503 naming the store", code, body)
+	}
+}
+
+// /readyz of an idle tap names Kafka once the brokers stop answering, though
+// no copy was offered (the queue's metadata ping sees it).
+func TestReadyzNamesKafkaDownOnAnIdleTap(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "readyz"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kcfg := ingest.NewDefaultKafkaConfig()
+	kcfg.Brokers, kcfg.Topic, kcfg.PingInterval = c.ListenAddrs(), "readyz", 100*time.Millisecond
+	q, err := ingest.NewKafkaQueue(kcfg, false, ingest.NewStats(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer q.Shutdown(context.Background())
+	s := &server{kafka: q}
+	r := gin.New()
+	r.GET("/readyz", s.readyz)
+	status := func() (int, readiness) {
+		rec := httptest.NewRecorder()
+		r.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+		var body readiness
+		if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
+			t.Fatalf("body %q: %v", rec.Body, err)
+		}
+		return rec.Code, body
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for code, _ := status(); code != http.StatusOK; code, _ = status() {
+		if time.Now().After(deadline) {
+			t.Fatal("/readyz never ready with Kafka up")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	c.Close()
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		code, body := status()
+		if code == http.StatusServiceUnavailable && strings.Contains(body.Reasons["kafka"], "unreachable") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz with Kafka down = %d %+v; want 503 naming kafka", code, body)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

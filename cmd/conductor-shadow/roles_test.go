@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -131,7 +135,10 @@ func TestRolesOneTapTwoShadowWorkersKill9(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pool := httptest.NewServer(sim)
+	// Each worker's folder calls the pool under its own prefix, so every plan
+	// (one per candidate run) is counted per store.
+	plans := &planCounter{counts: map[string]map[int]int{}}
+	pool := httptest.NewServer(plans.wrap(sim))
 	defer pool.Close()
 
 	dir := t.TempDir()
@@ -147,12 +154,16 @@ func TestRolesOneTapTwoShadowWorkersKill9(t *testing.T) {
 writer:
   flush_interval: 50ms
 `, kc.ListenAddrs()[0], topic))
-	env := append(os.Environ(), "CONDUCTOR_SHADOW_POOL_URL="+pool.URL+"/v1", "CHDB_LIB_PATH="+os.Getenv("CHDB_LIB_PATH"))
+	base := append(os.Environ(), "CHDB_LIB_PATH="+os.Getenv("CHDB_LIB_PATH"))
+	envOf := func(folder string) []string {
+		return append(append([]string{}, base...), "CONDUCTOR_SHADOW_POOL_URL="+pool.URL+"/"+folder+"/v1")
+	}
+	env := envOf("tap")
 	data1, data2 := filepath.Join(dir, "data1"), filepath.Join(dir, "data2")
 
-	tap := startServe(t, bin, env, "tap", "--config", cfgPath, "--role", "tap")
-	w1 := startServe(t, bin, env, "worker-1", "--config", cfgPath, "--role", "shadow", "--data", data1)
-	w2 := startServe(t, bin, env, "worker-2", "--config", cfgPath, "--role", "shadow", "--data", data2)
+	tap := startServe(t, bin, env, "tap", "--config", cfgPath, "--role", "tap", "--data", filepath.Join(dir, "tap"))
+	w1 := startServe(t, bin, envOf("data1"), "worker-1", "--config", cfgPath, "--role", "shadow", "--data", data1)
+	w2 := startServe(t, bin, envOf("data2"), "worker-2", "--config", cfgPath, "--role", "shadow", "--data", data2)
 
 	// The tap role has no store and no web UI.
 	if h := get(t, "http://"+tap.addr+"/healthz"); !strings.Contains(h, `"role":"tap"`) || !strings.Contains(h, "none") {
@@ -206,7 +217,7 @@ writer:
 		t.Fatalf("%d of %d exchanges were done before the kill: it came too late to test anything", done, n)
 	}
 	// The crashed worker comes back on its own folder and rejoins the group.
-	w1 = startServe(t, bin, env, "worker-1 (restarted)", "--config", cfgPath, "--role", "shadow", "--data", data1)
+	w1 = startServe(t, bin, envOf("data1-restarted"), "worker-1 (restarted)", "--config", cfgPath, "--role", "shadow", "--data", data1)
 
 	type runRow struct{ requestID, mode string }
 	union := func() (requests map[string]int, runs map[string]runRow, stepsOf map[string]bool, rows [2]int) {
@@ -269,6 +280,34 @@ writer:
 		fmt.Sscan(w.query(t, "SELECT count() FROM runs")[0][0], &c)
 		raw += c
 	}
+	// No second spend within a process: a worker never plans a request's
+	// candidate run again once that run is stored in its folder (a
+	// re-delivery after a rebalance is skipped, counted in skipped_runs). What
+	// may run again is what was not stored: the runs in flight at the SIGKILL,
+	// shadowed again by the restarted worker or by the other one, and, with two
+	// embedded folders, an exchange stored in one folder and re-delivered to
+	// the other worker (no shared store to look it up in; workers sharing a
+	// ClickHouse server have one). Those are counted and logged.
+	incarnations := []string{"data1", "data1-restarted", "data2"}
+	again := 0
+	for i := range n {
+		total := 0
+		for _, inc := range incarnations {
+			c := plans.count(inc, i)
+			if c > 1 {
+				t.Errorf("exchange roles-%03d: the candidate ran %d times in the worker of %s; want once", i, c, inc)
+			}
+			total += c
+		}
+		if total == 0 {
+			t.Errorf("exchange roles-%03d: no candidate run was planned", i)
+		}
+		if total > 1 {
+			again++
+		}
+	}
+	t.Logf("candidate runs planned again after the SIGKILL (in flight at the kill, or re-delivered across embedded folders): %d of %d; skipped as already stored: worker 1 (restarted) %d, worker 2 %d",
+		again, n, w1.stats(t).SkippedRuns, w2.stats(t).SkippedRuns)
 	t.Logf("worker 1 stored %d before SIGKILL; request rows: worker 1 %d, worker 2 %d; %d exchanges in both stores; %d run rows written for %d runs (re-deliveries under the same keys)",
 		before1, rows[0], rows[1], twice, raw, len(runs))
 
@@ -298,5 +337,61 @@ func waitForCond(t *testing.T, d time.Duration, what string, ok func() bool) {
 			t.Fatalf("timed out after %s waiting for: %s", d, what)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// planCounter serves the simulated pool under one path prefix per store
+// ("/data1/v1/...") and counts, per prefix and question number, the plans the
+// conductor model answered (status 200): one per candidate run.
+type planCounter struct {
+	mu     sync.Mutex
+	counts map[string]map[int]int
+}
+
+var questionNumber = regexp.MustCompile(`What is (\d+) \* 7\?`)
+
+func (p *planCounter) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		folder, rest, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
+		r.URL.Path = "/" + rest
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var req openai.ChatCompletionRequest
+		_ = json.Unmarshal(body, &req)
+		rec := &statusRecorder{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(rec, r)
+		if req.Model != simpool.ConductorModel && req.Model != simpool.ConductorJSONModel || rec.status != http.StatusOK || len(req.Messages) == 0 {
+			return
+		}
+		m := questionNumber.FindStringSubmatch(req.Messages[len(req.Messages)-1].Content)
+		if m == nil {
+			return
+		}
+		i, _ := strconv.Atoi(m[1])
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.counts[folder] == nil {
+			p.counts[folder] = map[int]int{}
+		}
+		p.counts[folder][i]++
+	})
+}
+
+func (p *planCounter) count(folder string, i int) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.counts[folder][i]
+}
+
+// statusRecorder keeps the status a handler answered.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (r *statusRecorder) WriteHeader(code int) { r.status = code; r.ResponseWriter.WriteHeader(code) }
+func (r *statusRecorder) Flush() {
+	if f, ok := r.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
 	}
 }

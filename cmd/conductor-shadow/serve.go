@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -103,6 +105,9 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 		if s.kafka, err = ingest.NewKafkaQueue(s.cfg.Ingest.Kafka, role != RoleTap, s.stats, s.log); err != nil {
 			return fmt.Errorf("serve: %w", err)
 		}
+		if err := s.kafka.Start(ctx); err != nil { // the metadata ping /readyz reads
+			return fmt.Errorf("serve: %w", err)
+		}
 		s.queue = s.kafka
 		if s.st != nil {
 			shadowWriter = ingest.StoreWriter{Store: s.st}
@@ -118,13 +123,21 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 		}
 		s.queue = s.sq
 	}
+	// One PII secret for pseudonyms and subject hashes, stable across restarts:
+	// the environment's, else the key kept in the data folder.
+	pii, err := ingest.LoadPIISecret(s.cfg.Ingest.PII.SecretEnv, s.cfg.Store.Path)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	if pii.Created {
+		s.log.Info("PII key created; pseudonyms and subject hashes use it from now on (taps on other machines need the same key: set $"+s.cfg.Ingest.PII.SecretEnv+")", "key", pii.Source)
+	} else {
+		s.log.Info("PII key in use", "key", pii.Source)
+	}
 	var tap *ingest.Tap
 	if role != RoleShadow {
-		if tap, err = ingest.NewTap(s.cfg.Ingest, s.queue, s.stats, ingest.WithLogger(s.log)); err != nil {
+		if tap, err = ingest.NewTap(s.cfg.Ingest, s.queue, s.stats, ingest.WithLogger(s.log), ingest.WithPIISecret(pii.Key)); err != nil {
 			return fmt.Errorf("serve: %w", err)
-		}
-		if tap.EphemeralSecret() {
-			s.log.Warn("PII pseudonyms change on restart: no secret in $" + s.cfg.Ingest.PII.SecretEnv)
 		}
 		s.tap = tap
 	}
@@ -147,6 +160,15 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 			return fmt.Errorf("serve: %w", err)
 		}
 		s.proc.UseSegmenter(seg)
+		if s.kafka != nil {
+			// Kafka delivers at least once: before running a candidate, the
+			// workers look up whether its run is stored already.
+			lookup, err := store.NewRoles(s.st).RunLookup()
+			if err != nil {
+				return fmt.Errorf("serve: %w", err)
+			}
+			s.proc.UseRunLookup(lookup)
+		}
 		if err := s.proc.Start(ctx); err != nil {
 			return fmt.Errorf("serve: %w", err)
 		}
@@ -185,7 +207,7 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 		guarded.GET("/api/stats", a.statsHandler)
 	} else {
 		a.suites = &suiteRunner{cfg: s.cfg, roles: store.NewRoles(s.st), p: s.pipes, where: where + " (through the server at " + s.cfg.Server.Addr + ")"}
-		a.forget = newForgetter(s.cfg, s.st, tap) // without a tap (shadow role): the shared PII secret
+		a.forget = newForgetter(s.st, pii.Key)
 		a.register(guarded)
 	}
 	if err := s.metrics.watch(a.stats, a.writer); err != nil {
@@ -398,6 +420,9 @@ func (s *server) readyz(c *gin.Context) {
 	}
 	if len(r.Reasons) > 0 {
 		r.Status = "not_ready"
+		for _, part := range slices.Sorted(maps.Keys(r.Reasons)) {
+			_ = c.Error(fmt.Errorf("readyz: %s: %s", part, r.Reasons[part]))
+		}
 		c.JSON(http.StatusServiceUnavailable, r)
 		return
 	}

@@ -338,6 +338,10 @@ ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `re
 
 ALTER TABLE `shadow`.`scores_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `explanation` TTL toDateTime(created_at) + toIntervalSecond(2592000);
 
+OPTIMIZE TABLE `shadow`.`shadow_work_local` ON CLUSTER `shadow_cluster` FINAL;
+
+ALTER TABLE `shadow`.`shadow_work_local` ON CLUSTER `shadow_cluster` MODIFY TTL toDateTime(received_at) + toIntervalSecond(7776000) WHERE status = 'pending';
+
 -- forget: one subject's rows (hash 0f1e2d3c)
 
 ALTER TABLE `shadow`.`scores_local` ON CLUSTER `shadow_cluster` DELETE WHERE request_id IN (SELECT request_id FROM `shadow`.requests WHERE subject_hash = '0f1e2d3c') SETTINGS mutations_sync = 2;
