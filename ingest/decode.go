@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/conductor-shadow/conductor-shadow/shadow"
 )
 
 // Rejection reasons, used as the label of the rejected-copies counter.
@@ -28,8 +30,9 @@ const maxRequestIDLen = 256
 const (
 	// MaxLatencyMs bounds response.latency_ms and response.ttft_ms: 24 h.
 	MaxLatencyMs = 24 * 60 * 60 * 1000
-	// MaxUsageTokens bounds each response.usage token count: 100 million.
-	MaxUsageTokens = 100_000_000
+	// MaxUsageTokens bounds each response.usage token count, in every spelling
+	// (shadow.MaxUsageTokens): 100 million.
+	MaxUsageTokens = shadow.MaxUsageTokens
 	// MaxFutureSkew is how far after the tap's clock received_at may lie.
 	MaxFutureSkew = 24 * time.Hour
 )
@@ -63,6 +66,11 @@ func DecodeExchange(body []byte, maxMessages int, requireResponse bool) (Exchang
 	if err := dec.Decode(&ex); err != nil {
 		var typeErr *json.UnmarshalTypeError
 		var timeErr *time.ParseError
+		var rangeErr *shadow.UsageRangeError
+		if errors.As(err, &rangeErr) {
+			return ex, &DecodeError{Reason: ReasonInvalid, Detail: fmt.Sprintf("field \"response.usage.%s\": %d is out of range: want 0 to %d",
+				rangeErr.Field, rangeErr.Value, MaxUsageTokens)}
+		}
 		if errors.As(err, &timeErr) {
 			return ex, &DecodeError{Reason: ReasonWrongType, Detail: fmt.Sprintf(
 				"field \"received_at\": %q is not an RFC 3339 timestamp with a zone (e.g. 2026-11-30T09:00:00Z or 2026-11-30T10:00:00+01:00)", timeErr.Value)}

@@ -191,7 +191,8 @@ func (p *Processor) process(ctx context.Context, d Delivery) {
 		SetSegments(&req, p.segmenter.Of(UserText(ex.Request.Messages)))
 		b := store.Batch{Requests: []store.Request{req}}
 		if ex.Response != nil {
-			run, step := IncumbentRun(ex, p.pricer)
+			run, step, unpriced := incumbentRun(ex, p.pricer)
+			p.stats.unpriced(unpriced)
 			b.Runs, b.Steps = []store.Run{run}, []store.Step{step}
 		}
 		if !p.enqueue(ctx, b) {

@@ -219,7 +219,7 @@ func TestProcessorShutdownWithoutStart(t *testing.T) {
 
 func TestIncumbentRunUnknownModelIsNoted(t *testing.T) {
 	ex := exchange("x", "hi")
-	ex.Response.Model = "unknown-model"
+	ex.Request.Model, ex.Response.Model = "unknown-model", "unknown-model" // neither id priced: no fallback
 	run, step := IncumbentRun(ex, flatPricer(1))
 	if run.CostUSD != 0 || step.Error == "" {
 		t.Fatalf("run %+v step %+v: an unpriced model must cost 0 and say so", run, step)

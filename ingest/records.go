@@ -114,31 +114,67 @@ func detailJSON(r *ExchangeResponse) (choices, toolCalls string) {
 }
 
 // IncumbentRun turns the incumbent's recorded answer into a run with one step.
-// The pipeline is named "incumbent:<model>"; its cost is the recorded usage priced
-// by pricer, cached prompt tokens at the cached rate when pricer implements
-// UsagePricer (0 for a model missing from the table, noted in the step's error).
+// The step keeps the model id as the API answered it (response.model, else
+// request.model, e.g. "gpt-4o-2024-08-06"); the run's pipeline is named
+// "incumbent:<base id>" with shadow.BaseModelID ("incumbent:gpt-4o"), so every
+// dated snapshot of one model is one incumbent pipeline. Its cost is the
+// recorded usage priced by pricer (see incumbentCost), cached prompt tokens at
+// the cached rate when pricer implements UsagePricer; a model with no price is
+// recorded at 0 USD, noted in the step's error and counted in
+// StatsSnapshot.Unpriced by the callers that hold stats.
 // A failed answer (non-2xx, error event, cut off) is a run with status "error"
 // or "cancelled_by_client", its HTTP status, error text and rate-limit headers,
 // and whatever text arrived: candidates are compared against it like any run.
 func IncumbentRun(ex Exchange, pricer Pricer) (store.Run, store.Step) {
+	run, step, _ := incumbentRun(ex, pricer)
+	return run, step
+}
+
+// incumbentCost prices the incumbent's usage in USD: first by response.model, then,
+// when that has no price, by request.model (a client that asks for
+// "claude-sonnet-4" is answered by "claude-sonnet-4-20250514"). A Pricer resolves
+// each id itself (the server's does with shadow.ResolvePrice). unpriced is true
+// when tokens were used but neither id has a price: cost is then 0.
+func incumbentCost(ex Exchange, pricer Pricer) (cost float64, unpriced bool) {
 	resp := ex.Response
-	model := resp.Model
-	if model == "" {
-		model = ex.Request.Model
+	if pricer == nil {
+		return 0, false
 	}
-	name := "incumbent:" + model
-	runID := shadow.RunID(ex.RequestID, "", name)
-	var cost float64
-	var note string
-	if pricer != nil {
+	for _, model := range []string{resp.Model, ex.Request.Model} {
+		if model == "" {
+			continue
+		}
 		var known bool
 		if up, ok := pricer.(UsagePricer); ok {
 			cost, known = up.CostUsage(model, resp.Usage.Shadow())
 		} else {
 			cost, known = pricer.Cost(model, resp.Usage.PromptTokens, resp.Usage.CompletionTokens)
 		}
-		if !known && !(resp.Usage.PromptTokens == 0 && resp.Usage.CompletionTokens == 0) {
-			note = fmt.Sprintf("no price for model %q: cost recorded as 0", model)
+		if known {
+			return cost, false
+		}
+	}
+	return 0, !(resp.Usage.PromptTokens == 0 && resp.Usage.CompletionTokens == 0)
+}
+
+// incumbentRun is IncumbentRun that also returns the base id of a model that
+// had no price ("" when it was priced or used no tokens).
+func incumbentRun(ex Exchange, pricer Pricer) (store.Run, store.Step, string) {
+	resp := ex.Response
+	model := resp.Model
+	if model == "" {
+		model = ex.Request.Model
+	}
+	base := shadow.BaseModelID(model)
+	name := "incumbent:" + base
+	runID := shadow.RunID(ex.RequestID, "", name)
+	cost, unpriced := incumbentCost(ex, pricer)
+	var note, unpricedModel string
+	if unpriced {
+		unpricedModel = base
+		note = fmt.Sprintf("no price for model %q: cost recorded as 0", model)
+		if ex.Request.Model != "" && ex.Request.Model != model {
+			note = fmt.Sprintf("no price for model %q (nor requested %q): cost recorded as 0", model, ex.Request.Model)
 		}
 	}
 	received := ex.ReceivedAt
@@ -202,7 +238,7 @@ func IncumbentRun(ex Exchange, pricer Pricer) (store.Run, store.Step) {
 	if resp.FinishReason == store.FinishLength {
 		run.Truncated, run.TruncatedSteps = true, 1
 	}
-	return run, step
+	return run, step, unpricedModel
 }
 
 func joinNonEmpty(a, b string) string {

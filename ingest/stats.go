@@ -28,7 +28,12 @@ type Stats struct {
 	rejected  map[string]int64 // by Reason*
 	unsampled map[string]int64 // by ReasonSampledOut, ReasonRateCap
 	pii       map[string]int64 // values replaced, by rule
+	noPrice   map[string]int64 // incumbent runs stored at 0 USD for want of a price, by base model id
 }
+
+// maxUnpricedModels caps the model ids StatsSnapshot.Unpriced names (model ids
+// come from tapped traffic); further ones are counted under "other".
+const maxUnpricedModels = 50
 
 // counterMap counts by key; Add takes no lock once the key exists.
 type counterMap struct{ m sync.Map } // string -> *atomic.Int64
@@ -79,12 +84,17 @@ type StatsSnapshot struct {
 	Unsampled   map[string]int64 `json:"unsampled"` // valid but left out by sampling or the per-minute cap, by reason
 	PII         map[string]int64 `json:"pii"`       // values pseudonymized, by rule
 	Mirrored    map[string]int64 `json:"mirrored"`  // mirroring-proxy exchanges, by outcome
-	Queued      int              `json:"queued"`    // waiting now
+	// Unpriced are incumbent runs that used tokens but whose model had no price
+	// after shadow.ResolvePrice (response.model, then request.model): stored with
+	// cost 0 USD and a note on the step, by base model id (shadow.BaseModelID).
+	// A cost comparison over them is biased towards the incumbent.
+	Unpriced map[string]int64 `json:"unpriced"`
+	Queued   int              `json:"queued"` // waiting now
 }
 
 // NewStats returns zeroed counters.
 func NewStats() *Stats {
-	return &Stats{rejected: map[string]int64{}, unsampled: map[string]int64{}, pii: map[string]int64{}}
+	return &Stats{rejected: map[string]int64{}, unsampled: map[string]int64{}, pii: map[string]int64{}, noPrice: map[string]int64{}}
 }
 
 func (s *Stats) add(c *atomic.Int64, n int64) { c.Add(n) }
@@ -113,6 +123,21 @@ func (s *Stats) unsample(reason string) {
 }
 
 func (s *Stats) mirror(outcome string) { s.mirrored.add(outcome) }
+
+// unpriced counts an incumbent run stored at 0 USD for want of a price; model ""
+// (priced, or no tokens used) counts nothing. At most maxUnpricedModels ids are
+// named. Safe on a nil *Stats.
+func (s *Stats) unpriced(model string) {
+	if s == nil || model == "" {
+		return
+	}
+	s.mu.Lock()
+	if _, seen := s.noPrice[model]; !seen && len(s.noPrice) >= maxUnpricedModels {
+		model = "other"
+	}
+	s.noPrice[model]++
+	s.mu.Unlock()
+}
 
 func (s *Stats) addPII(fired map[string]int) {
 	if len(fired) == 0 {
@@ -145,6 +170,7 @@ func (s *Stats) Snapshot(queued int) StatsSnapshot {
 		Unsampled:     maps.Clone(s.unsampled),
 		PII:           maps.Clone(s.pii),
 		Mirrored:      s.mirrored.snapshot(),
+		Unpriced:      maps.Clone(s.noPrice),
 		Queued:        queued,
 	}
 }

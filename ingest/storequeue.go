@@ -330,7 +330,8 @@ func (q *StoreQueue) commit(ops []*acceptOp) {
 		op.ex.ReceivedAt = req.ReceivedAt
 		b.Requests = append(b.Requests, req)
 		if op.ex.Response != nil {
-			run, step := IncumbentRun(op.ex, q.pricer)
+			run, step, unpriced := incumbentRun(op.ex, q.pricer)
+			q.stats.unpriced(unpriced)
 			b.Runs, b.Steps = append(b.Runs, run), append(b.Steps, step)
 		}
 		for _, c := range q.candidates {

@@ -172,7 +172,8 @@ func postTo(h http.Handler, route, body string) *httptest.ResponseRecorder {
 	return rec
 }
 
-// listPricer prices by shadow.DefaultPrices, the shipped list prices.
+// listPricer prices by shadow.DefaultPrices, the shipped list prices, resolving
+// model ids with shadow.ResolvePrice as the server's price table does.
 type listPricer struct{}
 
 func (listPricer) Cost(model string, in, out int64) (float64, bool) {
@@ -180,7 +181,7 @@ func (listPricer) Cost(model string, in, out int64) (float64, bool) {
 }
 
 func (listPricer) CostUsage(model string, u shadow.Usage) (float64, bool) {
-	p, ok := shadow.DefaultPrices()[model]
+	p, _, ok := shadow.ResolvePrice(shadow.DefaultPrices(), model)
 	return p.Cost(u), ok
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"time"
 )
 
@@ -72,6 +73,43 @@ type WorkerConfig struct {
 func (w WorkerConfig) Price() Price {
 	return Price{InputUSDPerMTok: w.InputUSDPerMTok, OutputUSDPerMTok: w.OutputUSDPerMTok,
 		CachedInputUSDPerMTok: w.CachedInputUSDPerMTok, CacheWriteUSDPerMTok: w.CacheWriteUSDPerMTok, AsOf: w.PricesAsOf}
+}
+
+// PricesSet reports whether the worker configures any price: a rate other than
+// 0 or a prices_as_of date. A worker that is free on purpose (a local model)
+// says so with prices_as_of and zero rates.
+func (w WorkerConfig) PricesSet() bool {
+	return w.InputUSDPerMTok != 0 || w.OutputUSDPerMTok != 0 || w.CachedInputUSDPerMTok != 0 ||
+		w.CacheWriteUSDPerMTok != 0 || w.PricesAsOf != ""
+}
+
+// WithListPrices returns c (its Workers copied) with every worker that sets no
+// price (PricesSet false) given the list price of its model from DefaultPrices,
+// resolved by ResolvePrice (the model id, then the worker name; dated snapshots
+// such as "claude-sonnet-4-20250514" and Anthropic's dash spelling find their
+// price). unpriced names the workers still without a price: their calls cost
+// 0 USD, which biases cost comparisons, so callers log them.
+func (c Config) WithListPrices() (out Config, unpriced []string) {
+	out = c
+	out.Workers = slices.Clone(c.Workers)
+	var list map[string]Price
+	for i, w := range out.Workers {
+		if w.PricesSet() {
+			continue
+		}
+		if list == nil {
+			list = DefaultPrices()
+		}
+		p, _, ok := ResolvePrice(list, w.Model, w.Name)
+		if !ok {
+			unpriced = append(unpriced, w.Name)
+			continue
+		}
+		out.Workers[i].InputUSDPerMTok, out.Workers[i].OutputUSDPerMTok = p.InputUSDPerMTok, p.OutputUSDPerMTok
+		out.Workers[i].CachedInputUSDPerMTok, out.Workers[i].CacheWriteUSDPerMTok = p.CachedInputUSDPerMTok, p.CacheWriteUSDPerMTok
+		out.Workers[i].PricesAsOf = p.AsOf
+	}
+	return out, unpriced
 }
 
 // ConductorConfig configures the conductor pipeline.

@@ -95,6 +95,7 @@ func (c Call) Usage() Usage {
 // concurrent use. Close releases idle connections.
 type Pool struct {
 	cfg       Config
+	unpriced  []string         // workers without any price (WithListPrices)
 	res       ResilienceConfig // cfg.Resilience with defaults filled
 	prices    string           // PriceTableVersion of the workers' prices
 	workers   map[string]poolWorker
@@ -129,8 +130,10 @@ type poolWorker struct {
 
 // NewPool validates cfg and builds one client per worker: its base URL and the API
 // key read from the environment variable it names (an empty or unset variable
-// sends no key, fine for local endpoints).
+// sends no key, fine for local endpoints). A worker that sets no price gets the
+// list price of its model (Config.WithListPrices); Unpriced names those without.
 func NewPool(cfg Config, opts ...PoolOption) (*Pool, error) {
+	cfg, unpriced := cfg.WithListPrices()
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("shadow: new pool: %w", err)
 	}
@@ -145,7 +148,7 @@ func NewPool(cfg Config, opts ...PoolOption) (*Pool, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 64
 	res := cfg.Resilience.withDefaults()
-	p := &Pool{cfg: cfg, res: res, workers: make(map[string]poolWorker, len(cfg.Workers)), transport: tr, sleep: sleepCtx, tel: tel}
+	p := &Pool{cfg: cfg, unpriced: unpriced, res: res, workers: make(map[string]poolWorker, len(cfg.Workers)), transport: tr, sleep: sleepCtx, tel: tel}
 	var rt http.RoundTripper = hintTransport{base: tr}
 	if o.tel.Tracers != nil || o.tel.Meters != nil {
 		rt = otelhttp.NewTransport(rt, otelhttp.WithTracerProvider(tracerProviderOrNoop(o.tel.Tracers)),
@@ -171,7 +174,12 @@ func NewPool(cfg Config, opts ...PoolOption) (*Pool, error) {
 	return p, nil
 }
 
-// Config returns the configuration the pool was built from.
+// Unpriced names the workers with no configured price and no list price for
+// their model: their calls are recorded at 0 USD.
+func (p *Pool) Unpriced() []string { return slices.Clone(p.unpriced) }
+
+// Config returns the configuration the pool was built from (with list prices
+// filled in, Config.WithListPrices).
 func (p *Pool) Config() Config { return p.cfg }
 
 // Worker returns the configuration of the named worker.

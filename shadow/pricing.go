@@ -5,7 +5,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"maps"
+	"regexp"
 	"slices"
+	"strings"
 )
 
 // Price is a model's list price in USD per 1,000,000 tokens.
@@ -192,4 +194,63 @@ func DefaultPrices() map[string]Price {
 		"llama-3.3-70b":     est(0.60, 0.60, hosted),
 		"llama-3.1-8b":      est(0.05, 0.08, hosted),
 	}
+}
+
+// snapshotSuffix is a trailing date snapshot on a model id: "-20250514"
+// (Anthropic, "claude-sonnet-4-20250514") or "-2024-08-06" (OpenAI,
+// "gpt-4o-2024-08-06"), and the alias "-latest" ("claude-3-5-haiku-latest").
+var snapshotSuffix = regexp.MustCompile(`-(?:\d{8}|\d{4}-\d{2}-\d{2}|latest)$`)
+
+// anthropicMinor is Anthropic's dash spelling of a minor version in a model id:
+// "claude-opus-4-1" and "claude-3-5-haiku" are listed as "claude-opus-4.1" and
+// "claude-3.5-haiku" on anthropic.com/pricing.
+var anthropicMinor = regexp.MustCompile(`(\b\d)-(\d)(-|$)`)
+
+// BaseModelID returns the id a model is priced under: id without a trailing date
+// snapshot ("-YYYYMMDD", "-YYYY-MM-DD") or "-latest" alias, and for "claude-"
+// models with the minor version spelled with a dot as in the price list
+// (claude-opus-4-1 ≡ claude-opus-4.1, claude-3-5-haiku ≡ claude-3.5-haiku).
+// Examples: "claude-sonnet-4-20250514" → "claude-sonnet-4",
+// "gpt-4o-2024-08-06" → "gpt-4o", "claude-opus-4-1-20250805" → "claude-opus-4.1".
+// Other ids are returned unchanged ("gpt-4-1106-preview" keeps its "-1106").
+// Leading and trailing space is dropped; case is kept.
+func BaseModelID(id string) string {
+	id = strings.TrimSpace(id)
+	id = snapshotSuffix.ReplaceAllString(id, "")
+	if strings.HasPrefix(id, "claude-") {
+		// Twice: a replacement consumes the dash after it (claude-3-5-7 is not an id,
+		// but claude-3-5-haiku-4-5 would need it).
+		for range 2 {
+			id = anthropicMinor.ReplaceAllString(id, "$1.$2$3")
+		}
+	}
+	return id
+}
+
+// ResolvePrice finds the price of a model in prices (keyed by model or worker
+// name). ids are tried in order, typically the model the API answered with
+// (response.model) and then the one the client asked for (request.model); each
+// first exactly, then by BaseModelID of both the id and the table's keys, so a
+// dated snapshot or Anthropic's dash spelling finds its list price. It returns
+// the price, the table key it was found under, and false when no id has a
+// price (the caller records cost 0 and says so).
+func ResolvePrice(prices map[string]Price, ids ...string) (Price, string, bool) {
+	for _, id := range ids {
+		if id == "" {
+			continue
+		}
+		if p, ok := prices[id]; ok {
+			return p, id, true
+		}
+		base := BaseModelID(id)
+		if p, ok := prices[base]; ok {
+			return p, base, true
+		}
+		for _, k := range slices.Sorted(maps.Keys(prices)) {
+			if BaseModelID(k) == base {
+				return prices[k], k, true
+			}
+		}
+	}
+	return Price{}, "", false
 }

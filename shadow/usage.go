@@ -5,6 +5,24 @@ import (
 	"fmt"
 )
 
+// MaxUsageTokens bounds every token count of a usage object, in any spelling:
+// 0 to 100,000,000 tokens. A count outside is refused by ParseUsage rather than
+// stored to skew cost and token figures (a negative cache count would shrink the
+// prompt it is added to).
+const MaxUsageTokens = 100_000_000
+
+// UsageRangeError is a usage token count outside 0..MaxUsageTokens. Field is the
+// key as the provider spelled it, with its parent for nested ones
+// ("cache_read_input_tokens", "prompt_tokens_details.cached_tokens").
+type UsageRangeError struct {
+	Field string
+	Value int64
+}
+
+func (e *UsageRangeError) Error() string {
+	return fmt.Sprintf("usage.%s %d is out of range: want 0 to %d", e.Field, e.Value, MaxUsageTokens)
+}
+
 // usageFields is a usage object in every spelling ParseUsage reads. Pointers tell
 // a field that is absent from one that is 0.
 type usageFields struct {
@@ -59,7 +77,9 @@ type usageFields struct {
 // Cache writes (cache_creation_input_tokens, in either reading) are part of the
 // prompt and are returned as CacheWritePromptTokens, priced at the model's
 // cache-write rate (Price.CacheWriteUSDPerMTok; Anthropic bills a 5-minute write
-// at 1.25× input, anthropic.com/pricing). A value of the wrong JSON type is an error.
+// at 1.25× input, anthropic.com/pricing). A value of the wrong JSON type is an
+// error, and so is any count of any spelling outside 0..MaxUsageTokens (a
+// *UsageRangeError naming the first such field).
 func ParseUsage(raw []byte) (u Usage, reported bool, err error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return Usage{}, false, nil
@@ -67,6 +87,9 @@ func ParseUsage(raw []byte) (u Usage, reported bool, err error) {
 	var f usageFields
 	if err := json.Unmarshal(raw, &f); err != nil {
 		return Usage{}, false, fmt.Errorf("usage: %w", err)
+	}
+	if err := f.checkRange(); err != nil {
+		return Usage{}, false, err
 	}
 	switch {
 	case f.PromptTokens != nil || f.CompletionTokens != nil:
@@ -101,6 +124,38 @@ func ParseUsage(raw []byte) (u Usage, reported bool, err error) {
 		reported = true
 	}
 	return u, reported, nil
+}
+
+// checkRange returns a *UsageRangeError for the first token count, in the order
+// of usageFields, outside 0..MaxUsageTokens.
+func (f *usageFields) checkRange() error {
+	for _, c := range []struct {
+		name string
+		v    int64
+	}{
+		{"prompt_tokens", deref(f.PromptTokens)},
+		{"completion_tokens", deref(f.CompletionTokens)},
+		{"prompt_tokens_details.cached_tokens", detail(f.PromptTokensDetails)},
+		{"input_tokens", deref(f.InputTokens)},
+		{"output_tokens", deref(f.OutputTokens)},
+		{"input_tokens_details.cached_tokens", detail(f.InputTokensDetails)},
+		{"cache_read_input_tokens", f.CacheReadInputTokens},
+		{"cache_creation_input_tokens", f.CacheCreationInputTokens},
+		{"prompt_cache_hit_tokens", f.PromptCacheHitTokens},
+		{"cached_tokens", f.CachedTokens},
+		{"promptTokenCount", deref(f.PromptTokenCount)},
+		{"candidatesTokenCount", deref(f.CandidatesTokenCount)},
+		{"thoughtsTokenCount", f.ThoughtsTokenCount},
+		{"cachedContentTokenCount", f.CachedContentTokenCount},
+		{"orchestration_input_tokens", f.OrchestrationInputTokens},
+		{"orchestration_input_cached_tokens", f.OrchestrationInputCachedTokens},
+		{"orchestration_output_tokens", f.OrchestrationOutputTokens},
+	} {
+		if c.v < 0 || c.v > MaxUsageTokens {
+			return &UsageRangeError{Field: c.name, Value: c.v}
+		}
+	}
+	return nil
 }
 
 func deref(p *int64) int64 {

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"slices"
 	"strings"
 
 	"github.com/conductor-shadow/conductor-shadow/shadow"
@@ -29,6 +31,10 @@ func buildInstrumentedPipelines(cfg Config, tel shadow.Telemetry) (*pipelines, e
 	pool, err := shadow.NewPool(cfg.Shadow, shadow.WithTelemetry(tel))
 	if err != nil {
 		return nil, fmt.Errorf("pipelines: %w", err)
+	}
+	if u := pool.Unpriced(); len(u) > 0 {
+		slog.Warn("pipelines: workers without a price: their calls are recorded at 0 USD (set input_usd_per_mtok / output_usd_per_mtok)",
+			"workers", u)
 	}
 	inc, err := shadow.NewSingle(pool, cfg.Pipelines.Incumbent)
 	if err == nil {
@@ -87,7 +93,9 @@ func (p *pipelines) workKeys() []store.WorkKey {
 }
 
 // priceTable prices an incumbent's recorded usage: a configured worker whose model
-// matches first, then the shipped default prices.
+// or name matches first, then the shipped default prices. Model ids are resolved
+// by shadow.ResolvePrice (dated snapshots and Anthropic's dash spelling find
+// their list price).
 type priceTable struct {
 	byModel map[string]shadow.Price
 }
@@ -97,7 +105,11 @@ func newPriceTable(cfg shadow.Config) priceTable {
 	for name, p := range shadow.DefaultPrices() {
 		t.byModel[name] = p
 	}
+	cfg, unpriced := cfg.WithListPrices()
 	for _, w := range cfg.Workers {
+		if slices.Contains(unpriced, w.Name) {
+			continue // no price: leave the model to the default table or unpriced
+		}
 		t.byModel[w.Model] = w.Price()
 		t.byModel[w.Name] = w.Price()
 	}
@@ -112,7 +124,7 @@ func (t priceTable) Cost(model string, promptTokens, completionTokens int64) (fl
 // CostUsage implements ingest.UsagePricer: cached prompt tokens at the model's
 // cached rate (shadow.Price.Cost); USD.
 func (t priceTable) CostUsage(model string, u shadow.Usage) (float64, bool) {
-	p, ok := t.byModel[model]
+	p, _, ok := shadow.ResolvePrice(t.byModel, model)
 	if !ok {
 		return 0, false
 	}

@@ -75,6 +75,9 @@ var (
 		"Valid copies left out by sampling or the per-minute cap, by reason.", []string{"reason"}, nil)
 	descMirrored = prometheus.NewDesc("conductor_shadow_proxy_exchanges_total",
 		"Mirroring-proxy exchanges by outcome.", []string{"outcome"}, nil)
+	descUnpriced = prometheus.NewDesc("conductor_shadow_incumbent_unpriced_runs_total",
+		"Incumbent runs that used tokens but whose model had no price (after resolving dated snapshots and "+
+			"request.model): stored at 0 USD, so cost comparisons over them favour the incumbent; by base model id.", []string{"model"}, nil)
 	descQueue = prometheus.NewDesc("conductor_shadow_tap_queue_depth",
 		"Copies waiting for a shadow worker now.", nil, nil)
 	descWriterRows = prometheus.NewDesc("conductor_shadow_writer_rows_total",
@@ -94,7 +97,7 @@ type statsCollector struct {
 }
 
 func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descTap, descCancelled, descSkipped, descRejected, descDropped, descUnsampled, descMirrored, descQueue,
+	for _, d := range []*prometheus.Desc{descTap, descCancelled, descSkipped, descRejected, descDropped, descUnsampled, descMirrored, descUnpriced, descQueue,
 		descWriterRows, descWriterQueued, descWriterFailures, descWriterRejected} {
 		ch <- d
 	}
@@ -117,7 +120,7 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, m := range []struct {
 		d *prometheus.Desc
 		v map[string]int64
-	}{{descRejected, s.Rejected}, {descDropped, s.Dropped}, {descUnsampled, s.Unsampled}, {descMirrored, s.Mirrored}} {
+	}{{descRejected, s.Rejected}, {descDropped, s.Dropped}, {descUnsampled, s.Unsampled}, {descMirrored, s.Mirrored}, {descUnpriced, s.Unpriced}} {
 		for k, v := range m.v {
 			counter(m.d, v, k)
 		}
