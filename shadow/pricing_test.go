@@ -2,6 +2,7 @@ package shadow
 
 import (
 	"context"
+	"errors"
 	"math"
 	"testing"
 	"time"
@@ -261,5 +262,139 @@ func TestPoolReadsCacheAndReasoningSpellings(t *testing.T) {
 				t.Errorf("output %q reasoning %q (run %q / %q); want the answer and the reasoning apart", s.Output, s.Reasoning, res.Run.FinalOutput, res.Run.Reasoning)
 			}
 		})
+	}
+}
+
+func TestBaseModelID(t *testing.T) {
+	tests := []struct{ id, want string }{
+		{"claude-sonnet-4-20250514", "claude-sonnet-4"},
+		{"claude-opus-4-1-20250805", "claude-opus-4.1"},
+		{"claude-opus-4-1", "claude-opus-4.1"},
+		{"claude-opus-4.1", "claude-opus-4.1"},
+		{"claude-3-5-haiku-20241022", "claude-3.5-haiku"},
+		{"claude-3-5-haiku-latest", "claude-3.5-haiku"},
+		{"claude-sonnet-4-5-20250929", "claude-sonnet-4.5"},
+		{"claude-haiku-4-5", "claude-haiku-4.5"},
+		{"gpt-4o-2024-08-06", "gpt-4o"},
+		{"gpt-4.1-mini-2025-04-14", "gpt-4.1-mini"},
+		{"gpt-5-2025-08-07", "gpt-5"},
+		{"o3-2025-04-16", "o3"},
+		{"gpt-4-1106-preview", "gpt-4-1106-preview"}, // no date snapshot, not a claude id
+		{"qwen3-32b", "qwen3-32b"},
+		{" gpt-5 ", "gpt-5"},
+		{"", ""},
+	}
+	for _, tt := range tests {
+		if got := BaseModelID(tt.id); got != tt.want {
+			t.Errorf("BaseModelID(%q) = %q, want %q", tt.id, got, tt.want)
+		}
+	}
+}
+
+func TestResolvePrice(t *testing.T) {
+	list := DefaultPrices()
+	list["house-claude-3-7"] = Price{InputUSDPerMTok: 7, AsOf: "2025-02-24"} // a configured key in dash spelling
+	tests := []struct {
+		name    string
+		ids     []string
+		wantKey string // "" = no price
+	}{
+		{"exact", []string{"gpt-5"}, "gpt-5"},
+		{"anthropic dated", []string{"claude-sonnet-4-20250514"}, "claude-sonnet-4"},
+		{"anthropic dash minor, dated", []string{"claude-opus-4-1-20250805"}, "claude-opus-4.1"},
+		{"anthropic 3-5 haiku", []string{"claude-3-5-haiku-20241022"}, "claude-3.5-haiku"},
+		{"openai dated", []string{"gpt-4o-2024-08-06"}, "gpt-4o"},
+		{"a dated id before a priced one", []string{"gpt-4o-mini-2024-07-18", "gpt-5"}, "gpt-4o-mini"},
+		{"falls back to the second id", []string{"acme-router-7", "claude-sonnet-4"}, "claude-sonnet-4"},
+		{"empty ids skipped", []string{"", "o3"}, "o3"},
+		{"table key compared by its base id", []string{"house-claude-3-7-20250224"}, "house-claude-3-7"},
+		{"no price", []string{"acme-router-7-20250101", "acme-base"}, ""},
+		{"nothing asked", nil, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, key, ok := ResolvePrice(list, tt.ids...)
+			if ok != (tt.wantKey != "") || key != tt.wantKey {
+				t.Fatalf("ResolvePrice(%q) = key %q ok %v, want %q", tt.ids, key, ok, tt.wantKey)
+			}
+			if ok && p != list[tt.wantKey] {
+				t.Errorf("price %+v, want the price listed under %q", p, tt.wantKey)
+			}
+		})
+	}
+}
+
+// TestWithListPrices: a worker that sets no price gets its model's list price
+// (resolved like the tap's); a configured price, or an explicit prices_as_of
+// with zero rates (a free model), is kept; one without any is named.
+func TestWithListPrices(t *testing.T) {
+	cfg := NewDefaultConfig()
+	base := cfg.Workers[0]
+	mk := func(name, model string, in float64, asOf string) WorkerConfig {
+		w := base
+		w.Name, w.Model, w.InputUSDPerMTok, w.OutputUSDPerMTok, w.CachedInputUSDPerMTok, w.CacheWriteUSDPerMTok, w.PricesAsOf =
+			name, model, in, 0, 0, 0, asOf
+		return w
+	}
+	cfg.Workers = []WorkerConfig{
+		mk("sonnet", "claude-sonnet-4-20250514", 0, ""),
+		mk("house", "gpt-4o-2024-08-06", 9, ""),
+		mk("local", "llama-3.1-8b", 0, "2025-01-01"),
+		mk("gpt-4.1", "my-deployment-17", 0, ""),
+		mk("mystery", "acme-router-7", 0, ""),
+	}
+	got, unpriced := cfg.WithListPrices()
+	want := map[string]float64{"sonnet": 3, "house": 9, "local": 0, "gpt-4.1": 2, "mystery": 0}
+	for _, w := range got.Workers {
+		if w.Price().InputUSDPerMTok != want[w.Name] {
+			t.Errorf("worker %s: input %g USD/MTok, want %g", w.Name, w.Price().InputUSDPerMTok, want[w.Name])
+		}
+	}
+	if s := got.Workers[0].Price(); s.OutputUSDPerMTok != 15 || s.CachedInputUSDPerMTok != 0.30 || s.CacheWriteUSDPerMTok != 3.75 || s.AsOf != "2025-05-22" {
+		t.Errorf("sonnet price %+v, want the claude-sonnet-4 list price", s)
+	}
+	if len(unpriced) != 1 || unpriced[0] != "mystery" {
+		t.Errorf("unpriced %v, want [mystery]", unpriced)
+	}
+	if cfg.Workers[0].InputUSDPerMTok != 0 {
+		t.Error("WithListPrices changed the caller's workers")
+	}
+}
+
+// TestParseUsageRefusesOutOfRange: every token count of every spelling must be
+// 0..MaxUsageTokens; a negative Anthropic cache count would otherwise shrink the
+// prompt it is added to.
+func TestParseUsageRefusesOutOfRange(t *testing.T) {
+	fields := []struct{ raw, field string }{
+		{`{"prompt_tokens":-5}`, "prompt_tokens"},
+		{`{"completion_tokens":-5}`, "completion_tokens"},
+		{`{"prompt_tokens":5,"prompt_tokens_details":{"cached_tokens":-1}}`, "prompt_tokens_details.cached_tokens"},
+		{`{"input_tokens":-1}`, "input_tokens"},
+		{`{"output_tokens":-1}`, "output_tokens"},
+		{`{"input_tokens":5,"input_tokens_details":{"cached_tokens":-1}}`, "input_tokens_details.cached_tokens"},
+		{`{"input_tokens":1000,"output_tokens":50,"cache_read_input_tokens":-900,"cache_creation_input_tokens":-50}`, "cache_read_input_tokens"},
+		{`{"input_tokens":1000,"output_tokens":50,"cache_creation_input_tokens":-50}`, "cache_creation_input_tokens"},
+		{`{"prompt_tokens":5,"prompt_cache_hit_tokens":-1}`, "prompt_cache_hit_tokens"},
+		{`{"prompt_tokens":5,"cached_tokens":-1}`, "cached_tokens"},
+		{`{"promptTokenCount":-1}`, "promptTokenCount"},
+		{`{"candidatesTokenCount":-1}`, "candidatesTokenCount"},
+		{`{"promptTokenCount":1,"thoughtsTokenCount":-1}`, "thoughtsTokenCount"},
+		{`{"promptTokenCount":1,"cachedContentTokenCount":-1}`, "cachedContentTokenCount"},
+		{`{"orchestration_input_tokens":-1}`, "orchestration_input_tokens"},
+		{`{"orchestration_input_cached_tokens":-1}`, "orchestration_input_cached_tokens"},
+		{`{"orchestration_output_tokens":-1}`, "orchestration_output_tokens"},
+		{`{"prompt_tokens":100000001}`, "prompt_tokens"},
+		{`{"input_tokens":1,"cache_read_input_tokens":100000001}`, "cache_read_input_tokens"},
+	}
+	for _, tt := range fields {
+		_, _, err := ParseUsage([]byte(tt.raw))
+		var re *UsageRangeError
+		if !errors.As(err, &re) || re.Field != tt.field {
+			t.Errorf("ParseUsage(%s) = %v; want a UsageRangeError for %s", tt.raw, err, tt.field)
+		}
+	}
+	u, _, err := ParseUsage([]byte(`{"input_tokens":0,"output_tokens":100000000,"cache_read_input_tokens":100000000}`))
+	if err != nil || u.CompletionTokens != MaxUsageTokens || u.CachedPromptTokens != MaxUsageTokens {
+		t.Errorf("the bounds themselves: %+v, %v; want accepted", u, err)
 	}
 }

@@ -39,3 +39,32 @@ func TestPriceTablePricesCacheWrites(t *testing.T) {
 		}
 	}
 }
+
+// TestPriceTableResolvesProviderModelIDs: the ids providers answer with (dated
+// snapshots, Anthropic's dash spelling) find the list price; a configured worker
+// without prices does not shadow its model's list price with 0 USD.
+func TestPriceTableResolvesProviderModelIDs(t *testing.T) {
+	cfg := shadow.NewDefaultConfig()
+	cfg.Workers = append(cfg.Workers, shadow.WorkerConfig{Name: "opus", Model: "claude-opus-4-1-20250805",
+		BaseURL: "https://api.anthropic.com/v1"}) // no prices set
+	table := newPriceTable(cfg)
+	u := shadow.Usage{PromptTokens: 1000, CompletionTokens: 100}
+	tests := []struct {
+		model     string
+		wantUSD   float64
+		wantKnown bool
+	}{
+		{"claude-sonnet-4-20250514", (1000*3 + 100*15) / 1e6, true},
+		{"gpt-4o-2024-08-06", (1000*2.50 + 100*10) / 1e6, true},
+		{"claude-opus-4-1-20250805", (1000*15 + 100*75) / 1e6, true},
+		{"opus", (1000*15 + 100*75) / 1e6, true},
+		{"claude-3-5-haiku-20241022", (1000*0.80 + 100*4) / 1e6, true},
+		{"acme-router-7-20250101", 0, false},
+	}
+	for _, tt := range tests {
+		got, known := table.CostUsage(tt.model, u)
+		if known != tt.wantKnown || math.Abs(got-tt.wantUSD) > 1e-12 {
+			t.Errorf("%s: %.9f USD known %v, want %.9f known %v", tt.model, got, known, tt.wantUSD, tt.wantKnown)
+		}
+	}
+}
