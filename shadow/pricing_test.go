@@ -336,27 +336,38 @@ func TestWithListPrices(t *testing.T) {
 			name, model, in, 0, 0, 0, asOf
 		return w
 	}
-	cfg.Workers = []WorkerConfig{
+	cfg.Workers = append(cfg.Workers,
 		mk("sonnet", "claude-sonnet-4-20250514", 0, ""),
 		mk("house", "gpt-4o-2024-08-06", 9, ""),
 		mk("local", "llama-3.1-8b", 0, "2025-01-01"),
 		mk("gpt-4.1", "my-deployment-17", 0, ""),
 		mk("mystery", "acme-router-7", 0, ""),
-	}
+	)
 	got, unpriced := cfg.WithListPrices()
+	pool, err := NewPool(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
 	want := map[string]float64{"sonnet": 3, "house": 9, "local": 0, "gpt-4.1": 2, "mystery": 0}
-	for _, w := range got.Workers {
-		if w.Price().InputUSDPerMTok != want[w.Name] {
-			t.Errorf("worker %s: input %g USD/MTok, want %g", w.Name, w.Price().InputUSDPerMTok, want[w.Name])
+	for name, in := range want {
+		w, _ := got.Worker(name)
+		pw, _ := pool.Worker(name)
+		if w.Price().InputUSDPerMTok != in || pw.Price().InputUSDPerMTok != in {
+			t.Errorf("worker %s: input %g USD/MTok (pool %g), want %g", name, w.Price().InputUSDPerMTok, pw.Price().InputUSDPerMTok, in)
 		}
 	}
-	if s := got.Workers[0].Price(); s.OutputUSDPerMTok != 15 || s.CachedInputUSDPerMTok != 0.30 || s.CacheWriteUSDPerMTok != 3.75 || s.AsOf != "2025-05-22" {
-		t.Errorf("sonnet price %+v, want the claude-sonnet-4 list price", s)
+	if s, _ := got.Worker("sonnet"); s.Price().OutputUSDPerMTok != 15 || s.Price().CachedInputUSDPerMTok != 0.30 ||
+		s.Price().CacheWriteUSDPerMTok != 3.75 || s.PricesAsOf != "2025-05-22" {
+		t.Errorf("sonnet price %+v, want the claude-sonnet-4 list price", s.Price())
+	}
+	if u := pool.Unpriced(); len(u) != 1 || u[0] != "mystery" {
+		t.Errorf("pool unpriced %v, want [mystery]", u)
 	}
 	if len(unpriced) != 1 || unpriced[0] != "mystery" {
 		t.Errorf("unpriced %v, want [mystery]", unpriced)
 	}
-	if cfg.Workers[0].InputUSDPerMTok != 0 {
+	if w, _ := cfg.Worker("sonnet"); w.InputUSDPerMTok != 0 {
 		t.Error("WithListPrices changed the caller's workers")
 	}
 }
