@@ -164,3 +164,24 @@ func TestTapRefusesOutOfRangeUsage(t *testing.T) {
 		t.Errorf("%s: refused: %v", edge, err)
 	}
 }
+
+// TestStatsCapsUnpricedModels: model ids come from tapped traffic, so the
+// unpriced count names at most maxUnpricedModels of them; the rest are "other",
+// and nothing is lost from the total.
+func TestStatsCapsUnpricedModels(t *testing.T) {
+	s := NewStats()
+	for i := range maxUnpricedModels + 5 {
+		s.unpriced(fmt.Sprintf("m-%d", i))
+	}
+	s.unpriced("m-0") // a named id keeps counting under its name
+	s.unpriced("")    // priced: not counted
+	got := s.Snapshot(0).Unpriced
+	var total int64
+	for _, n := range got {
+		total += n
+	}
+	if len(got) != maxUnpricedModels+1 || got["other"] != 5 || got["m-0"] != 2 || total != maxUnpricedModels+6 {
+		t.Errorf("%d ids, other %d, m-0 %d, total %d; want %d ids, other 5, m-0 2, total %d",
+			len(got), got["other"], got["m-0"], total, maxUnpricedModels+1, maxUnpricedModels+6)
+	}
+}

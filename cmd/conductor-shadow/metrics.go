@@ -57,6 +57,10 @@ func (m *metrics) Shutdown(ctx context.Context) error {
 	return nil
 }
 
+// descUnpricedHelp is the help text of conductor_shadow_incumbent_unpriced_runs_total.
+const descUnpricedHelp = "Incumbent runs that used tokens but whose model had no price (after resolving dated snapshots and " +
+	"request.model): stored at 0 USD, so cost comparisons over them favour the incumbent; by base model id."
+
 var (
 	descTap = prometheus.NewDesc("conductor_shadow_tap_copies_total",
 		"Tapped copies by outcome: accepted (queued), duplicate, processed (shadowed and stored), failed, "+
@@ -75,9 +79,7 @@ var (
 		"Valid copies left out by sampling or the per-minute cap, by reason.", []string{"reason"}, nil)
 	descMirrored = prometheus.NewDesc("conductor_shadow_proxy_exchanges_total",
 		"Mirroring-proxy exchanges by outcome.", []string{"outcome"}, nil)
-	descUnpriced = prometheus.NewDesc("conductor_shadow_incumbent_unpriced_runs_total",
-		"Incumbent runs that used tokens but whose model had no price (after resolving dated snapshots and "+
-			"request.model): stored at 0 USD, so cost comparisons over them favour the incumbent; by base model id.", []string{"model"}, nil)
+	descUnpriced = prometheus.NewDesc("conductor_shadow_incumbent_unpriced_runs_total", descUnpricedHelp, []string{"model"}, nil)
 	descQueue = prometheus.NewDesc("conductor_shadow_tap_queue_depth",
 		"Copies waiting for a shadow worker now.", nil, nil)
 	descWriterRows = prometheus.NewDesc("conductor_shadow_writer_rows_total",
