@@ -41,6 +41,7 @@ type fakePipeline struct {
 	simulated bool
 	answers   map[string]answer
 	truncated map[string]bool // cases whose final answer is cut at the token cap
+	errMsg    string          // a failed run's error; default "worker timeout"
 	calls     atomic.Int64
 }
 
@@ -66,6 +67,9 @@ func (p *fakePipeline) Run(_ context.Context, req shadow.Request, mode string) s
 	}
 	if status != store.StatusOK {
 		run.Error = "worker timeout"
+		if p.errMsg != "" {
+			run.Error = p.errMsg
+		}
 	}
 	var steps []store.Step
 	for i := range a.calls {
