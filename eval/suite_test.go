@@ -102,6 +102,10 @@ func reportPipelines() (*fakePipeline, *fakePipeline) {
 	return inc, cand
 }
 
+// quarter is a max_run_error_share that lets reportPipelines' one failed
+// candidate run of 5 through.
+var quarter = 0.25
+
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-12 }
 
 func TestRunSuiteReport(t *testing.T) {
@@ -113,8 +117,12 @@ func TestRunSuiteReport(t *testing.T) {
 	st := engine.Open(t)
 	inc, cand := reportPipelines()
 	var progress bytes.Buffer
+	// The candidate's one failed run of 5 (20%) stays within the policy's
+	// run-error share, so the figures make the headline and a verdict is drawn.
+	pol := gate.NewDefaultPolicy()
+	pol.MaxRunErrorShare = &quarter
 	rep, err := RunSuite(ctx, store.NewRoles(st), set, inc, []shadow.Pipeline{cand}, SuiteOptions{
-		SuiteRunID: "suite-test", Concurrency: 3, Progress: &progress,
+		SuiteRunID: "suite-test", Concurrency: 3, Progress: &progress, Policy: &pol,
 	})
 	if err != nil {
 		t.Fatal(err)
