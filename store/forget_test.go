@@ -49,7 +49,7 @@ func TestForgetSubject(t *testing.T) {
 	if before["requests"] != 2 || before["runs"] == 0 || before["steps"] == 0 || before["scores"] == 0 {
 		t.Fatalf("fixture rows %v", before)
 	}
-	rep, err := s.ForgetSubject(ctx, "hash-alice", "test")
+	rep, err := s.ForgetSubject(ctx, "hash-alice", "test", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,11 +73,11 @@ func TestForgetSubject(t *testing.T) {
 	if len(log) != 1 || log[0].Action != store.ActionForget || log[0].SubjectHash != "hash-alice" || log[0].Requests != 2 || log[0].AuditID != rep.AuditID {
 		t.Errorf("audit log %+v", log)
 	}
-	again, err := s.ForgetSubject(ctx, "hash-alice", "test")
+	again, err := s.ForgetSubject(ctx, "hash-alice", "test", 0)
 	if err != nil || again.Requests+again.Runs+again.Steps+again.Scores != 0 {
 		t.Errorf("second forget %+v, %v", again, err)
 	}
-	if _, err := s.ForgetSubject(ctx, "", "test"); err == nil {
+	if _, err := s.ForgetSubject(ctx, "", "test", 0); err == nil {
 		t.Error("empty hash accepted")
 	}
 }

@@ -207,7 +207,7 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 		guarded.GET("/api/stats", a.statsHandler)
 	} else {
 		a.suites = &suiteRunner{cfg: s.cfg, roles: store.NewRoles(s.st), p: s.pipes, where: where + " (through the server at " + s.cfg.Server.Addr + ")"}
-		a.forget = newForgetter(s.st, pii.Key)
+		a.forget = newForgetter(s.st, pii.Key, forgetSweepAfter(s.cfg.Writer))
 		a.register(guarded)
 	}
 	if err := s.metrics.watch(a.stats, a.writer); err != nil {
