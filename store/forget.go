@@ -28,7 +28,8 @@ type SubjectEraser interface {
 	//  3. after sweepAfter (the longest a record a worker handed to the writer
 	//     before step 1 can take to reach the store: WriterConfig.MaxWriteDelay
 	//     plus a margin; 0 sweeps at once) a second pass deletes what arrived
-	//     meanwhile: rows of the kept request ids or of the subject's hash.
+	//     meanwhile: rows of the subject's hash, of the request ids the first
+	//     pass deleted, and steps of the run ids it deleted.
 	//
 	// Deletions are ALTER … DELETE mutations waited for on every replica
 	// (mutations_sync = 2): the rows are rewritten out of the parts, not only
@@ -91,26 +92,42 @@ var (
 // subjectRequests is the subquery naming a subject's requests; {subject:String} is bound.
 const subjectRequests = "SELECT request_id FROM %[1]s.requests WHERE subject_hash = {subject:String}"
 
+// forgotten holds the ids a first pass deleted: its sweep deletes what
+// arrives for them later (a run whose request row is gone, steps whose run
+// row is gone).
+type forgotten struct {
+	requests, runs []string
+}
+
+// quoteList renders ids as a comma-separated list of string literals.
+func quoteList(ids []string) string {
+	quoted := make([]string, len(ids))
+	for i, id := range ids {
+		quoted[i] = quoteString(id)
+	}
+	return strings.Join(quoted, ", ")
+}
+
 // forgetConditions returns, per table in deletion order, the condition
 // selecting the subject's rows (without FINAL: every copy of a re-delivered
-// row goes too): the requests carrying the hash, and also the request ids in
-// kept (a sweep's: requests forgotten by the first pass, whose late runs no
-// longer have a request row naming the subject).
-func (s *sqlStore) forgetConditions(kept []string) []struct{ table, cond string } {
+// row goes too): the requests carrying the hash, and also the ids in kept (a
+// sweep's: requests and runs deleted by the first pass, whose late runs or
+// steps no longer have a row naming the subject).
+func (s *sqlStore) forgetConditions(kept forgotten) []struct{ table, cond string } {
 	reqs := fmt.Sprintf("request_id IN ("+subjectRequests+")", s.db)
 	own := "subject_hash = {subject:String}"
-	if len(kept) > 0 {
-		quoted := make([]string, len(kept))
-		for i, id := range kept {
-			quoted[i] = quoteString(id)
-		}
-		list := "request_id IN (" + strings.Join(quoted, ", ") + ")"
+	if len(kept.requests) > 0 {
+		list := "request_id IN (" + quoteList(kept.requests) + ")"
 		reqs = "(" + reqs + " OR " + list + ")"
 		own = "(" + own + " OR " + list + ")"
 	}
+	steps := fmt.Sprintf("run_id IN (SELECT run_id FROM %s.runs WHERE %s)", s.db, reqs)
+	if len(kept.runs) > 0 {
+		steps = "(" + steps + " OR run_id IN (" + quoteList(kept.runs) + "))"
+	}
 	return []struct{ table, cond string }{
 		{"scores", reqs},
-		{"steps", fmt.Sprintf("run_id IN (SELECT run_id FROM %s.runs WHERE %s)", s.db, reqs)},
+		{"steps", steps},
 		{"runs", reqs},
 		{"shadow_work", reqs},
 		{"requests", own},
@@ -130,31 +147,34 @@ func (s *sqlStore) forgetStatement(table, cond, subjectHash string) (string, Par
 }
 
 // forgetPass counts, then deletes, the rows forgetConditions(kept) selects;
-// it returns the counts per table and the ids of the requests it deleted.
-func (s *sqlStore) forgetPass(ctx context.Context, subjectHash string, kept []string) (map[string]int64, []string, error) {
+// it returns the counts per table and the ids of the requests and runs it
+// deleted.
+func (s *sqlStore) forgetPass(ctx context.Context, subjectHash string, kept forgotten) (map[string]int64, forgotten, error) {
 	p := Params{}.Str("subject", subjectHash)
 	type count struct {
 		N int64 `json:"n"`
 	}
+	type idRow struct {
+		ID string `json:"id"`
+	}
 	counts := map[string]int64{}
 	conds := s.forgetConditions(kept)
-	var ids []string
+	var gone forgotten
 	for _, c := range conds {
-		if c.table == "requests" {
-			type idRow struct {
-				ID string `json:"request_id"`
-			}
-			rows, err := queryRows[idRow](ctx, s.t, fmt.Sprintf("SELECT DISTINCT request_id FROM %s.requests WHERE %s", s.db, c.cond), p)
+		ids := map[string]*[]string{"requests": &gone.requests, "runs": &gone.runs}[c.table]
+		if ids != nil {
+			col := map[string]string{"requests": "request_id", "runs": "run_id"}[c.table]
+			rows, err := queryRows[idRow](ctx, s.t, fmt.Sprintf("SELECT DISTINCT %s AS id FROM %s.%s WHERE %s", col, s.db, c.table, c.cond), p)
 			if err != nil {
-				return nil, nil, fmt.Errorf("store: forget: list requests: %w", err)
+				return nil, forgotten{}, fmt.Errorf("store: forget: list %s: %w", c.table, err)
 			}
 			for _, r := range rows {
-				ids = append(ids, r.ID)
+				*ids = append(*ids, r.ID)
 			}
 		}
 		rows, err := queryRows[count](ctx, s.t, fmt.Sprintf("SELECT count() AS n FROM (SELECT 1 FROM %s.%s FINAL WHERE %s)", s.db, c.table, c.cond), p)
 		if err != nil {
-			return nil, nil, fmt.Errorf("store: forget: count %s: %w", c.table, err)
+			return nil, forgotten{}, fmt.Errorf("store: forget: count %s: %w", c.table, err)
 		}
 		if len(rows) > 0 {
 			counts[c.table] = rows[0].N
@@ -166,10 +186,10 @@ func (s *sqlStore) forgetPass(ctx context.Context, subjectHash string, kept []st
 		}
 		stmt, sp := s.forgetStatement(c.table, c.cond, subjectHash)
 		if err := s.t.exec(ctx, stmt, sp); err != nil {
-			return nil, nil, fmt.Errorf("store: forget: delete from %s: %w", c.table, err)
+			return nil, forgotten{}, fmt.Errorf("store: forget: delete from %s: %w", c.table, err)
 		}
 	}
-	return counts, ids, nil
+	return counts, gone, nil
 }
 
 // ForgetSubject implements SubjectEraser.
@@ -184,7 +204,7 @@ func (s *sqlStore) ForgetSubject(ctx context.Context, subjectHash, actor string,
 	if err := insert(ctx, s, "forgotten_subjects", []ForgottenSubject{{SubjectHash: subjectHash, ForgottenAt: at}}); err != nil {
 		return ForgetReport{}, fmt.Errorf("store: forget: record the subject as forgotten: %w", err)
 	}
-	first, ids, err := s.forgetPass(ctx, subjectHash, nil)
+	first, gone, err := s.forgetPass(ctx, subjectHash, forgotten{})
 	if err != nil {
 		return ForgetReport{}, err
 	}
@@ -197,7 +217,7 @@ func (s *sqlStore) ForgetSubject(ctx context.Context, subjectHash, actor string,
 			return ForgetReport{}, fmt.Errorf("store: forget: waiting for the second sweep (the first pass is done; forget again to sweep): %w", ctx.Err())
 		}
 	}
-	second, _, err := s.forgetPass(ctx, subjectHash, ids)
+	second, _, err := s.forgetPass(ctx, subjectHash, gone)
 	if err != nil {
 		return ForgetReport{}, fmt.Errorf("store: forget: second sweep (the first pass is done; forget again to sweep): %w", err)
 	}

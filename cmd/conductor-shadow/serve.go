@@ -160,6 +160,13 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 			return fmt.Errorf("serve: %w", err)
 		}
 		s.proc.UseSegmenter(seg)
+		// A data subject forgotten while its copies are queued or shadowed:
+		// the workers drop their records instead of writing them back.
+		if forgotten, err := store.NewRoles(s.st).ForgetLookup(); err == nil {
+			s.proc.UseForgetLookup(forgotten)
+		} else {
+			s.log.Warn("serve: the store cannot tell forgotten subjects; shadow runs finishing after a forget are removed by its second sweep only", "err", err)
+		}
 		if s.kafka != nil {
 			// Kafka delivers at least once: before running a candidate, the
 			// workers look up whether its run is stored already.

@@ -368,11 +368,11 @@ ALTER TABLE `shadow`.`shadow_work_local` ON CLUSTER `shadow_cluster` DELETE WHER
 
 ALTER TABLE `shadow`.`requests_local` ON CLUSTER `shadow_cluster` DELETE WHERE subject_hash = '0f1e2d3c' SETTINGS mutations_sync = 2;
 
--- forget, second sweep: also the requests the first pass deleted
+-- forget, second sweep: also the requests and runs the first pass deleted
 
 ALTER TABLE `shadow`.`scores_local` ON CLUSTER `shadow_cluster` DELETE WHERE (request_id IN (SELECT request_id FROM `shadow`.requests WHERE subject_hash = '0f1e2d3c') OR request_id IN ('req-1', 'req-\'2')) SETTINGS mutations_sync = 2;
 
-ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` DELETE WHERE run_id IN (SELECT run_id FROM `shadow`.runs WHERE (request_id IN (SELECT request_id FROM `shadow`.requests WHERE subject_hash = '0f1e2d3c') OR request_id IN ('req-1', 'req-\'2'))) SETTINGS mutations_sync = 2;
+ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` DELETE WHERE (run_id IN (SELECT run_id FROM `shadow`.runs WHERE (request_id IN (SELECT request_id FROM `shadow`.requests WHERE subject_hash = '0f1e2d3c') OR request_id IN ('req-1', 'req-\'2'))) OR run_id IN ('req-1/run')) SETTINGS mutations_sync = 2;
 
 ALTER TABLE `shadow`.`runs_local` ON CLUSTER `shadow_cluster` DELETE WHERE (request_id IN (SELECT request_id FROM `shadow`.requests WHERE subject_hash = '0f1e2d3c') OR request_id IN ('req-1', 'req-\'2')) SETTINGS mutations_sync = 2;
 
