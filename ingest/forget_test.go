@@ -104,3 +104,20 @@ func TestForgetWhileCandidateRunInFlight(t *testing.T) {
 		t.Errorf("stats dropped %v, processed %d; want 1 dropped as %q and 2 processed", snap.Dropped, snap.Processed, DropForgotten)
 	}
 }
+
+// A copy the store-first queue recovers from its stored request keeps the
+// subject hash: the workers check it, and the request row they write again
+// (with segments) does not lose it.
+func TestRecoveredExchangeKeepsSubjectHash(t *testing.T) {
+	ex, err := exchangeFromStored(store.Request{RequestID: "r1", SubjectHash: "hash-ada", Input: `[{"role":"user","content":"hi"}]`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := RequestRecord(ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ex.SubjectHash != "hash-ada" || req.SubjectHash != "hash-ada" {
+		t.Errorf("recovered exchange subject hash %q, rewritten request %q; want hash-ada", ex.SubjectHash, req.SubjectHash)
+	}
+}
