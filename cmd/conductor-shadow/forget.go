@@ -111,6 +111,13 @@ func forgetCmd(load loader) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "forget --subject VALUE",
 		Short: "Delete every stored row of one data subject's requests (all tables) and record an audit entry",
+		Long: `Delete every stored row of one data subject's requests (all tables) and record an audit entry.
+
+The subject is recorded as forgotten first, so shadow workers drop the records of
+its requests that are still being shadowed (counted as dropped "forgotten"). After
+the first deletion, forget waits for the store writer's longest delay
+(writer.flush_interval plus its retry backoffs, plus 1 s; 6.65 s by default) and
+sweeps again for rows that arrived meanwhile ("second sweep" in the printout).`,
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if strings.TrimSpace(subject) == "" {
