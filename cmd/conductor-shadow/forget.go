@@ -118,7 +118,7 @@ its requests that are still being shadowed (counted as dropped "forgotten"). Aft
 the first deletion, forget waits for the store writer's longest delay
 (writer.flush_interval plus its retry backoffs, plus 1 s; 6.65 s by default) and
 sweeps again for rows that arrived meanwhile ("second sweep" in the printout).`,
-		Args:  cobra.NoArgs,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if strings.TrimSpace(subject) == "" {
 				return errBadSubject
