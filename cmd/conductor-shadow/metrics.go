@@ -80,7 +80,7 @@ var (
 	descMirrored = prometheus.NewDesc("conductor_shadow_proxy_exchanges_total",
 		"Mirroring-proxy exchanges by outcome.", []string{"outcome"}, nil)
 	descUnpriced = prometheus.NewDesc("conductor_shadow_incumbent_unpriced_runs_total", descUnpricedHelp, []string{"model"}, nil)
-	descQueue = prometheus.NewDesc("conductor_shadow_tap_queue_depth",
+	descQueue    = prometheus.NewDesc("conductor_shadow_tap_queue_depth",
 		"Copies waiting for a shadow worker now.", nil, nil)
 	descWriterRows = prometheus.NewDesc("conductor_shadow_writer_rows_total",
 		"Store writer rows by outcome: written, dropped (INSERT failed after retries or unwritten at shutdown).", []string{"outcome"}, nil)

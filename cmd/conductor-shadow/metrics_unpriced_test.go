@@ -14,7 +14,9 @@ import (
 func TestMetricsCountUnpricedIncumbents(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(&statsCollector{
-		stats:  func() ingest.StatsSnapshot { return ingest.StatsSnapshot{Unpriced: map[string]int64{"acme-router-7": 2}} },
+		stats: func() ingest.StatsSnapshot {
+			return ingest.StatsSnapshot{Unpriced: map[string]int64{"acme-router-7": 2}}
+		},
 		writer: func() store.WriterStats { return store.WriterStats{} },
 	})
 	families, err := reg.Gather()
