@@ -165,6 +165,16 @@ func TestReadyzNamesKafkaDownOnAnIdleTap(t *testing.T) {
 	for {
 		code, body := status()
 		if code == http.StatusServiceUnavailable && strings.Contains(body.Reasons["kafka"], "unreachable") {
+			// Which operation and since when, not the client's message with
+			// the broker addresses.
+			if !strings.HasPrefix(body.Reasons["kafka"], "kafka_unavailable: kafka unreachable since ") {
+				t.Errorf("reasons.kafka = %q; want which operation failed and since when", body.Reasons["kafka"])
+			}
+			for _, a := range kcfg.Brokers {
+				if strings.Contains(body.Reasons["kafka"], a) {
+					t.Errorf("reasons.kafka = %q names the broker %s", body.Reasons["kafka"], a)
+				}
+			}
 			break
 		}
 		if time.Now().After(deadline) {

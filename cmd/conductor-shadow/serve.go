@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -404,6 +405,20 @@ const (
 	readyKafkaUnavailable = "kafka_unavailable: brokers unreachable (see server log)"
 )
 
+// kafkaReason is the public /readyz reason of an unreachable Kafka: which
+// operation failed and since when ("kafka_unavailable: kafka unreachable since
+// 2026-01-02T03:04:05Z (ping) (see server log)"), without the client's message
+// that follows (it names broker addresses); readyKafkaUnavailable when err has
+// another form.
+func kafkaReason(err error) string {
+	msg := err.Error()
+	head, _, ok := strings.Cut(msg, "): ")
+	if !ok || !strings.HasPrefix(head, "kafka unreachable since ") {
+		return readyKafkaUnavailable
+	}
+	return "kafka_unavailable: " + head + ") (see server log)"
+}
+
 // readyz answers 200 while copies can be taken and stored, else 503 naming why:
 // the store cannot be written (its last write failed), the queue is full, or
 // Kafka is unreachable (readyStoreUnavailable, readyQueueFull,
@@ -439,7 +454,7 @@ func (s *server) readyz(c *gin.Context) {
 			if errors.Is(err, ingest.ErrQueueFull) {
 				note("kafka", "kafka_buffer_full: the Kafka send buffer is full", err)
 			} else {
-				note("kafka", readyKafkaUnavailable, err)
+				note("kafka", kafkaReason(err), err)
 			}
 		}
 	}
