@@ -57,6 +57,9 @@ type StoreQueue struct {
 	stats      *Stats
 	log        *slog.Logger
 	loss       *lossLog
+	// readyRetry: how long after the last failed commit Ready says not ready
+	// (defaultReadyRetry).
+	readyRetry time.Duration
 
 	slots  atomic.Int64 // reserved: committing, queued or being shadowed
 	intake chan *acceptOp
@@ -93,7 +96,7 @@ func NewStoreQueue(cfg Config, st store.WorkStore, candidates []store.WorkKey, p
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &StoreQueue{
-		cfg: cfg, st: st, candidates: candidates, pricer: pricer, stats: stats, log: log, loss: newLossLog(log),
+		cfg: cfg, st: st, candidates: candidates, pricer: pricer, stats: stats, log: log, loss: newLossLog(log), readyRetry: defaultReadyRetry,
 		intake:  make(chan *acceptOp, cfg.QueueSize),
 		ch:      make(chan Delivery, cfg.QueueSize),
 		closing: make(chan struct{}),
@@ -242,11 +245,20 @@ func (q *StoreQueue) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// Ready reports why the queue cannot accept: the last commit failed (the store
-// cannot be written) or every slot is taken. nil when it can.
+// defaultReadyRetry is how long Ready stays "not ready" after a failed store
+// commit when no copy comes to try again.
+const defaultReadyRetry = 10 * time.Second
+
+// Ready reports why the queue cannot accept: a commit failed within the last
+// 10 s (defaultReadyRetry; the store cannot be written) or every slot is
+// taken. nil when it can.
 func (q *StoreQueue) Ready() error {
 	since, last := q.failing.State()
-	if !since.IsZero() {
+	// Not ready while commits fail; but once readyRetry passes without a
+	// new failure it is ready again, so that a balancer that holds traffic
+	// back from a not-ready instance lets the next copy try the store (a
+	// failure turns it not ready again). Nothing else would clear it.
+	if !since.IsZero() && time.Since(q.failing.LastFailure()) < q.readyRetry {
 		return fmt.Errorf("store writes failing since %s: %s", since.UTC().Format(time.RFC3339), last)
 	}
 	if q.slots.Load() >= int64(q.cfg.QueueSize) {

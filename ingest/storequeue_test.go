@@ -224,8 +224,26 @@ func TestStoreQueueRefusesLoudly(t *testing.T) {
 	if err := sf.q.Ready(); err == nil || !strings.Contains(err.Error(), "Read-only") {
 		t.Errorf("Ready = %v; want the store failure", err)
 	}
-	if snap := sf.stats.Snapshot(0); snap.Dropped[ReasonStoreUnavailable] != 1 || snap.Accepted != 0 {
-		t.Errorf("stats = %+v; want 1 dropped store_unavailable, 0 accepted", snap)
+	// With no copy arriving to try again (a balancer holds traffic back from a
+	// not-ready instance), readiness comes back after readyRetry; the next
+	// failed commit takes it away again.
+	sf.q.readyRetry = 50 * time.Millisecond
+	deadline := time.Now().Add(10 * time.Second)
+	for sf.q.Ready() != nil && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := sf.q.Ready(); err != nil {
+		t.Errorf("Ready after readyRetry without new failures = %v; want nil", err)
+	}
+	sf.q.readyRetry = time.Hour
+	if code, _ := sf.tap.Offer(ctx, exchange("f2", "q")); code != http.StatusServiceUnavailable {
+		t.Errorf("second offer with a read-only store = %d; want 503", code)
+	}
+	if err := sf.q.Ready(); err == nil {
+		t.Error("Ready after a new failure = nil; want the store failure")
+	}
+	if snap := sf.stats.Snapshot(0); snap.Dropped[ReasonStoreUnavailable] != 2 || snap.Accepted != 0 {
+		t.Errorf("stats = %+v; want 2 dropped store_unavailable, 0 accepted", snap)
 	}
 	sf.stop(t, time.Second)
 	mu.Lock()

@@ -9,9 +9,10 @@ import (
 // producer) has been failing and the last error, for readiness and stats. The
 // zero value is ready to use and safe for concurrent use.
 type Failing struct {
-	mu    sync.Mutex
-	since time.Time
-	last  string
+	mu     sync.Mutex
+	since  time.Time
+	lastAt time.Time
+	last   string
 }
 
 // Note records the outcome of one attempt: nil clears the failure; an error
@@ -23,10 +24,22 @@ func (f *Failing) Note(err error) {
 		f.since, f.last = time.Time{}, ""
 		return
 	}
+	now := time.Now()
 	if f.since.IsZero() {
-		f.since = time.Now()
+		f.since = now
 	}
-	f.last = err.Error()
+	f.lastAt, f.last = now, err.Error()
+}
+
+// LastFailure returns when the last failed attempt was noted (zero when the
+// last attempt succeeded).
+func (f *Failing) LastFailure() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.since.IsZero() {
+		return time.Time{}
+	}
+	return f.lastAt
 }
 
 // State returns since when attempts have failed (zero when the last one

@@ -66,7 +66,7 @@ func parseOverviewQuery(v url.Values, now time.Time) (overviewQuery, error) {
 	q := overviewQuery{App: strings.TrimSpace(v.Get("app"))}
 	seg, err := parseSegmentFilter(v)
 	if err != nil {
-		return q, err
+		return q, fmt.Errorf("filter: %w", err)
 	}
 	q.Seg = seg
 	for _, f := range []struct {
@@ -306,7 +306,7 @@ func newOverviewView(meta pageMeta, q overviewQuery, bucket int, ov store.Overvi
 func (s *server) overview(c *gin.Context) {
 	q, err := parseOverviewQuery(c.Request.URL.Query(), time.Now())
 	if err != nil {
-		s.fail(c, http.StatusBadRequest, "Bad window: "+err.Error()+".", nil)
+		s.fail(c, http.StatusBadRequest, "Bad query: "+err.Error()+".", nil)
 		return
 	}
 	meta := s.meta("Overview", navOverview)

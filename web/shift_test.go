@@ -101,6 +101,9 @@ func testTracesAndOverviewSegmentFilters(t *testing.T, st store.Store) {
 		mustStatus(t, get(t, h, "/traces?"+bad), http.StatusBadRequest)
 		mustStatus(t, get(t, h, "/overview?"+bad), http.StatusBadRequest)
 	}
+	if body := get(t, h, "/overview?min_novelty=2").Body.String(); !strings.Contains(body, "Bad query: filter: min_novelty") {
+		t.Error("the overview does not name the bad filter")
+	}
 	rec = get(t, h, "/overview?language=en")
 	mustStatus(t, rec, http.StatusOK)
 	doc = parseHTML(t, rec.Body.String())

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -57,6 +59,13 @@ candidate is worse by --effect, or PASS with that probability when --effect is 0
 Accuracies and differences are fractions: --effect -0.05 is five points worse.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := finiteFlags(map[string]float64{"p-incumbent": s.PIncumbent, "discordance": s.Discordance, "effect": s.Effect,
+				"margin": margin, "fail-at": failAt, "alpha": alpha, "power": power}); err != nil {
+				return fmt.Errorf("power: %w", err)
+			}
+			if !(alpha > 0 && alpha < 1) || !(power > 0 && power < 1) {
+				return fmt.Errorf("power: --alpha %v and --power %v must each be between 0 and 1", alpha, power)
+			}
 			d := stats.Design{Margin: margin, FailAt: failAt, Confidence: 1 - alpha}
 			if err := d.Validate(); err != nil {
 				return err
@@ -119,6 +128,12 @@ discordant pairs, candidate − incumbent --effect) and counts the verdicts of t
 and stops at the first decision; the median cases to a decision are reported.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := finiteFlags(map[string]float64{"p-incumbent": cfg.PIncumbent, "discordance": cfg.Discordance, "effect": cfg.Effect}); err != nil {
+				return fmt.Errorf("validity: %w", err)
+			}
+			if cfg.Cases < 1 || cfg.Suites < 1 || cfg.LookEvery < 0 {
+				return fmt.Errorf("validity: --n %d and --suites %d must be at least 1, --look-every %d at least 0", cfg.Cases, cfg.Suites, cfg.LookEvery)
+			}
 			if policy != "" {
 				p, err := gate.Load(policy)
 				if err != nil {
@@ -157,6 +172,17 @@ func printResult(w io.Writer, asJSON bool, v any, text func(io.Writer)) error {
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(v); err != nil {
 		return fmt.Errorf("encode result: %w", err)
+	}
+	return nil
+}
+
+// finiteFlags names the first flag (alphabetically) whose value is NaN or
+// infinite: such a value would otherwise turn into a nonsense plan.
+func finiteFlags(flags map[string]float64) error {
+	for _, name := range slices.Sorted(maps.Keys(flags)) {
+		if v := flags[name]; math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("--%s %v is not a finite number", name, v)
+		}
 	}
 	return nil
 }

@@ -58,4 +58,20 @@ func TestPowerAndValidityJSON(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "exceeds the discordance") {
 		t.Errorf("impossible scenario: %v", err)
 	}
+	for _, bad := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"power", "--effect", "NaN"}, "--effect NaN is not a finite number"},
+		{[]string{"power", "--alpha", "0"}, "--alpha 0 and --power 0.8 must each be between 0 and 1"},
+		{[]string{"power", "--power", "1"}, "must each be between 0 and 1"},
+		{[]string{"validity", "--n", "0"}, "--n 0 and --suites 1000 must be at least 1"},
+		{[]string{"validity", "--suites", "0"}, "--suites 0 must be at least 1"},
+		{[]string{"validity", "--discordance", "+Inf"}, "--discordance +Inf is not a finite number"},
+	} {
+		err := run(ctx, bad.args, io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%v: %v, want an error saying %q", bad.args, err, bad.want)
+		}
+	}
 }
