@@ -7,6 +7,7 @@ import (
 
 	"github.com/conductor-shadow/conductor-shadow/eval/gate"
 	"github.com/conductor-shadow/conductor-shadow/eval/stats"
+	"github.com/conductor-shadow/conductor-shadow/store"
 )
 
 // CandidateComparison is one candidate against the incumbent on the cases both
@@ -93,6 +94,7 @@ func (r *Report) Analyze(opts AnalysisOptions) error {
 		}
 	}
 	rank := map[gate.Status]int{gate.Pass: 1, gate.Inconclusive: 2, gate.Fail: 3}
+	var noVerdict []string
 	for _, name := range r.Candidates {
 		inc, cand := r.paired(r.Incumbent, name)
 		if len(inc) == 0 {
@@ -103,8 +105,16 @@ func (r *Report) Analyze(opts AnalysisOptions) error {
 			return fmt.Errorf("eval: analyze %s: %w", name, err)
 		}
 		v := gate.Evaluate(p, c, noise)
+		errs := []gate.RunErrors{r.runErrors(store.ModeIncumbent, r.Incumbent), r.runErrors(store.ModeCandidate, name)}
+		res, withheld := gate.CheckRunErrors(p, errs...)
+		if withheld || errs[0].Failed+errs[1].Failed > 0 {
+			v.Withhold(res, withheld)
+		}
+		if withheld {
+			noVerdict = append(noVerdict, res.Reason)
+		}
 		cc := CandidateComparison{Candidate: name, Comparison: c, Verdict: v, ShadowCasesPerDay: opts.ShadowCasesPerDay[name]}
-		if scfg, ok := gate.SequentialConfig(p, 1); ok {
+		if scfg, ok := gate.SequentialConfig(p, 1); ok && !withheld {
 			d, _ := stats.Differences(inc, cand)
 			// The policy validated, so the config is valid; a failure leaves
 			// the running verdict out rather than the report.
@@ -124,7 +134,31 @@ func (r *Report) Analyze(opts AnalysisOptions) error {
 			r.Verdict = string(v.Verdict)
 		}
 	}
+	if len(noVerdict) > 0 {
+		// A verdict withheld for run errors: the headline says so instead of
+		// comparing figures of failed runs (0% accuracy, 0 s p95).
+		r.Headline = r.headlinePrefix() + strings.Join(noVerdict, " | ")
+	}
 	return nil
+}
+
+// runErrors counts the runs of pipeline that ended in status error, with the
+// first one's error as the example (gate.CheckRunErrors).
+func (r *Report) runErrors(side, pipeline string) gate.RunErrors {
+	e := gate.RunErrors{Side: side, Pipeline: pipeline}
+	for _, o := range r.Outcomes {
+		if o.Pipeline != pipeline {
+			continue
+		}
+		e.Total++
+		if o.Status == store.StatusError {
+			e.Failed++
+			if e.Example == "" {
+				e.Example = o.Error
+			}
+		}
+	}
+	return e
 }
 
 // paired returns the observations of pipelines a and b on the cases both ran,

@@ -23,7 +23,7 @@ func TestRunSuiteVerdictStored(t *testing.T) {
 	st := engine.Open(t)
 	inc, cand := reportPipelines()
 	pol := gate.Policy{Version: "test-7", Confidence: 0.95, Cost: &gate.CostGate{MaxRatio: 1.0},
-		Segments: &gate.SegmentsGate{MustNotRegress: []string{"category:mmlu"}}}
+		Segments: &gate.SegmentsGate{MustNotRegress: []string{"category:mmlu"}}, MaxRunErrorShare: &quarter}
 	rep, err := RunSuite(ctx, store.NewRoles(st), set, inc, []shadow.Pipeline{cand}, SuiteOptions{
 		SuiteRunID: "suite-verdict", Policy: &pol, NoiseRun: true, Seed: 3,
 	})
@@ -64,7 +64,7 @@ func TestRunSuiteVerdictStored(t *testing.T) {
 		t.Fatal(err)
 	}
 	if fromRow.Verdict != "FAIL" || fromRow.Policy.Version != "test-7" || len(fromRow.Comparisons) != 1 ||
-		fromRow.Comparisons[0].Verdict.Gates[0].Gate != "cost" {
+		fromRow.Comparisons[0].Verdict.Gates[0].Gate != gate.GateRunErrors || fromRow.Comparisons[0].Verdict.Gates[1].Gate != "cost" {
 		t.Errorf("report json verdict %q policy %+v", fromRow.Verdict, fromRow.Policy)
 	}
 	for _, want := range []string{"## Verdict: FAIL", "`test-7`", "Noise floor:", "segment category:mmlu", "Holm (1979)"} {

@@ -21,12 +21,15 @@ import (
 // Outcome is one pipeline's graded run on one case: the figures a report is
 // computed from. LatencyMs, CostUSD, tokens and calls are copied from store.Run.
 type Outcome struct {
-	CaseID      string  `json:"case_id"`
-	Category    string  `json:"category"`
-	Pipeline    string  `json:"pipeline"`
-	Mode        string  `json:"mode"` // store.ModeIncumbent or store.ModeCandidate
-	RunID       string  `json:"run_id"`
-	Status      string  `json:"status"` // the run's status
+	CaseID   string `json:"case_id"`
+	Category string `json:"category"`
+	Pipeline string `json:"pipeline"`
+	Mode     string `json:"mode"` // store.ModeIncumbent or store.ModeCandidate
+	RunID    string `json:"run_id"`
+	Status   string `json:"status"` // the run's status
+	// Error is the run's error when Status is store.StatusError (e.g. the
+	// worker pool's "circuit breaker open"), "" otherwise.
+	Error       string  `json:"error,omitempty"`
 	LatencyMs   float64 `json:"latency_ms"`
 	CostUSD     float64 `json:"cost_usd"`
 	TokensIn    int64   `json:"tokens_in"`
@@ -280,17 +283,7 @@ func NearestRank(sorted []float64, p float64) float64 { return stats.NearestRank
 // accuracy, cost per request and p95 latency against the incumbent's.
 func (r *Report) headline() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s (%d cases", r.SetName, r.Cases)
-	if r.Simulated {
-		b.WriteString(", SIMULATED workers")
-	}
-	if ge := r.graderErrors(); ge > 0 {
-		fmt.Fprintf(&b, ", %d grader errors", ge)
-	}
-	if tr := r.truncated(); tr > 0 {
-		fmt.Fprintf(&b, ", %d truncated answers", tr)
-	}
-	b.WriteString("): ")
+	b.WriteString(r.headlinePrefix())
 	if len(r.Pipelines) == 0 {
 		b.WriteString("no runs")
 		return b.String()
@@ -326,6 +319,24 @@ func (r *Report) truncated() int {
 		n += p.Overall.Truncated
 	}
 	return n
+}
+
+// headlinePrefix is the headline's start: "set (N cases, SIMULATED workers,
+// K grader errors, T truncated answers): ".
+func (r *Report) headlinePrefix() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s (%d cases", r.SetName, r.Cases)
+	if r.Simulated {
+		b.WriteString(", SIMULATED workers")
+	}
+	if ge := r.graderErrors(); ge > 0 {
+		fmt.Fprintf(&b, ", %d grader errors", ge)
+	}
+	if tr := r.truncated(); tr > 0 {
+		fmt.Fprintf(&b, ", %d truncated answers", tr)
+	}
+	b.WriteString("): ")
+	return b.String()
 }
 
 func (r *Report) graderErrors() int {

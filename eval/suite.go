@@ -533,7 +533,7 @@ func (r *suiteRunner) runCase(ctx context.Context, c Case) ([]Outcome, store.Bat
 		scores[i] = sc
 		outcomes[i] = Outcome{
 			CaseID: c.ID, Category: c.Category, Pipeline: run.Pipeline, Mode: run.Mode,
-			RunID: run.RunID, Status: run.Status, LatencyMs: run.LatencyMs, CostUSD: run.CostUSD,
+			RunID: run.RunID, Status: run.Status, Error: run.Error, LatencyMs: run.LatencyMs, CostUSD: run.CostUSD,
 			TokensIn: run.TokensIn, TokensOut: run.TokensOut, Calls: int(run.Calls),
 			Simulated: run.Simulated, Passed: sc.Passed, Value: sc.Value,
 			GraderError: sc.Error, Explanation: sc.Explanation,

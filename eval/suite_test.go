@@ -41,6 +41,7 @@ type fakePipeline struct {
 	simulated bool
 	answers   map[string]answer
 	truncated map[string]bool // cases whose final answer is cut at the token cap
+	errMsg    string          // a failed run's error; default "worker timeout"
 	calls     atomic.Int64
 }
 
@@ -66,6 +67,9 @@ func (p *fakePipeline) Run(_ context.Context, req shadow.Request, mode string) s
 	}
 	if status != store.StatusOK {
 		run.Error = "worker timeout"
+		if p.errMsg != "" {
+			run.Error = p.errMsg
+		}
 	}
 	var steps []store.Step
 	for i := range a.calls {
@@ -98,6 +102,10 @@ func reportPipelines() (*fakePipeline, *fakePipeline) {
 	return inc, cand
 }
 
+// quarter is a max_run_error_share that lets reportPipelines' one failed
+// candidate run of 5 through.
+var quarter = 0.25
+
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-12 }
 
 func TestRunSuiteReport(t *testing.T) {
@@ -109,8 +117,12 @@ func TestRunSuiteReport(t *testing.T) {
 	st := engine.Open(t)
 	inc, cand := reportPipelines()
 	var progress bytes.Buffer
+	// The candidate's one failed run of 5 (20%) stays within the policy's
+	// run-error share, so the figures make the headline and a verdict is drawn.
+	pol := gate.NewDefaultPolicy()
+	pol.MaxRunErrorShare = &quarter
 	rep, err := RunSuite(ctx, store.NewRoles(st), set, inc, []shadow.Pipeline{cand}, SuiteOptions{
-		SuiteRunID: "suite-test", Concurrency: 3, Progress: &progress,
+		SuiteRunID: "suite-test", Concurrency: 3, Progress: &progress, Policy: &pol,
 	})
 	if err != nil {
 		t.Fatal(err)

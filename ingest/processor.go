@@ -44,7 +44,8 @@ type Processor struct {
 	log        *slog.Logger
 	loss       *lossLog
 	segmenter  *segment.Segmenter
-	lookup     store.RunLookup // what a re-delivered exchange already has (Kafka); nil: none
+	lookup     store.RunLookup    // what a re-delivered exchange already has (Kafka); nil: none
+	forgotten  store.ForgetLookup // whether a request's data subject was forgotten; nil: never checked
 
 	inflightMu sync.Mutex
 	inflight   map[string]chan struct{} // request ids being shadowed (with lookup), closed when done
@@ -82,6 +83,20 @@ func (p *Processor) UseSegmenter(s *segment.Segmenter) {
 // re-delivery, a re-sent file or a restart never runs a candidate version
 // twice. Call before Start.
 func (p *Processor) UseRunLookup(l store.RunLookup) { p.lookup = l }
+
+// UseForgetLookup makes the processor look up, for an exchange that names a
+// data subject (Exchange.SubjectHash set), whether that subject was forgotten
+// (`conductor-shadow forget`) at or after the exchange was received: once
+// before the exchange is shadowed and again before each candidate run is
+// written. A forgotten subject's records are not written; the exchange is
+// counted as dropped ("forgotten", StatsSnapshot.Dropped) and logged, and its
+// shadow work is acknowledged (nothing is owed for it any more). Exchanges
+// without a subject never pay for the look-up. Call before Start.
+func (p *Processor) UseForgetLookup(l store.ForgetLookup) { p.forgotten = l }
+
+// DropForgotten is the Dropped reason of exchanges whose data subject was
+// forgotten while they were queued or being shadowed.
+const DropForgotten = "forgotten"
 
 // Start launches the workers. They run until Shutdown; ctx bounds nothing but is
 // the parent of every shadow run's context.
@@ -180,6 +195,14 @@ func (p *Processor) work(ctx context.Context) {
 // the next start shadows it again.
 func (p *Processor) process(ctx context.Context, d Delivery) {
 	ex := d.Exchange
+	switch gone, ok := p.subjectForgotten(ctx, ex); {
+	case !ok:
+		p.leaveOwed(d)
+		return
+	case gone:
+		p.dropForgotten(d, 0)
+		return
+	}
 	if !d.Stored {
 		req, err := RequestRecord(ex)
 		if err != nil {
@@ -255,6 +278,16 @@ func (p *Processor) process(ctx context.Context, d Delivery) {
 		if interrupted {
 			wctx, cancel = context.WithTimeout(context.Background(), time.Second)
 		}
+		// The run took a while: the subject may have been forgotten meanwhile.
+		if gone, ok := p.subjectForgotten(wctx, ex); gone || !ok {
+			cancel()
+			if gone {
+				p.dropForgotten(d, b.Rows())
+			} else {
+				p.leaveOwed(d)
+			}
+			return
+		}
 		stored := p.enqueue(wctx, b)
 		cancel()
 		if !stored && !interrupted {
@@ -262,23 +295,71 @@ func (p *Processor) process(ctx context.Context, d Delivery) {
 		}
 	}
 	if interrupted {
-		_, redelivered := p.queue.(DurableQueue) // Kafka re-delivers what is not acked
-		switch {
-		case d.Stored:
-			p.stats.leftPending.Add(1)
-			if d.Ack != nil {
-				d.Ack() // frees the slot; the work row stays pending
-			}
-		case redelivered:
-			p.stats.leftPending.Add(1) // not acked: delivered again to the next consumer
-		default:
-			p.stats.drop("shutdown")
-		}
-		p.log.Info("shadow: stopped by shutdown; the work stays owed", "request_id", ex.RequestID)
+		p.leaveOwed(d)
 		return
 	}
 	p.stats.processed.Add(1)
 	d.Ack()
+}
+
+// leaveOwed ends a delivery stopped by shutdown: its work stays owed (a
+// stored copy's work row stays pending, Kafka delivers it again), or, on the
+// in-memory queue, it is counted as dropped ("shutdown").
+func (p *Processor) leaveOwed(d Delivery) {
+	_, redelivered := p.queue.(DurableQueue) // Kafka re-delivers what is not acked
+	switch {
+	case d.Stored:
+		p.stats.leftPending.Add(1)
+		if d.Ack != nil {
+			d.Ack() // frees the slot; the work row stays pending
+		}
+	case redelivered:
+		p.stats.leftPending.Add(1) // not acked: delivered again to the next consumer
+	default:
+		p.stats.drop("shutdown")
+	}
+	p.log.Info("shadow: stopped by shutdown; the work stays owed", "request_id", d.Exchange.RequestID)
+}
+
+// subjectForgotten reports whether ex's data subject was forgotten at or
+// after ex was received, asking the ForgetLookup (retried with backoff while
+// the store does not answer). Exchanges without a subject, and processors
+// without a lookup, answer false at once. ok is false only when ctx ended
+// before the store answered: then nothing may be written.
+func (p *Processor) subjectForgotten(ctx context.Context, ex Exchange) (gone, ok bool) {
+	if ex.SubjectHash == "" || p.forgotten == nil {
+		return false, true
+	}
+	bo := backoff.NewExponentialBackOff()
+	bo.InitialInterval = 10 * time.Millisecond
+	bo.MaxInterval = time.Second
+	bo.MaxElapsedTime = 0
+	var at time.Time
+	err := backoff.Retry(func() error {
+		var err error
+		at, err = p.forgotten.ForgottenAt(ctx, ex.SubjectHash)
+		if err != nil && ctx.Err() == nil {
+			p.loss.log("shadow: looking up forgotten subjects failed; retrying before writing any record of a subject", "forget_lookup", err, 0)
+		}
+		return err
+	}, backoff.WithContext(bo, ctx))
+	if err != nil {
+		return false, false
+	}
+	return !at.IsZero() && !ex.ReceivedAt.After(at), true
+}
+
+// dropForgotten ends a delivery whose data subject was forgotten: rows
+// records (of a finished candidate run) are not written, the exchange is
+// counted as dropped (DropForgotten) and logged, and the delivery is
+// acknowledged: nothing is owed for a forgotten subject.
+func (p *Processor) dropForgotten(d Delivery, rows int) {
+	p.stats.drop(DropForgotten)
+	p.log.Warn("shadow: records dropped: the request's data subject was forgotten", "request_id", d.Exchange.RequestID,
+		"reason", DropForgotten, "rows", rows)
+	if d.Ack != nil {
+		d.Ack()
+	}
 }
 
 // claim marks id as being shadowed by this process, waiting while another

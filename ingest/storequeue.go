@@ -483,7 +483,7 @@ func exchangeFromStored(r store.Request) (Exchange, error) {
 		return Exchange{}, fmt.Errorf("ingest: request %s: decode input: %w", r.RequestID, err)
 	}
 	return Exchange{SchemaVersion: SchemaVersion, RequestID: r.RequestID, App: r.App, ReceivedAt: r.ReceivedAt,
-		Request: ExchangeRequest{Messages: msgs}, Metadata: r.Metadata}, nil
+		SubjectHash: r.SubjectHash, Request: ExchangeRequest{Messages: msgs}, Metadata: r.Metadata}, nil
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {

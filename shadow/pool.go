@@ -227,7 +227,10 @@ func (w WorkerConfig) request(msgs []openai.ChatCompletionMessage) openai.ChatCo
 // runs to the end of the last attempt, TTFTMs is measured from the last attempt's
 // send, Attempts counts the tries. Errors: ErrUnknownWorker for a name not in
 // the pool; ErrBudgetExceeded when the run's budget (see WithBudget) refuses the
-// call; ErrCircuitOpen when the worker's breaker is open; otherwise the last API or
+// call; ErrCircuitOpen when the worker's breaker stayed open to this call (a
+// call the breaker refuses sends nothing and waits, without spending an
+// attempt, until the open period or the half-open trial call ends, as long as
+// the call's deadline and MaxRetryAfter in all allow); otherwise the last API or
 // transport error, wrapped with the worker's name and the attempt count.
 func (p *Pool) Call(ctx context.Context, worker string, msgs []openai.ChatCompletionMessage) (Call, error) {
 	w, ok := p.workers[worker]
@@ -266,10 +269,31 @@ func (p *Pool) call(ctx context.Context, w poolWorker, worker string, msgs []ope
 func (p *Pool) callWithRetries(ctx context.Context, w poolWorker, msgs []openai.ChatCompletionMessage, c *Call) error {
 	bo := newBackOff(p.res)
 	prompt := estimateTokens(msgs)
+	var breakerWaited time.Duration
 	for {
 		hint := &attemptHint{}
 		err := p.attempt(ctx, w, msgs, prompt, hint, c)
-		if err == nil || c.Attempts >= p.res.MaxAttempts || !retryable(err, hint) || ctx.Err() != nil {
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		if errors.Is(err, ErrCircuitOpen) {
+			// Refused by the breaker, nothing sent: wait for the open period
+			// or the half-open trial to end, within the call's deadline and
+			// at most MaxRetryAfter in all.
+			wait := w.guard.breakerWait(err, bo)
+			if breakerWaited+wait > p.res.MaxRetryAfter {
+				return fmt.Errorf("%w (it would stay closed to this call beyond the %v the pool waits)", err, p.res.MaxRetryAfter)
+			}
+			if dl, ok := ctx.Deadline(); ok && time.Now().Add(wait).After(dl) {
+				return fmt.Errorf("%w (it would stay closed to this call past the call's deadline)", err)
+			}
+			breakerWaited += wait
+			if serr := p.sleep(ctx, wait); serr != nil {
+				return fmt.Errorf("%w (gave up waiting for the breaker: %w)", err, serr)
+			}
+			continue
+		}
+		if c.Attempts >= p.res.MaxAttempts || !retryable(err, hint) {
 			return err
 		}
 		wait := bo.NextBackOff()

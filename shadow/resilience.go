@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
@@ -16,7 +17,9 @@ import (
 )
 
 // ErrCircuitOpen: the worker's circuit breaker is open (too many consecutive
-// failures) and the call was refused without reaching the API. Not retried.
+// failures) or half-open (its one trial call in flight) and refused the call
+// without reaching the API. The pool waits for the breaker within the call's
+// deadline (Pool.Call); this error means it would not close in time.
 var ErrCircuitOpen = errors.New("shadow: circuit breaker open")
 
 // ResilienceConfig sets how worker calls survive real APIs: retries, per-worker
@@ -118,6 +121,9 @@ type guard struct {
 	requests *rate.Limiter // nil: unlimited
 	tokens   *rate.Limiter // nil: unlimited
 	breaker  *gobreaker.CircuitBreaker[struct{}]
+	// openUntil is when the breaker's current open period ends (Unix ns; 0
+	// before it first opened): the earliest a half-open trial can start.
+	openUntil atomic.Int64
 }
 
 func newGuard(name string, r ResilienceConfig, w WorkerConfig) *guard {
@@ -147,8 +153,26 @@ func newGuard(name string, r ResilienceConfig, w WorkerConfig) *guard {
 		// A 4xx (429 included) or the caller giving up says nothing about the
 		// worker's health.
 		IsExcluded: func(err error) bool { return !countsAgainstHealth(err) },
+		OnStateChange: func(_ string, _, to gobreaker.State) {
+			if to == gobreaker.StateOpen {
+				g.openUntil.Store(time.Now().Add(r.BreakerOpenFor).UnixNano())
+			}
+		},
 	})
 	return g
+}
+
+// breakerWait is how long a call refused by the worker's breaker waits before
+// it tries again (see Pool.Call): while the breaker is open, until its open
+// period ends plus a jittered backoff (so waiting calls do not all arrive at
+// the trial together); while it is half-open (one trial call in flight),
+// the backoff, by when the trial has closed or reopened the breaker.
+func (g *guard) breakerWait(err error, bo backoff.BackOff) time.Duration {
+	wait := bo.NextBackOff()
+	if errors.Is(err, gobreaker.ErrOpenState) {
+		wait += time.Until(time.Unix(0, g.openUntil.Load()))
+	}
+	return max(wait, 0)
 }
 
 // errLimitWait: the caller could not wait for a worker's limits (its context

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -288,5 +289,69 @@ func TestGuardChargesCompletionTokens(t *testing.T) {
 	defer cancel()
 	if _, err := g.admit(ctx, 4); err == nil || !strings.Contains(err.Error(), "token rate limit") {
 		t.Fatalf("admit after the charge: err = %v, want the token rate limit", err)
+	}
+}
+
+// A worker that recovers while its breaker is open: a burst of concurrent
+// calls waits for the open period and the half-open trial call instead of
+// failing at once ("after 0 attempt(s)"); a call whose deadline comes before
+// the breaker could close fails fast without reaching the worker.
+func TestPoolBurstAfterRecoveryWaitsForBreaker(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		timeout   time.Duration // each call's deadline
+		wantOK    bool
+		wantSends int // requests the worker sees from the burst
+	}{
+		{"deadline past the open period", 5 * time.Second, true, 20},
+		{"deadline before the breaker closes", 50 * time.Millisecond, false, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var recovered atomic.Bool
+			srv, pool, _ := newRetryPool(t, func(shadowtest.Request) shadowtest.Reply {
+				if !recovered.Load() {
+					return shadowtest.Reply{Status: 500, ErrorMessage: "down"}
+				}
+				// The trial call is still in flight when the burst arrives.
+				return shadowtest.Reply{Content: "ok", Delay: 100 * time.Millisecond}
+			}, func(c *Config) {
+				c.Resilience.MaxAttempts = 1
+				c.Resilience.InitialBackoff = 10 * time.Millisecond
+				c.Resilience.MaxBackoff = 50 * time.Millisecond
+				c.Resilience.BreakerFailures = 2
+				c.Resilience.BreakerOpenFor = 300 * time.Millisecond
+			})
+			pool.sleep = sleepCtx // really wait: the breaker runs on the clock
+			for range 2 {
+				if _, err := pool.Call(context.Background(), "gpt-5", hello); err == nil {
+					t.Fatal("the failing worker answered")
+				}
+			}
+			recovered.Store(true)
+			before := len(srv.Requests())
+			var wg sync.WaitGroup
+			errs := make([]error, 20)
+			for i := range errs {
+				wg.Go(func() {
+					ctx, cancel := context.WithTimeout(context.Background(), tt.timeout)
+					defer cancel()
+					_, errs[i] = pool.Call(ctx, "gpt-5", hello)
+				})
+			}
+			wg.Wait()
+			for i, err := range errs {
+				switch {
+				case tt.wantOK && err != nil:
+					t.Errorf("call %d: %v", i, err)
+				case !tt.wantOK && !errors.Is(err, ErrCircuitOpen):
+					t.Errorf("call %d: err = %v, want ErrCircuitOpen", i, err)
+				case !tt.wantOK && !strings.Contains(err.Error(), "past the call's deadline"):
+					t.Errorf("call %d: %v does not say why it gave up", i, err)
+				}
+			}
+			if n := len(srv.Requests()) - before; n != tt.wantSends {
+				t.Errorf("worker saw %d requests from the burst, want %d", n, tt.wantSends)
+			}
+		})
 	}
 }

@@ -15,15 +15,16 @@ const localSuffix = "_local"
 // FINAL deduplicates within a shard only): a trace's request, runs and scores
 // go by request_id, steps by run_id, suite tables by suite_run_id.
 var shardingKeys = map[string]string{
-	"requests":          "cityHash64(request_id)",
-	"runs":              "cityHash64(request_id)",
-	"steps":             "cityHash64(run_id)",
-	"scores":            "cityHash64(request_id)",
-	"suite_runs":        "cityHash64(suite_run_id)",
-	"cases":             "cityHash64(suite_run_id)",
-	"schema_migrations": "version",
-	"audit_log":         "cityHash64(audit_id)",
-	"shadow_work":       "cityHash64(request_id)",
+	"requests":           "cityHash64(request_id)",
+	"runs":               "cityHash64(request_id)",
+	"steps":              "cityHash64(run_id)",
+	"scores":             "cityHash64(request_id)",
+	"suite_runs":         "cityHash64(suite_run_id)",
+	"cases":              "cityHash64(suite_run_id)",
+	"schema_migrations":  "version",
+	"audit_log":          "cityHash64(audit_id)",
+	"forgotten_subjects": "cityHash64(subject_hash)",
+	"shadow_work":        "cityHash64(request_id)",
 }
 
 var (

@@ -176,6 +176,11 @@ func (r Roles) TraceWriter() (TraceWriter, error) { return role[TraceWriter](r, 
 // WorkStore returns the store's WorkStore.
 func (r Roles) WorkStore() (WorkStore, error) { return role[WorkStore](r, "store.WorkStore") }
 
+// ForgetLookup returns the store's ForgetLookup; ErrNotSupported when absent.
+func (r Roles) ForgetLookup() (ForgetLookup, error) {
+	return role[ForgetLookup](r, "store.ForgetLookup")
+}
+
 // RunLookup returns the store's RunLookup; ErrNotSupported when absent.
 func (r Roles) RunLookup() (RunLookup, error) { return role[RunLookup](r, "store.RunLookup") }
 

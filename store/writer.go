@@ -52,6 +52,22 @@ func (c WriterConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
+// MaxWriteDelay bounds how long a row the Writer accepted can take to reach
+// the store when the store answers: one FlushInterval of waiting plus every
+// retry backoff (RetryInitial doubling, each at most 5 s, times 1.5 for the
+// backoff's ±50 % jitter). The INSERTs' own time is not counted. Defaults:
+// 1 s + 1.5 × (0.1+0.2+0.4+0.8+1.6) s = 5.65 s. forget waits this long (plus
+// a margin) before its second sweep.
+func (c WriterConfig) MaxWriteDelay() time.Duration {
+	d := c.FlushInterval
+	b := c.RetryInitial
+	for range max(c.MaxRetries, 0) {
+		d += min(b, 5*time.Second) * 3 / 2
+		b *= 2
+	}
+	return d
+}
+
 // Batch is a group of records to store together, typically one request with its
 // runs, steps and scores.
 type Batch struct {

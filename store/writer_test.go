@@ -494,3 +494,23 @@ func writerHoldsBackWorkMarksOfDroppedRuns(t *testing.T, st store.Store) {
 	}
 	shutdown(t, w)
 }
+
+// MaxWriteDelay is one flush interval plus every retry backoff (doubling,
+// capped at 5 s, ×1.5 for jitter): what forget waits before its second sweep.
+func TestWriterMaxWriteDelay(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  store.WriterConfig
+		want time.Duration
+	}{
+		{"defaults", store.NewDefaultWriterConfig(), 5650 * time.Millisecond},
+		{"no retries", store.WriterConfig{FlushInterval: 200 * time.Millisecond, MaxRetries: 0, RetryInitial: time.Second}, 200 * time.Millisecond},
+		{"backoff capped at 5 s", store.WriterConfig{FlushInterval: time.Second, MaxRetries: 3, RetryInitial: 4 * time.Second}, time.Second + 6*time.Second + 7500*time.Millisecond + 7500*time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.cfg.MaxWriteDelay(); got != tc.want {
+				t.Errorf("MaxWriteDelay() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

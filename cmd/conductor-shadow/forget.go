@@ -31,15 +31,29 @@ type forgetResponse struct {
 // forgetter erases a data subject's rows: it hashes the subject with the PII
 // secret (as the tap does) and asks the store to delete that hash's rows.
 type forgetter struct {
-	roles store.Roles // it takes the store.SubjectEraser
-	hash  func(subject string) string
+	roles      store.Roles // it takes the store.SubjectEraser
+	hash       func(subject string) string
+	sweepAfter time.Duration // wait before the second sweep (forgetSweepAfter)
+}
+
+// forgetSweepMargin is added to the writer's MaxWriteDelay: room for the
+// INSERTs themselves, which that bound does not count.
+const forgetSweepMargin = time.Second
+
+// forgetSweepAfter is how long forget waits before its second sweep: the
+// longest a record handed to the store writer before the erasure began can
+// take to reach the store (store.WriterConfig.MaxWriteDelay) plus
+// forgetSweepMargin; 6.65 s with the default writer keys.
+func forgetSweepAfter(w store.WriterConfig) time.Duration {
+	return w.MaxWriteDelay() + forgetSweepMargin
 }
 
 // newForgetter hashes subjects with secret, the PII secret the taps of this
 // deployment use (ingest.LoadPIISecret: $<ingest.pii.secret_env>, else the key
 // kept in the data folder).
-func newForgetter(st store.Store, secret []byte) *forgetter {
-	return &forgetter{roles: store.NewRoles(st), hash: func(s string) string { return ingest.SubjectHash(secret, s) }}
+// sweepAfter is the wait before the second sweep (see store.SubjectEraser).
+func newForgetter(st store.Store, secret []byte, sweepAfter time.Duration) *forgetter {
+	return &forgetter{roles: store.NewRoles(st), hash: func(s string) string { return ingest.SubjectHash(secret, s) }, sweepAfter: sweepAfter}
 }
 
 func (f *forgetter) forget(ctx context.Context, subject, actor string) (forgetResponse, error) {
@@ -50,7 +64,7 @@ func (f *forgetter) forget(ctx context.Context, subject, actor string) (forgetRe
 	if err != nil {
 		return forgetResponse{}, fmt.Errorf("forget: %w", err)
 	}
-	rep, err := eraser.ForgetSubject(ctx, f.hash(subject), actor)
+	rep, err := eraser.ForgetSubject(ctx, f.hash(subject), actor, f.sweepAfter)
 	if err != nil {
 		return forgetResponse{}, err
 	}
@@ -82,8 +96,8 @@ func (a *api) forgetHandler(c *gin.Context) {
 }
 
 func printForget(w io.Writer, r forgetResponse) {
-	fmt.Fprintf(w, "removed: %d requests, %d runs, %d steps, %d scores, %d shadow work rows\naudit entry %s at %s\n",
-		r.Requests, r.Runs, r.Steps, r.Scores, r.Work, r.AuditID, r.At.Format(time.RFC3339))
+	fmt.Fprintf(w, "removed: %d requests, %d runs, %d steps, %d scores, %d shadow work rows (%d of these rows by the second sweep)\naudit entry %s at %s\n",
+		r.Requests, r.Runs, r.Steps, r.Scores, r.Work, r.Swept, r.AuditID, r.At.Format(time.RFC3339))
 	if r.Warning != "" {
 		fmt.Fprintln(w, "warning:", r.Warning)
 	}
@@ -97,7 +111,14 @@ func forgetCmd(load loader) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "forget --subject VALUE",
 		Short: "Delete every stored row of one data subject's requests (all tables) and record an audit entry",
-		Args:  cobra.NoArgs,
+		Long: `Delete every stored row of one data subject's requests (all tables) and record an audit entry.
+
+The subject is recorded as forgotten first, so shadow workers drop the records of
+its requests that are still being shadowed (counted as dropped "forgotten"). After
+the first deletion, forget waits for the store writer's longest delay
+(writer.flush_interval plus its retry backoffs, plus 1 s; 6.65 s by default) and
+sweeps again for rows that arrived meanwhile ("second sweep" in the printout).`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if strings.TrimSpace(subject) == "" {
 				return errBadSubject
@@ -123,7 +144,7 @@ func forgetCmd(load loader) *cobra.Command {
 				return err
 			}
 			defer st.Close()
-			res, err = newForgetter(st, secret.Key).forget(ctx, subject, "cli")
+			res, err = newForgetter(st, secret.Key, forgetSweepAfter(cfg.Writer)).forget(ctx, subject, "cli")
 			if err != nil {
 				return err
 			}

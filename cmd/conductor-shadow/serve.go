@@ -159,6 +159,13 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 			return fmt.Errorf("serve: %w", err)
 		}
 		s.proc.UseSegmenter(seg)
+		// A data subject forgotten while its copies are queued or shadowed:
+		// the workers drop their records instead of writing them back.
+		if forgotten, err := store.NewRoles(s.st).ForgetLookup(); err == nil {
+			s.proc.UseForgetLookup(forgotten)
+		} else {
+			s.log.Warn("serve: the store cannot tell forgotten subjects; shadow runs finishing after a forget are removed by its second sweep only", "err", err)
+		}
 		if s.kafka != nil {
 			// Kafka delivers at least once: before running a candidate, the
 			// workers look up whether its run is stored already.
@@ -209,7 +216,7 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 		guarded.GET("/api/stats", a.statsHandler)
 	} else {
 		a.suites = &suiteRunner{cfg: s.cfg, roles: store.NewRoles(s.st), p: s.pipes, where: where + " (through the server at " + s.cfg.Server.Addr + ")"}
-		a.forget = newForgetter(s.st, pii.Key)
+		a.forget = newForgetter(s.st, pii.Key, forgetSweepAfter(s.cfg.Writer))
 		a.register(guarded)
 	}
 	if err := s.metrics.watch(a.stats, a.writer); err != nil {

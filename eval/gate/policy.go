@@ -35,6 +35,7 @@ import (
 //	noise:
 //	  require_above_noise: true # a quality difference counts only beyond A-vs-A′
 //	truncation: fail            # a run whose answer hit the token cap: fail | exclude | ignore
+//	max_run_error_share: 0.1    # more runs than this share ended in status error on either side → no verdict
 type Policy struct {
 	Version    string        `yaml:"version" json:"version,omitempty"`
 	Confidence float64       `yaml:"confidence" json:"confidence,omitempty"`
@@ -50,6 +51,23 @@ type Policy struct {
 	// accuracy and of the paired comparisons, like a grader error;
 	// TruncationIgnore graded like any other answer.
 	Truncation string `yaml:"truncation" json:"truncation,omitempty"`
+	// MaxRunErrorShare (0..1; 1 turns the rule off) is the largest share of either side's runs that
+	// may end in status error (failed at the worker pool or in the pipeline:
+	// no answer to grade) before the verdict is withheld (CheckRunErrors);
+	// nil means DefaultMaxRunErrorShare.
+	MaxRunErrorShare *float64 `yaml:"max_run_error_share" json:"max_run_error_share,omitempty"`
+}
+
+// DefaultMaxRunErrorShare is the run-error share above which a verdict is
+// withheld when the policy does not set max_run_error_share: 10% of a side's runs.
+const DefaultMaxRunErrorShare = 0.1
+
+// RunErrorShare returns p.MaxRunErrorShare, DefaultMaxRunErrorShare when unset.
+func (p Policy) RunErrorShare() float64 {
+	if p.MaxRunErrorShare != nil {
+		return *p.MaxRunErrorShare
+	}
+	return DefaultMaxRunErrorShare
 }
 
 // Truncation rules (Policy.Truncation).
@@ -225,6 +243,9 @@ func (p Policy) Validate() error {
 	}
 	if p.MinN < 0 {
 		bad("min_n must be >= 0, got %d", p.MinN)
+	}
+	if e := p.MaxRunErrorShare; e != nil && (*e < 0 || *e > 1) {
+		bad("max_run_error_share must be in [0, 1], got %g", *e)
 	}
 	if q := p.Quality; q != nil {
 		if q.MarginPoints < 0 || q.MarginPoints >= 100 {

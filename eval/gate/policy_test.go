@@ -16,12 +16,13 @@ func TestLoadPolicies(t *testing.T) {
 		{file: "full.good.yaml", check: func(t *testing.T, p Policy) {
 			if p.Version != "2026-11-30.1" || p.MinN != 100 || p.Quality.MarginPoints != 1 || p.Cost.MaxRatio != 1 ||
 				p.Latency.MaxP95Ratio != 1.25 || len(p.Segments.MustNotRegress) != 3 || p.Segments.MinN != 20 || !p.Noise.RequireAboveNoise ||
-				p.Truncation != TruncationFail {
+				p.Truncation != TruncationFail || p.RunErrorShare() != 0.05 {
 				t.Errorf("decoded %+v", p)
 			}
 		}},
 		{file: "quality-only.good.yaml", check: func(t *testing.T, p Policy) {
-			if p.Confidence != 0.95 || p.Cost != nil || p.Quality.MarginPoints != 2.5 || p.TruncationRule() != TruncationFail {
+			if p.Confidence != 0.95 || p.Cost != nil || p.Quality.MarginPoints != 2.5 || p.TruncationRule() != TruncationFail ||
+				p.RunErrorShare() != DefaultMaxRunErrorShare {
 				t.Errorf("decoded %+v", p)
 			}
 		}},
@@ -30,6 +31,7 @@ func TestLoadPolicies(t *testing.T) {
 				t.Errorf("truncation rule %q", p.TruncationRule())
 			}
 		}},
+		{file: "bad-run-error-share.bad.yaml", wantErr: []string{"max_run_error_share must be in [0, 1], got -0.1"}},
 		{file: "bad-truncation.bad.yaml", wantErr: []string{`truncation must be fail, exclude or ignore, got "drop"`}},
 		{file: "three-way.good.yaml", check: func(t *testing.T, p Policy) {
 			if p.Quality.MarginPoints != 3 || p.Quality.Fail() != 0 || p.Quality.Effect() != 4 {

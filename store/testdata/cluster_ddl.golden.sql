@@ -310,6 +310,20 @@ ALTER TABLE `shadow`.steps_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT E
 
 ALTER TABLE `shadow`.steps ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS cache_write_input_tokens Int64 DEFAULT 0 AFTER cached_input_tokens;
 
+-- migration 0100_forgotten_subjects
+
+CREATE TABLE IF NOT EXISTS `shadow`.forgotten_subjects_local ON CLUSTER `shadow_cluster`
+(
+    subject_hash String,
+    forgotten_at DateTime64(3, 'UTC'),
+    inserted_at  DateTime64(6, 'UTC') DEFAULT now64(6)
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/shadow/forgotten_subjects_local', '{replica}', inserted_at)
+ORDER BY (subject_hash, forgotten_at);
+
+CREATE TABLE IF NOT EXISTS `shadow`.forgotten_subjects ON CLUSTER `shadow_cluster` AS `shadow`.forgotten_subjects_local
+ENGINE = Distributed('shadow_cluster', 'shadow', 'forgotten_subjects_local', cityHash64(subject_hash));
+
 -- retention: requests 90 days, bodies 30 days
 
 ALTER TABLE `shadow`.`requests_local` ON CLUSTER `shadow_cluster` MODIFY TTL toDateTime(received_at) + toIntervalSecond(7776000);
@@ -353,4 +367,16 @@ ALTER TABLE `shadow`.`runs_local` ON CLUSTER `shadow_cluster` DELETE WHERE reque
 ALTER TABLE `shadow`.`shadow_work_local` ON CLUSTER `shadow_cluster` DELETE WHERE request_id IN (SELECT request_id FROM `shadow`.requests WHERE subject_hash = '0f1e2d3c') SETTINGS mutations_sync = 2;
 
 ALTER TABLE `shadow`.`requests_local` ON CLUSTER `shadow_cluster` DELETE WHERE subject_hash = '0f1e2d3c' SETTINGS mutations_sync = 2;
+
+-- forget, second sweep: also the requests and runs the first pass deleted
+
+ALTER TABLE `shadow`.`scores_local` ON CLUSTER `shadow_cluster` DELETE WHERE (request_id IN (SELECT request_id FROM `shadow`.requests WHERE subject_hash = '0f1e2d3c') OR request_id IN ('req-1', 'req-\'2')) SETTINGS mutations_sync = 2;
+
+ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` DELETE WHERE (run_id IN (SELECT run_id FROM `shadow`.runs WHERE (request_id IN (SELECT request_id FROM `shadow`.requests WHERE subject_hash = '0f1e2d3c') OR request_id IN ('req-1', 'req-\'2'))) OR run_id IN ('req-1/run')) SETTINGS mutations_sync = 2;
+
+ALTER TABLE `shadow`.`runs_local` ON CLUSTER `shadow_cluster` DELETE WHERE (request_id IN (SELECT request_id FROM `shadow`.requests WHERE subject_hash = '0f1e2d3c') OR request_id IN ('req-1', 'req-\'2')) SETTINGS mutations_sync = 2;
+
+ALTER TABLE `shadow`.`shadow_work_local` ON CLUSTER `shadow_cluster` DELETE WHERE (request_id IN (SELECT request_id FROM `shadow`.requests WHERE subject_hash = '0f1e2d3c') OR request_id IN ('req-1', 'req-\'2')) SETTINGS mutations_sync = 2;
+
+ALTER TABLE `shadow`.`requests_local` ON CLUSTER `shadow_cluster` DELETE WHERE (subject_hash = '0f1e2d3c' OR request_id IN ('req-1', 'req-\'2')) SETTINGS mutations_sync = 2;
 
