@@ -82,7 +82,8 @@ var knownKeys = map[string]bool{
 }
 
 // LoadSet reads a regression set from a JSONL file (blank lines are skipped).
-// Errors name the file and line: malformed JSON, a field of the wrong type, a
+// Errors name the file and line: malformed JSON (by byte offset in the line,
+// never quoting the file's bytes), a field of the wrong type, a
 // missing id or input, a duplicate id, an unknown or missing grader, a missing
 // reference (every grader but code needs one), a choice case without choices or
 // with a reference letter outside them, a code case without entry_point and test,
@@ -130,7 +131,13 @@ func LoadSet(path string) (*Set, error) {
 func parseCase(raw []byte) (Case, error) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil {
-		return Case{}, fmt.Errorf("malformed JSON: %w", err)
+		// The decoder's message quotes the offending character; the error
+		// says where instead, so it never repeats the file's content.
+		var syn *json.SyntaxError
+		if errors.As(err, &syn) {
+			return Case{}, fmt.Errorf("malformed JSON at byte %d of the line: want one JSON object per line", syn.Offset)
+		}
+		return Case{}, errors.New("malformed JSON: want one JSON object per line")
 	}
 	var c Case
 	str := func(key string, dst *string) error {

@@ -263,7 +263,23 @@ func (t *Tap) settle(id string, err error) (int, TapResponse) {
 	}
 	t.stats.drop(reason)
 	t.loss.log("tap: copy dropped", reason, err, 1)
-	return http.StatusServiceUnavailable, TapResponse{Status: "dropped", RequestID: id, Reason: reason, Error: err.Error()}
+	return http.StatusServiceUnavailable, TapResponse{Status: "dropped", RequestID: id, Reason: reason, Error: publicDropError(reason)}
+}
+
+// publicDropError is the error text of a 503 for a dropped copy: the reason in
+// words, never the queue's or engine's raw message (it can name folders, part
+// files and broker addresses), which the loss log line carries instead.
+func publicDropError(reason string) string {
+	switch reason {
+	case ReasonQueueFull:
+		return "queue_full: the shadow queue is full; sending the copy again later is safe"
+	case ReasonShuttingDown:
+		return "shutting_down: the server is stopping; sending the copy again is safe"
+	case ReasonKafkaUnavailable:
+		return "kafka_unavailable: publish failed (see server log)"
+	default:
+		return reason + ": insert failed (see server log)"
+	}
 }
 
 func (t *Tap) handle(c *gin.Context) {

@@ -22,8 +22,11 @@ type queryRequest struct {
 
 // suiteRequest is the body of POST /api/suite-runs.
 type suiteRequest struct {
-	Set   string `json:"set"`   // regression-set file on the server; empty: the configured default
-	Limit int    `json:"limit"` // first N cases; 0: all
+	// Set is one of the server's regression sets: a name ("gsm8k-150") or a
+	// path inside the folders of suite.set and the scheduled suites' sets
+	// (resolveRequestedSet); empty: suite.set. Other paths answer 400.
+	Set   string `json:"set"`
+	Limit int    `json:"limit"` // first N cases; 0: all; negative answers 400
 }
 
 // suiteResponse answers POST /api/suite-runs once the suite run is done.
@@ -120,11 +123,20 @@ func (a *api) runSuite(c *gin.Context) {
 	var req suiteRequest
 	if c.Request.ContentLength != 0 {
 		if err := c.ShouldBindJSON(&req); err != nil {
-			c.JSON(http.StatusBadRequest, gin.H{"error": "want a JSON body {\"set\": \"path.jsonl\", \"limit\": 0}"})
+			c.JSON(http.StatusBadRequest, gin.H{"error": "want a JSON body {\"set\": \"gsm8k-150\", \"limit\": 0}"})
 			return
 		}
 	}
-	res, err := a.suites.run(c.Request.Context(), req.Set, req.Limit, nil)
+	if err := checkLimit(req.Limit); err != nil {
+		c.JSON(http.StatusBadRequest, gin.H{"error": err.Error()})
+		return
+	}
+	set, err := resolveRequestedSet(a.suites.cfg, req.Set)
+	if err != nil {
+		c.JSON(http.StatusBadRequest, gin.H{"error": err.Error()})
+		return
+	}
+	res, err := a.suites.run(c.Request.Context(), set, req.Limit, nil)
 	if err != nil {
 		code := http.StatusInternalServerError
 		if errors.Is(err, errBadSet) {

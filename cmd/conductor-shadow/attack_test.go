@@ -54,7 +54,20 @@ func TestServeRefusesAttacks(t *testing.T) {
 	addr := freeAddr(t)
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "config.yaml")
-	writeFile(t, cfgPath, "server:\n  allowed_hosts: [shadow.corp.example]\n")
+	// The server's regression sets: a good one (suite.set) and a broken one
+	// beside it; a secret outside, and a link to it planted among the sets.
+	setsDir := filepath.Join(dir, "sets")
+	if err := os.Mkdir(setsDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(setsDir, "demo.jsonl"), `{"id":"d-1","input":"2+2?","reference":"4","grader":"numeric"}`+"\n")
+	writeFile(t, filepath.Join(setsDir, "broken.jsonl"), `{"id":"b-1"} cSECRETc`+"\n")
+	secretFile := filepath.Join(dir, "pii.key")
+	writeFile(t, secretFile, "cSECRET-KEY-MATERIAL\n")
+	if err := os.Symlink(secretFile, filepath.Join(setsDir, "leak.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, cfgPath, "server:\n  allowed_hosts: [shadow.corp.example]\nsuite:\n  set: "+filepath.Join(setsDir, "demo.jsonl")+"\n")
 	const token, piiKey = "api-token-5f1e0c", "pii-key-9a7b3d"
 	t.Setenv("CONDUCTOR_SHADOW_ADDR", addr)
 	t.Setenv("CONDUCTOR_SHADOW_DATA", filepath.Join(dir, "data"))
@@ -172,6 +185,48 @@ func TestServeRefusesAttacks(t *testing.T) {
 	} {
 		if a := do(tc.method, tc.path, tc.body, tc.header); a.status != tc.want {
 			t.Errorf("%s: %s %s answered %d %s; want %d", tc.name, tc.method, tc.path, a.status, a.body, tc.want)
+		}
+	}
+
+	// The suite-run API opens only the server's regression sets and never
+	// repeats a file's bytes.
+	for _, tc := range []struct {
+		name, body string
+		want       []string // substrings of the 400 answer
+	}{
+		{"file outside the sets", `{"set":"` + secretFile + `"}`, []string{"not allowed", "by name: broken, demo ("}},
+		{"process environment", `{"set":"/proc/self/environ"}`, []string{"not allowed"}},
+		{"dot-dot out of the sets", `{"set":"` + setsDir + `/../pii.key"}`, []string{"not allowed"}},
+		{"relative dot-dot", `{"set":"../pii.key"}`, []string{"not allowed"}},
+		{"link among the sets", `{"set":"leak"}`, []string{"not allowed"}},
+		{"link by path", `{"set":"` + filepath.Join(setsDir, "leak.jsonl") + `"}`, []string{"not allowed"}},
+		{"unknown name", `{"set":"nosuch"}`, []string{"not allowed", "demo"}},
+		{"broken set of the server", `{"set":"broken"}`, []string{"malformed JSON at byte"}},
+		{"negative limit", `{"set":"demo","limit":-3}`, []string{"limit -3"}},
+	} {
+		a := do("POST", "/api/suite-runs", tc.body, map[string]string{"Content-Type": "application/json"})
+		if a.status != http.StatusBadRequest {
+			t.Errorf("suite run, %s: answered %d %s; want 400", tc.name, a.status, a.body)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(a.body, w) {
+				t.Errorf("suite run, %s: answer %s lacks %q", tc.name, a.body, w)
+			}
+		}
+		for _, leak := range []string{"SECRET", "invalid character", "PATH=", "CONDUCTOR_SHADOW"} {
+			if strings.Contains(a.body, leak) {
+				t.Errorf("suite run, %s: answer shows file content %q: %s", tc.name, leak, a.body)
+			}
+		}
+	}
+
+	// Unauthenticated answers name no folder of the server.
+	for _, tc := range []struct{ path, host string }{
+		{"/healthz", ""}, {"/healthz", "attacker.example"}, {"/readyz", ""},
+	} {
+		a := do("GET", tc.path, "", map[string]string{"Host": tc.host}) // "": the address's own
+		if a.status != http.StatusOK || strings.Contains(a.body, dir) || strings.Contains(a.body, "store_path") {
+			t.Errorf("GET %s (Host %q) answered %d %s; want 200 without a folder", tc.path, tc.host, a.status, a.body)
 		}
 	}
 

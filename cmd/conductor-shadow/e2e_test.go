@@ -41,7 +41,7 @@ func TestMainJobEndToEnd(t *testing.T) {
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "config.yaml")
 	reports := filepath.Join(dir, "reports")
-	writeFile(t, cfgPath, "suite:\n  report_dir: "+reports+"\n  concurrency: 4\ningest:\n  workers: 8\nwriter:\n  flush_interval: 50ms\n")
+	writeFile(t, cfgPath, "suite:\n  set: ../../regression-sets/gsm8k-150.jsonl\n  report_dir: "+reports+"\n  concurrency: 4\ningest:\n  workers: 8\nwriter:\n  flush_interval: 50ms\n")
 	t.Setenv("CONDUCTOR_SHADOW_ADDR", addr)
 	t.Setenv("CONDUCTOR_SHADOW_DATA", filepath.Join(dir, "data"))
 	t.Setenv("CONDUCTOR_SHADOW_POOL_URL", pool.URL+"/v1")

@@ -179,14 +179,20 @@ func suiteCmd(load loader, log *slog.Logger) *cobra.Command {
 		Short: "Run a regression set through the incumbent and the candidates and write the report",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkLimit(limit); err != nil {
+				return fmt.Errorf("suite run: --%w", err)
+			}
 			cfg, err := load()
 			if err != nil {
 				return err
 			}
 			ctx := cmd.Context()
 			out := cmd.OutOrStdout()
-			// The server resolves paths in its own folder: send an absolute one.
-			if set != "" {
+			// The server resolves paths in its own folder: send an absolute one
+			// (it runs only its own regression sets: those beside suite.set and
+			// the scheduled suites' sets; --local runs any file).
+			// A name that is no file here ("gsm8k-150") goes as it is.
+			if _, statErr := os.Stat(set); set != "" && statErr == nil {
 				if abs, err := filepath.Abs(set); err == nil {
 					set = abs
 				}
@@ -229,7 +235,7 @@ func suiteCmd(load loader, log *slog.Logger) *cobra.Command {
 			return nil
 		},
 	}
-	runCmd.Flags().StringVar(&set, "set", "", "regression-set JSONL file (default: suite.set of the config)")
+	runCmd.Flags().StringVar(&set, "set", "", "regression-set JSONL file (default: suite.set of the config); through a running server only its sets (beside suite.set and the schedules' sets), by name or path")
 	runCmd.Flags().IntVar(&limit, "limit", 0, "run only the first N cases (0: all)")
 	runCmd.Flags().BoolVar(&local, "local", false, "open the store directly instead of asking a running server")
 	suite.AddCommand(runCmd)

@@ -93,8 +93,34 @@ func TestReadyzNamesTheStoreFailure(t *testing.T) {
 		t.Fatalf("offer on a read-only store = %d %+v; want 503 store_unavailable", code, resp)
 	}
 	code, body := status()
-	if code != http.StatusServiceUnavailable || body.Status != "not_ready" || body.Reasons["store"] == "" {
+	if code != http.StatusServiceUnavailable || body.Status != "not_ready" || body.Reasons["store"] != readyStoreUnavailable {
 		t.Fatalf("after a failed write: %d %+v; want 503 naming the store", code, body)
+	}
+
+	// The tap's 503 over HTTP and /readyz say the reason, not the engine's
+	// message with its part path (that goes to the log).
+	tap.Register(r)
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodPost, "/v1/tap", strings.NewReader(`{"request_id":"ro-2","request":{"model":"gpt-5","messages":[{"role":"user","content":"hi"}]},"response":{"model":"gpt-5","content":"hello","latency_ms":100,"usage":{"prompt_tokens":10,"completion_tokens":2}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	r.ServeHTTP(rec, req)
+	readyRec := httptest.NewRecorder()
+	r.ServeHTTP(readyRec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+	for _, tc := range []struct {
+		what string
+		code int
+		body string
+		want string
+	}{
+		{"POST /v1/tap", rec.Code, rec.Body.String(), "store_unavailable: insert failed (see server log)"},
+		{"GET /readyz", readyRec.Code, readyRec.Body.String(), "store_unavailable: writes failing (see server log)"},
+	} {
+		if tc.code != http.StatusServiceUnavailable || !strings.Contains(tc.body, tc.want) {
+			t.Errorf("%s = %d %s; want 503 saying %q", tc.what, tc.code, tc.body, tc.want)
+		}
+		if strings.Contains(tc.body, "/data/store") || strings.Contains(tc.body, "Read-only file system") {
+			t.Errorf("%s shows the engine's message: %s", tc.what, tc.body)
+		}
 	}
 }
 
@@ -139,6 +165,16 @@ func TestReadyzNamesKafkaDownOnAnIdleTap(t *testing.T) {
 	for {
 		code, body := status()
 		if code == http.StatusServiceUnavailable && strings.Contains(body.Reasons["kafka"], "unreachable") {
+			// Which operation and since when, not the client's message with
+			// the broker addresses.
+			if !strings.HasPrefix(body.Reasons["kafka"], "kafka_unavailable: kafka unreachable since ") {
+				t.Errorf("reasons.kafka = %q; want which operation failed and since when", body.Reasons["kafka"])
+			}
+			for _, a := range kcfg.Brokers {
+				if strings.Contains(body.Reasons["kafka"], a) {
+					t.Errorf("reasons.kafka = %q names the broker %s", body.Reasons["kafka"], a)
+				}
+			}
 			break
 		}
 		if time.Now().After(deadline) {

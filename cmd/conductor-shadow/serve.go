@@ -5,11 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"net"
 	"net/http"
 	"os"
-	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -188,9 +187,12 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 	router.Use(gin.Recovery(), otelgin.Middleware(s.cfg.Telemetry.ServiceName, otelgin.WithTracerProvider(tp),
 		otelgin.WithPropagators(propagation.TraceContext{})),
 		logServerErrors(s.log), browserGuard(newHostRules(s.cfg.Server.Addr, s.cfg.Server.AllowedHosts), s.log))
-	health := serverHealth{Status: "ok", Role: role, Store: where}
-	if s.cfg.Store.DSN == "" && s.st != nil {
-		health.StorePath = absPath(s.cfg.Store.Path)
+	health := serverHealth{Status: "ok", Role: role, Store: "none (tap role)"}
+	if s.st != nil {
+		health.Store = storeKind(s.cfg)
+		if s.cfg.Store.DSN == "" {
+			health.StoreID = storeID(s.cfg.Store.Path)
+		}
 	}
 	router.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, health) })
 	router.GET("/readyz", s.readyz)
@@ -401,34 +403,72 @@ type readiness struct {
 	Reasons map[string]string `json:"reasons,omitempty"` // by part: "store", "queue", "kafka"
 }
 
+// Public reasons of /readyz. The endpoint answers without a token, so it says
+// what is wrong in fixed words; the engine's or client's message (folders,
+// part files, broker addresses) goes to the server log only.
+const (
+	readyStoreUnavailable = "store_unavailable: writes failing (see server log)"
+	readyQueueFull        = "queue_full: the shadow queue is full"
+	readyKafkaUnavailable = "kafka_unavailable: brokers unreachable (see server log)"
+)
+
+// kafkaReason is the public /readyz reason of an unreachable Kafka: which
+// operation failed and since when ("kafka_unavailable: kafka unreachable since
+// 2026-01-02T03:04:05Z (ping) (see server log)"), without the client's message
+// that follows (it names broker addresses); readyKafkaUnavailable when err has
+// another form.
+func kafkaReason(err error) string {
+	msg := err.Error()
+	head, _, ok := strings.Cut(msg, "): ")
+	if !ok || !strings.HasPrefix(head, "kafka unreachable since ") {
+		return readyKafkaUnavailable
+	}
+	return "kafka_unavailable: " + head + ") (see server log)"
+}
+
 // readyz answers 200 while copies can be taken and stored, else 503 naming why:
 // the store cannot be written (its last write failed), the queue is full, or
-// Kafka is unreachable. /healthz stays a liveness check.
+// Kafka is unreachable (readyStoreUnavailable, readyQueueFull,
+// readyKafkaUnavailable). The full causes are logged (logServerErrors).
+// /healthz stays a liveness check.
 func (s *server) readyz(c *gin.Context) {
 	r := readiness{Status: "ready", Reasons: map[string]string{}}
+	var causes []error
+	note := func(part, public string, err error) {
+		r.Reasons[part] = public
+		causes = append(causes, fmt.Errorf("readyz: %s: %w", part, err))
+	}
 	if s.writer != nil { // the tap role has no store
 		if err := s.writer.Ready(); err != nil {
-			r.Reasons["store"] = err.Error()
+			if errors.Is(err, store.ErrQueueFull) {
+				note("store", "store_queue_full: the store writer's queue is full", err)
+			} else {
+				note("store", readyStoreUnavailable, err)
+			}
 		}
 	}
 	if s.sq != nil {
 		if err := s.sq.Ready(); err != nil {
 			if errors.Is(err, ingest.ErrQueueFull) {
-				r.Reasons["queue"] = err.Error()
+				note("queue", readyQueueFull, err)
 			} else {
-				r.Reasons["store"] = err.Error()
+				note("store", readyStoreUnavailable, err)
 			}
 		}
 	}
 	if s.kafka != nil {
 		if err := s.kafka.Ready(); err != nil {
-			r.Reasons["kafka"] = err.Error()
+			if errors.Is(err, ingest.ErrQueueFull) {
+				note("kafka", "kafka_buffer_full: the Kafka send buffer is full", err)
+			} else {
+				note("kafka", kafkaReason(err), err)
+			}
 		}
 	}
 	if len(r.Reasons) > 0 {
 		r.Status = "not_ready"
-		for _, part := range slices.Sorted(maps.Keys(r.Reasons)) {
-			_ = c.Error(fmt.Errorf("readyz: %s: %s", part, r.Reasons[part]))
+		for _, err := range causes {
+			_ = c.Error(err)
 		}
 		c.JSON(http.StatusServiceUnavailable, r)
 		return

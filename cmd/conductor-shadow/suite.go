@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,6 +44,9 @@ func (s *suiteRunner) run(ctx context.Context, setPath string, limit int, progre
 // runScheduled is run with the set, limit, gate policy file ("" = built-in
 // default) and noise run of job.
 func (s *suiteRunner) runScheduled(ctx context.Context, job schedule.Suite, progress io.Writer) (suiteResponse, error) {
+	if err := checkLimit(job.Limit); err != nil {
+		return suiteResponse{}, fmt.Errorf("%w: %w", errBadSet, err)
+	}
 	setPath := job.Set
 	if setPath == "" {
 		setPath = s.cfg.Suite.Set
@@ -87,6 +92,14 @@ func (s *suiteRunner) runScheduled(ctx context.Context, job schedule.Suite, prog
 		HTMLPath: strings.TrimSuffix(md, ".md") + ".html", Verdict: rep.Verdict, VerdictDetail: verdictDetail(rep), Store: s.where}, nil
 }
 
+// checkLimit refuses a negative case limit of a suite run (0 means all cases).
+func checkLimit(limit int) error {
+	if limit < 0 {
+		return fmt.Errorf("limit %d: want 0 (all cases) or a positive number of cases", limit)
+	}
+	return nil
+}
+
 // verdictDetail says in one line what the verdict rests on: the gate policy, each
 // candidate's gates with the quality test named, and the truncated runs per
 // pipeline (final answers cut at the token cap), e.g.
@@ -127,12 +140,36 @@ func absPath(p string) string {
 }
 
 // serverHealth is the body of GET /healthz: the server's store, so a CLI can tell
-// whether a running server holds the store it was pointed at.
+// whether a running server holds the store it was pointed at. /healthz answers
+// any caller under any Host without a token, so it names no folder: the
+// embedded store is told by StoreID, a digest of its absolute path.
 type serverHealth struct {
-	Status    string `json:"status"`
-	Role      string `json:"role,omitempty"`       // server.role: all, tap or shadow
-	Store     string `json:"store"`                // e.g. "embedded chDB in ./data"
-	StorePath string `json:"store_path,omitempty"` // the embedded store's folder, absolute; "" for a ClickHouse server
+	Status  string `json:"status"`
+	Role    string `json:"role,omitempty"`     // server.role: all, tap or shadow
+	Store   string `json:"store"`              // the store's kind: "embedded chDB", "ClickHouse server" or "none (tap role)"
+	StoreID string `json:"store_id,omitempty"` // storeID of the embedded store's folder; "" for a ClickHouse server
+}
+
+// storeKind is serverHealth.Store for cfg (its role aside): the kind of
+// store without the folder or DSN.
+func storeKind(cfg Config) string {
+	if cfg.Store.DSN != "" {
+		return "ClickHouse server"
+	}
+	return "embedded chDB"
+}
+
+// storeID identifies an embedded store's folder without naming it: the first
+// 16 hex digits of SHA-256 of its absolute, cleaned path (symbolic links
+// resolved when the folder exists), so the server and a CLI given the same
+// folder under another spelling agree.
+func storeID(path string) string {
+	p := absPath(path)
+	if real, err := filepath.EvalSymlinks(p); err == nil {
+		p = real
+	}
+	sum := sha256.Sum256([]byte(filepath.Clean(p)))
+	return hex.EncodeToString(sum[:8])
 }
 
 // suiteTarget decides where `suite run` sends the suite: to the server at
@@ -168,13 +205,17 @@ func suiteTarget(ctx context.Context, cfg Config, local, explicitData, explicitA
 		return true, "", nil
 	}
 	want := absPath(cfg.Store.Path)
-	if h.StorePath == want {
+	if h.StoreID != "" && h.StoreID == storeID(cfg.Store.Path) {
 		return true, "", nil
 	}
-	if explicitAddr {
-		return false, "", fmt.Errorf("suite run: the server at --addr %s holds %s, not the --data folder %s", cfg.Server.Addr, h.Store, want)
+	held := "another " + h.Store + " store"
+	if h.Store == "" {
+		held = "another store"
 	}
-	return false, fmt.Sprintf("the server at %s holds %s, not the --data folder %s", cfg.Server.Addr, h.Store, want), nil
+	if explicitAddr {
+		return false, "", fmt.Errorf("suite run: the server at --addr %s holds %s, not the --data folder %s", cfg.Server.Addr, held, want)
+	}
+	return false, fmt.Sprintf("the server at %s holds %s, not the --data folder %s", cfg.Server.Addr, held, want), nil
 }
 
 // fetchHealth reads GET /healthz of the server at addr (errNoServer when nothing listens).

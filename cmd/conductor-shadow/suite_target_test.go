@@ -21,7 +21,7 @@ func TestSuiteTarget(t *testing.T) {
 			http.NotFound(w, r)
 			return
 		}
-		_ = json.NewEncoder(w).Encode(serverHealth{Status: "ok", Store: "embedded chDB in " + serverData, StorePath: serverData})
+		_ = json.NewEncoder(w).Encode(serverHealth{Status: "ok", Store: "embedded chDB", StoreID: storeID(serverData)})
 	}))
 	defer srv.Close()
 	running := strings.TrimPrefix(srv.URL, "http://")
@@ -37,7 +37,7 @@ func TestSuiteTarget(t *testing.T) {
 		{name: "no flags, nobody answers", addr: nobody, data: otherData, wantNote: "no server answering"},
 		{name: "--data of another folder than the server's", addr: running, data: otherData, explData: true, wantNote: "not the --data folder"},
 		{name: "--data of the server's folder", addr: running, data: serverData, explData: true, wantServer: true},
-		{name: "--data and --addr disagree", addr: running, data: otherData, explData: true, explAdr: true, wantErr: "holds embedded chDB in " + serverData},
+		{name: "--data and --addr disagree", addr: running, data: otherData, explData: true, explAdr: true, wantErr: "holds another embedded chDB store, not the --data folder " + otherData},
 		{name: "--data and --addr agree", addr: running, data: serverData, explData: true, explAdr: true, wantServer: true},
 		{name: "--addr with nobody answering", addr: nobody, data: otherData, explAdr: true, wantErr: "no server answers at --addr"},
 		{name: "--addr with a server", addr: running, data: otherData, explAdr: true, wantServer: true},
