@@ -360,16 +360,7 @@ func (q *KafkaQueue) PublishDurable(ex Exchange, done func(error)) error {
 
 // Publish implements Queue: PublishDurable, waiting for the acknowledgement or ctx.
 func (q *KafkaQueue) Publish(ctx context.Context, ex Exchange) error {
-	res := make(chan error, 1)
-	if err := q.PublishDurable(ex, func(err error) { res <- err }); err != nil {
-		return err
-	}
-	select {
-	case err := <-res:
-		return err
-	case <-ctx.Done():
-		return fmt.Errorf("ingest: kafka: waiting for the acknowledgement: %w", ctx.Err())
-	}
+	return publishAndWait(ctx, q.PublishDurable, ex, "ingest: kafka: waiting for the acknowledgement")
 }
 
 // Next implements Queue: the next exchange of the group's partitions. A message

@@ -31,6 +31,21 @@ type DurableQueue interface {
 	PublishDurable(ex Exchange, done func(error)) error
 }
 
+// publishAndWait is Queue.Publish for a durable queue: publish(ex, done), then
+// wait for done's outcome or ctx; waiting names what was waited for.
+func publishAndWait(ctx context.Context, publish func(Exchange, func(error)) error, ex Exchange, waiting string) error {
+	res := make(chan error, 1)
+	if err := publish(ex, func(err error) { res <- err }); err != nil {
+		return err
+	}
+	select {
+	case err := <-res:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("%s: %w", waiting, ctx.Err())
+	}
+}
+
 // StoreQueue is the store-first queue of the all-in-one server: an accepted copy
 // is a row in the store before the tap answers 202, and the work still owed is read
 // back from the store at start.
@@ -142,16 +157,7 @@ func (q *StoreQueue) PublishDurable(ex Exchange, done func(error)) error {
 
 // Publish implements Queue: PublishDurable, waiting for the outcome or ctx.
 func (q *StoreQueue) Publish(ctx context.Context, ex Exchange) error {
-	res := make(chan error, 1)
-	if err := q.PublishDurable(ex, func(err error) { res <- err }); err != nil {
-		return err
-	}
-	select {
-	case err := <-res:
-		return err
-	case <-ctx.Done():
-		return fmt.Errorf("ingest: store queue: waiting for the commit: %w", ctx.Err())
-	}
+	return publishAndWait(ctx, q.PublishDurable, ex, "ingest: store queue: waiting for the commit")
 }
 
 func (q *StoreQueue) reserve() bool {
