@@ -103,6 +103,13 @@ type Run struct {
 	Truncated bool `json:"truncated" ch:"truncated"`
 	// TruncatedSteps counts the run's steps that stopped at their token cap.
 	TruncatedSteps int32 `json:"truncated_steps" ch:"truncated_steps"`
+	// InputReduced: the run answered without part of the request's input — a
+	// media part (image, audio, file) that reached none of its calls because no
+	// worker it called takes that modality, or a conversation the tap could not
+	// rebuild (a Responses API previous_response_id it never saw).
+	// InputReducedReason says what was missing.
+	InputReduced       bool   `json:"input_reduced" ch:"input_reduced"`
+	InputReducedReason string `json:"input_reduced_reason" ch:"input_reduced_reason"`
 }
 
 // Finish reasons of a step, as OpenAI-compatible APIs report them in
@@ -150,6 +157,13 @@ type Step struct {
 	// cache (Anthropic's cache_creation_input_tokens), priced at the cache-write
 	// rate; 0 when not reported.
 	CacheWriteInputTokens int64 `json:"cache_write_input_tokens" ch:"cache_write_input_tokens"`
+	// CacheWrite1hInputTokens are, of CacheWriteInputTokens, those written to a
+	// 1-hour cache (Anthropic's cache_creation.ephemeral_1h_input_tokens), priced
+	// at the 1-hour cache-write rate (2× input); 0 when not reported.
+	CacheWrite1hInputTokens int64 `json:"cache_write_1h_input_tokens" ch:"cache_write_1h_input_tokens"`
+	// ToolCalls are the call's tool calls as JSON, [{"index":0,"id":..,
+	// "type":"function","name":..,"arguments":..}]; "" when it answered in text.
+	ToolCalls string `json:"tool_calls" ch:"tool_calls"`
 	// Orchestration* are a black-box orchestrator API's own planning usage (Fugu's
 	// usage.orchestration_input_tokens, _input_cached_tokens, _output_tokens),
 	// in addition to InputTokens/OutputTokens; 0 when not reported.

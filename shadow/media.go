@@ -1,0 +1,539 @@
+package shadow
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// Input modalities: what a worker takes (WorkerConfig.InputModalities) and what
+// a request's content parts carry.
+const (
+	ModalityText  = "text"
+	ModalityImage = "image" // image_url parts: a data: URL or an http(s) URL
+	ModalityAudio = "audio" // input_audio parts
+	ModalityFile  = "file"  // file parts: documents such as PDFs, as data: URLs
+)
+
+// Modalities lists every modality a worker may declare, in a fixed order.
+func Modalities() []string {
+	return []string{ModalityText, ModalityImage, ModalityAudio, ModalityFile}
+}
+
+// Content-part types of the chat completions API that go-openai has no field
+// for. In memory such a part is an openai.ChatMessagePart whose ImageURL.URL
+// carries the data as a data: URL (AudioPart, FilePart); MarshalMessages and the
+// pool's transport write them in the API's own shapes:
+//
+//	{"type":"input_audio","input_audio":{"data":"<base64>","format":"wav"}}
+//	{"type":"file","file":{"filename":"a.pdf","file_data":"data:application/pdf;base64,…"}}
+const (
+	PartTypeInputAudio openai.ChatMessagePartType = "input_audio"
+	PartTypeFile       openai.ChatMessagePartType = "file"
+)
+
+// fileIDScheme marks a file part that names a file in the incumbent provider's
+// own file store ({"file":{"file_id":"file-abc"}}) instead of carrying it: no
+// candidate can read it, so it is never sent (see fitMessages).
+const fileIDScheme = "file-id:"
+
+// ImagePart is an image_url part (url: a data: URL or an http(s) URL; detail
+// "", "low", "high" or "auto").
+func ImagePart(url, detail string) openai.ChatMessagePart {
+	return openai.ChatMessagePart{Type: openai.ChatMessagePartTypeImageURL,
+		ImageURL: &openai.ChatMessageImageURL{URL: url, Detail: openai.ImageURLDetail(detail)}}
+}
+
+// AudioPart is an input_audio part: base64 data in format ("wav", "mp3", …).
+func AudioPart(b64, format string) openai.ChatMessagePart {
+	if format == "" {
+		format = "wav"
+	}
+	return openai.ChatMessagePart{Type: PartTypeInputAudio,
+		ImageURL: &openai.ChatMessageImageURL{URL: "data:audio/" + format + ";base64," + b64}}
+}
+
+// FilePart is a file part: dataURL is the file as a data: URL
+// ("data:application/pdf;base64,…"), or a provider file id when it does not
+// start with "data:" (kept to say what was asked, never sent to a candidate).
+func FilePart(filename, dataURL string) openai.ChatMessagePart {
+	if !strings.HasPrefix(dataURL, "data:") && !strings.HasPrefix(dataURL, fileIDScheme) &&
+		!strings.HasPrefix(dataURL, "http://") && !strings.HasPrefix(dataURL, "https://") {
+		dataURL = fileIDScheme + dataURL
+	}
+	return openai.ChatMessagePart{Type: PartTypeFile,
+		ImageURL: &openai.ChatMessageImageURL{URL: dataURL, Detail: openai.ImageURLDetail(filename)}}
+}
+
+// Media describes one media part of a request: what is shown instead of its
+// bytes in spans and stored steps, and how a part is recognised across calls.
+type Media struct {
+	Modality string `json:"modality"`           // ModalityImage, ModalityAudio or ModalityFile
+	MIME     string `json:"mime_type"`          // from the data: URL ("image/png"); "" for a remote URL
+	Bytes    int    `json:"bytes"`              // decoded size of inline (data: URL) data, bytes; 0 for a remote URL
+	SHA256   string `json:"sha256"`             // hex SHA-256 of the part's URL text (the data: URL or the remote URL)
+	URL      string `json:"url,omitempty"`      // the remote URL (http, https) or provider file id; "" for inline data
+	Filename string `json:"filename,omitempty"` // a file part's filename
+}
+
+// Label is a short description: "image image/png, 146,000 bytes, sha256
+// 3f9a1c2b4d5e" or "image https://example.com/cat.png".
+func (m Media) Label() string {
+	if m.URL != "" {
+		return m.Modality + " " + m.URL
+	}
+	s := fmt.Sprintf("%s %s, %s bytes, sha256 %s", m.Modality, m.MIME, groupDigits(m.Bytes), m.SHA256[:min(12, len(m.SHA256))])
+	if m.Filename != "" {
+		s += ", " + m.Filename
+	}
+	return s
+}
+
+// groupDigits writes n with thousands separators (146000 → "146,000").
+func groupDigits(n int) string {
+	s := fmt.Sprint(n)
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 && s[0] != '-' {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// PartMedia describes a media part (image_url, input_audio, file); ok is false
+// for text and unknown parts.
+func PartMedia(p openai.ChatMessagePart) (Media, bool) {
+	var modality string
+	switch p.Type {
+	case openai.ChatMessagePartTypeImageURL:
+		modality = ModalityImage
+	case PartTypeInputAudio:
+		modality = ModalityAudio
+	case PartTypeFile:
+		modality = ModalityFile
+	default:
+		return Media{}, false
+	}
+	if p.ImageURL == nil {
+		return Media{}, false
+	}
+	u := p.ImageURL.URL
+	sum := sha256.Sum256([]byte(u))
+	m := Media{Modality: modality, SHA256: hex.EncodeToString(sum[:])}
+	if modality == ModalityFile {
+		m.Filename = string(p.ImageURL.Detail)
+	}
+	mime, b64, ok := splitDataURL(u)
+	if !ok {
+		m.URL = u
+		return m, true
+	}
+	m.MIME, m.Bytes = mime, base64Len(b64)
+	return m, true
+}
+
+// splitDataURL splits "data:<mime>;base64,<data>" (RFC 2397).
+func splitDataURL(u string) (mime, b64 string, ok bool) {
+	rest, found := strings.CutPrefix(u, "data:")
+	if !found {
+		return "", "", false
+	}
+	head, data, found := strings.Cut(rest, ",")
+	if !found {
+		return "", "", false
+	}
+	mime, _, _ = strings.Cut(head, ";")
+	if !strings.Contains(head, ";base64") {
+		return mime, "", true // percent-encoded text data: its size is not decoded here
+	}
+	return mime, data, true
+}
+
+// base64Len is the decoded size of standard or URL base64 text s, padding and
+// line breaks discounted.
+func base64Len(s string) int {
+	n := 0
+	for i := range len(s) {
+		switch s[i] {
+		case '=', '\n', '\r', ' ':
+		default:
+			n++
+		}
+	}
+	return n * 3 / 4
+}
+
+// RequestMedia lists the media parts of msgs, each distinct part (by SHA256)
+// once, in order of appearance.
+func RequestMedia(msgs []openai.ChatCompletionMessage) []Media {
+	var out []Media
+	for _, m := range msgs {
+		for _, p := range m.MultiContent {
+			md, ok := PartMedia(p)
+			if ok && !slices.ContainsFunc(out, func(x Media) bool { return x.SHA256 == md.SHA256 }) {
+				out = append(out, md)
+			}
+		}
+	}
+	return out
+}
+
+// MediaParts returns the media parts of msgs (with duplicates), for attaching
+// the request's media to a workflow step's task.
+func MediaParts(msgs []openai.ChatCompletionMessage) []openai.ChatMessagePart {
+	var out []openai.ChatMessagePart
+	seen := map[string]bool{}
+	for _, m := range msgs {
+		for _, p := range m.MultiContent {
+			if md, ok := PartMedia(p); ok && !seen[md.SHA256] {
+				seen[md.SHA256] = true
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// hasMedia reports whether any message carries a media part.
+func hasMedia(msgs []openai.ChatCompletionMessage) bool {
+	for _, m := range msgs {
+		for _, p := range m.MultiContent {
+			if _, ok := PartMedia(p); ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// withParts returns the user turn text followed by parts: a multi-part message
+// when there are parts, a plain one otherwise.
+func withParts(role, text string, parts []openai.ChatMessagePart) openai.ChatCompletionMessage {
+	if len(parts) == 0 {
+		return openai.ChatCompletionMessage{Role: role, Content: text}
+	}
+	mc := append([]openai.ChatMessagePart{{Type: openai.ChatMessagePartTypeText, Text: text}}, parts...)
+	return openai.ChatCompletionMessage{Role: role, MultiContent: mc}
+}
+
+// Accepts reports whether the worker takes input of modality m: text always;
+// image, audio and file only when InputModalities names them.
+func (w WorkerConfig) Accepts(m string) bool {
+	return m == ModalityText || slices.Contains(w.InputModalities, m)
+}
+
+// withheldText is the text sent in place of a media part a worker cannot take.
+func withheldText(md Media) string {
+	return fmt.Sprintf("[%s not shown: %s; this model does not take %s input]", article(md.Modality), md.Label(), md.Modality)
+}
+
+func article(modality string) string {
+	switch modality {
+	case ModalityImage:
+		return "an image"
+	case ModalityAudio:
+		return "an audio clip"
+	}
+	return "a file"
+}
+
+// fitMessages returns msgs as worker w can take them: every media part of a
+// modality w does not accept, and every file named only by a provider file id,
+// replaced by a text part saying what was left out (withheldText); a message
+// left with text parts only becomes a plain one. sent and withheld describe the
+// media parts kept and left out. msgs without media are returned as they are.
+func fitMessages(msgs []openai.ChatCompletionMessage, w WorkerConfig) (out []openai.ChatCompletionMessage, sent, withheld []Media) {
+	if !hasMedia(msgs) {
+		return msgs, nil, nil
+	}
+	out = make([]openai.ChatCompletionMessage, len(msgs))
+	for i, m := range msgs {
+		out[i] = m
+		if len(m.MultiContent) == 0 {
+			continue
+		}
+		parts := make([]openai.ChatMessagePart, 0, len(m.MultiContent))
+		onlyText := true
+		for _, p := range m.MultiContent {
+			md, ok := PartMedia(p)
+			switch {
+			case !ok:
+				onlyText = onlyText && p.Type == openai.ChatMessagePartTypeText
+				parts = append(parts, p)
+			case w.Accepts(md.Modality) && !strings.HasPrefix(md.URL, fileIDScheme):
+				onlyText = false
+				sent = append(sent, md)
+				parts = append(parts, p)
+			default:
+				withheld = append(withheld, md)
+				parts = append(parts, openai.ChatMessagePart{Type: openai.ChatMessagePartTypeText, Text: withheldText(md)})
+			}
+		}
+		if onlyText {
+			texts := make([]string, len(parts))
+			for j, p := range parts {
+				texts[j] = p.Text
+			}
+			out[i].MultiContent, out[i].Content = nil, strings.Join(texts, "\n")
+			if out[i].Content == "" {
+				out[i].Content = " "
+			}
+			continue
+		}
+		out[i].MultiContent = parts
+	}
+	return out, sent, withheld
+}
+
+// mediaRef is the URL a stored or traced copy of a media part carries instead
+// of its data: "media:<mime>;bytes=<n>;sha256=<hex>" (a remote URL is kept).
+func mediaRef(md Media) string {
+	if md.URL != "" {
+		return md.URL
+	}
+	return fmt.Sprintf("media:%s;bytes=%d;sha256=%s", md.MIME, md.Bytes, md.SHA256)
+}
+
+// RedactMedia returns msgs with the data of every inline media part replaced by
+// a reference naming its type, size and SHA-256 (mediaRef): what a stored step
+// keeps of the messages it sent (the request row keeps the data once). msgs
+// without media are returned as they are.
+func RedactMedia(msgs []openai.ChatCompletionMessage) []openai.ChatCompletionMessage {
+	if !hasMedia(msgs) {
+		return msgs
+	}
+	out := make([]openai.ChatCompletionMessage, len(msgs))
+	for i, m := range msgs {
+		out[i] = m
+		if len(m.MultiContent) == 0 {
+			continue
+		}
+		parts := slices.Clone(m.MultiContent)
+		for j, p := range parts {
+			if md, ok := PartMedia(p); ok {
+				u := *p.ImageURL
+				u.URL = mediaRef(md)
+				parts[j].ImageURL = &u
+			}
+		}
+		out[i].MultiContent = parts
+	}
+	return out
+}
+
+// wirePart is a content part in the chat completions API's JSON.
+type wirePart struct {
+	Type       string                      `json:"type"`
+	Text       string                      `json:"text,omitempty"`
+	ImageURL   *openai.ChatMessageImageURL `json:"image_url,omitempty"`
+	InputAudio *struct {
+		Data   string `json:"data"`
+		Format string `json:"format"`
+	} `json:"input_audio,omitempty"`
+	File *struct {
+		Filename string `json:"filename,omitempty"`
+		FileData string `json:"file_data,omitempty"`
+		FileID   string `json:"file_id,omitempty"`
+	} `json:"file,omitempty"`
+}
+
+// toWire writes one in-memory part in the API's shape.
+func toWire(p openai.ChatMessagePart) wirePart {
+	w := wirePart{Type: string(p.Type), Text: p.Text, ImageURL: p.ImageURL}
+	if p.ImageURL == nil {
+		return w
+	}
+	switch p.Type {
+	case PartTypeInputAudio:
+		w.ImageURL = nil
+		mime, b64, _ := splitDataURL(p.ImageURL.URL)
+		w.InputAudio = &struct {
+			Data   string `json:"data"`
+			Format string `json:"format"`
+		}{Data: b64, Format: strings.TrimPrefix(mime, "audio/")}
+	case PartTypeFile:
+		w.ImageURL = nil
+		f := &struct {
+			Filename string `json:"filename,omitempty"`
+			FileData string `json:"file_data,omitempty"`
+			FileID   string `json:"file_id,omitempty"`
+		}{Filename: string(p.ImageURL.Detail)}
+		if id, ok := strings.CutPrefix(p.ImageURL.URL, fileIDScheme); ok {
+			f.FileID = id
+		} else {
+			f.FileData = p.ImageURL.URL
+		}
+		w.File = f
+	}
+	return w
+}
+
+// fromWire reads one part of the API's JSON into its in-memory form.
+func fromWire(w wirePart) openai.ChatMessagePart {
+	switch openai.ChatMessagePartType(w.Type) {
+	case PartTypeInputAudio:
+		if w.InputAudio != nil {
+			return AudioPart(w.InputAudio.Data, w.InputAudio.Format)
+		}
+	case PartTypeFile:
+		if w.File != nil {
+			if w.File.FileData != "" {
+				return FilePart(w.File.Filename, w.File.FileData)
+			}
+			return FilePart(w.File.Filename, fileIDScheme+w.File.FileID)
+		}
+	}
+	return openai.ChatMessagePart{Type: openai.ChatMessagePartType(w.Type), Text: w.Text, ImageURL: w.ImageURL}
+}
+
+// carriesExtraParts reports whether a message has parts go-openai cannot
+// encode itself (input_audio, file).
+func carriesExtraParts(m openai.ChatCompletionMessage) bool {
+	for _, p := range m.MultiContent {
+		if p.Type == PartTypeInputAudio || p.Type == PartTypeFile {
+			return true
+		}
+	}
+	return false
+}
+
+// MarshalMessages encodes msgs as the chat completions API's messages array,
+// input_audio and file parts in their own shapes (go-openai encodes the rest).
+func MarshalMessages(msgs []openai.ChatCompletionMessage) ([]byte, error) {
+	if !slices.ContainsFunc(msgs, carriesExtraParts) {
+		return json.Marshal(msgs)
+	}
+	out := make([]json.RawMessage, len(msgs))
+	for i, m := range msgs {
+		b, err := marshalMessage(m)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = b
+	}
+	return json.Marshal(out)
+}
+
+func marshalMessage(m openai.ChatCompletionMessage) ([]byte, error) {
+	if !carriesExtraParts(m) {
+		return json.Marshal(m)
+	}
+	parts := m.MultiContent
+	m.MultiContent = []openai.ChatMessagePart{{Type: openai.ChatMessagePartTypeText, Text: "x"}}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(b, &obj); err != nil {
+		return nil, err
+	}
+	wire := make([]wirePart, len(parts))
+	for i, p := range parts {
+		wire[i] = toWire(p)
+	}
+	if obj["content"], err = json.Marshal(wire); err != nil {
+		return nil, err
+	}
+	return json.Marshal(obj)
+}
+
+// extraPartKeys are the byte patterns that can mark an input_audio or file part.
+var extraPartKeys = [][]byte{[]byte(`"input_audio"`), []byte(`"file"`)}
+
+func mayCarryExtraParts(b []byte) bool {
+	for _, k := range extraPartKeys {
+		if bytes.Contains(b, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// UnmarshalMessages decodes a chat completions messages array, input_audio
+// and file parts included (go-openai alone keeps only text and image_url).
+func UnmarshalMessages(b []byte, msgs *[]openai.ChatCompletionMessage) error {
+	if err := json.Unmarshal(b, msgs); err != nil {
+		return err
+	}
+	if !mayCarryExtraParts(b) {
+		return nil
+	}
+	var raw []struct {
+		Content json.RawMessage `json:"content"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	for i := range *msgs {
+		if i >= len(raw) || len((*msgs)[i].MultiContent) == 0 {
+			continue
+		}
+		var parts []wirePart
+		if json.Unmarshal(raw[i].Content, &parts) != nil || len(parts) != len((*msgs)[i].MultiContent) {
+			continue
+		}
+		for j, p := range parts {
+			if t := openai.ChatMessagePartType(p.Type); t == PartTypeInputAudio || t == PartTypeFile {
+				(*msgs)[i].MultiContent[j] = fromWire(p)
+			}
+		}
+	}
+	return nil
+}
+
+// wireRequestBody rewrites the messages of a chat completions request body
+// that go-openai encoded, so input_audio and file parts travel in the API's
+// shapes; a body without such parts is returned as it is.
+func wireRequestBody(body []byte) ([]byte, error) {
+	if !bytes.Contains(body, []byte(`"type":"input_audio"`)) && !bytes.Contains(body, []byte(`"type":"file"`)) {
+		return body, nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(body, &obj); err != nil {
+		return nil, fmt.Errorf("shadow: rewrite request parts: %w", err)
+	}
+	var msgs []openai.ChatCompletionMessage
+	if err := json.Unmarshal(obj["messages"], &msgs); err != nil {
+		return nil, fmt.Errorf("shadow: rewrite request parts: %w", err)
+	}
+	m, err := MarshalMessages(msgs)
+	if err != nil {
+		return nil, fmt.Errorf("shadow: rewrite request parts: %w", err)
+	}
+	obj["messages"] = m
+	return json.Marshal(obj)
+}
+
+// partsTransport sends input_audio and file parts in the API's shapes: it
+// rewrites the body of a request that carries them (wireRequestBody).
+type partsTransport struct{ base http.RoundTripper }
+
+func (t partsTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body == nil || r.Method != http.MethodPost {
+		return t.base.RoundTrip(r)
+	}
+	body, err := io.ReadAll(r.Body)
+	_ = r.Body.Close()
+	if err != nil {
+		return nil, fmt.Errorf("shadow: read request body: %w", err)
+	}
+	if body, err = wireRequestBody(body); err != nil {
+		return nil, err
+	}
+	out := r.Clone(r.Context())
+	out.Body = io.NopCloser(bytes.NewReader(body))
+	out.ContentLength = int64(len(body))
+	out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+	return t.base.RoundTrip(out)
+}
