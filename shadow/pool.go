@@ -97,7 +97,7 @@ type Call struct {
 // Usage returns the call's token usage.
 func (c Call) Usage() Usage {
 	return Usage{PromptTokens: c.PromptTokens, CompletionTokens: c.CompletionTokens, CachedPromptTokens: c.CachedPromptTokens,
-		CacheWritePromptTokens:   c.CacheWritePromptTokens, CacheWrite1hPromptTokens: c.CacheWrite1hPromptTokens,
+		CacheWritePromptTokens: c.CacheWritePromptTokens, CacheWrite1hPromptTokens: c.CacheWrite1hPromptTokens,
 		OrchestrationInputTokens: c.OrchestrationInputTokens, OrchestrationInputCachedTokens: c.OrchestrationInputCachedTokens,
 		OrchestrationOutputTokens: c.OrchestrationOutputTokens}
 }

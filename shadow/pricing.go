@@ -30,8 +30,8 @@ type Price struct {
 	// them at 2× the base input price (AnthropicCacheWrite1hMultiplier).
 	CacheWrite1hUSDPerMTok float64
 	AsOf                   string // date the price is valid from, YYYY-MM-DD
-	Estimate             bool   // true when no single provider list price exists (open models)
-	Source               string // where the figure comes from
+	Estimate               bool   // true when no single provider list price exists (open models)
+	Source                 string // where the figure comes from
 }
 
 // Usage is the token usage of one call, as the API reported it.
