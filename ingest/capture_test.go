@@ -139,7 +139,7 @@ func TestCaptureExchangeFidelity(t *testing.T) {
 				if tc.cut {
 					c.end = endClientGone
 				}
-				ex, err := c.exchange()
+				ex, err := c.exchange(nil)
 				if err != nil {
 					t.Fatalf("exchange: %v", err)
 				}
@@ -170,7 +170,7 @@ func TestIncumbentRunFromCapture(t *testing.T) {
 	}
 	c := capture{path: "/v1/chat/completions", app: "a", reqBody: []byte(`{"model":"gpt-5","stream":true,"messages":[{"role":"user","content":"weather?"}]}`),
 		respBody: reframe(raw, "\r"), status: 200, respHeader: http.Header{"Content-Type": {"text/event-stream"}}, start: time.Now(), latency: time.Second}
-	ex, err := c.exchange()
+	ex, err := c.exchange(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -456,7 +456,7 @@ func BenchmarkCaptureExchange(b *testing.B) {
 		respBody: reframe(raw, "\r"), status: 200, respHeader: http.Header{"Content-Type": {"text/event-stream"}}, start: time.Now(), latency: time.Second}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := c.exchange(); err != nil {
+		if _, err := c.exchange(nil); err != nil {
 			b.Fatal(err)
 		}
 	}

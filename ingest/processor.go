@@ -248,7 +248,7 @@ func (p *Processor) process(ctx context.Context, d Delivery) {
 			return
 		}
 	}
-	sreq := shadow.Request{RequestID: ex.RequestID, Messages: ex.Request.Messages}
+	sreq := ex.ShadowRequest()
 	runCtx := ContextWithTraceParent(ctx, ex.TraceParent) // runs join the production request's trace
 	interrupted := false
 	for _, c := range p.candidates {

@@ -375,7 +375,7 @@ func FuzzCaptureExchange(f *testing.F) {
 		if streamed {
 			c.respHeader.Set("Content-Type", "text/event-stream")
 		}
-		ex, err := c.exchange()
+		ex, err := c.exchange(nil)
 		if err != nil {
 			return
 		}

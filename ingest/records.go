@@ -22,7 +22,7 @@ type UsagePricer interface {
 // RequestRecord turns an exchange into the stored request row: the messages as
 // JSON, their sha256, the category from metadata["category"].
 func RequestRecord(ex Exchange) (store.Request, error) {
-	input, err := json.Marshal(ex.Request.Messages)
+	input, err := shadow.MarshalMessages(ex.Request.Messages)
 	if err != nil {
 		return store.Request{}, fmt.Errorf("ingest: encode messages: %w", err)
 	}
@@ -183,7 +183,7 @@ func incumbentRun(ex Exchange, pricer Pricer) (store.Run, store.Step, string) {
 	}
 	status, errText := incumbentStatus(resp), incumbentError(resp)
 	choices, toolCalls := detailJSON(resp)
-	messages, _ := json.Marshal(ex.Request.Messages) // already encoded once by RequestRecord
+	messages, _ := shadow.MarshalMessages(shadow.RedactMedia(ex.Request.Messages)) // the request row keeps the media's bytes
 	run := store.Run{
 		RunID:           runID,
 		RequestID:       ex.RequestID,
@@ -212,28 +212,29 @@ func incumbentRun(ex Exchange, pricer Pricer) (store.Run, store.Step, string) {
 		stepErr = joinNonEmpty(stepErr, note)
 	}
 	step := store.Step{
-		RunID:                 runID,
-		Index:                 0,
-		Parent:                -1,
-		Role:                  "incumbent",
-		Worker:                "incumbent",
-		Model:                 model,
-		Access:                `"all"`,
-		Messages:              string(messages),
-		InputTokens:           resp.Usage.PromptTokens,
-		OutputTokens:          resp.Usage.CompletionTokens,
-		CachedInputTokens:     resp.Usage.CachedPromptTokens,
-		CacheWriteInputTokens: resp.Usage.CacheWritePromptTokens,
-		CostUSD:               cost,
-		StartedAt:             received.UTC(),
-		LatencyMs:             resp.LatencyMs,
-		TTFTMs:                resp.TTFTMs,
-		Status:                status,
-		Output:                resp.Content,
-		Reasoning:             resp.Reasoning,
-		FinishReason:          resp.FinishReason,
-		Error:                 stepErr,
-		Attempt:               1,
+		RunID:                   runID,
+		Index:                   0,
+		Parent:                  -1,
+		Role:                    "incumbent",
+		Worker:                  "incumbent",
+		Model:                   model,
+		Access:                  `"all"`,
+		Messages:                string(messages),
+		InputTokens:             resp.Usage.PromptTokens,
+		OutputTokens:            resp.Usage.CompletionTokens,
+		CachedInputTokens:       resp.Usage.CachedPromptTokens,
+		CacheWriteInputTokens:   resp.Usage.CacheWritePromptTokens,
+		CacheWrite1hInputTokens: resp.Usage.CacheWrite1hPromptTokens,
+		CostUSD:                 cost,
+		StartedAt:               received.UTC(),
+		LatencyMs:               resp.LatencyMs,
+		TTFTMs:                  resp.TTFTMs,
+		Status:                  status,
+		Output:                  resp.Content,
+		Reasoning:               resp.Reasoning,
+		FinishReason:            resp.FinishReason,
+		Error:                   stepErr,
+		Attempt:                 1,
 	}
 	if resp.FinishReason == store.FinishLength {
 		run.Truncated, run.TruncatedSteps = true, 1

@@ -40,10 +40,11 @@ const (
 	PartTypeFile       openai.ChatMessagePartType = "file"
 )
 
-// fileIDScheme marks a file part that names a file in the incumbent provider's
-// own file store ({"file":{"file_id":"file-abc"}}) instead of carrying it: no
-// candidate can read it, so it is never sent (see fitMessages).
-const fileIDScheme = "file-id:"
+// FileIDScheme prefixes the URL of a part that names a file in the incumbent
+// provider's own file store ({"file":{"file_id":"file-abc"}}, Anthropic's
+// {"source":{"type":"file","file_id":…}}) instead of carrying it: no candidate
+// can read it, so it is never sent (see Transferable).
+const FileIDScheme = "file-id:"
 
 // ImagePart is an image_url part (url: a data: URL or an http(s) URL; detail
 // "", "low", "high" or "auto").
@@ -65,9 +66,9 @@ func AudioPart(b64, format string) openai.ChatMessagePart {
 // ("data:application/pdf;base64,…"), or a provider file id when it does not
 // start with "data:" (kept to say what was asked, never sent to a candidate).
 func FilePart(filename, dataURL string) openai.ChatMessagePart {
-	if !strings.HasPrefix(dataURL, "data:") && !strings.HasPrefix(dataURL, fileIDScheme) &&
+	if !strings.HasPrefix(dataURL, "data:") && !strings.HasPrefix(dataURL, FileIDScheme) &&
 		!strings.HasPrefix(dataURL, "http://") && !strings.HasPrefix(dataURL, "https://") {
-		dataURL = fileIDScheme + dataURL
+		dataURL = FileIDScheme + dataURL
 	}
 	return openai.ChatMessagePart{Type: PartTypeFile,
 		ImageURL: &openai.ChatMessageImageURL{URL: dataURL, Detail: openai.ImageURLDetail(filename)}}
@@ -226,6 +227,17 @@ func withParts(role, text string, parts []openai.ChatMessagePart) openai.ChatCom
 	return openai.ChatCompletionMessage{Role: role, MultiContent: mc}
 }
 
+// Transferable reports whether a candidate can be sent the part: not when it
+// names a file in the incumbent provider's file store (FileIDScheme), nor a
+// file (document) by remote URL, which the chat completions API has no field
+// for; images by http(s) URL are sent as they are.
+func (m Media) Transferable() bool {
+	if strings.HasPrefix(m.URL, FileIDScheme) {
+		return false
+	}
+	return m.Modality != ModalityFile || m.URL == ""
+}
+
 // Accepts reports whether the worker takes input of modality m: text always;
 // image, audio and file only when InputModalities names them.
 func (w WorkerConfig) Accepts(m string) bool {
@@ -234,7 +246,11 @@ func (w WorkerConfig) Accepts(m string) bool {
 
 // withheldText is the text sent in place of a media part a worker cannot take.
 func withheldText(md Media) string {
-	return fmt.Sprintf("[%s not shown: %s; this model does not take %s input]", article(md.Modality), md.Label(), md.Modality)
+	why := "this model does not take " + md.Modality + " input"
+	if !md.Transferable() {
+		why = "it is held by the incumbent's provider and cannot be sent"
+	}
+	return fmt.Sprintf("[%s not shown: %s; %s]", article(md.Modality), md.Label(), why)
 }
 
 func article(modality string) string {
@@ -248,8 +264,8 @@ func article(modality string) string {
 }
 
 // fitMessages returns msgs as worker w can take them: every media part of a
-// modality w does not accept, and every file named only by a provider file id,
-// replaced by a text part saying what was left out (withheldText); a message
+// modality w does not accept, and every part no candidate can be sent
+// (Media.Transferable), replaced by a text part saying what was left out (withheldText); a message
 // left with text parts only becomes a plain one. sent and withheld describe the
 // media parts kept and left out. msgs without media are returned as they are.
 func fitMessages(msgs []openai.ChatCompletionMessage, w WorkerConfig) (out []openai.ChatCompletionMessage, sent, withheld []Media) {
@@ -270,7 +286,7 @@ func fitMessages(msgs []openai.ChatCompletionMessage, w WorkerConfig) (out []ope
 			case !ok:
 				onlyText = onlyText && p.Type == openai.ChatMessagePartTypeText
 				parts = append(parts, p)
-			case w.Accepts(md.Modality) && !strings.HasPrefix(md.URL, fileIDScheme):
+			case w.Accepts(md.Modality) && md.Transferable():
 				onlyText = false
 				sent = append(sent, md)
 				parts = append(parts, p)
@@ -368,7 +384,7 @@ func toWire(p openai.ChatMessagePart) wirePart {
 			FileData string `json:"file_data,omitempty"`
 			FileID   string `json:"file_id,omitempty"`
 		}{Filename: string(p.ImageURL.Detail)}
-		if id, ok := strings.CutPrefix(p.ImageURL.URL, fileIDScheme); ok {
+		if id, ok := strings.CutPrefix(p.ImageURL.URL, FileIDScheme); ok {
 			f.FileID = id
 		} else {
 			f.FileData = p.ImageURL.URL
@@ -390,7 +406,7 @@ func fromWire(w wirePart) openai.ChatMessagePart {
 			if w.File.FileData != "" {
 				return FilePart(w.File.Filename, w.File.FileData)
 			}
-			return FilePart(w.File.Filename, fileIDScheme+w.File.FileID)
+			return FilePart(w.File.Filename, FileIDScheme+w.File.FileID)
 		}
 	}
 	return openai.ChatMessagePart{Type: openai.ChatMessagePartType(w.Type), Text: w.Text, ImageURL: w.ImageURL}
