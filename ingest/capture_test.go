@@ -65,7 +65,7 @@ func TestSSEEventsFraming(t *testing.T) {
 // tap must store of it.
 type captureCase struct {
 	file      string
-	route     string // /v1/chat/completions or /v1/responses
+	route     string // /v1/chat/completions, /v1/responses or /v1/messages
 	cut       bool   // the answer was cut off (client hung up)
 	content   string
 	reasoning string
@@ -80,8 +80,21 @@ var cached = Usage{PromptTokens: 1000, CompletionTokens: 100, CachedPromptTokens
 func captureCases() []captureCase {
 	weather := ToolCall{Index: 0, ID: "call_a", Type: "function", Name: "get_weather", Arguments: `{"city":"Paris"}`}
 	timeCall := ToolCall{Index: 1, ID: "call_b", Type: "function", Name: "get_time", Arguments: `{"tz":"CET"}`}
-	const chat, resp = "/v1/chat/completions", "/v1/responses"
+	const chat, resp, msgs = "/v1/chat/completions", "/v1/responses", "/v1/messages"
+	writes := Usage{PromptTokens: 1000, CompletionTokens: 100, CachedPromptTokens: 800, CacheWritePromptTokens: 100, CacheWrite1hPromptTokens: 40}
 	return []captureCase{
+		{file: "anthropic_stream_thinking.sse", route: msgs, content: "The answer is 4.", reasoning: "Two plus two is four.", usage: cached},
+		{file: "anthropic_stream_tools.sse", route: msgs, content: "Checking", usage: writes, choices: []Choice{
+			{Index: 0, Content: "Checking", FinishReason: "tool_calls", ToolCalls: []ToolCall{
+				{Index: 0, ID: "toolu_a", Type: "function", Name: "get_weather", Arguments: `{"city":"Paris"}`},
+				{Index: 1, ID: "toolu_b", Type: "function", Name: "get_time", Arguments: `{"tz":"CET"}`}}}}},
+		{file: "anthropic_stream_error_event.sse", route: msgs, content: "The answer", usage: Usage{PromptTokens: 1000, CompletionTokens: 1, CachedPromptTokens: 800},
+			errText: "overloaded_error: Overloaded"},
+		{file: "anthropic_stream_cut.sse", route: msgs, cut: true, usage: Usage{PromptTokens: 1000, CompletionTokens: 1, CachedPromptTokens: 800}, choices: []Choice{
+			{Index: 0, ToolCalls: []ToolCall{{Index: 0, ID: "toolu_c", Type: "function", Name: "get_weather", Arguments: `{"city":`}}}}},
+		{file: "anthropic_body.json", route: msgs, content: "The answer is 4.", reasoning: "Two plus two is four.", usage: cached, choices: []Choice{
+			{Index: 0, Content: "The answer is 4.", Reasoning: "Two plus two is four.", FinishReason: "tool_calls",
+				ToolCalls: []ToolCall{{Index: 0, ID: "toolu_d", Type: "function", Name: "calc", Arguments: `{"expr":"2+2"}`}}}}},
 		{file: "chat_stream_reasoning_content.sse", route: chat, content: "The answer is 4.", reasoning: "Two plus two is four.", usage: cached},
 		{file: "chat_stream_reasoning.sse", route: chat, content: "The answer is 4.", reasoning: "Two plus two is four.", usage: cached},
 		{file: "chat_stream_n2.sse", route: chat, content: "Paris.", usage: cached, choices: []Choice{
@@ -128,8 +141,11 @@ func TestCaptureExchangeFidelity(t *testing.T) {
 			}
 			t.Run(tc.file+"/"+le.name, func(t *testing.T) {
 				req := `{"model":"m","messages":[{"role":"user","content":"2+2?"}]}`
-				if tc.route == "/v1/responses" {
+				switch tc.route {
+				case "/v1/responses":
 					req = `{"model":"m","input":"2+2?"}`
+				case "/v1/messages":
+					req = `{"model":"m","max_tokens":64,"messages":[{"role":"user","content":"2+2?"}]}`
 				}
 				c := capture{path: tc.route, app: "a", reqBody: []byte(req), respBody: reframe(raw, le.eol), status: 200,
 					respHeader: http.Header{}, start: time.Now(), latency: time.Millisecond}

@@ -444,24 +444,21 @@ func marshalMessage(m openai.ChatCompletionMessage) ([]byte, error) {
 	if !carriesExtraParts(m) {
 		return json.Marshal(m)
 	}
-	parts := m.MultiContent
-	m.MultiContent = []openai.ChatMessagePart{{Type: openai.ChatMessagePartTypeText, Text: "x"}}
-	b, err := json.Marshal(m)
-	if err != nil {
-		return nil, err
-	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(b, &obj); err != nil {
-		return nil, err
-	}
-	wire := make([]wirePart, len(parts))
-	for i, p := range parts {
+	wire := make([]wirePart, len(m.MultiContent))
+	for i, p := range m.MultiContent {
 		wire[i] = toWire(p)
 	}
-	if obj["content"], err = json.Marshal(wire); err != nil {
-		return nil, err
-	}
-	return json.Marshal(obj)
+	// go-openai's own multi-part shape, with the parts in the API's shapes.
+	return json.Marshal(struct {
+		Role             string               `json:"role"`
+		Content          []wirePart           `json:"content"`
+		Refusal          string               `json:"refusal,omitempty"`
+		Name             string               `json:"name,omitempty"`
+		ReasoningContent string               `json:"reasoning_content,omitempty"`
+		FunctionCall     *openai.FunctionCall `json:"function_call,omitempty"`
+		ToolCalls        []openai.ToolCall    `json:"tool_calls,omitempty"`
+		ToolCallID       string               `json:"tool_call_id,omitempty"`
+	}{m.Role, wire, m.Refusal, m.Name, m.ReasoningContent, m.FunctionCall, m.ToolCalls, m.ToolCallID})
 }
 
 // extraPartKeys are the byte patterns that can mark an input_audio or file part.
