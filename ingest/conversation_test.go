@@ -19,16 +19,25 @@ func TestConversationsBudget(t *testing.T) {
 	c.remember("r1", "", msg(strings.Repeat("a", 100)))
 	c.remember("r2", "r1", msg(strings.Repeat("b", 100)))
 	c.remember("r3", "r2", msg(strings.Repeat("c", 100)))
-	got, ok := c.rebuild("r3")
-	if !ok || len(got) != 6 || got[0].Content != strings.Repeat("a", 100) || got[5].Content != "ok "+strings.Repeat("c", 100) {
-		t.Fatalf("rebuild r3: %v %d messages", ok, len(got))
-	}
 	c.remember("r4", "r3", msg(strings.Repeat("d", 100))) // evicts r1, the least recently used
 	if _, ok := c.rebuild("r4"); ok {
 		t.Error("r4 rebuilt although r1 was evicted")
 	}
-	if got, ok := c.rebuild("r2"); ok || got != nil {
-		t.Errorf("r2 rebuilt without r1: %v", got)
+	// A rebuild uses every turn of its chain: they stay, the others go first.
+	c = newConversations(3 * one)
+	c.remember("r1", "", msg(strings.Repeat("a", 100)))
+	c.remember("r2", "r1", msg(strings.Repeat("b", 100)))
+	c.remember("r3", "r2", msg(strings.Repeat("c", 100)))
+	got, ok := c.rebuild("r2")
+	if !ok || len(got) != 4 || got[0].Content != strings.Repeat("a", 100) || got[3].Content != "ok "+strings.Repeat("b", 100) {
+		t.Fatalf("rebuild r2: %v %d messages", ok, len(got))
+	}
+	c.remember("r2b", "r2", msg(strings.Repeat("e", 100))) // evicts r3
+	if _, ok := c.rebuild("r3"); ok {
+		t.Error("r3 kept although it was the least recently used")
+	}
+	if got, ok := c.rebuild("r2b"); !ok || len(got) != 6 {
+		t.Errorf("rebuild r2b: %v %d messages", ok, len(got))
 	}
 	if c.used > c.maxBytes {
 		t.Errorf("%d bytes held, budget %d", c.used, c.maxBytes)
