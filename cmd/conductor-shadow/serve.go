@@ -91,7 +91,8 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 			return fmt.Errorf("serve: %w", err)
 		}
 		s.writer.Start(ctx)
-		s.pipes, err = buildInstrumentedPipelines(s.cfg, shadow.Telemetry{Tracers: tp, Meters: s.metrics.meters, CaptureContent: s.cfg.Telemetry.CaptureContent})
+		s.pipes, err = buildInstrumentedPipelines(s.cfg, shadow.Telemetry{Tracers: tp, Meters: s.metrics.meters, CaptureContent: s.cfg.Telemetry.CaptureContent,
+			MaxContentBytes: s.cfg.Telemetry.MaxContentBytes})
 		if err != nil {
 			return fmt.Errorf("serve: %w", err)
 		}

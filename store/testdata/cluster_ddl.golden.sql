@@ -324,6 +324,24 @@ ORDER BY (subject_hash, forgotten_at);
 CREATE TABLE IF NOT EXISTS `shadow`.forgotten_subjects ON CLUSTER `shadow_cluster` AS `shadow`.forgotten_subjects_local
 ENGINE = Distributed('shadow_cluster', 'shadow', 'forgotten_subjects_local', cityHash64(subject_hash));
 
+-- migration 0170_input_reduced
+
+ALTER TABLE `shadow`.runs_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS input_reduced Bool DEFAULT false AFTER truncated_steps;
+
+ALTER TABLE `shadow`.runs ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS input_reduced Bool DEFAULT false AFTER truncated_steps;
+
+ALTER TABLE `shadow`.runs_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS input_reduced_reason String DEFAULT '' AFTER input_reduced;
+
+ALTER TABLE `shadow`.runs ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS input_reduced_reason String DEFAULT '' AFTER input_reduced;
+
+ALTER TABLE `shadow`.steps_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS cache_write_1h_input_tokens Int64 DEFAULT 0 AFTER cache_write_input_tokens;
+
+ALTER TABLE `shadow`.steps ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS cache_write_1h_input_tokens Int64 DEFAULT 0 AFTER cache_write_input_tokens;
+
+ALTER TABLE `shadow`.steps_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS tool_calls String DEFAULT '' AFTER output;
+
+ALTER TABLE `shadow`.steps ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS tool_calls String DEFAULT '' AFTER output;
+
 -- retention: requests 90 days, bodies 30 days
 
 ALTER TABLE `shadow`.`requests_local` ON CLUSTER `shadow_cluster` MODIFY TTL toDateTime(received_at) + toIntervalSecond(7776000);
@@ -347,6 +365,8 @@ ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `su
 ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `messages` TTL toDateTime(started_at) + toIntervalSecond(2592000);
 
 ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `output` TTL toDateTime(started_at) + toIntervalSecond(2592000);
+
+ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `tool_calls` TTL toDateTime(started_at) + toIntervalSecond(2592000);
 
 ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `reasoning` TTL toDateTime(started_at) + toIntervalSecond(2592000);
 
