@@ -537,7 +537,7 @@ func (r *suiteRunner) runCase(ctx context.Context, c Case) ([]Outcome, store.Bat
 			TokensIn: run.TokensIn, TokensOut: run.TokensOut, Calls: int(run.Calls),
 			Simulated: run.Simulated, Passed: sc.Passed, Value: sc.Value,
 			GraderError: sc.Error, Explanation: sc.Explanation,
-			Truncated: run.Truncated, Excluded: excluded,
+			Truncated: run.Truncated, Excluded: excluded, InputReduced: run.InputReduced,
 			App: c.ExtraString("app"), Tags: c.Tags, Grader: g.Name(), Segments: segNames,
 		}
 	}

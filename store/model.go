@@ -254,6 +254,9 @@ type TraceSummary struct {
 	IncumbentCostUSD float64   `json:"incumbent_cost_usd"`
 	CandidateCostUSD float64   `json:"candidate_cost_usd"` // sum over candidate runs
 	Statuses         []string  `json:"statuses"`           // distinct run statuses
+	// InputReducedRuns counts the runs that answered without part of the
+	// request's input (Run.InputReduced).
+	InputReducedRuns int `json:"input_reduced_runs"`
 }
 
 // Trace is everything recorded for one request.
