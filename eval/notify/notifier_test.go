@@ -385,7 +385,9 @@ func TestFailuresAreCountedAndNeverNameTheURL(t *testing.T) {
 	deadURL := "http://" + dead.Addr().String() + "/services/T0/B0/s3cr3t-token"
 	dead.Close()
 	refusing := newReceiver(t, func(_ int, w http.ResponseWriter, _ *http.Request) { http.Error(w, "no_service", http.StatusNotFound) })
-	down := newReceiver(t, func(_ int, w http.ResponseWriter, _ *http.Request) { http.Error(w, "maintenance", http.StatusServiceUnavailable) })
+	down := newReceiver(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "maintenance", http.StatusServiceUnavailable)
+	})
 
 	for _, tc := range []struct {
 		name, url string
