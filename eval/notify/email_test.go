@@ -258,9 +258,9 @@ func TestEmailOverSTARTTLSWithAuth(t *testing.T) {
 	}
 	text := strings.ReplaceAll(string(body), "\r\n", "\n")
 	for _, want := range []string{
-		"The suite verdict on gsm8k-150 of conductor (version 3f9a0b1c2d3e) is FAIL (its first).",
+		"The suite verdict of conductor (version 3f9a0b1c2d3e) on gsm8k-150 is FAIL (its first).",
 		"gsm8k-150 (150 cases): conductor 71.3% vs single:gpt-5 78.0%",
-		"Failing gates:\n- quality FAIL: worse: upper bound -4.1 pts < -3.0 pts (Tango score interval, paired pass/fail)\n- latency INCONCLUSIVE:",
+		"Failing and undecided gates:\n- quality FAIL: worse: upper bound -4.1 pts < -3.0 pts (Tango score interval, paired pass/fail)\n- latency INCONCLUSIVE:",
 		"Evidence: https://shadow.example.com/ui/suite-runs/sr-1",
 	} {
 		if !strings.Contains(text, want) {

@@ -164,30 +164,37 @@ func (n Notice) Subject() string {
 	return fmt.Sprintf("%s: %s %s, %s", n.Verdict, who, where, was)
 }
 
-// change says what changed in words: "The suite verdict of … changed from
-// PASS to FAIL." or "… is FAIL (its first).".
+// change says what changed in words: "The suite verdict of conductor
+// (version …) on gsm8k-150 changed from PASS to FAIL." or "… is FAIL (its
+// first).".
 func (n Notice) change() string {
-	what := "suite verdict on " + n.Set
+	what, where := "suite verdict", "on "+n.Set
 	if n.Kind == KindLive {
-		what = "running verdict on live traffic"
+		what, where = "running verdict", "on live traffic"
 	}
 	who := n.Candidate
 	if n.Version != "" {
 		who += " (version " + n.Version + ")"
 	}
 	if n.Previous == "" {
-		return fmt.Sprintf("The %s of %s is %s (its first).", what, who, n.Verdict)
+		return fmt.Sprintf("The %s of %s %s is %s (its first).", what, who, where, n.Verdict)
 	}
-	return fmt.Sprintf("The %s of %s changed from %s to %s.", what, who, n.Previous, n.Verdict)
+	return fmt.Sprintf("The %s of %s %s changed from %s to %s.", what, who, where, n.Previous, n.Verdict)
 }
 
-// gateHeading names the list of gates: "Failing gates" when any failed,
-// "Undecided gates" otherwise.
+// gateHeading names the list of gates that did not pass: "Failing gates",
+// "Undecided gates" (all INCONCLUSIVE) or "Failing and undecided gates".
 func (n Notice) gateHeading() string {
+	var fail, undecided bool
 	for _, g := range n.Gates {
-		if g.Status == gate.Fail {
-			return "Failing gates"
-		}
+		fail = fail || g.Status == gate.Fail
+		undecided = undecided || g.Status != gate.Fail
+	}
+	switch {
+	case fail && undecided:
+		return "Failing and undecided gates"
+	case fail:
+		return "Failing gates"
 	}
 	return "Undecided gates"
 }

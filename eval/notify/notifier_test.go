@@ -185,9 +185,9 @@ func TestSuiteVerdictSendsSlackPayload(t *testing.T) {
 	link := "https://shadow.example.com/ui/suite-runs/sr%2F1"
 	for _, want := range []string{
 		"FAIL: conductor (version 3f9a0b1c2d3e) on gsm8k-150, first suite verdict",
-		"The suite verdict on gsm8k-150 of conductor (version 3f9a0b1c2d3e) is FAIL (its first).",
+		"The suite verdict of conductor (version 3f9a0b1c2d3e) on gsm8k-150 is FAIL (its first).",
 		"78.0% &lt;worse&gt; &amp; slower",
-		"Failing gates:\n• *quality* FAIL: worse: upper bound -4.1 pts &lt; -3.0 pts",
+		"Failing and undecided gates:\n• *quality* FAIL: worse: upper bound -4.1 pts &lt; -3.0 pts",
 		"• *latency* INCONCLUSIVE: p95 latency ratio 1.300",
 		link,
 	} {
@@ -211,7 +211,7 @@ func TestSuiteVerdictSendsSlackPayload(t *testing.T) {
 	if h := m.Blocks[0].Text; h.Type != "plain_text" || h.Text != "FAIL: conductor (version 3f9a0b1c2d3e) on gsm8k-150, first suite verdict" {
 		t.Errorf("header %+v", h)
 	}
-	if g := m.Blocks[2].Text; g.Type != "mrkdwn" || !strings.HasPrefix(g.Text, "*Failing gates*\n• *quality* FAIL") {
+	if g := m.Blocks[2].Text; g.Type != "mrkdwn" || !strings.HasPrefix(g.Text, "*Failing and undecided gates*\n• *quality* FAIL") {
 		t.Errorf("gates section %+v", g)
 	}
 	button, _ := m.Blocks[3].Elements[0].(map[string]any)

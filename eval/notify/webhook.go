@@ -144,11 +144,13 @@ func (w *webhook) name() string { return SinkWebhook }
 // (backoff.RetryAfterError). Any other answer (400 invalid_payload, 403,
 // 404 no_service, a redirect) is permanent. Errors never name the URL.
 func (w *webhook) send(ctx context.Context, n Notice) error {
-	body, err := json.Marshal(SlackPayload(n))
-	if err != nil {
+	var body bytes.Buffer
+	enc := json.NewEncoder(&body)
+	enc.SetEscapeHTML(false) // "&amp;" stays readable; JSON needs no HTML escaping
+	if err := enc.Encode(SlackPayload(n)); err != nil {
 		return backoff.Permanent(fmt.Errorf("webhook: encode: %w", err))
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, &body)
 	if err != nil {
 		return backoff.Permanent(errors.New("webhook: bad URL"))
 	}
