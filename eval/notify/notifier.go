@@ -374,14 +374,7 @@ func (n *Notifier) Shutdown(ctx context.Context) error {
 	cancel, started := n.cancel, n.started
 	n.mu.Unlock()
 	if !started {
-		for more := true; more; { // offered before a Start that never came
-			select {
-			case batch := <-n.intake:
-				n.drop(DropStopped, batch)
-			default:
-				more = false
-			}
-		}
+		n.drainIntake(func(batch []VerdictState) { n.drop(DropStopped, batch) }) // offered before a Start that never came
 		for _, b := range n.boxes {
 			b.sink.close()
 		}
@@ -396,14 +389,7 @@ func (n *Notifier) Shutdown(ctx context.Context) error {
 		return fmt.Errorf("notify: shutdown: %w", ctx.Err())
 	}
 	// Verdicts offered but not yet looked at: store their changes pending.
-	for more := true; more; {
-		select {
-		case batch := <-n.intake:
-			n.decide(ctx, batch, false)
-		default:
-			more = false
-		}
-	}
+	n.drainIntake(func(batch []VerdictState) { n.decide(ctx, batch, false) })
 	n.smu.Lock()
 	left := 0
 	for _, b := range n.boxes {
@@ -418,6 +404,18 @@ func (n *Notifier) Shutdown(ctx context.Context) error {
 		n.log.Info("notify: stopped with notices undelivered; they are sent at the next start", "notices", left)
 	}
 	return nil
+}
+
+// drainIntake hands every batch still in the outbox to f, without waiting.
+func (n *Notifier) drainIntake(f func([]VerdictState)) {
+	for {
+		select {
+		case batch := <-n.intake:
+			f(batch)
+		default:
+			return
+		}
+	}
 }
 
 func (n *Notifier) detectLoop(ctx context.Context) {
