@@ -366,19 +366,21 @@ func TestProxyFrontRoutes(t *testing.T) {
 	}
 }
 
-// FuzzCaptureExchange feeds arbitrary request and answer bodies to the code that
-// turns a proxied exchange into a tap copy: it must never panic, and whatever it
-// accepts must pass Validate.
+// FuzzCaptureExchange feeds arbitrary request and answer bodies of each
+// mirrored API (chat completions, Responses, Anthropic Messages) to the code
+// that turns a proxied exchange into a tap copy: it must never panic, and
+// whatever it accepts must pass Validate.
 func FuzzCaptureExchange(f *testing.F) {
-	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`), []byte(`{"id":"c1","model":"m","choices":[{"message":{"content":"yo"}}],"usage":{"prompt_tokens":1,"completion_tokens":1}}`), false, false)
-	f.Add([]byte(`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`), []byte("data: {\"id\":\"c\",\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: [DONE]\n\n"), true, false)
-	f.Add([]byte(`{"model":"m","input":[{"role":"user","content":[{"type":"input_text","text":"x"}]}]}`), []byte("event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"b\"}\n\n"), true, true)
-	f.Add([]byte(`{"input":"x"}`), []byte(`{"output":[{"type":"message","content":[{"type":"output_text","text":"t"}]}]}`), false, true)
-	f.Fuzz(func(t *testing.T, req, resp []byte, streamed, responses bool) {
-		c := capture{path: "/v1/chat/completions", app: "a", reqBody: req, respBody: resp, respHeader: http.Header{}, start: time.Now(), latency: time.Millisecond}
-		if responses {
-			c.path = "/v1/responses"
-		}
+	routes := []string{"/v1/chat/completions", "/v1/responses", "/v1/messages"}
+	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`), []byte(`{"id":"c1","model":"m","choices":[{"message":{"content":"yo"}}],"usage":{"prompt_tokens":1,"completion_tokens":1}}`), false, uint8(0))
+	f.Add([]byte(`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`), []byte("data: {\"id\":\"c\",\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: [DONE]\n\n"), true, uint8(0))
+	f.Add([]byte(`{"model":"m","input":[{"role":"user","content":[{"type":"input_text","text":"x"}]}]}`), []byte("event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"b\"}\n\n"), true, uint8(1))
+	f.Add([]byte(`{"input":"x"}`), []byte(`{"output":[{"type":"message","content":[{"type":"output_text","text":"t"}]}]}`), false, uint8(1))
+	f.Add([]byte(`{"model":"m","max_tokens":5,"system":"s","messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"aGk="}},{"type":"text","text":"x"}]}]}`),
+		[]byte("event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"f\",\"input\":{}}}\n\nevent: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{}\"}}\n\n"), true, uint8(2))
+	f.Add([]byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"x"}]}`), []byte(`{"id":"msg","model":"m","content":[{"type":"text","text":"t"}],"usage":{"input_tokens":1,"output_tokens":1}}`), false, uint8(2))
+	f.Fuzz(func(t *testing.T, req, resp []byte, streamed bool, route uint8) {
+		c := capture{path: routes[int(route)%len(routes)], app: "a", reqBody: req, respBody: resp, respHeader: http.Header{}, start: time.Now(), latency: time.Millisecond}
 		if streamed {
 			c.respHeader.Set("Content-Type", "text/event-stream")
 		}

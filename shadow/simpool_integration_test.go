@@ -161,21 +161,7 @@ func TestDefaultModalitiesMatchSimulatedProfiles(t *testing.T) {
 func TestConductorWithImageAgainstSimulatedPool(t *testing.T) {
 	scfg := simpool.NewDefaultConfig()
 	scfg.LatencyScale = 0
-	sim, err := simpool.New(scfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(sim)
-	defer srv.Close()
-	cfg := shadow.NewDefaultConfig()
-	for i := range cfg.Workers {
-		cfg.Workers[i].BaseURL = srv.URL + "/v1"
-	}
-	pool, err := shadow.NewPool(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	pool, cfg := simulatedPool(t, scfg)
 	cond, err := shadow.NewConductor(pool, cfg.Conductor)
 	if err != nil {
 		t.Fatal(err)
@@ -200,4 +186,30 @@ func TestConductorWithImageAgainstSimulatedPool(t *testing.T) {
 			t.Errorf("request %d: input_reduced %v although a step saw the image: %v (%s)", i, res.Run.InputReduced, saw, res.Run.InputReducedReason)
 		}
 	}
+}
+
+// simulatedPool starts the simulated pool with scfg and returns the default
+// worker pool pointed at it (built with opts) and its config; both are closed
+// when the test ends.
+func simulatedPool(t *testing.T, scfg simpool.Config, opts ...shadow.PoolOption) (*shadow.Pool, shadow.Config) {
+	t.Helper()
+	sim, err := simpool.New(scfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(sim)
+	cfg := shadow.NewDefaultConfig()
+	for i := range cfg.Workers {
+		cfg.Workers[i].BaseURL = srv.URL + "/v1"
+	}
+	pool, err := shadow.NewPool(cfg, opts...)
+	if err != nil {
+		srv.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		pool.Close()
+		srv.Close()
+	})
+	return pool, cfg
 }
