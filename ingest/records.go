@@ -20,7 +20,8 @@ type UsagePricer interface {
 }
 
 // RequestRecord turns an exchange into the stored request row: the messages as
-// JSON, their sha256, the category from metadata["category"].
+// JSON (content parts in the chat completions API's shapes), their sha256, the
+// tools as JSON, what the input lacks, the category from metadata["category"].
 func RequestRecord(ex Exchange) (store.Request, error) {
 	input, err := shadow.MarshalMessages(ex.Request.Messages)
 	if err != nil {
@@ -36,7 +37,7 @@ func RequestRecord(ex Exchange) (store.Request, error) {
 	if received.IsZero() {
 		received = time.Now()
 	}
-	return store.Request{
+	r := store.Request{
 		RequestID:   ex.RequestID,
 		SubjectHash: ex.SubjectHash,
 		ReceivedAt:  received.UTC(),
@@ -46,7 +47,16 @@ func RequestRecord(ex Exchange) (store.Request, error) {
 		InputHash:   hex.EncodeToString(sum[:]),
 		Category:    ex.Metadata["category"],
 		Metadata:    ex.Metadata,
-	}, nil
+	}
+	r.InputReduced = ex.Request.InputReduced
+	if len(ex.Request.Tools) > 0 {
+		tools, err := json.Marshal(ex.Request.Tools)
+		if err != nil {
+			return store.Request{}, fmt.Errorf("ingest: encode tools: %w", err)
+		}
+		r.Tools = string(tools)
+	}
+	return r, nil
 }
 
 // incumbentStatus is the run status of the incumbent's answer:

@@ -107,3 +107,30 @@ func jsonEqual(t *testing.T, a, b []byte) bool {
 	}
 	return reflect.DeepEqual(x, y)
 }
+
+// TestStoredRequestKeepsWhatCandidatesGet: the request row keeps the content
+// parts (audio and files too), the tools and what the input lacks, so work
+// recovered from the store after a restart runs on the same request.
+func TestStoredRequestKeepsWhatCandidatesGet(t *testing.T) {
+	r, err := parseProxyRequest([]byte(`{"model":"gpt-4o","messages":[{"role":"user","content":[{"type":"text","text":"Hear"},`+
+		`{"type":"input_audio","input_audio":{"data":"UklGRg==","format":"wav"}},{"type":"file","file":{"filename":"x.pdf","file_data":"data:application/pdf;base64,JVBERi0="}}]}],`+
+		`"tools":[{"type":"function","function":{"name":"g","parameters":{"type":"object"}}}]}`), apiChat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.InputReduced = "previous_response_id resp_x: not seen"
+	ex := Exchange{RequestID: "stored-1", Request: r}
+	row, err := RequestRecord(ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := exchangeFromStored(row)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := json.Marshal(ex.ShadowRequest())
+	b, _ := json.Marshal(back.ShadowRequest())
+	if !jsonEqual(t, a, b) || len(back.Request.Tools) != 1 || back.Request.Messages[0].MultiContent[1].ImageURL == nil {
+		t.Errorf("recovered request differs:\n got %s\nwant %s", b, a)
+	}
+}

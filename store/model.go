@@ -58,6 +58,12 @@ type Request struct {
 	LengthBucket string            `json:"length_bucket" ch:"length_bucket"`
 	Novelty      float64           `json:"novelty" ch:"novelty"`
 	Metadata     map[string]string `json:"metadata" ch:"metadata"`
+	// Tools are the request's tool definitions as JSON (chat completions
+	// function tools), "" when it had none; InputReduced says what production
+	// sent that Input lacks (a conversation the tap could not rebuild), "" when
+	// it is whole. Both are what candidates get besides Input.
+	Tools        string `json:"tools" ch:"tools"`
+	InputReduced string `json:"input_reduced" ch:"input_reduced"`
 }
 
 // Run is one pipeline's execution on one request. Key: RunID.
@@ -132,7 +138,7 @@ type Step struct {
 	Model        string    `json:"model" ch:"model"`   // model name sent to the API
 	Subtask      string    `json:"subtask" ch:"subtask"`
 	Access       string    `json:"access" ch:"access"`     // the access list as JSON: "all", [] or [0,2]
-	Messages     string    `json:"messages" ch:"messages"` // the exact chat messages sent, as JSON
+	Messages     string    `json:"messages" ch:"messages"` // the exact chat messages sent, as JSON; media parts as media:<mime>;bytes=<n>;sha256=<hex> (the request's Input holds their bytes)
 	InputTokens  int64     `json:"input_tokens" ch:"input_tokens"`
 	OutputTokens int64     `json:"output_tokens" ch:"output_tokens"`
 	CostUSD      float64   `json:"cost_usd" ch:"cost_usd"`

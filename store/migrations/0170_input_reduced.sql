@@ -11,7 +11,11 @@
 --                               cache_creation.ephemeral_1h_input_tokens), priced at
 --                               2x input (anthropic.com/pricing)
 --   steps.tool_calls            the call's tool calls as JSON ('' when it answered in text)
+--   requests.tools              the request's tool definitions as JSON ('' when none)
+--   requests.input_reduced      what production sent that input lacks ('' when whole)
 ALTER TABLE ${DB}.runs ADD COLUMN IF NOT EXISTS input_reduced Bool DEFAULT false AFTER truncated_steps;
 ALTER TABLE ${DB}.runs ADD COLUMN IF NOT EXISTS input_reduced_reason String DEFAULT '' AFTER input_reduced;
 ALTER TABLE ${DB}.steps ADD COLUMN IF NOT EXISTS cache_write_1h_input_tokens Int64 DEFAULT 0 AFTER cache_write_input_tokens;
 ALTER TABLE ${DB}.steps ADD COLUMN IF NOT EXISTS tool_calls String DEFAULT '' AFTER output;
+ALTER TABLE ${DB}.requests ADD COLUMN IF NOT EXISTS tools String DEFAULT '' AFTER metadata;
+ALTER TABLE ${DB}.requests ADD COLUMN IF NOT EXISTS input_reduced String DEFAULT '' AFTER tools;
