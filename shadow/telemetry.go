@@ -220,9 +220,10 @@ type instrumentedPipeline struct {
 
 // Instrument wraps p so every Run makes one "invoke_workflow {name}" span
 // (gen_ai.operation.name = invoke_workflow, gen_ai.workflow.name = the pipeline
-// name; usage, cost, status and the run id as attributes) whose children are the
-// run's "chat" spans, and counts the run in conductor_shadow.runs and its cost
-// in conductor_shadow.cost_usd. The span's parent is whatever span ctx carries (the
+// name; usage with the steps' cache reads and writes summed, cost, status and
+// the run id as attributes) whose children are the run's "chat" spans, and
+// counts the run in conductor_shadow.runs and its cost in
+// conductor_shadow.cost_usd. The span's parent is whatever span ctx carries (the
 // production request's, when the tap received a traceparent).
 func Instrument(p Pipeline, t Telemetry) (Pipeline, error) {
 	in, err := newInstruments(t)
@@ -256,6 +257,17 @@ func (p *instrumentedPipeline) Run(ctx context.Context, req Request, mode string
 		AttrCalls.Int(int(r.Calls)), AttrCostUSD.Float64(r.CostUSD), AttrSimulated.Bool(r.Simulated),
 		semconv.GenAIUsageInputTokensKey.Int64(r.TokensIn), semconv.GenAIUsageOutputTokensKey.Int64(r.TokensOut),
 	)
+	var cacheRead, cacheWrite int64
+	for _, st := range res.Steps {
+		cacheRead += st.CachedInputTokens
+		cacheWrite += st.CacheWriteInputTokens
+	}
+	if cacheRead > 0 {
+		span.SetAttributes(semconv.GenAIUsageCacheReadInputTokens(int(cacheRead)))
+	}
+	if cacheWrite > 0 {
+		span.SetAttributes(semconv.GenAIUsageCacheCreationInputTokens(int(cacheWrite)))
+	}
 	if p.in.capture && r.Status == store.StatusOK {
 		span.SetAttributes(semconv.GenAIOutputMessagesKey.String(ContentJSON([]openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleAssistant, Content: r.FinalOutput}}, "", p.in.maxContent)))
 	}
