@@ -306,16 +306,19 @@ func (c capture) exchange(convs *conversations) (Exchange, error) {
 		return Exchange{}, err
 	}
 	if api == apiResponses && !resp.Failed() && a.id != "" {
-		turn := append(slices.Clone(rr.input), answerMessage(resp))
+		turn := slices.Clone(rr.input)
+		if m, ok := answerMessage(resp); ok {
+			turn = append(turn, m)
+		}
 		convs.remember(a.id, rr.previousID, turn)
 	}
 	return ex, nil
 }
 
 // answerMessage is the assistant turn of a recorded answer: its text and
-// tool calls (choice 0).
-func answerMessage(r *ExchangeResponse) openai.ChatCompletionMessage {
-	m := openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: r.Content}
+// tool calls (choice 0); ok is false for an answer with neither.
+func answerMessage(r *ExchangeResponse) (m openai.ChatCompletionMessage, ok bool) {
+	m = openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: r.Content}
 	for _, c := range r.Choices {
 		if c.Index != 0 {
 			continue
@@ -325,10 +328,7 @@ func answerMessage(r *ExchangeResponse) openai.ChatCompletionMessage {
 				Function: openai.FunctionCall{Name: tc.Name, Arguments: tc.Arguments}})
 		}
 	}
-	if m.Content == "" && len(m.ToolCalls) == 0 {
-		m.Content = " "
-	}
-	return m
+	return m, strings.TrimSpace(m.Content) != "" || len(m.ToolCalls) > 0
 }
 
 // estimateUsage guesses token counts at ≈4 characters per token.
