@@ -3,6 +3,7 @@ package ingest
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net"
@@ -460,20 +461,41 @@ func TestProxyStoresWhatArrivedWhenTheIncumbentBreaksOff(t *testing.T) {
 	}
 }
 
-// BenchmarkCaptureExchange measures turning one captured streamed answer (tool
-// calls, reasoning, usage; bare CR line ends) into a tap copy, the capture
-// workers' per-copy CPU cost: go test -run '^$' -bench CaptureExchange ./ingest/
+// BenchmarkCaptureExchange measures turning one captured streamed answer into
+// a tap copy, the capture workers' per-copy CPU cost, per API: a chat
+// completion (tool calls, reasoning, usage; bare CR line ends), an Anthropic
+// Messages stream (tool calls as input_json_delta, cache usage), and the same
+// with a 195 KB image in the request: go test -run '^$' -bench CaptureExchange ./ingest/
 func BenchmarkCaptureExchange(b *testing.B) {
-	raw, err := os.ReadFile("testdata/capture/chat_stream_tools.sse")
-	if err != nil {
-		b.Fatal(err)
+	img := make([]byte, 195_000)
+	for i := range img {
+		img[i] = byte(i * 7)
 	}
-	c := capture{path: "/v1/chat/completions", app: "a", reqBody: []byte(`{"model":"gpt-5","stream":true,"messages":[{"role":"user","content":"weather?"}]}`),
-		respBody: reframe(raw, "\r"), status: 200, respHeader: http.Header{"Content-Type": {"text/event-stream"}}, start: time.Now(), latency: time.Second}
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := c.exchange(nil); err != nil {
-			b.Fatal(err)
-		}
+	image := `{"type":"image","source":{"type":"base64","media_type":"image/png","data":"` + base64.StdEncoding.EncodeToString(img) + `"}},`
+	for _, bc := range []struct {
+		name, route, file, req string
+	}{
+		{"chat", "/v1/chat/completions", "chat_stream_tools.sse", `{"model":"gpt-5","stream":true,"messages":[{"role":"user","content":"weather?"}]}`},
+		{"anthropic", "/v1/messages", "anthropic_stream_tools.sse", `{"model":"claude-sonnet-4","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"weather?"}]}`},
+		{"chat_image", "/v1/chat/completions", "chat_stream_tools.sse",
+			`{"model":"gpt-5","stream":true,"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,` +
+				base64.StdEncoding.EncodeToString(img) + `"}},{"type":"text","text":"weather?"}]}]}`},
+		{"anthropic_image", "/v1/messages", "anthropic_stream_tools.sse",
+			`{"model":"claude-sonnet-4","max_tokens":64,"stream":true,"messages":[{"role":"user","content":[` + image + `{"type":"text","text":"weather?"}]}]}`},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			raw, err := os.ReadFile(filepath.Join("testdata", "capture", bc.file))
+			if err != nil {
+				b.Fatal(err)
+			}
+			c := capture{path: bc.route, app: "a", reqBody: []byte(bc.req), respBody: reframe(raw, "\r"), status: 200,
+				respHeader: http.Header{"Content-Type": {"text/event-stream"}}, start: time.Now(), latency: time.Second}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.exchange(nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

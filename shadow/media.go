@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -394,24 +395,6 @@ func toWire(p openai.ChatMessagePart) wirePart {
 	return w
 }
 
-// fromWire reads one part of the API's JSON into its in-memory form.
-func fromWire(w wirePart) openai.ChatMessagePart {
-	switch openai.ChatMessagePartType(w.Type) {
-	case PartTypeInputAudio:
-		if w.InputAudio != nil {
-			return AudioPart(w.InputAudio.Data, w.InputAudio.Format)
-		}
-	case PartTypeFile:
-		if w.File != nil {
-			if w.File.FileData != "" {
-				return FilePart(w.File.Filename, w.File.FileData)
-			}
-			return FilePart(w.File.Filename, FileIDScheme+w.File.FileID)
-		}
-	}
-	return openai.ChatMessagePart{Type: openai.ChatMessagePartType(w.Type), Text: w.Text, ImageURL: w.ImageURL}
-}
-
 // carriesExtraParts reports whether a message has parts go-openai cannot
 // encode itself (input_audio, file).
 func carriesExtraParts(m openai.ChatCompletionMessage) bool {
@@ -461,47 +444,92 @@ func marshalMessage(m openai.ChatCompletionMessage) ([]byte, error) {
 	}{m.Role, wire, m.Refusal, m.Name, m.ReasoningContent, m.FunctionCall, m.ToolCalls, m.ToolCallID})
 }
 
-// extraPartKeys are the byte patterns that can mark an input_audio or file part.
-var extraPartKeys = [][]byte{[]byte(`"input_audio"`), []byte(`"file"`)}
-
-func mayCarryExtraParts(b []byte) bool {
-	for _, k := range extraPartKeys {
-		if bytes.Contains(b, k) {
-			return true
-		}
-	}
-	return false
+// wireMessage is a chat message as the API's JSON has it; Content is a
+// string, an array of parts or null, decoded in the same pass (as any) so a
+// large inline image is scanned once, not once per decoding attempt.
+type wireMessage struct {
+	Role             string               `json:"role"`
+	Content          any                  `json:"content"`
+	Refusal          string               `json:"refusal"`
+	Name             string               `json:"name"`
+	ReasoningContent string               `json:"reasoning_content"`
+	FunctionCall     *openai.FunctionCall `json:"function_call"`
+	ToolCalls        []openai.ToolCall    `json:"tool_calls"`
+	ToolCallID       string               `json:"tool_call_id"`
 }
 
-// UnmarshalMessages decodes a chat completions messages array, input_audio
-// and file parts included (go-openai alone keeps only text and image_url).
-func UnmarshalMessages(b []byte, msgs *[]openai.ChatCompletionMessage) error {
-	if err := json.Unmarshal(b, msgs); err != nil {
-		return err
-	}
-	if !mayCarryExtraParts(b) {
-		return nil
-	}
-	var raw []struct {
-		Content json.RawMessage `json:"content"`
-	}
-	if err := json.Unmarshal(b, &raw); err != nil {
-		return err
-	}
-	for i := range *msgs {
-		if i >= len(raw) || len((*msgs)[i].MultiContent) == 0 {
-			continue
+// str reads a string field of a decoded JSON object ("" when absent or not a string).
+func str(m map[string]any, k string) string {
+	s, _ := m[k].(string)
+	return s
+}
+
+// partOf reads one decoded content part into its in-memory form: text,
+// image_url (an object with url and detail, or the URL alone), input_audio,
+// file; other types keep their type and text.
+func partOf(m map[string]any) openai.ChatMessagePart {
+	typ := str(m, "type")
+	switch openai.ChatMessagePartType(typ) {
+	case openai.ChatMessagePartTypeImageURL:
+		switch u := m["image_url"].(type) {
+		case map[string]any:
+			return ImagePart(str(u, "url"), str(u, "detail"))
+		case string:
+			return ImagePart(u, "")
 		}
-		var parts []wirePart
-		if json.Unmarshal(raw[i].Content, &parts) != nil || len(parts) != len((*msgs)[i].MultiContent) {
-			continue
+	case PartTypeInputAudio:
+		if a, ok := m["input_audio"].(map[string]any); ok {
+			return AudioPart(str(a, "data"), str(a, "format"))
 		}
-		for j, p := range parts {
-			if t := openai.ChatMessagePartType(p.Type); t == PartTypeInputAudio || t == PartTypeFile {
-				(*msgs)[i].MultiContent[j] = fromWire(p)
+	case PartTypeFile:
+		if f, ok := m["file"].(map[string]any); ok {
+			if data := str(f, "file_data"); data != "" {
+				return FilePart(str(f, "filename"), data)
 			}
+			return FilePart(str(f, "filename"), FileIDScheme+str(f, "file_id"))
 		}
 	}
+	return openai.ChatMessagePart{Type: openai.ChatMessagePartType(typ), Text: str(m, "text")}
+}
+
+func isNumber(v any) bool { _, ok := v.(float64); return ok }
+
+// UnmarshalMessages decodes a chat completions messages array with every
+// content part: text, image_url, input_audio and file (go-openai alone keeps
+// only text and image_url). A content that is neither a string, an array of
+// part objects nor null is an error naming the message.
+func UnmarshalMessages(b []byte, msgs *[]openai.ChatCompletionMessage) error {
+	var wire []wireMessage
+	if err := json.Unmarshal(b, &wire); err != nil {
+		return err
+	}
+	out := make([]openai.ChatCompletionMessage, len(wire))
+	for i, w := range wire {
+		m := openai.ChatCompletionMessage{Role: w.Role, Refusal: w.Refusal, Name: w.Name, ReasoningContent: w.ReasoningContent,
+			FunctionCall: w.FunctionCall, ToolCalls: w.ToolCalls, ToolCallID: w.ToolCallID}
+		switch c := w.Content.(type) {
+		case nil:
+		case string:
+			m.Content = c
+		case []any:
+			m.MultiContent = make([]openai.ChatMessagePart, 0, len(c))
+			for _, p := range c {
+				pm, ok := p.(map[string]any)
+				if !ok {
+					return fmt.Errorf("messages[%d].content: a part is not an object", i)
+				}
+				m.MultiContent = append(m.MultiContent, partOf(pm))
+			}
+		default:
+			kind := map[bool]string{true: "number", false: "object"}[isNumber(c)]
+			if _, ok := c.(bool); ok {
+				kind = "bool"
+			}
+			return &json.UnmarshalTypeError{Value: kind, Type: reflect.TypeFor[string](), Field: fmt.Sprintf("%d.content", i)}
+		}
+		out[i] = m
+	}
+	*msgs = out
 	return nil
 }
 

@@ -6,6 +6,8 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -233,5 +235,47 @@ func TestChatSpanHidesMediaAndCountsCacheReads(t *testing.T) {
 	}
 	if cacheRead != 800 {
 		t.Errorf("gen_ai.usage.cache_read.input_tokens = %d, want 800", cacheRead)
+	}
+}
+
+// TestMessagesWireRoundTrip: messages read from and written in the chat
+// completions API's JSON keep every part (text, image_url as object or bare
+// URL, input_audio, file by data or id) and every field; a content of another
+// JSON type is a type error naming the message.
+func TestMessagesWireRoundTrip(t *testing.T) {
+	in := `[{"role":"system","content":"S"},{"role":"user","content":[{"type":"text","text":"Look"},` +
+		`{"type":"image_url","image_url":{"url":"https://example.com/a.png","detail":"low"}},{"type":"image_url","image_url":"https://example.com/b.png"},` +
+		`{"type":"input_audio","input_audio":{"data":"UklGRg==","format":"mp3"}},{"type":"file","file":{"filename":"a.pdf","file_data":"data:application/pdf;base64,JVBERi0="}},` +
+		`{"type":"file","file":{"file_id":"file-abc"}}]},{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},` +
+		`{"role":"tool","content":"42","tool_call_id":"c1","name":"f"}]`
+	var msgs []openai.ChatCompletionMessage
+	if err := UnmarshalMessages([]byte(in), &msgs); err != nil {
+		t.Fatal(err)
+	}
+	if len(msgs) != 4 || len(msgs[1].MultiContent) != 6 || msgs[2].ToolCalls[0].ID != "c1" || msgs[3].ToolCallID != "c1" || msgs[3].Name != "f" {
+		t.Fatalf("decoded %+v", msgs)
+	}
+	kinds := ""
+	for _, md := range RequestMedia(msgs) {
+		kinds += md.Modality + " "
+	}
+	if kinds != "image image audio file file " {
+		t.Errorf("media %q", kinds)
+	}
+	out, err := MarshalMessages(msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Replace(in, `"image_url":"https://example.com/b.png"`, `"image_url":{"url":"https://example.com/b.png"}`, 1)
+	want = strings.Replace(want, `"content":null,`, ``, 1)
+	var a, b any
+	_ = json.Unmarshal(out, &a)
+	_ = json.Unmarshal([]byte(want), &b)
+	if !reflect.DeepEqual(a, b) {
+		t.Errorf("written\n got %s\nwant %s", out, want)
+	}
+	var typeErr *json.UnmarshalTypeError
+	if err := UnmarshalMessages([]byte(`[{"role":"user","content":7}]`), &msgs); !errors.As(err, &typeErr) || typeErr.Field != "0.content" {
+		t.Errorf("number content: %v", err)
 	}
 }
