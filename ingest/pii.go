@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/conductor-shadow/conductor-shadow/store"
 )
 
 // Built-in PII rule names, as stored in metadata["pii_rules"] and counted in Stats.
@@ -229,8 +231,34 @@ func (p *Pseudonymizer) Token(app, rule, label, value string) string {
 // tokenBytes is how much of the HMAC a pseudonym keeps: 64 bits.
 const tokenBytes = 8
 
-// Text pseudonymizes s for app and adds to fired how many values each rule replaced.
+// tokenRE matches a pseudonym: text already pseudonymized is left as it is.
+var tokenRE = regexp.MustCompile(`<[A-Z][A-Z0-9_]{0,31}_[0-9a-f]{16}>`)
+
+// Text pseudonymizes s for app and adds to fired how many values each rule
+// replaced. Pseudonyms already in s are kept as they are, so applying Text
+// twice changes nothing more.
 func (p *Pseudonymizer) Text(app, s string, fired map[string]int) string {
+	if s == "" {
+		return s
+	}
+	if strings.IndexByte(s, '<') >= 0 {
+		if toks := tokenRE.FindAllStringIndex(s, -1); len(toks) > 0 {
+			var b strings.Builder
+			last := 0
+			for _, t := range toks {
+				b.WriteString(p.text(app, s[last:t[0]], fired))
+				b.WriteString(s[t[0]:t[1]])
+				last = t[1]
+			}
+			b.WriteString(p.text(app, s[last:], fired))
+			return b.String()
+		}
+	}
+	return p.text(app, s, fired)
+}
+
+// text is Text for s without pseudonyms in it.
+func (p *Pseudonymizer) text(app, s string, fired map[string]int) string {
 	if s == "" {
 		return s
 	}
@@ -268,58 +296,35 @@ func normalizePII(rule, m string) string {
 	return m
 }
 
-// Exchange pseudonymizes, in place, every text of ex that leaves the process: the
-// request messages (content, text parts, names, tool-call arguments), the
-// incumbent's answer and the metadata values. It records the rules that fired in
+// Exchange pseudonymizes, in place, every text of ex that is queued, stored or
+// sent to a worker: the fields textFields lists (messages, answer, reasoning,
+// choices, tool calls, error, headers, metadata keys and values, ids). Tokens
+// are keyed by the app as sent. It records the rules that fired in
 // ex.Metadata[MetadataPIIRules] and returns the count of replacements per rule.
 func (p *Pseudonymizer) Exchange(ex *Exchange) map[string]int {
 	fired := map[string]int{}
-	app := ex.App
-	msgs := slices.Clone(ex.Request.Messages) // never write through a caller's backing array
-	for i := range msgs {
-		m := &msgs[i]
-		m.Content = p.Text(app, m.Content, fired)
-		if len(m.MultiContent) > 0 {
-			m.MultiContent = slices.Clone(m.MultiContent)
-			for j := range m.MultiContent {
-				m.MultiContent[j].Text = p.Text(app, m.MultiContent[j].Text, fired)
-			}
-		}
-		if len(m.ToolCalls) > 0 {
-			m.ToolCalls = slices.Clone(m.ToolCalls)
-			for j := range m.ToolCalls {
-				m.ToolCalls[j].Function.Arguments = p.Text(app, m.ToolCalls[j].Function.Arguments, fired)
-			}
-		}
-		if m.FunctionCall != nil {
-			fc := *m.FunctionCall
-			fc.Arguments = p.Text(app, fc.Arguments, fired)
-			m.FunctionCall = &fc
-		}
-	}
-	ex.Request.Messages = msgs
-	if ex.Response != nil {
-		r := *ex.Response
-		r.Content = p.Text(app, r.Content, fired)
-		ex.Response = &r
-	}
-	if len(ex.Metadata) > 0 {
-		md := make(map[string]string, len(ex.Metadata)+1)
-		for k, v := range ex.Metadata {
-			if k == MetadataPIIRules {
-				continue // a producer cannot claim which rules fired
-			}
-			md[k] = p.Text(app, v, fired)
-		}
+	if _, claimed := ex.Metadata[MetadataPIIRules]; claimed {
+		md := maps.Clone(ex.Metadata) // a producer cannot claim which rules fired
+		delete(md, MetadataPIIRules)
 		ex.Metadata = md
 	}
+	textFields(ex, nil, pseudonymizeVisitor{p: p, app: ex.App, fired: fired})
 	if len(fired) > 0 {
-		if ex.Metadata == nil {
-			ex.Metadata = map[string]string{}
-		}
-		ex.Metadata[MetadataPIIRules] = strings.Join(slices.Sorted(maps.Keys(fired)), ",")
-	} else {
-		delete(ex.Metadata, MetadataPIIRules)
+		md := make(map[string]string, len(ex.Metadata)+1)
+		maps.Copy(md, ex.Metadata)
+		md[MetadataPIIRules] = strings.Join(slices.Sorted(maps.Keys(fired)), ",")
+		ex.Metadata = md
 	}
+	return fired
+}
+
+// Records pseudonymizes, in place, every text of the records a candidate run
+// wrote for a request of app (runs, steps, scores: see textFields), since a
+// worker's answer can echo or invent personal data. Text pseudonymized before
+// is left as it is (tokens are never replaced again). It returns the count of
+// replacements per rule.
+func (p *Pseudonymizer) Records(app string, b *store.Batch) map[string]int {
+	fired := map[string]int{}
+	textFields(nil, b, pseudonymizeVisitor{p: p, app: app, fired: fired})
 	return fired
 }

@@ -159,6 +159,13 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 			return fmt.Errorf("serve: %w", err)
 		}
 		s.proc.UseSegmenter(seg)
+		if s.cfg.Ingest.PII.Enabled { // workers' answers can echo personal data too
+			pz, err := ingest.NewPseudonymizer(s.cfg.Ingest.PII, pii.Key)
+			if err != nil {
+				return fmt.Errorf("serve: %w", err)
+			}
+			s.proc.UsePseudonymizer(pz)
+		}
 		// A data subject forgotten while its copies are queued or shadowed:
 		// the workers drop their records instead of writing them back.
 		if forgotten, err := store.NewRoles(s.st).ForgetLookup(); err == nil {
