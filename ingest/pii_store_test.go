@@ -89,7 +89,7 @@ var textColumns = map[string]string{
 	"audit_log.detail": "operator action",
 
 	"forgotten_subjects.subject_hash": "hash",
-	"schema_migrations.version": "migration number", "schema_migrations.name": "migration name",
+	"schema_migrations.version":       "migration number", "schema_migrations.name": "migration name",
 }
 
 // piiEchoPipeline is a candidate whose workers echo personal data into every
@@ -134,7 +134,7 @@ func plantedExchange(id string) string {
 			map[string]any{"role": "assistant", "content": s, "function_call": map[string]any{"name": s, "arguments": s}},
 		}},
 		"response": map[string]any{"model": "gpt-4o", "content": s, "reasoning": s, "latency_ms": 800,
-			"usage": map[string]any{"prompt_tokens": 60, "completion_tokens": 30},
+			"usage":  map[string]any{"prompt_tokens": 60, "completion_tokens": 30},
 			"status": 429, "error": `{"error":{"message":"` + s + `"}}`,
 			"headers": map[string]string{"retry-after": "20", "x-echo": s, s: "1"},
 			"choices": []any{
