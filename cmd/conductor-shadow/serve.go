@@ -49,6 +49,7 @@ type server struct {
 	metrics   *metrics // GET /metrics: a private Prometheus registry
 	tap       *ingest.Tap
 	serveErr  chan error
+	codeNote  string // readiness note when code graders are refused (sandbox.go)
 }
 
 func newServer(cfg Config, log *slog.Logger) *server {
@@ -87,6 +88,7 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 			return fmt.Errorf("serve: %w", err)
 		}
 		s.st, where = st, w
+		s.checkCodeSandbox(ctx)
 		if s.writer, err = store.NewWriter(st, s.cfg.Writer, s.log); err != nil {
 			return fmt.Errorf("serve: %w", err)
 		}
@@ -408,6 +410,7 @@ func halfOfRemaining(ctx context.Context) (context.Context, context.CancelFunc) 
 type readiness struct {
 	Status  string            `json:"status"`            // "ready" or "not_ready"
 	Reasons map[string]string `json:"reasons,omitempty"` // by part: "store", "queue", "kafka"
+	Notes   map[string]string `json:"notes,omitempty"`   // what works less while ready: "code_grader"
 }
 
 // Public reasons of /readyz. The endpoint answers without a token, so it says
@@ -471,6 +474,9 @@ func (s *server) readyz(c *gin.Context) {
 				note("kafka", kafkaReason(err), err)
 			}
 		}
+	}
+	if s.codeNote != "" {
+		r.Notes = map[string]string{"code_grader": s.codeNote}
 	}
 	if len(r.Reasons) > 0 {
 		r.Status = "not_ready"
