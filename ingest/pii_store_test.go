@@ -23,17 +23,22 @@ import (
 // plantedPII is one real-shaped value of each kind the pseudonymizer knows;
 // TestNoRawPIIInAnyColumn plants all of them into every text field.
 var plantedPII = map[string]string{
-	PIIEmail: "jane.doe@example.com",
-	PIIPhone: "+1 415 555 2671",
-	PIIIBAN:  "DE89 3704 0044 0532 0130 00",
-	PIICard:  "4111 1111 1111 1111",
-	PIIIP:    "203.0.113.42",
+	PIIEmail:      "jane.doe@example.com",
+	PIIPhone:      "+1 415 555 2671",
+	PIIIBAN:       "DE89 3704 0044 0532 0130 00",
+	PIICard:       "4111 1111 1111 1111",
+	PIIIP:         "203.0.113.42",
+	PIIPerson:     "Maria Gonzalez",
+	PIIAddress:    "221B Baker Street",
+	PIIPassport:   "X1234567",
+	PIINationalID: "219-09-9999",
 }
 
 // plantedText holds every planted value in one sentence.
 func plantedText() string {
-	return fmt.Sprintf("Write to %s or call %s; card %s, IBAN %s, seen from %s.",
-		plantedPII[PIIEmail], plantedPII[PIIPhone], plantedPII[PIICard], plantedPII[PIIIBAN], plantedPII[PIIIP])
+	return fmt.Sprintf("Write to %s or call %s; card %s, IBAN %s, seen from %s. Dear %s, of %s, passport no. %s, SSN %s.",
+		plantedPII[PIIEmail], plantedPII[PIIPhone], plantedPII[PIICard], plantedPII[PIIIBAN], plantedPII[PIIIP],
+		plantedPII[PIIPerson], plantedPII[PIIAddress], plantedPII[PIIPassport], plantedPII[PIINationalID])
 }
 
 // rawNeedles are the strings no stored column may hold: each planted value
@@ -155,6 +160,11 @@ func plantedExchange(id string) string {
 // String, Map and Array column of every table with SQL for the raw values:
 // none may be found, and every column must be listed in textColumns.
 func TestNoRawPIIInAnyColumn(t *testing.T) {
+	for _, rule := range builtinOrder {
+		if plantedPII[rule] == "" {
+			t.Fatalf("plantedPII has no value of rule %s", rule)
+		}
+	}
 	ctx := context.Background()
 	st := engine.Open(t)
 	cfg := storeFirstConfig()
@@ -273,12 +283,12 @@ func TestNoRawPIIInAnyColumn(t *testing.T) {
 	if err != nil || len(res.Rows) != 1 {
 		t.Fatalf("stored request: %v %v", res, err)
 	}
-	for _, tok := range []string{"<EMAIL_", "<PHONE_", "<IBAN_", "<CARD_", "<IP_"} {
+	for _, tok := range []string{"<EMAIL_", "<PHONE_", "<IBAN_", "<CARD_", "<IP_", "<PERSON_", "<ADDRESS_", "<PASSPORT_", "<NATIONAL_ID_"} {
 		if !strings.Contains(res.Rows[0][0], tok) {
 			t.Errorf("stored input holds no %s token", tok)
 		}
 	}
-	if got := res.Rows[0][1]; got != "card,email,iban,ip,phone" {
+	if got := res.Rows[0][1]; got != "address,card,email,iban,ip,national_id,passport,person,phone" {
 		t.Errorf("pii_rules = %q", got)
 	}
 }
