@@ -247,4 +247,3 @@ func readLines(t *testing.T, path string) []string {
 	}
 	return out
 }
-
