@@ -38,7 +38,11 @@ type nameLists struct {
 }
 
 // ambiguous reports whether w, a name, is also a common word ("Rose", "Mark").
-func (n *nameLists) ambiguous(w string) bool { return n.common[strings.ToLower(w)] }
+func (n *nameLists) ambiguous(w string) bool {
+	w = strings.ToLower(w)
+	a, b, ok := strings.Cut(w, "-")
+	return n.common[w] || (ok && (n.common[a] || n.common[b]))
+}
 
 // part reports whether w is a known name part; a hyphenated one
 // ("Reyes-Ortiz") when each half is.
@@ -122,6 +126,10 @@ var nameCueRE = regexp.MustCompile(`(?i)(?:^|[^\p{L}])(?:my name is|my name's|na
 // would change what a candidate reads.
 var nameVerbRE = regexp.MustCompile(`(?i)(?:^|[^\p{L}])(?:said|says|asked|told|wrote|replied|cried|thought|answered|signed by|i am|i'm|this is)\s*$`)
 
+// calledRE are the cues "named" and "called", which name things as often as
+// people ("a group called Troika"): one word after them must be a given name.
+var calledRE = regexp.MustCompile(`(?i)(?:named|called)\s*$`)
+
 // nameCueAnyRE are the cues after which any capitalized word is a name.
 var nameCueAnyRE = regexp.MustCompile(`(?i)(?:my name is|my name's|name\s*:|full name\s*:?|named|called|call me)\s*$`)
 
@@ -193,6 +201,7 @@ func personSpans(s string, g []nameToken, names *nameLists) [][2]int {
 		}
 		switch {
 		case n == 0:
+		case !title && n == 1 && calledRE.MatchString(before) && !names.given[g[0].word]:
 		case title, cue && nameCueAnyRE.MatchString(before),
 			cue && nameLike(g[0]) && nameLike(g[n-1]),
 			verb && n > 1 && nameLike(g[0]) && nameLike(g[n-1]):
@@ -212,7 +221,7 @@ func personSpans(s string, g []nameToken, names *nameLists) [][2]int {
 	var spans [][2]int
 	for i := 0; i < len(g); i++ {
 		first := g[i].word
-		if !usable(g[i]) || namePlaces[first] || !(names.part(first) || names.unknown(first)) {
+		if !usable(g[i]) || namePlaces[first] || !(names.part(first) || (names.unknown(first) && !strings.Contains(first, "-"))) {
 			continue
 		}
 		end := -1
