@@ -32,7 +32,7 @@ func TestCodeSandboxRefusalIsLoggedAndNoted(t *testing.T) {
 	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
 		t.Fatal(err)
 	}
-	if rec.Code != http.StatusOK || body.Notes["code_grader"] != readyCodeRefused {
+	if rec.Code != http.StatusOK || body.Detail["code_grader"] != readyCodeRefused {
 		t.Errorf("readyz %d %+v", rec.Code, body)
 	}
 }
