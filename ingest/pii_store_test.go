@@ -93,6 +93,11 @@ var textColumns = map[string]string{
 	"audit_log.audit_id": "id", "audit_log.action": "enum", "audit_log.actor": "operator name", "audit_log.subject_hash": "hash",
 	"audit_log.detail": "operator action",
 
+	"verdict_notices.sink": "enum", "verdict_notices.kind": "enum", "verdict_notices.candidate": "config name",
+	"verdict_notices.candidate_version": "config version", "verdict_notices.set_name": "config name",
+	"verdict_notices.verdict": "enum", "verdict_notices.previous": "enum", "verdict_notices.status": "enum",
+	"verdict_notices.notice": "verdict notice: headline, gate figures, link", "verdict_notices.error": "a sink's delivery error",
+
 	"forgotten_subjects.subject_hash": "hash",
 	"schema_migrations.version":       "migration number", "schema_migrations.name": "migration name",
 }
