@@ -59,13 +59,7 @@ func TestCodeSandboxEscapes(t *testing.T) {
 	}()
 	port := ln.Addr().(*net.TCPAddr).Port
 
-	cfg := NewDefaultCodeConfig()
-	cfg.Timeout = 30 * time.Second
-	g, err := NewCodeGrader(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c0 := caseByID(t, "humaneval-small.jsonl", "HumanEval/0")
+	g, c0 := humanEval0Grader(t, 30*time.Second)
 	solve := "    for i, a in enumerate(numbers):\n        for j, b in enumerate(numbers):\n" +
 		"            if i != j and abs(a - b) < threshold:\n                return True\n    return False\n"
 	if got := g.Grade(context.Background(), c0, solve); !got.Passed || got.Err != nil {
@@ -170,13 +164,7 @@ func TestCodeGraderRefusedWithoutSandbox(t *testing.T) {
 // whether the program fails at once or runs into its timeout.
 func TestCodeSandboxLeavesNoProcess(t *testing.T) {
 	needPython(t)
-	cfg := NewDefaultCodeConfig()
-	cfg.Timeout = 3 * time.Second
-	g, err := NewCodeGrader(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c0 := caseByID(t, "humaneval-small.jsonl", "HumanEval/0")
+	g, c0 := humanEval0Grader(t, 3*time.Second)
 	for _, tail := range []string{"    return False\n", "    while True: pass\n"} {
 		got := g.Grade(context.Background(), c0, "    import subprocess; subprocess.Popen(['sleep', '987.654'])\n"+tail)
 		if got.Err != nil || got.Passed {
@@ -210,4 +198,17 @@ func processesWith(t *testing.T, s string) int {
 		}
 	}
 	return n
+}
+
+// humanEval0Grader is a code grader with the given timeout and shipped
+// HumanEval/0 (has_close_elements), the case the sandbox tests answer.
+func humanEval0Grader(t *testing.T, timeout time.Duration) (*CodeGrader, Case) {
+	t.Helper()
+	cfg := NewDefaultCodeConfig()
+	cfg.Timeout = timeout
+	g, err := NewCodeGrader(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, caseByID(t, "humaneval-small.jsonl", "HumanEval/0")
 }

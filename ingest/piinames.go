@@ -139,11 +139,14 @@ type nameToken struct {
 	initial    bool
 }
 
-// findPersons returns the spans of person names in s: a known given name
-// followed by up to two initials or name parts and a known name part ("Mary
-// Ann Smith", "John F. Kennedy"), unless both ends are also common words
-// ("Will Power", "May Day"); any capitalized words after a title ("Dr.
-// Pankaj Harkut") or after a cue ("my name is Ryan", "Dear Olga,").
+// findPersons returns the spans of person names in s, looking at each run of
+// capitalized words: a known given name followed by up to two initials or
+// name parts and a known name part ("Mary Ann Smith", "John F. Kennedy") or
+// a word in no list ("Basil Hallward"), unless both ends are also common
+// words ("Will Power", "May Day"); two name parts that are no words ("Kwame
+// Mensah"); up to three words after a title ("Dr. Pankaj Harkut", "Aunt
+// Polly") or a cue ("my name is Ryan", "Dear Olga,"); two or three after a
+// verb of speech ("wrote Priya Raghunathan"). A title is not part of the span.
 func findPersons(s string) [][2]int {
 	if !hasUpper(s) {
 		return nil
@@ -214,8 +217,8 @@ func personSpans(s string, g []nameToken, names *nameLists) [][2]int {
 			for n+1 < len(g) && n+1 < k+4 && usable(g[n+1]) {
 				n++
 			}
-			rest := personSpans(s, g[n+1:], names)
-			return append([][2]int{{g[k+1].start, g[n].end}}, rest...)
+			spans := append(personSpans(s, g[:k], names), [2]int{g[k+1].start, g[n].end})
+			return append(spans, personSpans(s, g[n+1:], names)...)
 		}
 	}
 	var spans [][2]int
