@@ -271,8 +271,8 @@ type JudgeReport struct {
 	// Incumbent and Candidate count each arm's cases its grader could not judge.
 	IncumbentErrors gate.ArmErrors `json:"incumbent_errors"`
 	CandidateErrors gate.ArmErrors `json:"candidate_errors"`
-	IncumbentOnly int            `json:"incumbent_only_errors"`
-	CandidateOnly int            `json:"candidate_only_errors"`
+	IncumbentOnly   int            `json:"incumbent_only_errors"`
+	CandidateOnly   int            `json:"candidate_only_errors"`
 	// ErrorCases lists every case whose grade failed on either side: a pair
 	// with an error on one side is reported, never dropped silently.
 	ErrorCases []JudgeErrorCase `json:"error_cases,omitempty"`

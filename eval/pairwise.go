@@ -145,7 +145,7 @@ func pairValue(outcome string) float64 {
 
 // JudgmentMeta identifies what a judgment is about, for its stored row.
 type JudgmentMeta struct {
-	RequestID, SuiteRunID, CaseID          string
+	RequestID, SuiteRunID, CaseID           string
 	Pipeline, PipelineVersion, CandidateRun string
 	IncumbentPipeline, IncumbentRun         string
 	Canary                                  string // "" for a real pair

@@ -81,16 +81,16 @@ const PairExcluded = "excluded"
 // / (the same + Inconsistent). Reference counts the cases this pipeline was
 // the answer judged against (the incumbent).
 type PairCounts struct {
-	Judged              int     `json:"judged"`
-	Wins                int     `json:"wins"`
-	Ties                int     `json:"ties"`
-	Losses              int     `json:"losses"`
-	Inconsistent        int     `json:"inconsistent"`
-	Errors              int     `json:"errors"`
-	Decided             int     `json:"decided"`
-	Excluded            int     `json:"excluded"`
-	Reference           int     `json:"reference"`
-	PositionConsistency float64 `json:"position_consistency"`
+	Judged               int     `json:"judged"`
+	Wins                 int     `json:"wins"`
+	Ties                 int     `json:"ties"`
+	Losses               int     `json:"losses"`
+	Inconsistent         int     `json:"inconsistent"`
+	Errors               int     `json:"errors"`
+	Decided              int     `json:"decided"`
+	Excluded             int     `json:"excluded"`
+	Reference            int     `json:"reference"`
+	PositionConsistency  float64 `json:"position_consistency"`
 	consistent, verdicts int
 }
 

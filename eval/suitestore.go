@@ -37,8 +37,8 @@ type caseWriter struct {
 	mu      sync.Mutex // guards the fields below
 	pending store.Batch
 	pendJs  []store.Judgment // the cases' pairwise judgments, written after their scores
-	cases   int       // cases in pending
-	since   time.Time // when the oldest case in pending finished
+	cases   int              // cases in pending
+	since   time.Time        // when the oldest case in pending finished
 }
 
 // add buffers one case's records and writes the buffer when it holds

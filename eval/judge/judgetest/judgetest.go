@@ -95,10 +95,14 @@ func (j *Judge) Calls() int {
 // AlwaysA replies "WINNER: A" to every pairwise prompt, whatever it shows: a
 // judge with complete position bias (under other labels its reply names no
 // label).
-func AlwaysA() *Judge { return &Judge{Pair: func(judge.ShownPair, *rand.Rand) string { return "A is clearly better.\nWINNER: A" }} }
+func AlwaysA() *Judge {
+	return &Judge{Pair: func(judge.ShownPair, *rand.Rand) string { return "A is clearly better.\nWINNER: A" }}
+}
 
 // AlwaysB replies "WINNER: B" to every pairwise prompt.
-func AlwaysB() *Judge { return &Judge{Pair: func(judge.ShownPair, *rand.Rand) string { return "B is clearly better.\nWINNER: B" }} }
+func AlwaysB() *Judge {
+	return &Judge{Pair: func(judge.ShownPair, *rand.Rand) string { return "B is clearly better.\nWINNER: B" }}
+}
 
 // First prefers the answer shown first, under whatever label it has.
 func First() *Judge {
