@@ -330,6 +330,9 @@ func (r *Report) judgeReport(candidate string) (JudgeReport, gate.JudgeEvidence)
 		ie, ce := io.GraderError, o.GraderError
 		if o.Pairwise != "" {
 			pc.add(o)
+			if o.Pairwise == store.JudgmentError && ce == "" {
+				ce = "judge error"
+			}
 			ie = ce // a pair's failed judgment leaves both arms unjudged
 		}
 		if o.Pairwise == PairExcluded {
