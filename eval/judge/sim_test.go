@@ -423,3 +423,18 @@ func TestSimRubricOutOfScaleIsAJudgeError(t *testing.T) {
 		t.Errorf("judge errors missing from the JSON (%s) or the HTML report (%v)", b[:0], err)
 	}
 }
+
+// A rubric judge that scores longer answers higher is caught by the padded
+// canary (its repeated copy of an answer must not score above it).
+func TestSimLengthBiasedRubricJudge(t *testing.T) {
+	j := judgetest.Honest()
+	j.Rubric = func(answer string, lo, hi int) string {
+		return "SCORE: " + fmt.Sprint(min(hi, int(judgetest.Quality(answer))+len(answer)/20))
+	}
+	rep := simRun{judge: j, truth: truths["equal"], grader: eval.GraderJudge}.run(t, "sim-rubric-longer")
+	jr := rep.Judging[0]
+	if len(jr.Canaries) != eval.DefaultCanaries || countFailed(jr.Canaries) != eval.DefaultCanaries || jr.Canaries[0].Kind != eval.CanaryPadded ||
+		rep.Verdict != string(gate.Inconclusive) || !jr.Unreliable {
+		t.Errorf("canaries %+v, verdict %s", jr.Canaries, rep.Verdict)
+	}
+}
