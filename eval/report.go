@@ -76,7 +76,9 @@ const PairExcluded = "excluded"
 // PairCounts are one pipeline's pairwise outcomes against the incumbent.
 // Judged pairs are those the judge was asked about (errors included);
 // Decided pairs were settled without it (a run without an answer loses, by
-// the run-error and truncation rules); Excluded pairs were left out.
+// the run-error and truncation rules); Excluded pairs were left out. Wins,
+// Ties and Losses count judged and decided pairs alike; Inconsistent and
+// Errors come from the judge only.
 // PositionConsistency is store/figure's: (Wins + Ties + Losses of the judged)
 // / (the same + Inconsistent). Reference counts the cases this pipeline was
 // the answer judged against (the incumbent).
@@ -401,9 +403,14 @@ func (r *Report) headline() string {
 			b.WriteString(" | ")
 		}
 		shown++
-		fmt.Fprintf(&b, "%s %s vs %s %s accuracy; cost/request %s vs %s (%s); p95 %s vs %s",
-			c.Pipeline, pct(c.Overall.Accuracy), inc.Pipeline, pct(inc.Overall.Accuracy),
-			usd(c.Overall.CostPerRequestUSD), usd(inc.Overall.CostPerRequestUSD),
+		quality := fmt.Sprintf("%s %s vs %s %s accuracy", c.Pipeline, pct(c.Overall.Accuracy), inc.Pipeline, pct(inc.Overall.Accuracy))
+		if pc := c.Overall.Pairwise; pc != nil && c.Overall.Graded == 0 {
+			// Judged as pairs: no accuracy of their own, wins against losses.
+			quality = fmt.Sprintf("%s vs %s judged pairwise: %d wins, %d losses, %d ties, %d inconsistent, %d judge errors (position consistency %.2f)",
+				c.Pipeline, inc.Pipeline, pc.Wins, pc.Losses, pc.Ties, pc.Inconsistent, pc.Errors, pc.PositionConsistency)
+		}
+		fmt.Fprintf(&b, "%s; cost/request %s vs %s (%s); p95 %s vs %s",
+			quality, usd(c.Overall.CostPerRequestUSD), usd(inc.Overall.CostPerRequestUSD),
 			ratio(c.Overall.CostPerRequestUSD, inc.Overall.CostPerRequestUSD),
 			secs(c.Overall.P95LatencyMs), secs(inc.Overall.P95LatencyMs))
 	}
@@ -509,6 +516,12 @@ func (r *Report) Markdown() string {
 		}
 	}
 	b.WriteString("\nAccuracy is passed / graded (runs whose grader failed are counted as grader errors, not as wrong). ")
+	for _, p := range r.Pipelines {
+		if p.Overall.Pairwise != nil {
+			b.WriteString("Cases graded pairwise are not graded one by one (they are judged candidate against incumbent): their wins, ties, losses and position consistency are in the Judging section. ")
+			break
+		}
+	}
 	b.WriteString("Truncated runs gave a final answer cut at the token cap (finish reason length); the gate policy's truncation rule says how they count (default: as failed). ")
 	b.WriteString("Latency percentiles use the nearest-rank method over runs. Costs are USD per request.\n")
 	r.probesMarkdown(&b)
