@@ -130,8 +130,8 @@ func DescribeJudgment(j PairJudgment) string {
 		j.Usage.JudgeName(), j.PromptVersion, j.Outcome, side(j.Orders[0]), side(j.Orders[1]))
 }
 
-// runCanaries asks the suite's LLM judge its canaries, per candidate (every
-// pipeline but the incumbent, its A′ re-run included): opts.Canaries of each
+// runCanaries asks the suite's LLM judge its canaries, per candidate (not
+// the incumbent's A′ re-run): opts.Canaries of each
 // kind, on cases drawn without replacement by a generator seeded from the
 // suite run id, the pipeline and the kind, so a suite run's canaries are
 // reproducible. Pairwise cases (a PairJudge) get identical, padded and
@@ -142,6 +142,9 @@ func (r *suiteRunner) runCanaries(ctx context.Context, recs []*caseRecord) ([]Ca
 	var out []CanaryResult
 	var rows []store.Judgment
 	for p := 1; p < len(r.pipelines); p++ {
+		if isIncumbent(p, r.pipelines[p]) {
+			continue // the incumbent's A′ re-run is no candidate: its judge is checked per candidate
+		}
 		name := r.pipelines[p].Name()
 		var pairs, rubric, consistent []*caseRecord
 		for _, rec := range recs {
