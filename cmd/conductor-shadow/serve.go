@@ -50,6 +50,7 @@ type server struct {
 	notify    *notifyUnit
 	tap       *ingest.Tap
 	serveErr  chan error
+	codeNote  string // /readyz detail when code graders are refused (sandbox.go)
 }
 
 func newServer(cfg Config, log *slog.Logger) *server {
@@ -88,6 +89,7 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 			return fmt.Errorf("serve: %w", err)
 		}
 		s.st, where = st, w
+		s.checkCodeSandbox(ctx)
 		if s.writer, err = store.NewWriter(st, s.cfg.Writer, s.log); err != nil {
 			return fmt.Errorf("serve: %w", err)
 		}
@@ -161,6 +163,13 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 			return fmt.Errorf("serve: %w", err)
 		}
 		s.proc.UseSegmenter(seg)
+		if s.cfg.Ingest.PII.Enabled { // workers' answers can echo personal data too
+			pz, err := ingest.NewPseudonymizer(s.cfg.Ingest.PII, pii.Key)
+			if err != nil {
+				return fmt.Errorf("serve: %w", err)
+			}
+			s.proc.UsePseudonymizer(pz)
+		}
 		// A data subject forgotten while its copies are queued or shadowed:
 		// the workers drop their records instead of writing them back.
 		if forgotten, err := store.NewRoles(s.st).ForgetLookup(); err == nil {
@@ -297,6 +306,9 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 	// Everything that reads a secret from the environment has read it.
 	scrubSecrets(s.cfg)
 	go func() { s.serveErr <- s.http.Serve(ln) }()
+	for _, w := range judgeFamilyWarnings(s.cfg) {
+		s.log.Warn(w + ": judges favour their own family's answers; set suite.judge.worker to another family, or judge.same_family: refuse in the gate policy to refuse such verdicts")
+	}
 	s.log.Info("serving", "url", "http://"+ln.Addr().String(), "role", role, "store", where)
 	return nil
 }
@@ -476,6 +488,12 @@ func (s *server) readyz(c *gin.Context) {
 				note("kafka", kafkaReason(err), err)
 			}
 		}
+	}
+	if s.codeNote != "" {
+		if r.Detail == nil {
+			r.Detail = map[string]string{}
+		}
+		r.Detail["code_grader"] = s.codeNote
 	}
 	if len(r.Reasons) > 0 {
 		r.Status = "not_ready"
