@@ -64,8 +64,9 @@ func AudioPart(b64, format string) openai.ChatMessagePart {
 }
 
 // FilePart is a file part: dataURL is the file as a data: URL
-// ("data:application/pdf;base64,…"), or a provider file id when it does not
-// start with "data:" (kept to say what was asked, never sent to a candidate).
+// ("data:application/pdf;base64,…"), an http(s) URL, or else a provider file
+// id (stored under FileIDScheme). Only inline files are ever sent to a
+// candidate (Media.Transferable); the others are kept to say what was asked.
 func FilePart(filename, dataURL string) openai.ChatMessagePart {
 	if !strings.HasPrefix(dataURL, "data:") && !strings.HasPrefix(dataURL, FileIDScheme) &&
 		!strings.HasPrefix(dataURL, "http://") && !strings.HasPrefix(dataURL, "https://") {
@@ -190,15 +191,15 @@ func RequestMedia(msgs []openai.ChatCompletionMessage) []Media {
 	return out
 }
 
-// MediaParts returns the media parts of msgs (with duplicates), for attaching
-// the request's media to a workflow step's task.
+// MediaParts returns the media parts of msgs, each distinct part once, in
+// order of appearance: what a workflow step gets with its subtask.
 func MediaParts(msgs []openai.ChatCompletionMessage) []openai.ChatMessagePart {
 	var out []openai.ChatMessagePart
-	seen := map[string]bool{}
+	seen := map[string]bool{} // by URL text: the same bytes, the same part
 	for _, m := range msgs {
 		for _, p := range m.MultiContent {
-			if md, ok := PartMedia(p); ok && !seen[md.SHA256] {
-				seen[md.SHA256] = true
+			if isMediaPart(p) && !seen[p.ImageURL.URL] {
+				seen[p.ImageURL.URL] = true
 				out = append(out, p)
 			}
 		}
@@ -206,13 +207,21 @@ func MediaParts(msgs []openai.ChatCompletionMessage) []openai.ChatMessagePart {
 	return out
 }
 
+// isMediaPart reports whether p is an image_url, input_audio or file part
+// with its URL set (PartMedia without hashing it).
+func isMediaPart(p openai.ChatMessagePart) bool {
+	switch p.Type {
+	case openai.ChatMessagePartTypeImageURL, PartTypeInputAudio, PartTypeFile:
+		return p.ImageURL != nil
+	}
+	return false
+}
+
 // hasMedia reports whether any message carries a media part.
 func hasMedia(msgs []openai.ChatCompletionMessage) bool {
 	for _, m := range msgs {
-		for _, p := range m.MultiContent {
-			if _, ok := PartMedia(p); ok {
-				return true
-			}
+		if slices.ContainsFunc(m.MultiContent, isMediaPart) {
+			return true
 		}
 	}
 	return false
@@ -266,9 +275,10 @@ func article(modality string) string {
 
 // fitMessages returns msgs as worker w can take them: every media part of a
 // modality w does not accept, and every part no candidate can be sent
-// (Media.Transferable), replaced by a text part saying what was left out (withheldText); a message
-// left with text parts only becomes a plain one. sent and withheld describe the
-// media parts kept and left out. msgs without media are returned as they are.
+// (Media.Transferable), replaced by a text part saying what was left out
+// (withheldText); a message left with text parts only becomes a plain one.
+// sent and withheld describe the media parts kept and left out. msgs without
+// media are returned as they are.
 func fitMessages(msgs []openai.ChatCompletionMessage, w WorkerConfig) (out []openai.ChatCompletionMessage, sent, withheld []Media) {
 	if !hasMedia(msgs) {
 		return msgs, nil, nil
