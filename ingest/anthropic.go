@@ -19,53 +19,90 @@ import (
 // answer, whole or streamed as named SSE events, becomes an answer like a chat
 // completion's.
 
-// anthropicBlock is one content block of a request or answer.
+// anthropicBlock is one content block of a request (blockOf) or an answer
+// (decoded from its JSON).
 type anthropicBlock struct {
 	Type string `json:"type"`
 	Text string `json:"text"`
-	// image, document
-	Source *struct {
-		Type      string          `json:"type"` // base64, url, text, content, file
-		MediaType string          `json:"media_type"`
-		Data      string          `json:"data"`
-		URL       string          `json:"url"`
-		FileID    string          `json:"file_id"`
-		Content   json.RawMessage `json:"content"` // a "content" source: text blocks
-	} `json:"source"`
-	Title string `json:"title"`
+	// image, document (requests)
+	Source *anthropicSource `json:"-"`
+	Title  string           `json:"-"`
 	// tool_use (request and answer)
 	ID    string          `json:"id"`
 	Name  string          `json:"name"`
 	Input json.RawMessage `json:"input"`
-	// tool_result
-	ToolUseID string          `json:"tool_use_id"`
-	Content   json.RawMessage `json:"content"`
-	IsError   bool            `json:"is_error"`
+	// tool_result (requests)
+	ToolUseID string `json:"-"`
+	content   any    // its content: a string or text blocks
+	IsError   bool   `json:"-"`
 	// thinking
 	Thinking string `json:"thinking"`
 }
 
-// anthropicBlocks reads a content value: a string (one text block) or a list of blocks.
-func anthropicBlocks(raw json.RawMessage) ([]anthropicBlock, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || string(raw) == "null" {
-		return nil, nil
-	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return []anthropicBlock{{Type: "text", Text: s}}, nil
-	}
-	var blocks []anthropicBlock
-	if err := json.Unmarshal(raw, &blocks); err != nil {
-		return nil, err
-	}
-	return blocks, nil
+// anthropicSource is an image or document block's source.
+type anthropicSource struct {
+	Type      string // base64, url, text, content, file
+	MediaType string
+	Data      string
+	URL       string
+	FileID    string
+	content   any // a "content" source: text blocks
 }
 
-// blocksText joins the text of text blocks (a tool result's content, a
-// "content" document source).
-func blocksText(raw json.RawMessage) string {
-	blocks, _ := anthropicBlocks(raw)
+// anthropicContent reads a decoded content value (a request's message content,
+// a tool result's content, a "content" document source, the system prompt): a
+// string is one text block, a list of objects its blocks. The request is
+// decoded once into untyped values, so a large inline image is scanned twice,
+// not four times.
+func anthropicContent(v any) ([]anthropicBlock, error) {
+	switch c := v.(type) {
+	case nil:
+		return nil, nil
+	case string:
+		return []anthropicBlock{{Type: "text", Text: c}}, nil
+	case []any:
+		out := make([]anthropicBlock, 0, len(c))
+		for i, x := range c {
+			m, ok := x.(map[string]any)
+			if !ok {
+				return nil, fmt.Errorf("block %d is not an object", i)
+			}
+			out = append(out, blockOf(m))
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("content is a %T, want a string or a list of blocks", v)
+}
+
+// blockOf reads one decoded block; a tool_use block's input is written back as
+// JSON (its keys sorted).
+func blockOf(m map[string]any) anthropicBlock {
+	b := anthropicBlock{Type: str(m, "type"), Text: str(m, "text"), Title: str(m, "title"), ID: str(m, "id"), Name: str(m, "name"),
+		ToolUseID: str(m, "tool_use_id"), Thinking: str(m, "thinking"), content: m["content"]}
+	b.IsError, _ = m["is_error"].(bool)
+	if in, ok := m["input"]; ok {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		_ = enc.Encode(in) // decoded JSON values: cannot fail
+		b.Input = bytes.TrimSpace(buf.Bytes())
+	}
+	if src, ok := m["source"].(map[string]any); ok {
+		b.Source = &anthropicSource{Type: str(src, "type"), MediaType: str(src, "media_type"), Data: str(src, "data"),
+			URL: str(src, "url"), FileID: str(src, "file_id"), content: src["content"]}
+	}
+	return b
+}
+
+// str reads a string field of a decoded JSON object ("" when absent or not a string).
+func str(m map[string]any, k string) string {
+	s, _ := m[k].(string)
+	return s
+}
+
+// blocksText joins the text of text blocks of a decoded content value.
+func blocksText(v any) string {
+	blocks, _ := anthropicContent(v)
 	var parts []string
 	for _, b := range blocks {
 		if b.Type == "text" && b.Text != "" {
@@ -102,7 +139,7 @@ func (b anthropicBlock) mediaPart() (openai.ChatMessagePart, bool) {
 	case src.Type == "text":
 		return text(src.Data)
 	case src.Type == "content":
-		return text(blocksText(src.Content))
+		return text(blocksText(src.content))
 	case src.Type == "url":
 		return shadow.FilePart(b.Title, src.URL), true
 	case src.Type == "file":
@@ -120,11 +157,11 @@ func (b anthropicBlock) mediaPart() (openai.ChatMessagePart, bool) {
 // equivalent a candidate could call and are left out.
 func parseAnthropicRequest(body []byte) (ExchangeRequest, error) {
 	var r struct {
-		Model    string          `json:"model"`
-		System   json.RawMessage `json:"system"`
+		Model    string `json:"model"`
+		System   any    `json:"system"`
 		Messages []struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
+			Role    string `json:"role"`
+			Content any    `json:"content"`
 		} `json:"messages"`
 		Tools []struct {
 			Type        string          `json:"type"`
@@ -141,7 +178,7 @@ func parseAnthropicRequest(body []byte) (ExchangeRequest, error) {
 		out.Messages = append(out.Messages, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: sys})
 	}
 	for i, m := range r.Messages {
-		blocks, err := anthropicBlocks(m.Content)
+		blocks, err := anthropicContent(m.Content)
 		if err != nil {
 			return out, fmt.Errorf("messages request: messages[%d].content: %w", i, err)
 		}
@@ -158,7 +195,7 @@ func parseAnthropicRequest(body []byte) (ExchangeRequest, error) {
 				msg.ToolCalls = append(msg.ToolCalls, openai.ToolCall{ID: b.ID, Type: openai.ToolTypeFunction,
 					Function: openai.FunctionCall{Name: b.Name, Arguments: compactJSON(b.Input)}})
 			case "tool_result":
-				text := blocksText(b.Content)
+				text := blocksText(b.content)
 				if b.IsError {
 					text = "error: " + text
 				}

@@ -485,11 +485,15 @@ func parseProxyRequest(body []byte, kind api) (ExchangeRequest, error) {
 		r, err := parseResponsesRequest(body)
 		return r.exchangeRequest(nil), err
 	}
-	var r ExchangeRequest
-	if err := json.Unmarshal(body, &r); err != nil {
+	var j exchangeRequestWire // straight into wire messages: a large image is scanned twice, not six times
+	if err := json.Unmarshal(body, &j); err != nil {
+		return ExchangeRequest{}, fmt.Errorf("chat request: %w", err)
+	}
+	j.InputReduced = "" // ours to set, never the client's
+	r, err := j.request()
+	if err != nil {
 		return r, fmt.Errorf("chat request: %w", err)
 	}
-	r.InputReduced = "" // ours to set, never the client's
 	return r, nil
 }
 

@@ -75,12 +75,25 @@ type ExchangeRequest struct {
 	InputReduced string `json:"input_reduced,omitempty"`
 }
 
-// exchangeRequestJSON is ExchangeRequest with its messages as raw JSON.
+// exchangeRequestJSON is ExchangeRequest with its messages as raw JSON
+// (written) or as wire messages (read in one pass, shadow.WireMessage).
 type exchangeRequestJSON struct {
 	Model        string          `json:"model"`
 	Messages     json.RawMessage `json:"messages"`
 	Tools        []openai.Tool   `json:"tools,omitempty"`
 	InputReduced string          `json:"input_reduced,omitempty"`
+}
+
+type exchangeRequestWire struct {
+	Model        string               `json:"model"`
+	Messages     []shadow.WireMessage `json:"messages"`
+	Tools        []openai.Tool        `json:"tools"`
+	InputReduced string               `json:"input_reduced"`
+}
+
+func (j exchangeRequestWire) request() (ExchangeRequest, error) {
+	msgs, err := shadow.FromWire(j.Messages)
+	return ExchangeRequest{Model: j.Model, Messages: msgs, Tools: j.Tools, InputReduced: j.InputReduced}, err
 }
 
 // MarshalJSON writes the messages in the chat completions API's shapes
@@ -99,15 +112,16 @@ func (r ExchangeRequest) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON reads the messages with every content part
 // (shadow.UnmarshalMessages).
 func (r *ExchangeRequest) UnmarshalJSON(b []byte) error {
-	var j exchangeRequestJSON
+	var j exchangeRequestWire
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	*r = ExchangeRequest{Model: j.Model, Tools: j.Tools, InputReduced: j.InputReduced}
-	if len(j.Messages) == 0 || string(j.Messages) == "null" {
-		return nil
+	out, err := j.request()
+	if err != nil {
+		return err
 	}
-	return shadow.UnmarshalMessages(j.Messages, &r.Messages)
+	*r = out
+	return nil
 }
 
 // ShadowRequest is what candidates run on: the messages (media parts

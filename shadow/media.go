@@ -454,10 +454,12 @@ func marshalMessage(m openai.ChatCompletionMessage) ([]byte, error) {
 	}{m.Role, wire, m.Refusal, m.Name, m.ReasoningContent, m.FunctionCall, m.ToolCalls, m.ToolCallID})
 }
 
-// wireMessage is a chat message as the API's JSON has it; Content is a
+// WireMessage is a chat message as the API's JSON has it; Content is a
 // string, an array of parts or null, decoded in the same pass (as any) so a
-// large inline image is scanned once, not once per decoding attempt.
-type wireMessage struct {
+// large inline image is scanned once, not once per decoding attempt. Decode
+// a messages array into []WireMessage as part of a larger value and convert
+// it with FromWire.
+type WireMessage struct {
 	Role             string               `json:"role"`
 	Content          any                  `json:"content"`
 	Refusal          string               `json:"refusal"`
@@ -509,9 +511,23 @@ func isNumber(v any) bool { _, ok := v.(float64); return ok }
 // only text and image_url). A content that is neither a string, an array of
 // part objects nor null is an error naming the message.
 func UnmarshalMessages(b []byte, msgs *[]openai.ChatCompletionMessage) error {
-	var wire []wireMessage
+	var wire []WireMessage
 	if err := json.Unmarshal(b, &wire); err != nil {
 		return err
+	}
+	out, err := FromWire(wire)
+	if err != nil {
+		return err
+	}
+	*msgs = out
+	return nil
+}
+
+// FromWire turns decoded wire messages into their in-memory form (see
+// UnmarshalMessages); nil for nil.
+func FromWire(wire []WireMessage) ([]openai.ChatCompletionMessage, error) {
+	if wire == nil {
+		return nil, nil
 	}
 	out := make([]openai.ChatCompletionMessage, len(wire))
 	for i, w := range wire {
@@ -526,7 +542,7 @@ func UnmarshalMessages(b []byte, msgs *[]openai.ChatCompletionMessage) error {
 			for _, p := range c {
 				pm, ok := p.(map[string]any)
 				if !ok {
-					return fmt.Errorf("messages[%d].content: a part is not an object", i)
+					return nil, fmt.Errorf("messages[%d].content: a part is not an object", i)
 				}
 				m.MultiContent = append(m.MultiContent, partOf(pm))
 			}
@@ -535,12 +551,11 @@ func UnmarshalMessages(b []byte, msgs *[]openai.ChatCompletionMessage) error {
 			if _, ok := c.(bool); ok {
 				kind = "bool"
 			}
-			return &json.UnmarshalTypeError{Value: kind, Type: reflect.TypeFor[string](), Field: fmt.Sprintf("%d.content", i)}
+			return nil, &json.UnmarshalTypeError{Value: kind, Type: reflect.TypeFor[string](), Field: fmt.Sprintf("%d.content", i)}
 		}
 		out[i] = m
 	}
-	*msgs = out
-	return nil
+	return out, nil
 }
 
 // wireRequestBody rewrites the messages of a chat completions request body
