@@ -201,10 +201,9 @@ func openEvalHistory(ctx context.Context, cfg Config) (st store.Store, h store.E
 		}
 		return nil, nil, err
 	}
-	h, err = store.NewRoles(st).EvalHistory()
-	if err != nil {
+	if h = store.NewRoles(st).EvalHistory; h == nil {
 		st.Close()
-		return nil, nil, err
+		return nil, nil, store.NotSupported("store.EvalHistory")
 	}
 	return st, h, nil
 }

@@ -74,10 +74,14 @@ func generateCmd(load loader) *cobra.Command {
 func measurePages(ctx context.Context, out io.Writer, st store.Store, cfg web.Config, iterations int) error {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
-	if err := web.Register(r, store.NewRoles(st), cfg); err != nil {
+	roles := store.NewRoles(st)
+	if roles.TraceReader == nil {
+		return fmt.Errorf("generate: %w", store.NotSupported("store.TraceReader"))
+	}
+	if err := web.Register(r, web.ReadersOf(roles), cfg); err != nil {
 		return fmt.Errorf("generate: %w", err)
 	}
-	page, err := st.ListTraces(ctx, store.TraceFilter{Limit: store.MaxListLimit})
+	page, err := roles.TraceReader.SearchTraces(ctx, store.TraceSearch{TraceFilter: store.TraceFilter{Limit: store.MaxListLimit}})
 	if err != nil {
 		return fmt.Errorf("generate: pick traces: %w", err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/caarlos0/env/v11"
 	"github.com/spf13/cobra"
 
+	"github.com/conductor-shadow/conductor-shadow/eval"
 	"github.com/conductor-shadow/conductor-shadow/store"
 )
 
@@ -226,7 +227,7 @@ func suiteCmd(load loader, log *slog.Logger) *cobra.Command {
 			if note != "" {
 				log.Info(note+"; running the suite against the store directly", "store", where)
 			}
-			runner := &suiteRunner{cfg: cfg, roles: store.NewRoles(st), p: pipes, where: where}
+			runner := &suiteRunner{cfg: cfg, stores: eval.SuiteStoresOf(store.NewRoles(st)), p: pipes, where: where}
 			res, err = runner.run(ctx, set, limit, cmd.ErrOrStderr())
 			if err != nil {
 				return err

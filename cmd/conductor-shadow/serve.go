@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/conductor-shadow/conductor-shadow/eval"
 	"github.com/conductor-shadow/conductor-shadow/eval/gate"
 	"github.com/conductor-shadow/conductor-shadow/eval/schedule"
 	"github.com/conductor-shadow/conductor-shadow/ingest"
@@ -81,12 +82,13 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 		return fmt.Errorf("serve: %w", err)
 	}
 	where := "none (tap role: copies go to Kafka)"
+	var roles store.Roles // resolved once: every part takes the roles it uses
 	if role != RoleTap {
 		st, w, err := openStore(ctx, s.cfg)
 		if err != nil {
 			return fmt.Errorf("serve: %w", err)
 		}
-		s.st, where = st, w
+		s.st, where, roles = st, w, store.NewRoles(st)
 		if s.writer, err = store.NewWriter(st, s.cfg.Writer, s.log); err != nil {
 			return fmt.Errorf("serve: %w", err)
 		}
@@ -109,12 +111,12 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 		}
 		s.queue = s.kafka
 		if s.st != nil {
-			shadowWriter = ingest.StoreWriter{Store: s.st}
+			shadowWriter = ingest.StoreWriter{Store: roles.TraceWriter}
 		}
 	} else {
 		// Store first: a copy is stored before the tap answers 202, and the work
 		// left pending by a crash or a stop is picked up here.
-		if s.sq, err = ingest.NewStoreQueue(s.cfg.Ingest, s.st, s.pipes.workKeys(), newPriceTable(s.cfg.Shadow), s.stats, s.log); err != nil {
+		if s.sq, err = ingest.NewStoreQueue(s.cfg.Ingest, roles.WorkStore, s.pipes.workKeys(), newPriceTable(s.cfg.Shadow), s.stats, s.log); err != nil {
 			return fmt.Errorf("serve: %w", err)
 		}
 		if err := s.sq.Start(ctx); err != nil {
@@ -161,19 +163,18 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 		s.proc.UseSegmenter(seg)
 		// A data subject forgotten while its copies are queued or shadowed:
 		// the workers drop their records instead of writing them back.
-		if forgotten, err := store.NewRoles(s.st).ForgetLookup(); err == nil {
-			s.proc.UseForgetLookup(forgotten)
+		if roles.ForgetLookup != nil {
+			s.proc.UseForgetLookup(roles.ForgetLookup)
 		} else {
-			s.log.Warn("serve: the store cannot tell forgotten subjects; shadow runs finishing after a forget are removed by its second sweep only", "err", err)
+			s.log.Warn("serve: the store cannot tell forgotten subjects; shadow runs finishing after a forget are removed by its second sweep only", "err", store.NotSupported("store.ForgetLookup"))
 		}
 		if s.kafka != nil {
 			// Kafka delivers at least once: before running a candidate, the
 			// workers look up whether its run is stored already.
-			lookup, err := store.NewRoles(s.st).RunLookup()
-			if err != nil {
-				return fmt.Errorf("serve: %w", err)
+			if roles.RunLookup == nil {
+				return fmt.Errorf("serve: %w", store.NotSupported("store.RunLookup"))
 			}
-			s.proc.UseRunLookup(lookup)
+			s.proc.UseRunLookup(roles.RunLookup)
 		}
 		if err := s.proc.Start(ctx); err != nil {
 			return fmt.Errorf("serve: %w", err)
@@ -201,7 +202,7 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 		tap.Register(guarded)
 	}
 	a := &api{
-		console: s.st,
+		console: roles.Console,
 		stats:   func() ingest.StatsSnapshot { return s.stats.Snapshot(s.queue.Len()) },
 		writer:  func() store.WriterStats { return store.WriterStats{} },
 		log:     s.log,
@@ -215,8 +216,8 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 	if role == RoleTap {
 		guarded.GET("/api/stats", a.statsHandler)
 	} else {
-		a.suites = &suiteRunner{cfg: s.cfg, roles: store.NewRoles(s.st), p: s.pipes, where: where + " (through the server at " + s.cfg.Server.Addr + ")"}
-		a.forget = newForgetter(s.st, pii.Key, forgetSweepAfter(s.cfg.Writer))
+		a.suites = &suiteRunner{cfg: s.cfg, stores: eval.SuiteStoresOf(roles), p: s.pipes, where: where + " (through the server at " + s.cfg.Server.Addr + ")"}
+		a.forget = newForgetter(roles.SubjectEraser, pii.Key, forgetSweepAfter(s.cfg.Writer))
 		a.register(guarded)
 	}
 	if err := s.metrics.watch(a.stats, a.writer); err != nil {
@@ -274,7 +275,7 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 			}
 			webCfg.GatePolicy = &p
 		}
-		if err := web.Register(router.Group("/", webAuth.Middleware()), store.NewRoles(s.st), webCfg); err != nil {
+		if err := web.Register(router.Group("/", webAuth.Middleware()), web.ReadersOf(roles), webCfg); err != nil {
 			return fmt.Errorf("serve: web: %w", err)
 		}
 	}

@@ -49,9 +49,9 @@ the output says which sets are flagged.`,
 				return fmt.Errorf("shift: %w", err)
 			}
 			defer st.Close()
-			an, err := store.NewRoles(st).SegmentReader()
-			if err != nil {
-				return fmt.Errorf("shift: %w", err)
+			an := store.NewRoles(st).SegmentReader
+			if an == nil {
+				return fmt.Errorf("shift: %w", store.NotSupported("store.SegmentReader"))
 			}
 			to := time.Now().UTC()
 			var reports []any

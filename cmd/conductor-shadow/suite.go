@@ -18,7 +18,6 @@ import (
 	"github.com/conductor-shadow/conductor-shadow/eval/gate"
 	"github.com/conductor-shadow/conductor-shadow/eval/judge"
 	"github.com/conductor-shadow/conductor-shadow/eval/schedule"
-	"github.com/conductor-shadow/conductor-shadow/store"
 )
 
 // errBadSet marks a regression set that cannot be loaded: the caller's mistake,
@@ -28,10 +27,10 @@ var errBadSet = errors.New("regression set not usable")
 // suiteRunner runs a regression set through the incumbent and the candidates and
 // writes the report; the server and the local CLI share it.
 type suiteRunner struct {
-	cfg   Config
-	roles store.Roles // the suite run takes the roles it writes and reads (eval.RunSuite)
-	p     *pipelines
-	where string // the store, as told to the user (openStore's description)
+	cfg    Config
+	stores eval.SuiteStores // the roles the suite run writes and reads
+	p      *pipelines
+	where  string // the store, as told to the user (openStore's description)
 }
 
 // run loads setPath (empty: the configured set), runs at most limit cases (0: all),
@@ -69,7 +68,7 @@ func (s *suiteRunner) runScheduled(ctx context.Context, job schedule.Suite, prog
 	if err != nil {
 		return suiteResponse{}, err
 	}
-	rep, err := eval.RunSuite(ctx, s.roles, set, s.p.incumbent, s.p.candidates, eval.SuiteOptions{
+	rep, err := eval.RunSuite(ctx, s.stores, set, s.p.incumbent, s.p.candidates, eval.SuiteOptions{
 		Graders:     graders,
 		Concurrency: s.cfg.Suite.Concurrency,
 		Limit:       job.Limit,
