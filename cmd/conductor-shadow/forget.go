@@ -12,6 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/spf13/cobra"
 
+	"github.com/conductor-shadow/conductor-shadow/cmd/internal/platform"
 	"github.com/conductor-shadow/conductor-shadow/ingest"
 	"github.com/conductor-shadow/conductor-shadow/store"
 )
@@ -102,7 +103,7 @@ func printForget(w io.Writer, r forgetResponse) {
 	}
 }
 
-func forgetCmd(load loader) *cobra.Command {
+func forgetCmd(load platform.Loader) *cobra.Command {
 	var (
 		subject string
 		local   bool
@@ -138,7 +139,7 @@ sweeps again for rows that arrived meanwhile ("second sweep" in the printout).`,
 			if err != nil {
 				return fmt.Errorf("forget: %w", err)
 			}
-			st, _, err := openStore(ctx, cfg)
+			st, _, err := platform.OpenStore(ctx, cfg)
 			if err != nil {
 				return err
 			}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/conductor-shadow/conductor-shadow/cmd/internal/platform"
 )
 
 // recordingPart notes its Start and Shutdown calls in a shared log; it fails
@@ -50,7 +52,7 @@ func TestPartsStartInOrderStopInReverse(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var log []string
-			s := newServer(NewDefaultConfig(), slog.New(slog.DiscardHandler))
+			s := newServer(platform.NewDefaultConfig(), slog.New(slog.DiscardHandler))
 			for i, n := range []string{"a", "b", "c"} {
 				s.add(n, recordingPart{name: n, log: &log, failStart: i == tc.failAt})
 			}

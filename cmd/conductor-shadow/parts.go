@@ -12,6 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/conductor-shadow/conductor-shadow/cmd/internal/platform"
 	"github.com/conductor-shadow/conductor-shadow/eval"
 	"github.com/conductor-shadow/conductor-shadow/eval/gate"
 	"github.com/conductor-shadow/conductor-shadow/eval/schedule"
@@ -45,7 +46,7 @@ import (
 func (s *server) build(ctx context.Context, tp trace.TracerProvider) error {
 	role := s.cfg.Server.Role
 	s.add("stop log", funcs(nil, func(context.Context) error { s.logStopped(); return nil }))
-	if role != RoleTap {
+	if role != platform.RoleTap {
 		if err := s.addStore(ctx); err != nil {
 			return err
 		}
@@ -53,7 +54,7 @@ func (s *server) build(ctx context.Context, tp trace.TracerProvider) error {
 	if err := s.addMetrics(); err != nil {
 		return err
 	}
-	if role != RoleTap {
+	if role != platform.RoleTap {
 		if err := s.addPipelines(tp); err != nil {
 			return err
 		}
@@ -75,18 +76,18 @@ func (s *server) build(ctx context.Context, tp trace.TracerProvider) error {
 	} else {
 		s.log.Info("PII key in use", "key", pii.Source)
 	}
-	if role != RoleShadow {
+	if role != platform.RoleShadow {
 		if err := s.addTap(pii.Key); err != nil {
 			return err
 		}
 	}
-	if role != RoleTap {
+	if role != platform.RoleTap {
 		if err := s.addShadowWorkers(); err != nil {
 			return err
 		}
 	}
 	s.addAPI(role, pii.Key)
-	if role == RoleAll {
+	if role == platform.RoleAll {
 		// Schedules run in one place: with several shadow workers, each would run them.
 		if err := s.addSchedules(); err != nil {
 			return err
@@ -113,7 +114,7 @@ func (s *server) add(name string, p part) { s.parts = append(s.parts, namedPart{
 // addStore opens the store and resolves its roles once: every later part
 // takes the roles it uses.
 func (s *server) addStore(ctx context.Context) error {
-	st, where, err := openStore(ctx, s.cfg)
+	st, where, err := platform.OpenStore(ctx, s.cfg)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
@@ -133,7 +134,7 @@ func (s *server) addMetrics() error {
 }
 
 func (s *server) addPipelines(tp trace.TracerProvider) error {
-	pipes, err := buildInstrumentedPipelines(s.cfg, shadow.Telemetry{Tracers: tp, Meters: s.metrics.meters, CaptureContent: s.cfg.Telemetry.CaptureContent})
+	pipes, err := platform.BuildInstrumentedPipelines(s.cfg, shadow.Telemetry{Tracers: tp, Meters: s.metrics.meters, CaptureContent: s.cfg.Telemetry.CaptureContent})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
@@ -158,7 +159,7 @@ func (s *server) addWriter() error {
 // at Start.
 func (s *server) addQueue(role string) error {
 	if s.cfg.Ingest.Kafka.Enabled() {
-		q, err := ingest.NewKafkaQueue(s.cfg.Ingest.Kafka, role != RoleTap, s.stats, s.log)
+		q, err := ingest.NewKafkaQueue(s.cfg.Ingest.Kafka, role != platform.RoleTap, s.stats, s.log)
 		if err != nil {
 			return fmt.Errorf("serve: %w", err)
 		}
@@ -166,7 +167,7 @@ func (s *server) addQueue(role string) error {
 		s.add("kafka", hostless{q}) // Start runs the metadata ping /readyz reads
 		return nil
 	}
-	q, err := ingest.NewStoreQueue(s.cfg.Ingest, s.roles.WorkStore, s.pipes.workKeys(), newPriceTable(s.cfg.Shadow), s.stats, s.log)
+	q, err := ingest.NewStoreQueue(s.cfg.Ingest, s.roles.WorkStore, s.pipes.WorkKeys(), platform.NewPriceTable(s.cfg.Shadow), s.stats, s.log)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
@@ -196,8 +197,8 @@ func (s *server) addShadowWorkers() error {
 	s.admission = adm
 	s.add("admission", funcs(func(ctx context.Context, _ *host) error { return adm.Start(ctx) },
 		func(ctx context.Context) error { _ = adm.Shutdown(ctx); return nil }))
-	candidates := make([]shadow.Pipeline, len(s.pipes.candidates))
-	for i, c := range s.pipes.candidates {
+	candidates := make([]shadow.Pipeline, len(s.pipes.Candidates))
+	for i, c := range s.pipes.Candidates {
 		candidates[i] = adm.Pipeline(c)
 	}
 	// Kafka's workers write synchronously: an offset is committed once an
@@ -206,7 +207,7 @@ func (s *server) addShadowWorkers() error {
 	if s.kafka != nil {
 		w = ingest.StoreWriter{Store: s.roles.TraceWriter}
 	}
-	proc := ingest.NewProcessor(s.cfg.Ingest, s.queue, w, candidates, newPriceTable(s.cfg.Shadow), s.stats, s.log)
+	proc := ingest.NewProcessor(s.cfg.Ingest, s.queue, w, candidates, platform.NewPriceTable(s.cfg.Shadow), s.stats, s.log)
 	seg, err := newSegmenter(s.cfg, s.log)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
@@ -264,13 +265,13 @@ func (s *server) addAPI(role string, piiKey []byte) {
 	if s.admission != nil {
 		a.admission = s.admission.Snapshot
 	}
-	if role != RoleTap {
+	if role != platform.RoleTap {
 		s.suites = &suiteRunner{cfg: s.cfg, stores: eval.SuiteStoresOf(s.roles), p: s.pipes, where: s.where + " (through the server at " + s.cfg.Server.Addr + ")"}
 		a.suites = s.suites
 		a.forget = newForgetter(s.roles.SubjectEraser, piiKey, forgetSweepAfter(s.cfg.Writer))
 	}
 	s.add("api", routes(func(h *host) error {
-		if role == RoleTap {
+		if role == platform.RoleTap {
 			h.guarded.GET("/api/stats", a.statsHandler)
 		} else {
 			a.register(h.guarded)

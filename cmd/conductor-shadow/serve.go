@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/conductor-shadow/conductor-shadow/cmd/internal/platform"
 	"github.com/conductor-shadow/conductor-shadow/ingest"
 	"github.com/conductor-shadow/conductor-shadow/store"
 	"github.com/conductor-shadow/conductor-shadow/web"
@@ -25,7 +26,7 @@ import (
 // — the tap and proxy, the shadow workers, the web UI and the API on one
 // listener — starts them in order and shuts them down in reverse.
 type server struct {
-	cfg      Config
+	cfg      platform.Config
 	log      *slog.Logger
 	stats    *ingest.Stats
 	serveErr chan error
@@ -36,13 +37,13 @@ type server struct {
 	parts   []namedPart // in start order
 
 	// What the parts share, set as they are built.
-	token     string        // the API bearer token
-	st        store.Store   // nil in the tap role
-	where     string        // which store, for logs
-	roles     store.Roles   // st's roles, resolved once
-	writer    *store.Writer // nil in the tap role
-	pipes     *pipelines    // nil in the tap role
-	queue     ingest.Queue  // sq or kafka
+	token     string              // the API bearer token
+	st        store.Store         // nil in the tap role
+	where     string              // which store, for logs
+	roles     store.Roles         // st's roles, resolved once
+	writer    *store.Writer       // nil in the tap role
+	pipes     *platform.Pipelines // nil in the tap role
+	queue     ingest.Queue        // sq or kafka
 	sq        *ingest.StoreQueue
 	kafka     *ingest.KafkaQueue
 	tap       *ingest.Tap // nil in the shadow role
@@ -52,7 +53,7 @@ type server struct {
 	http      *http.Server
 }
 
-func newServer(cfg Config, log *slog.Logger) *server {
+func newServer(cfg platform.Config, log *slog.Logger) *server {
 	return &server{cfg: cfg, log: log, serveErr: make(chan error, 1),
 		where: "none (tap role: copies go to Kafka)"}
 }

@@ -7,13 +7,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/conductor-shadow/conductor-shadow/cmd/internal/platform"
 	"github.com/conductor-shadow/conductor-shadow/eval"
 	"github.com/conductor-shadow/conductor-shadow/store"
 )
 
 // shiftCmd is `conductor-shadow shift`: the regression sets in use against the
 // live traffic's segment mix.
-func shiftCmd(load loader) *cobra.Command {
+func shiftCmd(load platform.Loader) *cobra.Command {
 	var (
 		sets   []string
 		window time.Duration

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/conductor-shadow/conductor-shadow/cmd/internal/platform"
 	"github.com/conductor-shadow/conductor-shadow/eval"
 	"github.com/conductor-shadow/conductor-shadow/eval/gate"
 	"github.com/conductor-shadow/conductor-shadow/eval/judge"
@@ -27,9 +28,9 @@ var errBadSet = errors.New("regression set not usable")
 // suiteRunner runs a regression set through the incumbent and the candidates and
 // writes the report; the server and the local CLI share it.
 type suiteRunner struct {
-	cfg    Config
+	cfg    platform.Config
 	stores eval.SuiteStores // the roles the suite run writes and reads
-	p      *pipelines
+	p      *platform.Pipelines
 	where  string // the store, as told to the user (openStore's description)
 }
 
@@ -64,11 +65,11 @@ func (s *suiteRunner) runScheduled(ctx context.Context, job schedule.Suite, prog
 	}
 	// The judge graders call the pool; every other grader (the code sandbox
 	// included) is built with the configured limits.
-	graders, err := judge.Graders(s.p.pool, s.cfg.Suite.Judge, s.cfg.Suite.Code)
+	graders, err := judge.Graders(s.p.Pool, s.cfg.Suite.Judge, s.cfg.Suite.Code)
 	if err != nil {
 		return suiteResponse{}, err
 	}
-	rep, err := eval.RunSuite(ctx, s.stores, set, s.p.incumbent, s.p.candidates, eval.SuiteOptions{
+	rep, err := eval.RunSuite(ctx, s.stores, set, s.p.Incumbent, s.p.Candidates, eval.SuiteOptions{
 		Graders:     graders,
 		Concurrency: s.cfg.Suite.Concurrency,
 		Limit:       job.Limit,
@@ -77,7 +78,7 @@ func (s *suiteRunner) runScheduled(ctx context.Context, job schedule.Suite, prog
 		NoiseRun:    job.NoiseRun,
 		ShiftWindow: s.cfg.Suite.ShiftWindow,
 		// The simulated pool says by what factor it scaled latencies; the report repeats it.
-		LatencyScales: s.p.pool.SimulatedLatencyScales,
+		LatencyScales: s.p.Pool.SimulatedLatencyScales,
 	})
 	if err != nil {
 		return suiteResponse{}, fmt.Errorf("suite run %s: %w", filepath.Base(setPath), err)
@@ -151,7 +152,7 @@ type serverHealth struct {
 
 // storeKind is serverHealth.Store for cfg (its role aside): the kind of
 // store without the folder or DSN.
-func storeKind(cfg Config) string {
+func storeKind(cfg platform.Config) string {
 	if cfg.Store.DSN != "" {
 		return "ClickHouse server"
 	}
@@ -183,7 +184,7 @@ func storeID(path string) string {
 //   - neither: the server when one answers, else the store here.
 //
 // note says why, for the log.
-func suiteTarget(ctx context.Context, cfg Config, local, explicitData, explicitAddr bool) (useServer bool, note string, err error) {
+func suiteTarget(ctx context.Context, cfg platform.Config, local, explicitData, explicitAddr bool) (useServer bool, note string, err error) {
 	if local || cfg.Store.DSN != "" {
 		return false, "", nil
 	}

@@ -1,4 +1,9 @@
-package main
+// Package platform is what every binary of the platform builds from one
+// configuration: the YAML file with its environment and flag overrides
+// (Config, LoadConfig, Flags), the pipelines (incumbent and candidates over one
+// worker pool), the incumbent's price table and the store. `conductor-shadow`
+// and `loadtest` share it.
+package platform
 
 import (
 	"bytes"
@@ -208,7 +213,7 @@ func (c Config) Validate() error {
 	if _, _, err := net.SplitHostPort(c.Server.Addr); err != nil {
 		errs = append(errs, fmt.Errorf("config: server.addr %q: want host:port", c.Server.Addr))
 	}
-	if err := validateAllowedHosts(c.Server.AllowedHosts); err != nil {
+	if err := ValidateAllowedHosts(c.Server.AllowedHosts); err != nil {
 		errs = append(errs, err)
 	}
 	if c.Server.ShutdownTimeout <= 0 {
@@ -269,6 +274,19 @@ func (c Config) Validate() error {
 	}
 	if err := c.Schedules.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("config: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// ValidateAllowedHosts checks server.allowed_hosts: bare host names (no scheme,
+// port or path), optionally starting with "." for a whole domain.
+func ValidateAllowedHosts(hosts []string) error {
+	var errs []error
+	for i, h := range hosts {
+		name := strings.TrimPrefix(h, ".")
+		if name == "" || strings.ContainsAny(name, "/:@ *") || strings.HasPrefix(name, ".") {
+			errs = append(errs, fmt.Errorf("config: server.allowed_hosts[%d] %q: want a host name such as shadow.example.com, or .example.com for every name under it", i, h))
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -1,4 +1,4 @@
-package main
+package platform
 
 import (
 	"os"
@@ -80,14 +80,14 @@ func TestRedactDSN(t *testing.T) {
 		"clickhouse://u@host:9000/db":        "clickhouse://u@host:9000/db",
 	}
 	for in, want := range tests {
-		if got := redactDSN(in); got != want {
-			t.Errorf("redactDSN(%q) = %q, want %q", in, got, want)
+		if got := RedactDSN(in); got != want {
+			t.Errorf("RedactDSN(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
 
 func TestExampleConfigShowsTheDefaults(t *testing.T) {
-	cfg, err := LoadConfig("../../conductor-shadow.example.yaml", nil)
+	cfg, err := LoadConfig("../../../conductor-shadow.example.yaml", nil)
 	if err != nil {
 		t.Fatalf("the shipped example must load: %v", err)
 	}
@@ -105,8 +105,8 @@ func TestFlagsApplyBeforeValidation(t *testing.T) {
 	if _, err := LoadConfig(path, nil); err == nil {
 		t.Fatal("the file's bad addr must fail validation without a flag")
 	}
-	gf := globalFlags{addr: "127.0.0.1:9999"}
-	cfg, err := LoadConfig(path, nil, gf.apply)
+	gf := Flags{Addr: "127.0.0.1:9999"}
+	cfg, err := LoadConfig(path, nil, gf.Apply)
 	if err != nil {
 		t.Fatalf("--addr must fix the file's bad value: %v", err)
 	}
@@ -123,5 +123,23 @@ func TestSuiteCodeConfigIsValidated(t *testing.T) {
 	}
 	if _, err := LoadConfig(path, nil); err == nil || !strings.Contains(err.Error(), "code.timeout") {
 		t.Fatalf("LoadConfig = %v; want a suite.code.timeout error", err)
+	}
+}
+
+func TestValidateAllowedHosts(t *testing.T) {
+	for _, tc := range []struct {
+		hosts []string
+		ok    bool
+	}{
+		{[]string{"shadow.example.com", ".example.com", "localhost"}, true},
+		{[]string{"http://shadow.example.com"}, false},
+		{[]string{"shadow.example.com:8080"}, false},
+		{[]string{""}, false},
+		{[]string{"."}, false},
+		{[]string{"*.example.com"}, false},
+	} {
+		if err := ValidateAllowedHosts(tc.hosts); (err == nil) != tc.ok {
+			t.Errorf("ValidateAllowedHosts(%q) = %v; want ok=%v", tc.hosts, err, tc.ok)
+		}
 	}
 }
