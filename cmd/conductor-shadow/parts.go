@@ -45,6 +45,7 @@ import (
 // what was built. Add a part here, where its role and its dependencies are.
 func (s *server) build(ctx context.Context, tp trace.TracerProvider) error {
 	role := s.cfg.Server.Role
+	var err error
 	s.add("stop log", funcs(nil, func(context.Context) error { s.logStopped(); return nil }))
 	if role != platform.RoleTap {
 		if err := s.addStore(ctx); err != nil {
@@ -60,6 +61,11 @@ func (s *server) build(ctx context.Context, tp trace.TracerProvider) error {
 		}
 		if err := s.addWriter(); err != nil {
 			return err
+		}
+		// The segments of every stored request: computed by the store-first
+		// queue as it accepts a copy, else by the shadow workers.
+		if s.segmenter, err = newSegmenter(s.cfg, s.log); err != nil {
+			return fmt.Errorf("serve: %w", err)
 		}
 	}
 	if err := s.addQueue(role); err != nil {
@@ -171,6 +177,7 @@ func (s *server) addQueue(role string) error {
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
+	q.UseSegmenter(s.segmenter)
 	s.sq, s.queue = q, q
 	s.add("store-first queue", hostless{q})
 	return nil
@@ -208,11 +215,7 @@ func (s *server) addShadowWorkers() error {
 		w = ingest.StoreWriter{Store: s.roles.TraceWriter}
 	}
 	proc := ingest.NewProcessor(s.cfg.Ingest, s.queue, w, candidates, platform.NewPriceTable(s.cfg.Shadow), s.stats, s.log)
-	seg, err := newSegmenter(s.cfg, s.log)
-	if err != nil {
-		return fmt.Errorf("serve: %w", err)
-	}
-	proc.UseSegmenter(seg)
+	proc.UseSegmenter(s.segmenter)
 	// A data subject forgotten while its copies are queued or shadowed: the
 	// workers drop their records instead of writing them back.
 	if s.roles.ForgetLookup != nil {
@@ -220,13 +223,13 @@ func (s *server) addShadowWorkers() error {
 	} else {
 		s.log.Warn("serve: the store cannot tell forgotten subjects; shadow runs finishing after a forget are removed by its second sweep only", "err", store.NotSupported("store.ForgetLookup"))
 	}
-	if s.kafka != nil {
-		// Kafka delivers at least once: before running a candidate, the
-		// workers look up whether its run is stored already.
-		if s.roles.RunLookup == nil {
-			return fmt.Errorf("serve: %w", store.NotSupported("store.RunLookup"))
-		}
+	// A delivery whose queue cannot tell which runs are owed (Kafka delivers
+	// at least once): before running a candidate, the workers look up whether
+	// its run is stored already.
+	if s.roles.RunLookup != nil {
 		proc.UseRunLookup(s.roles.RunLookup)
+	} else if s.kafka != nil {
+		return fmt.Errorf("serve: %w", store.NotSupported("store.RunLookup"))
 	}
 	s.add("shadow workers", funcs(func(ctx context.Context, _ *host) error { return proc.Start(ctx) }, s.stopWorkers(proc)))
 	return nil

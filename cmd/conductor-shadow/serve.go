@@ -17,6 +17,7 @@ import (
 
 	"github.com/conductor-shadow/conductor-shadow/cmd/internal/platform"
 	"github.com/conductor-shadow/conductor-shadow/ingest"
+	"github.com/conductor-shadow/conductor-shadow/ingest/segment"
 	"github.com/conductor-shadow/conductor-shadow/store"
 	"github.com/conductor-shadow/conductor-shadow/web"
 )
@@ -48,8 +49,9 @@ type server struct {
 	kafka     *ingest.KafkaQueue
 	tap       *ingest.Tap // nil in the shadow role
 	admission *ingest.Admission
-	suites    *suiteRunner // nil in the tap role
-	metrics   *metrics     // GET /metrics: a private Prometheus registry
+	segmenter *segment.Segmenter // nil in the tap role
+	suites    *suiteRunner       // nil in the tap role
+	metrics   *metrics           // GET /metrics: a private Prometheus registry
 	http      *http.Server
 }
 
