@@ -45,26 +45,12 @@ func BuildInstrumentedPipelines(cfg Config, tel shadow.Telemetry) (*Pipelines, e
 		return nil, fmt.Errorf("pipelines: incumbent: %w", err)
 	}
 	p := &Pipelines{Pool: pool, Incumbent: inc, Spend: shadow.NewSpendTracker(cfg.Shadow.Budget.DailyUSD, nil)}
-	for _, name := range cfg.Pipelines.Candidates {
-		var c shadow.Pipeline
-		if worker, ok := strings.CutPrefix(name, "single:"); ok {
-			c, err = shadow.NewSingle(pool, worker)
-		} else {
-			c, err = shadow.NewConductor(pool, cfg.Shadow.Conductor)
-		}
-		if err == nil {
-			c, err = shadow.NewBudgetedFromConfig(pool, c, p.Spend)
-		}
-		if err == nil {
-			c, err = shadow.Instrument(c, tel)
-		}
-		if err != nil {
-			pool.Close()
-			return nil, fmt.Errorf("pipelines: candidate %q: %w", name, err)
-		}
-		p.Candidates = append(p.Candidates, c)
+	candidates, err := cfg.Pipelines.AllCandidates()
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("pipelines: %w", err)
 	}
-	for _, cc := range cfg.Pipelines.CandidatePipelines {
+	for _, cc := range candidates {
 		c, err := shadow.NewPipeline(pool, cc)
 		if err == nil {
 			c, err = shadow.NewBudgetedFromConfig(pool, c, p.Spend)
