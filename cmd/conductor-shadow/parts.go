@@ -36,8 +36,8 @@ import (
 //	shadow workers     ✓         ✓      half of the time left, then the rest to the writer
 //	tap                ✓    ✓           POST /v1/tap, /v1/tap/batch
 //	api                ✓    ✓    ✓      /api/*, /metrics (the tap role: /api/stats only)
-//	schedules          ✓
-//	proxy              ✓    ✓           when ingest.proxy.incumbent_url is set
+//	proxy              ✓    ✓           when ingest.proxy.incumbent_url is set; drains its capture workers
+//	schedules          ✓                waits for a scheduled suite run going on
 //	web                ✓         ✓
 //	listener           ✓    ✓    ✓      stops accepting first, drains in-flight requests
 //
@@ -93,14 +93,14 @@ func (s *server) build(ctx context.Context, tp trace.TracerProvider) error {
 		}
 	}
 	s.addAPI(role, pii.Key)
-	if role == platform.RoleAll {
-		// Schedules run in one place: with several shadow workers, each would run them.
-		if err := s.addSchedules(); err != nil {
+	if s.cfg.Ingest.Proxy.Enabled() && s.tap != nil {
+		if err := s.addProxy(); err != nil {
 			return err
 		}
 	}
-	if s.cfg.Ingest.Proxy.Enabled() && s.tap != nil {
-		if err := s.addProxy(); err != nil {
+	if role == platform.RoleAll {
+		// Schedules run in one place: with several shadow workers, each would run them.
+		if err := s.addSchedules(); err != nil {
 			return err
 		}
 	}
