@@ -47,6 +47,7 @@ type Processor struct {
 	segmenter  *segment.Segmenter
 	lookup     store.RunLookup    // what a re-delivered exchange already has (Kafka); nil: none
 	forgotten  store.ForgetLookup // whether a request's data subject was forgotten; nil: never checked
+	pii        *Pseudonymizer     // applied to candidate records before they are written; nil: none
 
 	inflightMu sync.Mutex
 	inflight   map[string]chan struct{} // request ids being shadowed (with lookup), closed when done
@@ -328,6 +329,7 @@ func (p *Processor) storeRun(ctx context.Context, d Delivery, b store.Batch, int
 		}
 		return false
 	}
+	p.pseudonymize(d.Exchange.App, &b)
 	return p.enqueue(wctx, b) || interrupted
 }
 

@@ -158,6 +158,7 @@ type Roles struct {
 	SubjectEraser  SubjectEraser  // `forget`, POST /api/forget
 	ForgetLookup   ForgetLookup   // the shadow workers: forgotten subjects
 	RunLookup      RunLookup      // the shadow workers: runs already stored
+	VerdictNotices VerdictNotices // the verdict notifications' state
 }
 
 // NewRoles resolves the roles of st, once. A nil st gives Roles with every
@@ -176,6 +177,7 @@ func NewRoles(st Store) Roles {
 	r.SubjectEraser, _ = st.(SubjectEraser)
 	r.ForgetLookup, _ = st.(ForgetLookup)
 	r.RunLookup, _ = st.(RunLookup)
+	r.VerdictNotices, _ = st.(VerdictNotices)
 	return r
 }
 

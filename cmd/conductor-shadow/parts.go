@@ -37,6 +37,7 @@ import (
 //	tap                ✓    ✓           POST /v1/tap, /v1/tap/batch
 //	api                ✓    ✓    ✓      /api/*, /metrics (the tap role: /api/stats only)
 //	proxy              ✓    ✓           when ingest.proxy.incumbent_url is set; drains its capture workers
+//	notify             ✓                when a sink is configured; undelivered notices stay pending
 //	schedules          ✓                waits for a scheduled suite run going on
 //	web                ✓         ✓
 //	listener           ✓    ✓    ✓      stops accepting first, drains in-flight requests
@@ -88,7 +89,7 @@ func (s *server) build(ctx context.Context, tp trace.TracerProvider) error {
 		}
 	}
 	if role != platform.RoleTap {
-		if err := s.addShadowWorkers(); err != nil {
+		if err := s.addShadowWorkers(pii.Key); err != nil {
 			return err
 		}
 	}
@@ -99,6 +100,9 @@ func (s *server) build(ctx context.Context, tp trace.TracerProvider) error {
 		}
 	}
 	if role == platform.RoleAll {
+		if err := s.addNotify(); err != nil {
+			return err
+		}
 		// Schedules run in one place: with several shadow workers, each would run them.
 		if err := s.addSchedules(); err != nil {
 			return err
@@ -126,6 +130,7 @@ func (s *server) addStore(ctx context.Context) error {
 	}
 	s.st, s.where, s.roles = st, where, store.NewRoles(st)
 	s.add("store", funcs(nil, func(context.Context) error { return st.Close() }))
+	s.checkCodeSandbox(ctx)
 	return nil
 }
 
@@ -196,7 +201,7 @@ func (s *server) addTap(piiKey []byte) error {
 // addShadowWorkers adds the adaptive admission and the shadow workers. Shadow
 // runs take a slot of the adaptive limit first, so they back off when
 // production (the proxy, the CPU) shows pressure.
-func (s *server) addShadowWorkers() error {
+func (s *server) addShadowWorkers(piiKey []byte) error {
 	adm, err := ingest.NewAdmission(s.cfg.Ingest.Admission, s.stats, s.log)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
@@ -216,6 +221,13 @@ func (s *server) addShadowWorkers() error {
 	}
 	proc := ingest.NewProcessor(s.cfg.Ingest, s.queue, w, candidates, platform.NewPriceTable(s.cfg.Shadow), s.stats, s.log)
 	proc.UseSegmenter(s.segmenter)
+	if s.cfg.Ingest.PII.Enabled { // workers' answers can echo personal data too
+		pz, err := ingest.NewPseudonymizer(s.cfg.Ingest.PII, piiKey)
+		if err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		proc.UsePseudonymizer(pz)
+	}
 	// A data subject forgotten while its copies are queued or shadowed: the
 	// workers drop their records instead of writing them back.
 	if s.roles.ForgetLookup != nil {
@@ -285,6 +297,22 @@ func (s *server) addAPI(role string, piiKey []byte) {
 		registerMetrics(h.guarded, s.metrics)
 		return nil
 	}))
+}
+
+// addNotify adds the verdict notifications (notify.go): every finished
+// suite run's verdicts and the live verdicts go to the notifier.
+func (s *server) addNotify() error {
+	u, err := newNotify(s.cfg, s.roles, s.pipes, s.metrics.reg, s.log)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	if u == nil {
+		return nil
+	}
+	s.notify = u
+	s.suites.onReport = u.suiteDone
+	s.add("notify", u)
+	return nil
 }
 
 func (s *server) addSchedules() error {

@@ -52,7 +52,9 @@ type server struct {
 	segmenter *segment.Segmenter // nil in the tap role
 	suites    *suiteRunner       // nil in the tap role
 	metrics   *metrics           // GET /metrics: a private Prometheus registry
+	notify    *notifyUnit        // nil without a sink, outside the all-in-one role
 	http      *http.Server
+	codeNote  string // /readyz detail when code graders are refused (sandbox.go)
 }
 
 func newServer(cfg platform.Config, log *slog.Logger) *server {
@@ -152,6 +154,9 @@ func (s *server) shutdownLocked(ctx context.Context) error {
 type readiness struct {
 	Status  string            `json:"status"`            // "ready" or "not_ready"
 	Reasons map[string]string `json:"reasons,omitempty"` // by part: "store", "queue", "kafka"
+	// Detail names trouble that does not make the process unready, e.g.
+	// "notify_webhook": "failing since … (see server log)".
+	Detail map[string]string `json:"detail,omitempty"`
 }
 
 // Public reasons of /readyz. The endpoint answers without a token, so it says
@@ -183,7 +188,7 @@ func kafkaReason(err error) string {
 // readyKafkaUnavailable). The full causes are logged (logServerErrors).
 // /healthz stays a liveness check.
 func (s *server) readyz(c *gin.Context) {
-	r := readiness{Status: "ready", Reasons: map[string]string{}}
+	r := readiness{Status: "ready", Reasons: map[string]string{}, Detail: s.notify.readyDetail()}
 	var causes []error
 	note := func(part, public string, err error) {
 		r.Reasons[part] = public
@@ -215,6 +220,12 @@ func (s *server) readyz(c *gin.Context) {
 				note("kafka", kafkaReason(err), err)
 			}
 		}
+	}
+	if s.codeNote != "" {
+		if r.Detail == nil {
+			r.Detail = map[string]string{}
+		}
+		r.Detail["code_grader"] = s.codeNote
 	}
 	if len(r.Reasons) > 0 {
 		r.Status = "not_ready"

@@ -324,6 +324,30 @@ ORDER BY (subject_hash, forgotten_at);
 CREATE TABLE IF NOT EXISTS `shadow`.forgotten_subjects ON CLUSTER `shadow_cluster` AS `shadow`.forgotten_subjects_local
 ENGINE = Distributed('shadow_cluster', 'shadow', 'forgotten_subjects_local', cityHash64(subject_hash));
 
+-- migration 0180_verdict_notices
+
+CREATE TABLE IF NOT EXISTS `shadow`.verdict_notices_local ON CLUSTER `shadow_cluster`
+(
+    sink              LowCardinality(String),
+    kind              LowCardinality(String),
+    candidate         String,
+    candidate_version String,
+    set_name          String,
+    verdict           LowCardinality(String),
+    previous          LowCardinality(String),
+    status            LowCardinality(String),
+    notice            String,
+    changed_at        DateTime64(3, 'UTC'),
+    attempts          Int32,
+    error             String,
+    inserted_at       DateTime64(6, 'UTC') DEFAULT now64(6)
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/shadow/verdict_notices_local', '{replica}', inserted_at)
+ORDER BY (sink, kind, candidate, candidate_version, set_name);
+
+CREATE TABLE IF NOT EXISTS `shadow`.verdict_notices ON CLUSTER `shadow_cluster` AS `shadow`.verdict_notices_local
+ENGINE = Distributed('shadow_cluster', 'shadow', 'verdict_notices_local', cityHash64(sink, kind, candidate, candidate_version, set_name));
+
 -- retention: requests 90 days, bodies 30 days
 
 ALTER TABLE `shadow`.`requests_local` ON CLUSTER `shadow_cluster` MODIFY TTL toDateTime(received_at) + toIntervalSecond(7776000);
