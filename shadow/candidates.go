@@ -203,6 +203,21 @@ func ValidateCandidates(cs []CandidateConfig, reserved ...string) error {
 	return errors.Join(errs...)
 }
 
+// Callable returns every worker c may call over cfg's pool: the conductor
+// its planner (cfg.Conductor.Worker) and any worker of the pool, the other
+// kinds the workers they name. Unknown to the pool or not, in order, with
+// repeats.
+func (c CandidateConfig) Callable(cfg Config) []string {
+	if c.Kind == KindConductor {
+		out := []string{cfg.Conductor.Worker}
+		for _, w := range cfg.Workers {
+			out = append(out, w.Name)
+		}
+		return out
+	}
+	return c.workers()
+}
+
 // workers returns every worker the candidate calls.
 func (c CandidateConfig) workers() []string {
 	out := append([]string{}, c.Workers...)

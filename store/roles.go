@@ -159,6 +159,8 @@ type Roles struct {
 	ForgetLookup   ForgetLookup   // the shadow workers: forgotten subjects
 	RunLookup      RunLookup      // the shadow workers: runs already stored
 	VerdictNotices VerdictNotices // the verdict notifications' state
+	JudgmentWriter JudgmentWriter // suite runs' pairwise judgments and canaries
+	JudgmentReader JudgmentReader // a trace's judgments, a judge's figures
 }
 
 // NewRoles resolves the roles of st, once. A nil st gives Roles with every
@@ -178,6 +180,8 @@ func NewRoles(st Store) Roles {
 	r.ForgetLookup, _ = st.(ForgetLookup)
 	r.RunLookup, _ = st.(RunLookup)
 	r.VerdictNotices, _ = st.(VerdictNotices)
+	r.JudgmentWriter, _ = st.(JudgmentWriter)
+	r.JudgmentReader, _ = st.(JudgmentReader)
 	return r
 }
 

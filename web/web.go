@@ -60,12 +60,14 @@ type Readers struct {
 	Runs     store.RunComparer    // a suite run's cases, the comparison pages
 	Workers  store.WorkerReader   // the workers page
 	Segments store.SegmentReader  // the shift page
+	// Judgments is optional: without it a trace page has no judgment section.
+	Judgments store.JudgmentReader
 }
 
 // ReadersOf picks the pages' roles out of r.
 func ReadersOf(r store.Roles) Readers {
 	return Readers{Suites: r.SuiteReader, Traces: r.TraceReader, Overview: r.OverviewReader,
-		Runs: r.RunComparer, Workers: r.WorkerReader, Segments: r.SegmentReader}
+		Runs: r.RunComparer, Workers: r.WorkerReader, Segments: r.SegmentReader, Judgments: r.JudgmentReader}
 }
 
 // server holds what the handlers share; it is read-only after Register.
@@ -345,7 +347,9 @@ func (s *server) trace(c *gin.Context) {
 		s.storeFailed(c, "trace", id, err)
 		return
 	}
-	s.render(c, http.StatusOK, tracePage(newTraceView(s.meta("Trace "+shortID(id, 24), navTraces), s.md, tr)))
+	v := newTraceView(s.meta("Trace "+shortID(id, 24), navTraces), s.md, tr)
+	v.Judging = s.judgmentsOf(c, tr)
+	s.render(c, http.StatusOK, tracePage(v))
 }
 
 func (s *server) suiteRuns(c *gin.Context) {
@@ -369,7 +373,7 @@ func (s *server) suiteRun(c *gin.Context, id string) {
 		return
 	}
 	v := suiteRunView{Meta: s.meta("Suite run "+shortID(id, 24), navSuiteRuns), Run: run,
-		Simulated: reportSimulated(run.ReportJSON), Truncated: reportTruncated(run.ReportJSON)}
+		Simulated: reportSimulated(run.ReportJSON), Truncated: reportTruncated(run.ReportJSON), Judges: reportJudging(run.ReportJSON)}
 	if all, err := sr.ListSuiteRuns(c.Request.Context(), store.MaxListLimit); err == nil {
 		if prev, ok := previousSuiteRun(all, run); ok {
 			v.PrevURL = s.urls().compareSuiteRuns(prev.SuiteRunID, run.SuiteRunID, "", false)

@@ -393,6 +393,9 @@ func (s *server) listen(_ context.Context, h *host) error {
 	}
 	s.http = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	go func() { s.serveErr <- s.http.Serve(ln) }()
+	for _, w := range judgeFamilyWarnings(s.cfg) {
+		s.log.Warn(w + ": judges favour their own family's answers; set suite.judge.worker to another family, or judge.same_family: refuse in the gate policy to refuse such verdicts")
+	}
 	s.log.Info("serving", "url", "http://"+ln.Addr().String(), "role", s.cfg.Server.Role, "store", s.where)
 	return nil
 }
