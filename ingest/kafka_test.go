@@ -124,7 +124,7 @@ func TestKafkaConsumerRestartStoresEachExchangeOnce(t *testing.T) {
 	waitFor(t, "20 exchanges stored by the first consumer", func() bool { return stats.Snapshot(0).Processed >= 20 })
 	// Crash: the consumer's connection dies while runs are in flight; they finish and
 	// are stored, but their offsets can no longer be committed.
-	_ = first.q.reader.Close()
+	first.q.consumer.crash()
 	close(slow.release)
 	first.stop(t, 5*time.Second)
 	firstDone := storetest.MustCountRows(t, st).Requests

@@ -24,6 +24,8 @@ type Stats struct {
 	dropped  counterMap // by "queue_full", "shutdown", "capture_busy", ...
 	mirrored counterMap // proxy outcomes, by ProxyOutcome*
 
+	kafka kafkaCounters // the Kafka transport's re-deliveries and claim-checks
+
 	mu        sync.Mutex
 	rejected  map[string]int64 // by Reason*
 	unsampled map[string]int64 // by ReasonSampledOut, ReasonRateCap
@@ -88,8 +90,9 @@ type StatsSnapshot struct {
 	// after shadow.ResolvePrice (response.model, then request.model): stored with
 	// cost 0 USD and a note on the step, by base model id (shadow.BaseModelID).
 	// A cost comparison over them is biased towards the incumbent.
-	Unpriced map[string]int64 `json:"unpriced"`
-	Queued   int              `json:"queued"` // waiting now
+	Unpriced map[string]int64   `json:"unpriced"`
+	Kafka    KafkaStatsSnapshot `json:"kafka"`  // re-deliveries and claim-checks of the Kafka transport
+	Queued   int                `json:"queued"` // waiting now
 }
 
 // NewStats returns zeroed counters.
@@ -171,6 +174,7 @@ func (s *Stats) Snapshot(queued int) StatsSnapshot {
 		PII:           maps.Clone(s.pii),
 		Mirrored:      s.mirrored.snapshot(),
 		Unpriced:      maps.Clone(s.noPrice),
+		Kafka:         s.kafka.snapshot(),
 		Queued:        queued,
 	}
 }
