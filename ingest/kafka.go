@@ -389,6 +389,18 @@ func (q *KafkaQueue) Next(ctx context.Context) (Delivery, error) {
 	return q.consumer.next(ctx)
 }
 
+// LimitInFlight makes Next hold no more exchanges at once than limit says
+// the worker process runs at once (the admission's current limit), within
+// ingest.kafka.max_in_flight: an exchange waiting for a run slot is better
+// left in Kafka, where a rebalance hands it over untouched, than held by a
+// worker that must finish it before the rebalance can complete. Call before
+// the first Next; a producer-only queue ignores it.
+func (q *KafkaQueue) LimitInFlight(limit func() int) {
+	if q.consumer != nil {
+		q.consumer.limitFn = limit
+	}
+}
+
 // Len implements Queue: exchanges waiting to be published.
 func (q *KafkaQueue) Len() int { return len(q.buf) }
 

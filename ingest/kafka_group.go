@@ -20,7 +20,9 @@ import (
 // partition). What it does about rebalances, so that an exchange is shadowed
 // once even when every worker keeps its own store:
 //
-//   - At most MaxInFlight exchanges are handed out at once.
+//   - At most as many exchanges are handed out at once as the process runs at
+//     once (its admission limit, KafkaQueue.LimitInFlight), and never more
+//     than MaxInFlight: what a rebalance waits for and a kill -9 can repeat.
 //   - Each exchange's offset is committed as soon as it is stored (and every
 //     earlier offset of its partition), synchronously, with the generation's id.
 //   - Every commit's metadata records, for the partition, the end of what was
@@ -41,7 +43,11 @@ type kafkaConsumer struct {
 	q     *KafkaQueue
 	cfg   KafkaConfig
 	out   chan kafkaDelivery // from the partition readers to Next
-	slots chan struct{}      // one per exchange handed out and not yet acked or released
+
+	holdMu  sync.Mutex
+	held    int           // exchanges handed out and not yet acked or released
+	freed   chan struct{} // closed (and replaced) when a hold ends
+	limitFn func() int    // runs the worker process executes at once (its admission limit); nil: MaxInFlight
 
 	startOnce sync.Once
 	cg        *kafka.ConsumerGroup
@@ -62,7 +68,49 @@ type kafkaDelivery struct {
 }
 
 func newKafkaConsumer(q *KafkaQueue) *kafkaConsumer {
-	return &kafkaConsumer{q: q, cfg: q.cfg, out: make(chan kafkaDelivery), slots: make(chan struct{}, q.cfg.MaxInFlight)}
+	return &kafkaConsumer{q: q, cfg: q.cfg, out: make(chan kafkaDelivery), freed: make(chan struct{})}
+}
+
+// capacity is how many exchanges may be held now: MaxInFlight, or fewer
+// while the process runs fewer at once.
+func (c *kafkaConsumer) capacity() int {
+	n := c.cfg.MaxInFlight
+	if c.limitFn != nil {
+		if l := c.limitFn(); l >= 1 && l < n {
+			n = l
+		}
+	}
+	return n
+}
+
+// hold waits for room to hold one more exchange.
+func (c *kafkaConsumer) hold(ctx context.Context, closing <-chan struct{}) error {
+	for {
+		c.holdMu.Lock()
+		if c.held < c.capacity() {
+			c.held++
+			c.holdMu.Unlock()
+			return nil
+		}
+		freed := c.freed
+		c.holdMu.Unlock()
+		select {
+		case <-freed:
+		case <-time.After(100 * time.Millisecond): // the limit may have risen
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-closing:
+			return ErrQueueClosed
+		}
+	}
+}
+
+func (c *kafkaConsumer) unhold() {
+	c.holdMu.Lock()
+	c.held--
+	close(c.freed)
+	c.freed = make(chan struct{})
+	c.holdMu.Unlock()
 }
 
 // start joins the group on first use.
@@ -233,19 +281,15 @@ func (c *kafkaConsumer) fetchPartition(ctx context.Context, p *partitionState, o
 	}
 }
 
-// next hands out the next copy: after a free slot, and once its hand-out is
-// recorded in the committed metadata.
+// next hands out the next copy: once there is room to hold it, and once its
+// hand-out is recorded in the committed metadata.
 func (c *kafkaConsumer) next(ctx context.Context) (Delivery, error) {
 	if err := c.start(); err != nil {
 		return Delivery{}, err
 	}
 	closing := c.q.stopCtx.Done()
-	select {
-	case c.slots <- struct{}{}:
-	case <-ctx.Done():
-		return Delivery{}, ctx.Err()
-	case <-closing:
-		return Delivery{}, ErrQueueClosed
+	if err := c.hold(ctx, closing); err != nil {
+		return Delivery{}, err
 	}
 	for {
 		select {
@@ -257,15 +301,15 @@ func (c *kafkaConsumer) next(ctx context.Context) (Delivery, error) {
 			end := func(acked bool) {
 				once.Do(func() {
 					d.part.finish(d, acked)
-					<-c.slots
+					c.unhold()
 				})
 			}
 			return Delivery{Exchange: d.ex, Owed: Owed{Records: true}, Ack: func() { end(true) }, Release: func() { end(false) }}, nil
 		case <-ctx.Done():
-			<-c.slots
+			c.unhold()
 			return Delivery{}, ctx.Err()
 		case <-closing:
-			<-c.slots
+			c.unhold()
 			return Delivery{}, ErrQueueClosed
 		}
 	}
