@@ -37,11 +37,7 @@ func (s *countingStore) InsertRequests(ctx context.Context, reqs []store.Request
 
 func newKafkaCluster(t *testing.T, topic string, partitions int) KafkaConfig {
 	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(int32(partitions), topic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	c := newLimitCluster(t, topic, int32(partitions))
 	cfg := NewDefaultKafkaConfig()
 	cfg.Brokers = c.ListenAddrs()
 	cfg.Topic = topic
@@ -198,10 +194,7 @@ func TestKafkaConfigValidate(t *testing.T) {
 // Kafka once a publish failed.
 func TestKafkaTapAcceptsOnlyAcknowledgedCopies(t *testing.T) {
 	ctx := context.Background()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "acks"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := newLimitCluster(t, "acks", 1)
 	kcfg := NewDefaultKafkaConfig()
 	kcfg.Brokers, kcfg.Topic = c.ListenAddrs(), "acks"
 	cfg := NewDefaultConfig()
