@@ -40,9 +40,9 @@ import (
 //     but not done are re-deliveries (counted, Kafka.Redelivered, and logged):
 //     what a worker killed with -9 had in flight, or what outlasted the drain.
 type kafkaConsumer struct {
-	q     *KafkaQueue
-	cfg   KafkaConfig
-	out   chan kafkaDelivery // from the partition readers to Next
+	q   *KafkaQueue
+	cfg KafkaConfig
+	out chan kafkaDelivery // from the partition readers to Next
 
 	holdMu  sync.Mutex
 	held    int           // exchanges handed out and not yet acked or released

@@ -63,7 +63,8 @@ func TestKafkaOneKBCopiesAfterAThreeMBOneAllArrive(t *testing.T) {
 	// A consumer of the topic: what a shadow worker would be handed.
 	kcfg := ingest.NewDefaultKafkaConfig()
 	kcfg.Brokers, kcfg.Topic, kcfg.Group = kc.ListenAddrs(), topic, "limits-consumer"
-	cons, err := ingest.NewKafkaQueue(kcfg, true, ingest.NewStats(), nil)
+	cstats := ingest.NewStats()
+	cons, err := ingest.NewKafkaQueue(kcfg, true, cstats, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,5 +200,8 @@ func TestKafkaOneKBCopiesAfterAThreeMBOneAllArrive(t *testing.T) {
 	}
 	if len(st.Dropped) != 0 {
 		t.Errorf("the tap dropped copies: %v", st.Dropped)
+	}
+	if st.Kafka.ClaimChecked != 1 || cstats.Snapshot(0).Kafka.Reassembled != 1 {
+		t.Errorf("claim-checked copies: %d published, %d reassembled; want the 3 MB one, once each", st.Kafka.ClaimChecked, cstats.Snapshot(0).Kafka.Reassembled)
 	}
 }

@@ -630,6 +630,9 @@ writer:
 	if int64(doubles) > redelivered {
 		t.Errorf("%d exchanges were shadowed twice but only %d re-deliveries were counted", doubles, redelivered)
 	}
+	if want := fmt.Sprintf("conductor_shadow_kafka_redelivered_total %d\n", w2.stats(t).Kafka.Redelivered); !strings.Contains(get(t, "http://"+w2.addr+"/metrics"), want) {
+		t.Errorf("worker 2's /metrics lacks %q", want)
+	}
 
 	for _, p := range []*osProcess{tap, w1, w2, r3} {
 		_ = p.cmd.Process.Signal(syscall.SIGTERM)
