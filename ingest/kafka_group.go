@@ -356,11 +356,9 @@ func (c *kafkaConsumer) drain(g *generationState, parts []*partitionState) {
 
 // shutdown leaves the group: the generation's drain commits what was acked.
 func (c *kafkaConsumer) shutdown(context.Context) error {
+	c.startOnce.Do(func() {}) // waits for a start under way; never joined: a later Next must not join either
 	if c.cg == nil {
-		c.startOnce.Do(func() {}) // never joined; a later Next must not join either
-		if c.cg == nil {
-			return nil
-		}
+		return nil
 	}
 	err := c.cg.Close()
 	c.runCancel()
@@ -372,6 +370,7 @@ func (c *kafkaConsumer) shutdown(context.Context) error {
 // after its session timed out (tests).
 func (c *kafkaConsumer) crash() {
 	c.crashed.Store(true)
+	c.startOnce.Do(func() {})
 	if c.cg != nil {
 		_ = c.cg.Close()
 	}
@@ -415,8 +414,9 @@ const commitMetadataVersion = "cs1"
 // delivered again to the next owner, counted.
 const maxDoneListed = 300
 
-// commitMetadata renders "cs1 h=<end of handed out> a=<done offsets above the
-// committed one, as deltas>".
+// commitMetadata renders "cs1 h=<end of handed out> a=<done offsets at or
+// above the committed one, as deltas>" (done at the committed offset itself:
+// stored by an earlier owner, not fetched since).
 func commitMetadata(offset, handed int64, done []int64) string {
 	var b strings.Builder
 	b.WriteString(commitMetadataVersion + " h=" + strconv.FormatInt(handed, 10))
@@ -447,7 +447,7 @@ func parseCommitMetadata(offset int64, s string) (handed int64, done map[int64]b
 			handed, _ = strconv.ParseInt(v, 10, 64)
 		case "a":
 			for _, d := range strings.Split(v, ",") {
-				if n, err := strconv.ParseInt(d, 10, 64); err == nil && n > 0 {
+				if n, err := strconv.ParseInt(d, 10, 64); err == nil && n >= 0 {
 					done[offset+n] = true
 				}
 			}
@@ -672,6 +672,12 @@ func (p *partitionState) commitLocked(force bool) {
 			done = append(done, o)
 		}
 	}
+	for o := range p.prevDone { // stored by the previous owner, not fetched yet: still done
+		if o >= offset {
+			done = append(done, o)
+		}
+	}
+	slices.Sort(done)
 	meta := commitMetadata(offset, max(p.handed, offset), done)
 	if !force && offset == p.committed && meta == p.lastMeta {
 		return

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -283,4 +284,90 @@ func TestKafkaReadyFollowsTheBrokersWhenIdle(t *testing.T) {
 	}
 	defer again.Close()
 	waitFor(t, "tap ready again once the brokers answer", func() bool { return roles["tap"].Ready() == nil })
+}
+
+// nopWriter takes every batch: the rebalance test counts runs, not rows.
+type nopWriter struct{}
+
+func (nopWriter) Enqueue(store.Batch) error { return nil }
+
+// slowEcho is the echo candidate taking a while per run, counting runs per
+// request across every consumer it serves.
+type slowEcho struct {
+	echoPipeline
+	delay time.Duration
+	mu    sync.Mutex
+	runs  map[string]int
+}
+
+func (p *slowEcho) Run(ctx context.Context, req shadow.Request, mode string) shadow.Result {
+	time.Sleep(p.delay)
+	p.mu.Lock()
+	p.runs[req.RequestID]++
+	p.mu.Unlock()
+	return p.echoPipeline.Run(ctx, req, mode)
+}
+
+func (p *slowEcho) counts() (distinct, twice int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, n := range p.runs {
+		distinct++
+		if n > 1 {
+			twice++
+		}
+	}
+	return
+}
+
+// Two consumers of one group with no store between them (no run look-up):
+// the second joins mid-stream and later leaves, two rebalances with runs in
+// flight. Each exchange must be run once: a member finishes and commits what
+// it holds before its partitions move.
+func TestKafkaRebalanceRunsEachExchangeOnce(t *testing.T) {
+	ctx := context.Background()
+	kcfg := newKafkaCluster(t, "rebalance", 6)
+	const n = 150
+	prod, err := NewKafkaQueue(kcfg, false, NewStats(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if err := prod.Publish(ctx, exchange(fmt.Sprintf("rb-%03d", i), fmt.Sprintf("question %d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = prod.Shutdown(ctx)
+
+	cand := &slowEcho{delay: 150 * time.Millisecond, runs: map[string]int{}}
+	start := func(stats *Stats) *consumer {
+		q, err := NewKafkaQueue(kcfg, true, stats, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := NewDefaultConfig()
+		cfg.Workers = 4
+		proc := NewProcessor(cfg, q, nopWriter{}, []shadow.Pipeline{cand}, flatPricer(0), stats, nil)
+		if err := proc.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return &consumer{q: q, proc: proc}
+	}
+	aStats, bStats := NewStats(), NewStats()
+	a := start(aStats)
+	defer a.stop(t, 10*time.Second)
+	waitForD(t, 30*time.Second, "a first share run", func() bool { d, _ := cand.counts(); return d >= 20 })
+	b := start(bStats)
+	waitForD(t, 30*time.Second, "the second consumer runs some", func() bool { return bStats.Snapshot(0).Processed >= 15 })
+	b.stop(t, 10*time.Second)
+	if d, _ := cand.counts(); d >= n {
+		t.Fatalf("all %d exchanges ran before the second consumer left: the rebalances came too late", n)
+	}
+	waitForD(t, 60*time.Second, "every exchange run", func() bool { d, _ := cand.counts(); return d == n })
+	distinct, twice := cand.counts()
+	as, bs := aStats.Snapshot(0).Kafka, bStats.Snapshot(0).Kafka
+	t.Logf("%d exchanges run, %d twice; re-delivered: %d, %d; unfinished at a drain: %d, %d", distinct, twice, as.Redelivered, bs.Redelivered, as.RevokedUnfinished, bs.RevokedUnfinished)
+	if twice != 0 {
+		t.Errorf("%d exchanges ran twice across two rebalances", twice)
+	}
 }
