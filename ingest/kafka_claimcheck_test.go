@@ -127,30 +127,51 @@ func TestClaimCheckRefusesCorruptChunks(t *testing.T) {
 
 func TestCommitMetadataRoundTrip(t *testing.T) {
 	tests := []struct {
+		name           string
 		offset, handed int64
 		done           []int64
+		limit          int
 		want           string
+		wantDone       []int64 // what the next owner reads as done
 	}{
-		{10, 10, nil, "cs1 h=10"},
-		{10, 15, []int64{12, 14}, "cs1 h=15 a=2,4"},
+		{"nothing done", 10, 10, nil, maxDoneListed, "cs1 h=10", nil},
+		{"done above the commit", 10, 15, []int64{12, 14}, maxDoneListed, "cs1 h=15 a=2,4", []int64{12, 14}},
+		{"done at the commit (an earlier owner's)", 10, 12, []int64{10, 11}, maxDoneListed, "cs1 h=12 a=0,1", []int64{10, 11}},
+		{"past the limit: the rest left out", 0, 9, []int64{2, 4, 6, 8}, 2, "cs1 h=9 a=2,4", []int64{2, 4}},
 	}
 	for _, tt := range tests {
-		got := commitMetadata(tt.offset, tt.handed, tt.done)
-		if got != tt.want {
-			t.Errorf("commitMetadata(%d, %d, %v) = %q; want %q", tt.offset, tt.handed, tt.done, got, tt.want)
-		}
-		h, done := parseCommitMetadata(tt.offset, got)
-		if h != tt.handed || len(done) != len(tt.done) {
-			t.Errorf("parse %q = %d %v", got, h, done)
-		}
-		for _, o := range tt.done {
-			if !done[o] {
-				t.Errorf("parse %q lost done offset %d", got, o)
+		t.Run(tt.name, func(t *testing.T) {
+			got := commitMetadata(tt.offset, tt.handed, tt.done, tt.limit)
+			if got != tt.want {
+				t.Errorf("commitMetadata(%d, %d, %v, %d) = %q; want %q", tt.offset, tt.handed, tt.done, tt.limit, got, tt.want)
 			}
+			h, done := parseCommitMetadata(tt.offset, got)
+			if h != tt.handed || len(done) != len(tt.wantDone) {
+				t.Errorf("parse %q = h=%d done=%v; want h=%d done=%v", got, h, done, tt.handed, tt.wantDone)
+			}
+			for _, o := range tt.wantDone {
+				if !done[o] {
+					t.Errorf("parse %q lost done offset %d", got, o)
+				}
+			}
+		})
+	}
+	for _, foreign := range []string{"", "some other client's metadata", "cs2 h=4 a=1"} {
+		if h, done := parseCommitMetadata(5, foreign); h != 0 || done != nil {
+			t.Errorf("metadata %q read as h=%d done=%v; want nothing handed out or done", foreign, h, done)
 		}
 	}
-	if h, done := parseCommitMetadata(5, "some other client's metadata"); h != 0 || done != nil {
-		t.Errorf("foreign metadata read as h=%d done=%v", h, done)
+	if _, done := parseCommitMetadata(5, "cs1 h=9 a=-3,x,2"); len(done) != 1 || !done[7] {
+		t.Errorf("negative and malformed deltas: done = %v; want only offset 7", done)
+	}
+	// The longest list a commit sends fits Kafka's default
+	// offset.metadata.max.bytes (4,096).
+	worst := make([]int64, maxDoneListed+50)
+	for i := range worst {
+		worst[i] = 1_000_000_000 + 99_999 - int64(len(worst)) + int64(i)
+	}
+	if m := commitMetadata(1_000_000_000, 1_000_000_000+99_999, worst, maxDoneListed); len(m) > 4096 {
+		t.Errorf("metadata of %d done offsets 5 digits above the commit is %d bytes; Kafka keeps 4,096", maxDoneListed, len(m))
 	}
 }
 

@@ -35,6 +35,11 @@ import (
 //     session alive on the coordinator), commits, and only then rejoins: the
 //     partitions move with nothing uncommitted but what did not finish in time
 //     (counted, StatsSnapshot.Kafka.RevokedUnfinished).
+//   - A partition hands out nothing more while its oldest exchange not done
+//     is still running and the offsets the metadata would then have to list
+//     (done above it, or handed out) reach maxDoneListed: a long run holds
+//     back its partition's share instead of growing a list the next owner
+//     could not read whole.
 //   - The next owner of a partition reads that metadata: offsets recorded done
 //     are skipped (counted, Kafka.SkippedDone), and offsets handed out before
 //     but not done are re-deliveries (counted, Kafka.Redelivered, and logged):
@@ -57,6 +62,7 @@ type kafkaConsumer struct {
 
 	partialBytes atomic.Int64 // held by incomplete claim-check copies
 	crashed      atomic.Bool  // tests: a crash, nothing is committed any more
+	listLimit    int          // done offsets one commit's metadata lists (maxDoneListed; tests lower it)
 }
 
 // kafkaDelivery is one copy fetched from a partition, with the offsets it
@@ -68,7 +74,7 @@ type kafkaDelivery struct {
 }
 
 func newKafkaConsumer(q *KafkaQueue) *kafkaConsumer {
-	return &kafkaConsumer{q: q, cfg: q.cfg, out: make(chan kafkaDelivery), freed: make(chan struct{})}
+	return &kafkaConsumer{q: q, cfg: q.cfg, out: make(chan kafkaDelivery), freed: make(chan struct{}), listLimit: maxDoneListed}
 }
 
 // capacity is how many exchanges may be held now: MaxInFlight, or fewer
@@ -273,9 +279,13 @@ func (c *kafkaConsumer) fetchPartition(ctx context.Context, p *partitionState, o
 		if !ok {
 			continue
 		}
+		if !p.waitForRoom(ctx, d) {
+			return
+		}
 		select {
 		case c.out <- d:
 		case <-ctx.Done():
+			p.unreserve(d)
 			return
 		}
 	}
@@ -295,6 +305,7 @@ func (c *kafkaConsumer) next(ctx context.Context) (Delivery, error) {
 		select {
 		case d := <-c.out:
 			if !d.part.handOut(d) {
+				d.part.unreserve(d)
 				continue // its generation ended meanwhile: the partition's next owner gets it
 			}
 			var once sync.Once
@@ -386,6 +397,7 @@ type partitionState struct {
 	next      int64          // the offset after the last one fetched; < 0 until the first fetch from a relative start
 	pending   []int64        // fetched and not done, ascending
 	done      map[int64]bool // done among pending
+	out       map[int64]bool // handed out (or about to be) and not yet acked or released, among pending
 	handed    int64          // every offset below was handed out (the "h" recorded)
 	committed int64          // last committed offset (-1: none by this member)
 	lastMeta  string         // metadata of that commit
@@ -397,7 +409,7 @@ type partitionState struct {
 }
 
 func newPartitionState(c *kafkaConsumer, g *generationState, id int, offset int64, prev committed) *partitionState {
-	p := &partitionState{c: c, g: g, id: id, next: offset, committed: -1, done: map[int64]bool{},
+	p := &partitionState{c: c, g: g, id: id, next: offset, committed: -1, done: map[int64]bool{}, out: map[int64]bool{},
 		sets: map[string]*partialSet{}, refused: map[string]time.Time{}}
 	if offset >= 0 && prev.offset == offset {
 		p.prevH, p.prevDone = parseCommitMetadata(offset, prev.metadata)
@@ -406,23 +418,87 @@ func newPartitionState(c *kafkaConsumer, g *generationState, id int, offset int6
 	return p
 }
 
+// waitForRoom waits, before d is handed out, while the partition's oldest
+// offset not done is handed out (its run is going) and listing d's offsets
+// too would take the commit metadata past listLimit, then reserves d's
+// offsets as handed out; false once ctx ended (the generation is over: the
+// next owner gets d). Nothing waits on an
+// oldest offset that is not handed out (a claim-check set still gathering
+// its chunks, or an exchange about to be handed out), so the wait always
+// ends with a run or with the generation.
+func (p *partitionState) waitForRoom(ctx context.Context, d kafkaDelivery) bool {
+	for {
+		p.mu.Lock()
+		full := p.listedLocked()+len(d.offsets) > p.c.listLimit
+		if !full {
+			for _, o := range d.offsets {
+				p.out[o] = true
+			}
+		}
+		p.mu.Unlock()
+		if !full {
+			return true
+		}
+		p.c.holdMu.Lock()
+		freed := p.c.freed
+		p.c.holdMu.Unlock()
+		select {
+		case <-freed:
+		case <-time.After(100 * time.Millisecond):
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// unreserve undoes waitForRoom's reservation of d, which was not handed out.
+func (p *partitionState) unreserve(d kafkaDelivery) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, o := range d.offsets {
+		delete(p.out, o)
+	}
+}
+
+// listedLocked is how many offsets a commit would list as done once what is
+// handed out is acked, or 0 while the oldest offset not done is not handed
+// out (under p.mu).
+func (p *partitionState) listedLocked() int {
+	i := 0
+	for i < len(p.pending) && p.done[p.pending[i]] {
+		i++ // done, not yet trimmed by a commit
+	}
+	if i == len(p.pending) || !p.out[p.pending[i]] {
+		return 0
+	}
+	n := len(p.prevDone)
+	for _, o := range p.pending[i+1:] {
+		if p.done[o] || p.out[o] {
+			n++
+		}
+	}
+	return n
+}
+
 // commitMetadataVersion heads the metadata this package commits.
 const commitMetadataVersion = "cs1"
 
 // maxDoneListed bounds the done offsets listed in one commit's metadata
-// (Kafka's offset.metadata.max.bytes is 4,096 by default); those left out are
-// delivered again to the next owner, counted.
+// (Kafka's offset.metadata.max.bytes is 4,096 by default: 300 deltas of up
+// to 5 digits and their commas take 1,800 bytes). A partition waits rather
+// than hand out past it (waitForRoom); what invalid or dropped messages add
+// meanwhile and is left out is delivered again to the next owner, counted.
 const maxDoneListed = 300
 
 // commitMetadata renders "cs1 h=<end of handed out> a=<done offsets at or
 // above the committed one, as deltas>" (done at the committed offset itself:
-// stored by an earlier owner, not fetched since).
-func commitMetadata(offset, handed int64, done []int64) string {
+// stored by an earlier owner, not fetched since), listing at most limit.
+func commitMetadata(offset, handed int64, done []int64, limit int) string {
 	var b strings.Builder
 	b.WriteString(commitMetadataVersion + " h=" + strconv.FormatInt(handed, 10))
 	if len(done) > 0 {
 		b.WriteString(" a=")
-		for i, o := range done[:min(len(done), maxDoneListed)] {
+		for i, o := range done[:min(len(done), limit)] {
 			if i > 0 {
 				b.WriteByte(',')
 			}
@@ -616,6 +692,9 @@ func (p *partitionState) handOut(d kafkaDelivery) bool {
 // as far as they are contiguous; released (a shutdown), they stay owed.
 func (p *partitionState) finish(d kafkaDelivery, acked bool) {
 	p.mu.Lock()
+	for _, o := range d.offsets {
+		delete(p.out, o)
+	}
 	if acked {
 		for _, o := range d.offsets {
 			p.done[o] = true
@@ -678,7 +757,7 @@ func (p *partitionState) commitLocked(force bool) {
 		}
 	}
 	slices.Sort(done)
-	meta := commitMetadata(offset, max(p.handed, offset), done)
+	meta := commitMetadata(offset, max(p.handed, offset), done, p.c.listLimit)
 	if !force && offset == p.committed && meta == p.lastMeta {
 		return
 	}

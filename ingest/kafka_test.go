@@ -371,3 +371,113 @@ func TestKafkaRebalanceRunsEachExchangeOnce(t *testing.T) {
 		t.Errorf("%d exchanges ran twice across two rebalances", twice)
 	}
 }
+
+// gateEcho is the echo candidate holding the run of one request until
+// released, counting runs per request across every consumer it serves.
+type gateEcho struct {
+	echoPipeline
+	stuck   string
+	release chan struct{}
+	mu      sync.Mutex
+	runs    map[string]int
+}
+
+func (p *gateEcho) Run(ctx context.Context, req shadow.Request, mode string) shadow.Result {
+	if req.RequestID == p.stuck {
+		select {
+		case <-p.release:
+		case <-ctx.Done():
+		}
+	}
+	p.mu.Lock()
+	p.runs[req.RequestID]++
+	p.mu.Unlock()
+	return p.echoPipeline.Run(ctx, req, mode)
+}
+
+func (p *gateEcho) count(id string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.runs[id]
+}
+
+func (p *gateEcho) ran() (ids []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for id := range p.runs {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// A run that does not end holds back its partition once the offsets done
+// above it fill what one commit's metadata lists: the worker then dies with
+// that run going, and the partition's next owner (no store shared) skips
+// every exchange the dead one finished, running only the one it had going.
+// Without the hold, the exchanges finished beyond the list would run again.
+func TestKafkaLongRunHoldsBackItsPartition(t *testing.T) {
+	ctx := context.Background()
+	kcfg := newKafkaCluster(t, "longrun", 1)
+	const others, limit = 40, 8
+	prod, err := NewKafkaQueue(kcfg, false, NewStats(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := prod.Publish(ctx, exchange("lr-stuck", "a long question")); err != nil {
+		t.Fatal(err)
+	}
+	for i := range others {
+		if err := prod.Publish(ctx, exchange(fmt.Sprintf("lr-%02d", i), fmt.Sprintf("question %d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = prod.Shutdown(ctx)
+
+	cand := &gateEcho{stuck: "lr-stuck", release: make(chan struct{}), runs: map[string]int{}}
+	start := func(stats *Stats) *consumer {
+		q, err := NewKafkaQueue(kcfg, true, stats, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q.consumer.listLimit = limit
+		cfg := NewDefaultConfig()
+		cfg.Workers = 4
+		proc := NewProcessor(cfg, q, nopWriter{}, []shadow.Pipeline{cand}, flatPricer(0), stats, nil)
+		if err := proc.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return &consumer{q: q, proc: proc}
+	}
+	a := start(NewStats())
+	// What the group holds for the partition: the stuck exchange (offset 0)
+	// not done, and the done offsets listed above it.
+	listed := func() (offset int64, done map[int64]bool) {
+		c := a.q.consumer.committedMetadata([]int{0})[0]
+		_, done = parseCommitMetadata(c.offset, c.metadata)
+		return c.offset, done
+	}
+	waitForD(t, 30*time.Second, fmt.Sprintf("%d exchanges after the stuck one recorded done", limit), func() bool {
+		offset, done := listed()
+		return offset == 0 && len(done) == limit
+	})
+	ranA := len(cand.ran())
+	if ranA != limit {
+		t.Fatalf("the first worker ran %d exchanges besides the stuck one; want %d (what one commit lists)", ranA, limit)
+	}
+	a.q.consumer.crash() // dies with the stuck run going: nothing more is committed
+	close(cand.release)
+	a.stop(t, 10*time.Second)
+
+	bStats := NewStats()
+	b := start(bStats)
+	defer b.stop(t, 10*time.Second)
+	waitForD(t, 30*time.Second, "every exchange run", func() bool { return len(cand.ran()) == others+1 && cand.count("lr-stuck") == 2 })
+	for i := range others {
+		if id := fmt.Sprintf("lr-%02d", i); cand.count(id) != 1 {
+			t.Errorf("%s ran %d times; want once", id, cand.count(id))
+		}
+	}
+	if k := bStats.Snapshot(0).Kafka; k.Redelivered != 1 || k.SkippedDone != limit {
+		t.Errorf("next owner: %d re-delivered, %d skipped as done; want 1 (the stuck one) and %d", k.Redelivered, k.SkippedDone, limit)
+	}
+}
