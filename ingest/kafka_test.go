@@ -320,55 +320,97 @@ func (p *slowEcho) counts() (distinct, twice int) {
 	return
 }
 
-// Two consumers of one group with no store between them (no run look-up):
-// the second joins mid-stream and later leaves, two rebalances with runs in
-// flight. Each exchange must be run once: a member finishes and commits what
-// it holds before its partitions move.
+// Two consumers of one group that share no store (none at all, or one
+// each: no run look-up sees the other's runs): the second joins mid-stream
+// and later leaves, two rebalances with runs in flight. Each exchange must be
+// run once, and with a store each it must be stored in exactly one: a member
+// finishes and commits what it holds before its partitions move.
 func TestKafkaRebalanceRunsEachExchangeOnce(t *testing.T) {
-	ctx := context.Background()
-	kcfg := newKafkaCluster(t, "rebalance", 6)
-	const n = 150
-	prod, err := NewKafkaQueue(kcfg, false, NewStats(), nil)
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name   string
+		stores bool
+	}{
+		{"no store", false},
+		{"a store per worker", true},
 	}
-	for i := range n {
-		if err := prod.Publish(ctx, exchange(fmt.Sprintf("rb-%03d", i), fmt.Sprintf("question %d", i))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	_ = prod.Shutdown(ctx)
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			kcfg := newKafkaCluster(t, fmt.Sprintf("rebalance-%d", i), 6)
+			const n = 150
+			prod, err := NewKafkaQueue(kcfg, false, NewStats(), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range n {
+				if err := prod.Publish(ctx, exchange(fmt.Sprintf("rb-%03d", i), fmt.Sprintf("question %d", i))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_ = prod.Shutdown(ctx)
 
-	cand := &slowEcho{delay: 150 * time.Millisecond, runs: map[string]int{}}
-	start := func(stats *Stats) *consumer {
-		q, err := NewKafkaQueue(kcfg, true, stats, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg := NewDefaultConfig()
-		cfg.Workers = 4
-		proc := NewProcessor(cfg, q, nopWriter{}, []shadow.Pipeline{cand}, flatPricer(0), stats, nil)
-		if err := proc.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		return &consumer{q: q, proc: proc}
-	}
-	aStats, bStats := NewStats(), NewStats()
-	a := start(aStats)
-	defer a.stop(t, 10*time.Second)
-	waitForD(t, 30*time.Second, "a first share run", func() bool { d, _ := cand.counts(); return d >= 20 })
-	b := start(bStats)
-	waitForD(t, 30*time.Second, "the second consumer runs some", func() bool { return bStats.Snapshot(0).Processed >= 15 })
-	b.stop(t, 10*time.Second)
-	if d, _ := cand.counts(); d >= n {
-		t.Fatalf("all %d exchanges ran before the second consumer left: the rebalances came too late", n)
-	}
-	waitForD(t, 60*time.Second, "every exchange run", func() bool { d, _ := cand.counts(); return d == n })
-	distinct, twice := cand.counts()
-	as, bs := aStats.Snapshot(0).Kafka, bStats.Snapshot(0).Kafka
-	t.Logf("%d exchanges run, %d twice; re-delivered: %d, %d; unfinished at a drain: %d, %d", distinct, twice, as.Redelivered, bs.Redelivered, as.RevokedUnfinished, bs.RevokedUnfinished)
-	if twice != 0 {
-		t.Errorf("%d exchanges ran twice across two rebalances", twice)
+			cand := &slowEcho{delay: 150 * time.Millisecond, runs: map[string]int{}}
+			var stores []store.Store
+			start := func(stats *Stats) *consumer {
+				if tt.stores {
+					st := engine.Open(t)
+					stores = append(stores, st)
+					return startConsumer(t, kcfg, st, stats, cand)
+				}
+				q, err := NewKafkaQueue(kcfg, true, stats, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				cfg := NewDefaultConfig()
+				cfg.Workers = 4
+				proc := NewProcessor(cfg, q, nopWriter{}, []shadow.Pipeline{cand}, flatPricer(0), stats, nil)
+				if err := proc.Start(ctx); err != nil {
+					t.Fatal(err)
+				}
+				return &consumer{q: q, proc: proc}
+			}
+			aStats, bStats := NewStats(), NewStats()
+			a := start(aStats)
+			defer a.stop(t, 10*time.Second)
+			waitForD(t, 30*time.Second, "a first share run", func() bool { d, _ := cand.counts(); return d >= 20 })
+			b := start(bStats)
+			waitForD(t, 30*time.Second, "the second consumer runs some", func() bool { return bStats.Snapshot(0).Processed >= 15 })
+			b.stop(t, 10*time.Second)
+			if d, _ := cand.counts(); d >= n {
+				t.Fatalf("all %d exchanges ran before the second consumer left: the rebalances came too late", n)
+			}
+			waitForD(t, 60*time.Second, "every exchange run and stored", func() bool {
+				d, _ := cand.counts()
+				return d == n && aStats.Snapshot(0).Processed+bStats.Snapshot(0).Processed >= n
+			})
+			distinct, twice := cand.counts()
+			as, bs := aStats.Snapshot(0).Kafka, bStats.Snapshot(0).Kafka
+			t.Logf("%d exchanges run, %d twice; re-delivered: %d, %d; unfinished at a drain: %d, %d", distinct, twice, as.Redelivered, bs.Redelivered, as.RevokedUnfinished, bs.RevokedUnfinished)
+			if twice != 0 {
+				t.Errorf("%d exchanges ran twice across two rebalances", twice)
+			}
+			if r := as.Redelivered + bs.Redelivered; r != 0 {
+				t.Errorf("%d re-deliveries counted; a rebalance that drains re-delivers nothing", r)
+			}
+			if !tt.stores {
+				return
+			}
+			held := map[string]int{} // stores holding each request
+			for _, st := range stores {
+				res, err := st.(store.Console).Query(ctx, "SELECT request_id FROM requests FINAL")
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, r := range res.Rows {
+					held[r[0]]++
+				}
+			}
+			for i := range n {
+				if id := fmt.Sprintf("rb-%03d", i); held[id] != 1 {
+					t.Errorf("%s is stored in %d of the 2 stores; want 1", id, held[id])
+				}
+			}
+		})
 	}
 }
 
@@ -479,5 +521,69 @@ func TestKafkaLongRunHoldsBackItsPartition(t *testing.T) {
 	}
 	if k := bStats.Snapshot(0).Kafka; k.Redelivered != 1 || k.SkippedDone != limit {
 		t.Errorf("next owner: %d re-delivered, %d skipped as done; want 1 (the stuck one) and %d", k.Redelivered, k.SkippedDone, limit)
+	}
+}
+
+// A member that leaves the group while a run outlasts drain_timeout hands
+// the partition over with that run going: the run then happens twice, and
+// both counters show it (revoked unfinished at the old owner, re-delivered
+// at the new one); what the old owner finished is skipped, not run again.
+func TestKafkaDrainTimeoutRunsTwiceCounted(t *testing.T) {
+	ctx := context.Background()
+	kcfg := newKafkaCluster(t, "draintimeout", 1)
+	kcfg.DrainTimeout = 0
+	const others = 10
+	prod, err := NewKafkaQueue(kcfg, false, NewStats(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := prod.Publish(ctx, exchange("dt-stuck", "a long question")); err != nil {
+		t.Fatal(err)
+	}
+	for i := range others {
+		if err := prod.Publish(ctx, exchange(fmt.Sprintf("dt-%02d", i), fmt.Sprintf("question %d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = prod.Shutdown(ctx)
+
+	cand := &gateEcho{stuck: "dt-stuck", release: make(chan struct{}), runs: map[string]int{}}
+	start := func(stats *Stats) *consumer {
+		q, err := NewKafkaQueue(kcfg, true, stats, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := NewDefaultConfig()
+		cfg.Workers = 4
+		proc := NewProcessor(cfg, q, nopWriter{}, []shadow.Pipeline{cand}, flatPricer(0), stats, nil)
+		if err := proc.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return &consumer{q: q, proc: proc}
+	}
+	aStats := NewStats()
+	a := start(aStats)
+	waitForD(t, 30*time.Second, "the others run by the first worker", func() bool { return len(cand.ran()) == others })
+	// The first worker leaves the group with the stuck run going.
+	if err := a.q.consumer.shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if k := aStats.Snapshot(0).Kafka; k.RevokedUnfinished != 1 {
+		t.Errorf("the leaving worker counted %d exchanges unfinished at its drain; want 1", k.RevokedUnfinished)
+	}
+	bStats := NewStats()
+	b := start(bStats)
+	defer b.stop(t, 10*time.Second)
+	waitForD(t, 30*time.Second, "the stuck exchange delivered to the second worker", func() bool { return bStats.Snapshot(0).Kafka.Redelivered == 1 })
+	close(cand.release)
+	waitForD(t, 30*time.Second, "the stuck exchange run by both", func() bool { return cand.count("dt-stuck") == 2 })
+	a.stop(t, 10*time.Second)
+	for i := range others {
+		if id := fmt.Sprintf("dt-%02d", i); cand.count(id) != 1 {
+			t.Errorf("%s ran %d times; want once", id, cand.count(id))
+		}
+	}
+	if k := bStats.Snapshot(0).Kafka; k.SkippedDone != others {
+		t.Errorf("the second worker skipped %d exchanges as done; want the %d the first one finished", k.SkippedDone, others)
 	}
 }
