@@ -230,6 +230,12 @@ func (p *Processor) process(ctx context.Context, d Delivery) {
 			return
 		}
 	}
+	if ex.StoreOnly != "" {
+		// Stored with the incumbent's answer; no candidate runs on it.
+		p.stats.storeOnly(ex.StoreOnly)
+		d.Ack()
+		return
+	}
 	var finished []store.WorkKey
 	if !d.Stored && p.lookup != nil {
 		// A consumer group re-reads uncommitted offsets after a rebalance, so

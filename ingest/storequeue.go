@@ -352,9 +352,11 @@ func (q *StoreQueue) commit(ops []*acceptOp) {
 			q.stats.unpriced(unpriced)
 			b.Runs, b.Steps = append(b.Runs, run), append(b.Steps, step)
 		}
-		for _, c := range q.candidates {
-			b.Work = append(b.Work, store.Work{RequestID: req.RequestID, Pipeline: c.Pipeline, PipelineVersion: c.PipelineVersion,
-				Status: store.WorkPending, ReceivedAt: req.ReceivedAt})
+		if op.ex.StoreOnly == "" { // a store-only copy owes no candidate run
+			for _, c := range q.candidates {
+				b.Work = append(b.Work, store.Work{RequestID: req.RequestID, Pipeline: c.Pipeline, PipelineVersion: c.PipelineVersion,
+					Status: store.WorkPending, ReceivedAt: req.ReceivedAt})
+			}
 		}
 		ok = append(ok, op)
 	}

@@ -137,11 +137,16 @@ func openStore(ctx context.Context, cfg Config) (store.Store, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	where := "embedded chDB in " + cfg.Store.Path
+	return st, storeWhere(cfg), nil
+}
+
+// storeWhere says which store cfg names, for the user: "embedded chDB in
+// ./data" or "ClickHouse server clickhouse://user:***@host:9000".
+func storeWhere(cfg Config) string {
 	if cfg.Store.DSN != "" {
-		where = "ClickHouse server " + redactDSN(cfg.Store.DSN)
+		return "ClickHouse server " + redactDSN(cfg.Store.DSN)
 	}
-	return st, where, nil
+	return "embedded chDB in " + cfg.Store.Path
 }
 
 // redactDSN hides a password in a DSN for logs.

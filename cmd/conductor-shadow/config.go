@@ -18,6 +18,7 @@ import (
 	"github.com/conductor-shadow/conductor-shadow/eval/judge"
 	"github.com/conductor-shadow/conductor-shadow/eval/schedule"
 	"github.com/conductor-shadow/conductor-shadow/ingest"
+	"github.com/conductor-shadow/conductor-shadow/ingest/guard"
 	"github.com/conductor-shadow/conductor-shadow/shadow"
 	"github.com/conductor-shadow/conductor-shadow/store"
 	"github.com/conductor-shadow/conductor-shadow/web"
@@ -48,6 +49,17 @@ type ServerConfig struct {
 	// ShutdownTimeout bounds draining: in-flight HTTP requests, the tap's queue and
 	// the store writer.
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// ReadHeaderTimeout bounds how long a caller may take to send a request's
+	// headers (http.Server.ReadHeaderTimeout).
+	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"`
+	// BodyReadTimeout bounds how long a caller may take to send a request's
+	// body, from the start of the request until the body's end; the answer is
+	// not bounded (the proxy streams SSE answers as long as the incumbent
+	// does), and there is no write timeout.
+	BodyReadTimeout time.Duration `yaml:"body_read_timeout"`
+	// IdleTimeout closes a keep-alive connection idle this long
+	// (http.Server.IdleTimeout).
+	IdleTimeout time.Duration `yaml:"idle_timeout"`
 	// Role is what this process runs: RoleAll (default), RoleTap or RoleShadow.
 	Role string `yaml:"role"`
 	// AllowedHosts are the further names the server answers under (Host
@@ -132,7 +144,8 @@ type envOverrides struct {
 // the incumbent of suite runs.
 func NewDefaultConfig() Config {
 	return Config{
-		Server:    ServerConfig{Addr: "127.0.0.1:8080", APITokenEnv: "CONDUCTOR_SHADOW_API_TOKEN", ShutdownTimeout: 30 * time.Second, Role: RoleAll},
+		Server: ServerConfig{Addr: "127.0.0.1:8080", APITokenEnv: "CONDUCTOR_SHADOW_API_TOKEN", ShutdownTimeout: 30 * time.Second, Role: RoleAll,
+			ReadHeaderTimeout: 10 * time.Second, BodyReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute},
 		Store:     store.NewDefaultConfig(),
 		Writer:    store.NewDefaultWriterConfig(),
 		Ingest:    ingest.NewDefaultConfig(),
@@ -208,11 +221,17 @@ func (c Config) Validate() error {
 	if _, _, err := net.SplitHostPort(c.Server.Addr); err != nil {
 		errs = append(errs, fmt.Errorf("config: server.addr %q: want host:port", c.Server.Addr))
 	}
-	if err := validateAllowedHosts(c.Server.AllowedHosts); err != nil {
+	if err := guard.ValidateAllowedHosts(c.Server.AllowedHosts); err != nil {
 		errs = append(errs, err)
 	}
-	if c.Server.ShutdownTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("config: server.shutdown_timeout must be > 0, got %v", c.Server.ShutdownTimeout))
+	for _, d := range []struct {
+		key string
+		v   time.Duration
+	}{{"shutdown_timeout", c.Server.ShutdownTimeout}, {"read_header_timeout", c.Server.ReadHeaderTimeout},
+		{"body_read_timeout", c.Server.BodyReadTimeout}, {"idle_timeout", c.Server.IdleTimeout}} {
+		if d.v <= 0 {
+			errs = append(errs, fmt.Errorf("config: server.%s must be > 0, got %v", d.key, d.v))
+		}
 	}
 	switch c.Server.Role {
 	case RoleAll:

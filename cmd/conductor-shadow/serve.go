@@ -20,6 +20,7 @@ import (
 	"github.com/conductor-shadow/conductor-shadow/eval/gate"
 	"github.com/conductor-shadow/conductor-shadow/eval/schedule"
 	"github.com/conductor-shadow/conductor-shadow/ingest"
+	"github.com/conductor-shadow/conductor-shadow/ingest/guard"
 	"github.com/conductor-shadow/conductor-shadow/shadow"
 	"github.com/conductor-shadow/conductor-shadow/store"
 	"github.com/conductor-shadow/conductor-shadow/web"
@@ -133,9 +134,11 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 	} else {
 		s.log.Info("PII key in use", "key", pii.Source)
 	}
+	// The tap and the proxy share one cap on the request bodies held in memory.
+	bodies := ingest.NewBodyBudget(s.cfg.Ingest.MaxUnfinishedBodyBytes)
 	var tap *ingest.Tap
 	if role != RoleShadow {
-		if tap, err = ingest.NewTap(s.cfg.Ingest, s.queue, s.stats, ingest.WithLogger(s.log), ingest.WithPIISecret(pii.Key)); err != nil {
+		if tap, err = ingest.NewTap(s.cfg.Ingest, s.queue, s.stats, ingest.WithLogger(s.log), ingest.WithPIISecret(pii.Key), ingest.WithBodyBudget(bodies)); err != nil {
 			return fmt.Errorf("serve: %w", err)
 		}
 		s.tap = tap
@@ -184,9 +187,10 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 	router := gin.New()
 	// W3C trace context from incoming requests: a tapped copy's shadow runs
 	// join the production request's trace.
+	hosts := guard.NewHosts(s.cfg.Server.Addr, s.cfg.Server.AllowedHosts)
 	router.Use(gin.Recovery(), otelgin.Middleware(s.cfg.Telemetry.ServiceName, otelgin.WithTracerProvider(tp),
 		otelgin.WithPropagators(propagation.TraceContext{})),
-		logServerErrors(s.log), browserGuard(newHostRules(s.cfg.Server.Addr, s.cfg.Server.AllowedHosts), s.log))
+		logServerErrors(s.log), browserGuard(hosts, s.log), securityHeaders(), newPathScrubber(s.cfg).middleware())
 	health := serverHealth{Status: "ok", Role: role, Store: "none (tap role)"}
 	if s.st != nil {
 		health.Store = storeKind(s.cfg)
@@ -245,6 +249,10 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 		if s.proxy, err = ingest.NewProxy(s.cfg.Ingest.Proxy, offerer, s.stats, nil, s.log); err != nil {
 			return fmt.Errorf("serve: %w", err)
 		}
+		// The same names and origins as the API; beyond loopback the API token
+		// (in its own header) or a trusted network.
+		s.proxy.UseGuard(hosts, token)
+		s.proxy.UseBodyBudget(bodies)
 		if s.admission != nil {
 			s.proxy.ObserveAddedLatency(s.admission)
 		}
@@ -285,9 +293,12 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 	}
 	var handler http.Handler = router
 	if s.proxy != nil {
-		handler = s.proxy.Front(router) // production calls skip the middleware
+		handler = s.proxy.Front(router) // production calls skip the middleware (the proxy guards them itself)
 	}
-	s.http = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	// No ReadTimeout nor WriteTimeout: bodyDeadline bounds the body alone, and
+	// the proxy's SSE answers stream as long as the incumbent's do.
+	s.http = &http.Server{Handler: bodyDeadline(handler, s.cfg.Server.BodyReadTimeout),
+		ReadHeaderTimeout: s.cfg.Server.ReadHeaderTimeout, IdleTimeout: s.cfg.Server.IdleTimeout}
 	// Everything that reads a secret from the environment has read it.
 	scrubSecrets(s.cfg)
 	go func() { s.serveErr <- s.http.Serve(ln) }()
