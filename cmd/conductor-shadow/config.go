@@ -52,11 +52,12 @@ type ServerConfig struct {
 	// ReadHeaderTimeout bounds how long a caller may take to send a request's
 	// headers (http.Server.ReadHeaderTimeout).
 	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"`
-	// BodyReadTimeout bounds how long a caller may take to send a request's
-	// body, from the start of the request until the body's end; the answer is
-	// not bounded (the proxy streams SSE answers as long as the incumbent
-	// does), and there is no write timeout.
-	BodyReadTimeout time.Duration `yaml:"body_read_timeout"`
+	// ReadTimeout bounds how long a caller may take to send a whole request,
+	// headers and body (http.Server.ReadTimeout). The answer is not bounded:
+	// the server lifts the read deadline once the body has been read, and
+	// there is no write timeout, so the proxy's SSE answers stream as long as
+	// the incumbent's do.
+	ReadTimeout time.Duration `yaml:"read_timeout"`
 	// IdleTimeout closes a keep-alive connection idle this long
 	// (http.Server.IdleTimeout).
 	IdleTimeout time.Duration `yaml:"idle_timeout"`
@@ -145,7 +146,7 @@ type envOverrides struct {
 func NewDefaultConfig() Config {
 	return Config{
 		Server: ServerConfig{Addr: "127.0.0.1:8080", APITokenEnv: "CONDUCTOR_SHADOW_API_TOKEN", ShutdownTimeout: 30 * time.Second, Role: RoleAll,
-			ReadHeaderTimeout: 10 * time.Second, BodyReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute},
+			ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute},
 		Store:     store.NewDefaultConfig(),
 		Writer:    store.NewDefaultWriterConfig(),
 		Ingest:    ingest.NewDefaultConfig(),
@@ -228,7 +229,7 @@ func (c Config) Validate() error {
 		key string
 		v   time.Duration
 	}{{"shutdown_timeout", c.Server.ShutdownTimeout}, {"read_header_timeout", c.Server.ReadHeaderTimeout},
-		{"body_read_timeout", c.Server.BodyReadTimeout}, {"idle_timeout", c.Server.IdleTimeout}} {
+		{"read_timeout", c.Server.ReadTimeout}, {"idle_timeout", c.Server.IdleTimeout}} {
 		if d.v <= 0 {
 			errs = append(errs, fmt.Errorf("config: server.%s must be > 0, got %v", d.key, d.v))
 		}

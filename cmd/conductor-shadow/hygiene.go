@@ -2,54 +2,13 @@ package main
 
 import (
 	"bytes"
-	"io"
 	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/gin-gonic/gin"
 )
-
-// bodyDeadline bounds how long a caller may take to send its request body:
-// the connection's read deadline is set to d when the handler starts and
-// cleared once the body has been read to its end, so a body trickling in is
-// cut after d (the read fails and the handler answers 400 or gives up) while
-// an answer streamed for minutes (SSE through the proxy) is never cut: there
-// is no write deadline. http.Server.ReadTimeout cannot do this: it keeps the
-// deadline for the whole request, and once the body is read the server's
-// read that watches for the client hanging up then fails and ends the
-// request's context mid-answer. Requests without a body are left alone.
-func bodyDeadline(next http.Handler, d time.Duration) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
-			next.ServeHTTP(w, r)
-			return
-		}
-		rc := http.NewResponseController(w)
-		if err := rc.SetReadDeadline(time.Now().Add(d)); err == nil {
-			r.Body = &deadlineBody{ReadCloser: r.Body, clear: func() { _ = rc.SetReadDeadline(time.Time{}) }}
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// deadlineBody clears the read deadline when the body reaches its end.
-type deadlineBody struct {
-	io.ReadCloser
-	clear func()
-	once  sync.Once
-}
-
-func (b *deadlineBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if err == io.EOF {
-		b.once.Do(b.clear)
-	}
-	return n, err
-}
 
 // defaultAnswerPolicy is the Content-Security-Policy of every answer that
 // sets none of its own (the API's JSON, errors, redirects): nothing it holds
@@ -57,13 +16,17 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 const defaultAnswerPolicy = "default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
 
 // securityHeaders gives every answer of the router X-Content-Type-Options:
-// nosniff and defaultAnswerPolicy; a handler setting its own policy (the
-// pages, the stored HTML report) replaces it.
+// nosniff, and those of its own routes defaultAnswerPolicy; a handler setting
+// its own policy (the pages, the stored HTML report) replaces it. What the
+// router does not serve (NoRoute) is the mirroring proxy's, which adds its
+// sandboxing policy to the incumbent's answer.
 func securityHeaders() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		h := c.Writer.Header()
 		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Content-Security-Policy", defaultAnswerPolicy)
+		if c.FullPath() != "" {
+			h.Set("Content-Security-Policy", defaultAnswerPolicy)
+		}
 		c.Next()
 	}
 }

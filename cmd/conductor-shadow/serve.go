@@ -295,10 +295,11 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 	if s.proxy != nil {
 		handler = s.proxy.Front(router) // production calls skip the middleware (the proxy guards them itself)
 	}
-	// No ReadTimeout nor WriteTimeout: bodyDeadline bounds the body alone, and
-	// the proxy's SSE answers stream as long as the incumbent's do.
-	s.http = &http.Server{Handler: bodyDeadline(handler, s.cfg.Server.BodyReadTimeout),
-		ReadHeaderTimeout: s.cfg.Server.ReadHeaderTimeout, IdleTimeout: s.cfg.Server.IdleTimeout}
+	// ReadTimeout bounds the request (net/http lifts it once the body has been
+	// read); no WriteTimeout: the proxy's SSE answers stream as long as the
+	// incumbent's do.
+	s.http = &http.Server{Handler: handler, ReadHeaderTimeout: s.cfg.Server.ReadHeaderTimeout,
+		ReadTimeout: s.cfg.Server.ReadTimeout, IdleTimeout: s.cfg.Server.IdleTimeout}
 	// Everything that reads a secret from the environment has read it.
 	scrubSecrets(s.cfg)
 	go func() { s.serveErr <- s.http.Serve(ln) }()
