@@ -48,6 +48,7 @@ type server struct {
 	http      *http.Server
 	sched     *schedule.Scheduler
 	metrics   *metrics // GET /metrics: a private Prometheus registry
+	notify    *notifyUnit
 	tap       *ingest.Tap
 	serveErr  chan error
 }
@@ -220,6 +221,10 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 		guarded.GET("/api/stats", a.statsHandler)
 	} else {
 		a.suites = &suiteRunner{cfg: s.cfg, roles: store.NewRoles(s.st), p: s.pipes, where: where + " (through the server at " + s.cfg.Server.Addr + ")"}
+		if s.notify, err = startNotify(ctx, s.cfg, s.st, s.pipes, s.metrics.reg, s.log); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		a.suites.onReport = s.notify.suiteDone
 		a.forget = newForgetter(s.st, pii.Key, forgetSweepAfter(s.cfg.Writer))
 		a.register(guarded)
 	}
@@ -335,6 +340,9 @@ func (s *server) shutdownLocked(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	if err := s.notify.Shutdown(ctx); err != nil {
+		errs = append(errs, err)
+	}
 	if s.proxy != nil {
 		if err := s.proxy.Shutdown(ctx); err != nil {
 			errs = append(errs, err)
@@ -413,6 +421,9 @@ func halfOfRemaining(ctx context.Context) (context.Context, context.CancelFunc) 
 type readiness struct {
 	Status  string            `json:"status"`            // "ready" or "not_ready"
 	Reasons map[string]string `json:"reasons,omitempty"` // by part: "store", "queue", "kafka"
+	// Detail names trouble that does not make the process unready, e.g.
+	// "notify_webhook": "failing since … (see server log)".
+	Detail map[string]string `json:"detail,omitempty"`
 }
 
 // Public reasons of /readyz. The endpoint answers without a token, so it says
@@ -444,7 +455,7 @@ func kafkaReason(err error) string {
 // readyKafkaUnavailable). The full causes are logged (logServerErrors).
 // /healthz stays a liveness check.
 func (s *server) readyz(c *gin.Context) {
-	r := readiness{Status: "ready", Reasons: map[string]string{}}
+	r := readiness{Status: "ready", Reasons: map[string]string{}, Detail: s.notify.readyDetail()}
 	var causes []error
 	note := func(part, public string, err error) {
 		r.Reasons[part] = public

@@ -349,6 +349,30 @@ ALTER TABLE `shadow`.scores_local ON CLUSTER `shadow_cluster` MODIFY SETTING old
 
 ALTER TABLE `shadow`.shadow_work_local ON CLUSTER `shadow_cluster` MODIFY SETTING old_parts_lifetime = 1, cleanup_delay_period = 1, max_cleanup_delay_period = 1, cleanup_delay_period_random_add = 0;
 
+-- migration 0180_verdict_notices
+
+CREATE TABLE IF NOT EXISTS `shadow`.verdict_notices_local ON CLUSTER `shadow_cluster`
+(
+    sink              LowCardinality(String),
+    kind              LowCardinality(String),
+    candidate         String,
+    candidate_version String,
+    set_name          String,
+    verdict           LowCardinality(String),
+    previous          LowCardinality(String),
+    status            LowCardinality(String),
+    notice            String,
+    changed_at        DateTime64(3, 'UTC'),
+    attempts          Int32,
+    error             String,
+    inserted_at       DateTime64(6, 'UTC') DEFAULT now64(6)
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/shadow/verdict_notices_local', '{replica}', inserted_at)
+ORDER BY (sink, kind, candidate, candidate_version, set_name);
+
+CREATE TABLE IF NOT EXISTS `shadow`.verdict_notices ON CLUSTER `shadow_cluster` AS `shadow`.verdict_notices_local
+ENGINE = Distributed('shadow_cluster', 'shadow', 'verdict_notices_local', cityHash64(sink, kind, candidate, candidate_version, set_name));
+
 -- retention: requests 90 days, bodies 30 days
 
 ALTER TABLE `shadow`.`requests_local` ON CLUSTER `shadow_cluster` MODIFY TTL toDateTime(received_at) + toIntervalSecond(7776000);
