@@ -146,7 +146,7 @@ func TestConfig(t *testing.T) {
 		t.Fatalf("default config: %v", err)
 	}
 	var cfg Config
-	if err := yaml.Unmarshal([]byte("concurrency: 4\ncode:\n  python: python3\n  timeout: 3s\n  memory_mb: 512\n"), &cfg); err != nil {
+	if err := yaml.Unmarshal([]byte("concurrency: 4\ncode:\n  python: python3\n  timeout: 3s\n  memory_mb: 512\n  bwrap: bwrap\n"), &cfg); err != nil {
 		t.Fatal(err)
 	}
 	if cfg.Concurrency != 4 || cfg.Code.Timeout != 3*time.Second || cfg.Code.MemoryMB != 512 || cfg.Validate() != nil {
@@ -157,6 +157,7 @@ func TestConfig(t *testing.T) {
 		{Concurrency: 1, Code: CodeConfig{Python: "", Timeout: time.Second, MemoryMB: 1}},
 		{Concurrency: 1, Code: CodeConfig{Python: "python3", Timeout: 0, MemoryMB: 1}},
 		{Concurrency: 1, Code: CodeConfig{Python: "python3", Timeout: time.Second, MemoryMB: 0}},
+		{Concurrency: 1, Code: CodeConfig{Python: "python3", Timeout: time.Second, MemoryMB: 1, Bwrap: ""}},
 	}
 	for i, c := range bad {
 		if c.Validate() == nil {

@@ -51,6 +51,7 @@ type server struct {
 	notify    *notifyUnit
 	tap       *ingest.Tap
 	serveErr  chan error
+	codeNote  string // /readyz detail when code graders are refused (sandbox.go)
 }
 
 func newServer(cfg Config, log *slog.Logger) *server {
@@ -89,6 +90,7 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 			return fmt.Errorf("serve: %w", err)
 		}
 		s.st, where = st, w
+		s.checkCodeSandbox(ctx)
 		if s.writer, err = store.NewWriter(st, s.cfg.Writer, s.log); err != nil {
 			return fmt.Errorf("serve: %w", err)
 		}
@@ -163,6 +165,13 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 			return fmt.Errorf("serve: %w", err)
 		}
 		s.proc.UseSegmenter(seg)
+		if s.cfg.Ingest.PII.Enabled { // workers' answers can echo personal data too
+			pz, err := ingest.NewPseudonymizer(s.cfg.Ingest.PII, pii.Key)
+			if err != nil {
+				return fmt.Errorf("serve: %w", err)
+			}
+			s.proc.UsePseudonymizer(pz)
+		}
 		// A data subject forgotten while its copies are queued or shadowed:
 		// the workers drop their records instead of writing them back.
 		if forgotten, err := store.NewRoles(s.st).ForgetLookup(); err == nil {
@@ -487,6 +496,12 @@ func (s *server) readyz(c *gin.Context) {
 				note("kafka", kafkaReason(err), err)
 			}
 		}
+	}
+	if s.codeNote != "" {
+		if r.Detail == nil {
+			r.Detail = map[string]string{}
+		}
+		r.Detail["code_grader"] = s.codeNote
 	}
 	if len(r.Reasons) > 0 {
 		r.Status = "not_ready"
