@@ -262,10 +262,11 @@ func (s *sqlStore) activeParts(ctx context.Context, tables []string, into map[st
 // after a deletion the engine keeps a rewritten part's old files, rows
 // included, until its cleanup runs (every cleanup_delay_period, 30 s or more
 // by default) and the part is older than old_parts_lifetime (8 min on a
-// ClickHouse server by default). Migration 0130 sets both to 1 s on the
-// tables forget deletes from, and SYSTEM START CLEANUP wakes the cleanup at
-// once; a part still read by a running query stays until that query ends.
-// It polls every 50 ms for at most forgetDiskTimeout.
+// ClickHouse server by default). Migration 0130 sets old_parts_lifetime to
+// 1 s on the tables forget deletes from, and SYSTEM START CLEANUP, sent at
+// every poll, wakes the cleanup at once; a part still read by a running
+// query stays until that query ends. It polls every 50 ms for at most
+// forgetDiskTimeout.
 func (s *sqlStore) dropReplacedParts(ctx context.Context, tables []string, replaced map[string]bool) error {
 	if len(replaced) == 0 {
 		return nil
@@ -277,8 +278,8 @@ func (s *sqlStore) dropReplacedParts(ctx context.Context, tables []string, repla
 	deadline := time.Now().Add(forgetDiskTimeout)
 	for {
 		for _, t := range tables {
-			// Not every engine version knows the statement; the tables' own
-			// cleanup period (1 s) still applies.
+			// An engine that does not know the statement still cleans up every
+			// cleanup_delay_period, within forgetDiskTimeout.
 			_ = s.t.exec(ctx, "SYSTEM START CLEANUP"+on+" "+s.db+"."+quoteIdent(s.localTable(t)), nil)
 		}
 		ps, err := s.parts(ctx, tables, false)

@@ -92,6 +92,12 @@ func (s pathScrubber) middleware() gin.HandlerFunc {
 		}
 		bw := &bufferedWriter{ResponseWriter: c.Writer}
 		c.Writer = bw
+		defer func() {
+			if rec := recover(); rec != nil {
+				c.Writer = bw.ResponseWriter // the recovery answers on the real writer
+				panic(rec)
+			}
+		}()
 		c.Next()
 		c.Writer = bw.ResponseWriter
 		body := s.scrub(bw.buf.Bytes())

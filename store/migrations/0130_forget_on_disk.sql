@@ -4,9 +4,10 @@
 -- log (system.mutations, each table's mutation_*.txt) keeps no subject hash,
 -- and the erasure deletes its keys when it ends. A deletion rewrites the parts
 -- holding the rows; the old parts stay on disk until the engine's cleanup
--- removes them (every cleanup_delay_period once older than
--- old_parts_lifetime: 30-40 s and 8 min by default). These tables clean up
--- after 1 s, and forget waits until the old parts are gone.
+-- removes them (every cleanup_delay_period, 30-40 s, once older than
+-- old_parts_lifetime, 8 min on a ClickHouse server). On these tables a part is
+-- removable 1 s after it was replaced; forget wakes the cleanup (SYSTEM START
+-- CLEANUP) and waits until the old parts are gone.
 CREATE TABLE IF NOT EXISTS ${DB}.forget_keys
 (
     erasure_id String,
@@ -15,9 +16,9 @@ CREATE TABLE IF NOT EXISTS ${DB}.forget_keys
 )
 ENGINE = MergeTree()
 ORDER BY (erasure_id, kind, id)
-SETTINGS old_parts_lifetime = 1, cleanup_delay_period = 1, max_cleanup_delay_period = 1, cleanup_delay_period_random_add = 0;
-ALTER TABLE ${DB}.requests MODIFY SETTING old_parts_lifetime = 1, cleanup_delay_period = 1, max_cleanup_delay_period = 1, cleanup_delay_period_random_add = 0;
-ALTER TABLE ${DB}.runs MODIFY SETTING old_parts_lifetime = 1, cleanup_delay_period = 1, max_cleanup_delay_period = 1, cleanup_delay_period_random_add = 0;
-ALTER TABLE ${DB}.steps MODIFY SETTING old_parts_lifetime = 1, cleanup_delay_period = 1, max_cleanup_delay_period = 1, cleanup_delay_period_random_add = 0;
-ALTER TABLE ${DB}.scores MODIFY SETTING old_parts_lifetime = 1, cleanup_delay_period = 1, max_cleanup_delay_period = 1, cleanup_delay_period_random_add = 0;
-ALTER TABLE ${DB}.shadow_work MODIFY SETTING old_parts_lifetime = 1, cleanup_delay_period = 1, max_cleanup_delay_period = 1, cleanup_delay_period_random_add = 0;
+SETTINGS old_parts_lifetime = 1;
+ALTER TABLE ${DB}.requests MODIFY SETTING old_parts_lifetime = 1;
+ALTER TABLE ${DB}.runs MODIFY SETTING old_parts_lifetime = 1;
+ALTER TABLE ${DB}.steps MODIFY SETTING old_parts_lifetime = 1;
+ALTER TABLE ${DB}.scores MODIFY SETTING old_parts_lifetime = 1;
+ALTER TABLE ${DB}.shadow_work MODIFY SETTING old_parts_lifetime = 1;

@@ -334,20 +334,20 @@ CREATE TABLE IF NOT EXISTS `shadow`.forget_keys_local ON CLUSTER `shadow_cluster
 )
 ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/shadow/forget_keys_local', '{replica}')
 ORDER BY (erasure_id, kind, id)
-SETTINGS old_parts_lifetime = 1, cleanup_delay_period = 1, max_cleanup_delay_period = 1, cleanup_delay_period_random_add = 0;
+SETTINGS old_parts_lifetime = 1;
 
 CREATE TABLE IF NOT EXISTS `shadow`.forget_keys ON CLUSTER `shadow_cluster` AS `shadow`.forget_keys_local
 ENGINE = Distributed('shadow_cluster', 'shadow', 'forget_keys_local', cityHash64(erasure_id));
 
-ALTER TABLE `shadow`.requests_local ON CLUSTER `shadow_cluster` MODIFY SETTING old_parts_lifetime = 1, cleanup_delay_period = 1, max_cleanup_delay_period = 1, cleanup_delay_period_random_add = 0;
+ALTER TABLE `shadow`.requests_local ON CLUSTER `shadow_cluster` MODIFY SETTING old_parts_lifetime = 1;
 
-ALTER TABLE `shadow`.runs_local ON CLUSTER `shadow_cluster` MODIFY SETTING old_parts_lifetime = 1, cleanup_delay_period = 1, max_cleanup_delay_period = 1, cleanup_delay_period_random_add = 0;
+ALTER TABLE `shadow`.runs_local ON CLUSTER `shadow_cluster` MODIFY SETTING old_parts_lifetime = 1;
 
-ALTER TABLE `shadow`.steps_local ON CLUSTER `shadow_cluster` MODIFY SETTING old_parts_lifetime = 1, cleanup_delay_period = 1, max_cleanup_delay_period = 1, cleanup_delay_period_random_add = 0;
+ALTER TABLE `shadow`.steps_local ON CLUSTER `shadow_cluster` MODIFY SETTING old_parts_lifetime = 1;
 
-ALTER TABLE `shadow`.scores_local ON CLUSTER `shadow_cluster` MODIFY SETTING old_parts_lifetime = 1, cleanup_delay_period = 1, max_cleanup_delay_period = 1, cleanup_delay_period_random_add = 0;
+ALTER TABLE `shadow`.scores_local ON CLUSTER `shadow_cluster` MODIFY SETTING old_parts_lifetime = 1;
 
-ALTER TABLE `shadow`.shadow_work_local ON CLUSTER `shadow_cluster` MODIFY SETTING old_parts_lifetime = 1, cleanup_delay_period = 1, max_cleanup_delay_period = 1, cleanup_delay_period_random_add = 0;
+ALTER TABLE `shadow`.shadow_work_local ON CLUSTER `shadow_cluster` MODIFY SETTING old_parts_lifetime = 1;
 
 -- migration 0180_verdict_notices
 
