@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -237,26 +236,15 @@ func resolvePython(ctx context.Context, name string) (string, error) {
 	return path, nil
 }
 
-var fenceRe = regexp.MustCompile("(?s)```[ \\t]*(?:python3?|py)?[ \\t]*\\n(.*?)```")
-
 // BuildProgram assembles the Python test program for a code case: when the
-// output's code (the first fenced block that defines the entry point, else the
-// first fenced block, else the whole output) defines the entry point, the
+// output's code (answerCode: a fenced block, an indented block or bare code
+// after prose, else the whole output) defines the entry point, the
 // prompt is kept for its imports and helpers, closed with "pass", and the code
 // follows; otherwise the code is taken as the function body completing the
 // prompt. Then the case's test and "check(<entry_point>)".
 func BuildProgram(c Case, output string) string {
 	entry := c.ExtraString("entry_point")
-	code := output
-	if blocks := fenceRe.FindAllStringSubmatch(output, -1); len(blocks) > 0 {
-		code = blocks[0][1]
-		for _, b := range blocks {
-			if strings.Contains(b[1], "def "+entry+"(") {
-				code = b[1]
-				break
-			}
-		}
-	}
+	code := answerCode(output, entry)
 	prompt := c.Input
 	if !strings.HasSuffix(prompt, "\n") {
 		prompt += "\n"

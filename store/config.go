@@ -223,6 +223,10 @@ func open(ctx context.Context, cfg Config) (*sqlStore, error) {
 		t.close()
 		return nil, err
 	}
+	if err := s.applyForgetSettings(ctx); err != nil {
+		t.close()
+		return nil, err
+	}
 	if cfg.ConsoleDSN != "" {
 		ct, err := openServer(ctx, cfg.ConsoleDSN)
 		if err != nil {

@@ -16,8 +16,8 @@ const ActionForget = "forget"
 // SubjectEraser deletes a data subject's rows. The SQL store implements it.
 type SubjectEraser interface {
 	// ForgetSubject deletes every row of the requests whose subject_hash is
-	// subjectHash, in every table (scores, steps, runs, shadow_work, then
-	// requests), and records an audit_log entry (the hash, the counts and
+	// subjectHash, in every table (scores, judgments, steps, runs,
+	// shadow_work, then requests), and records an audit_log entry (the hash, the counts and
 	// actor; never the subject's value). In order:
 	//
 	//  1. a forgotten_subjects row (the hash, the time) is written first, so
@@ -66,6 +66,8 @@ type ForgetReport struct {
 	Steps    int64     `json:"steps"`
 	Scores   int64     `json:"scores"`
 	Work     int64     `json:"shadow_work"` // the store-first queue's work rows
+	// Judgments counts the pairwise judgments of the subject's requests.
+	Judgments int64 `json:"judgments"`
 	// Swept counts the rows (all tables) only the second pass found: written
 	// by shadow work that was already under way when the erasure began.
 	Swept int64 `json:"swept"`
@@ -109,6 +111,7 @@ const (
 // the column its rows are selected by and the kind of key that column holds.
 var forgetTables = []struct{ table, col, kind string }{
 	{"scores", "request_id", keyRequest},
+	{"judgments", "request_id", keyRequest},
 	{"steps", "run_id", keyRun},
 	{"runs", "request_id", keyRequest},
 	{"shadow_work", "request_id", keyRequest},
@@ -118,6 +121,59 @@ var forgetTables = []struct{ table, col, kind string }{
 // forgetDiskTimeout bounds how long ForgetSubject waits for the engine to
 // remove the parts its deletions replaced.
 const forgetDiskTimeout = time.Minute
+
+// oldPartsLifetime is the old_parts_lifetime (s) of the tables forget deletes
+// from: how long the engine keeps a part's old files after a deletion
+// rewrote it (8 min by default on a ClickHouse server, 0 on chDB). One
+// second still covers a merge's own hand-over of parts.
+const oldPartsLifetime = "old_parts_lifetime = 1"
+
+// forgetSettingStatements set oldPartsLifetime on forget_keys and every table
+// of forgetTables whose CREATE statement (current, by table name; a table
+// missing from it is set too) lacks it.
+func (s *sqlStore) forgetSettingStatements(current map[string]string) []string {
+	var out []string
+	for _, t := range append([]string{"forget_keys"}, forgetTableNames()...) {
+		if c, ok := current[t]; ok && strings.Contains(c, oldPartsLifetime) {
+			continue
+		}
+		out = append(out, fmt.Sprintf("ALTER TABLE %s MODIFY SETTING %s", s.mutationTarget(t), oldPartsLifetime))
+	}
+	return out
+}
+
+// forgetTableNames are the tables of forgetTables.
+func forgetTableNames() []string {
+	out := make([]string, len(forgetTables))
+	for i, t := range forgetTables {
+		out[i] = t.table
+	}
+	return out
+}
+
+// applyForgetSettings runs forgetSettingStatements at every open, after the
+// migrations: a table that forget deletes from gets the setting whatever
+// migration created it.
+func (s *sqlStore) applyForgetSettings(ctx context.Context) error {
+	type row struct {
+		Name   string `json:"name"`
+		Create string `json:"create_table_query"`
+	}
+	rows, err := queryRows[row](ctx, s.t, "SELECT name, create_table_query FROM system.tables WHERE database = {db:String}", Params{}.Str("db", s.dbName))
+	if err != nil {
+		return fmt.Errorf("store: forget settings: read tables: %w", err)
+	}
+	current := map[string]string{}
+	for _, r := range rows {
+		current[strings.TrimSuffix(r.Name, localSuffix)] = r.Create
+	}
+	for _, stmt := range s.forgetSettingStatements(current) {
+		if err := s.t.exec(ctx, stmt, nil); err != nil {
+			return fmt.Errorf("store: forget settings: %s: %w", stmt, err)
+		}
+	}
+	return nil
+}
 
 // keysOf is the subquery of an erasure's ids of one kind. It names the
 // erasure by its random id: the mutation log (system.mutations, the
@@ -262,8 +318,8 @@ func (s *sqlStore) activeParts(ctx context.Context, tables []string, into map[st
 // after a deletion the engine keeps a rewritten part's old files, rows
 // included, until its cleanup runs (every cleanup_delay_period, 30 s or more
 // by default) and the part is older than old_parts_lifetime (8 min on a
-// ClickHouse server by default). Migration 0130 sets old_parts_lifetime to
-// 1 s on the tables forget deletes from, and SYSTEM START CLEANUP, sent at
+// ClickHouse server by default). Opening the store sets old_parts_lifetime to
+// 1 s on the tables forget deletes from (applyForgetSettings), and SYSTEM START CLEANUP, sent at
 // every poll, wakes the cleanup at once; a part still read by a running
 // query stays until that query ends. It polls every 50 ms for at most
 // forgetDiskTimeout.
@@ -348,10 +404,7 @@ func (s *sqlStore) ForgetSubject(ctx context.Context, subjectHash, actor string,
 	if err := s.t.exec(ctx, fmt.Sprintf("ALTER TABLE %s DELETE WHERE erasure_id = %s SETTINGS mutations_sync = 2", s.mutationTarget("forget_keys"), quoteString(erasure)), nil); err != nil {
 		return ForgetReport{}, fmt.Errorf("store: forget: drop the erasure's keys (the rows are deleted): %w", err)
 	}
-	tables := []string{"forget_keys"}
-	for _, t := range forgetTables {
-		tables = append(tables, t.table)
-	}
+	tables := append([]string{"forget_keys"}, forgetTableNames()...)
 	cleanupStart := time.Now()
 	if err := s.dropReplacedParts(ctx, tables, replaced); err != nil {
 		return ForgetReport{}, err
@@ -359,14 +412,14 @@ func (s *sqlStore) ForgetSubject(ctx context.Context, subjectHash, actor string,
 	sum := func(t string) int64 { return first[t] + second[t] }
 	_, _ = rand.Read(id[:])
 	rep := ForgetReport{AuditID: hex.EncodeToString(id[:]), At: at,
-		Requests: sum("requests"), Runs: sum("runs"), Steps: sum("steps"), Scores: sum("scores"), Work: sum("shadow_work"),
+		Requests: sum("requests"), Runs: sum("runs"), Steps: sum("steps"), Scores: sum("scores"), Work: sum("shadow_work"), Judgments: sum("judgments"),
 		DiskCleanupMs: time.Since(cleanupStart).Milliseconds()}
 	for _, n := range second {
 		rep.Swept += n
 	}
 	entry := AuditEntry{AuditID: rep.AuditID, At: rep.At, Action: ActionForget, Actor: actor, SubjectHash: subjectHash,
 		Requests: rep.Requests, Runs: rep.Runs, Steps: rep.Steps, Scores: rep.Scores,
-		Detail: fmt.Sprintf("shadow_work=%d swept=%d", rep.Work, rep.Swept)}
+		Detail: fmt.Sprintf("shadow_work=%d judgments=%d swept=%d", rep.Work, rep.Judgments, rep.Swept)}
 	if err := insert(ctx, s, "audit_log", []AuditEntry{entry}); err != nil {
 		return rep, fmt.Errorf("store: forget: rows deleted but the audit entry failed: %w", err)
 	}

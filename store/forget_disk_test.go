@@ -83,6 +83,13 @@ func TestForgetLeavesNothingOnDisk(t *testing.T) {
 	if err := s.InsertScores(ctx, []Score{score}); err != nil {
 		t.Fatal(err)
 	}
+	// Every table forget deletes from lets the replaced parts go 1 s after.
+	for _, name := range append([]string{"forget_keys"}, forgetTableNames()...) {
+		res, err := s.t.queryText(ctx, "SELECT create_table_query FROM system.tables WHERE database = "+quoteString(s.dbName)+" AND name = "+quoteString(name))
+		if err != nil || len(res.Rows) != 1 || !strings.Contains(res.Rows[0][0], oldPartsLifetime) {
+			t.Errorf("table %s lacks %s after open: %v %v", name, oldPartsLifetime, res.Rows, err)
+		}
+	}
 	// The probe can fail: the text is on disk before.
 	if hits := filesHolding(t, testEngine.dir, []byte(planted)); len(hits) < 4 {
 		t.Fatalf("the planted text is in %d files before forget (%v); want the parts of requests, runs, steps and scores", len(hits), hits)

@@ -116,6 +116,7 @@ func TestClusterDDLGolden(t *testing.T) {
 		section(fmt.Sprintf("migration %04d_%s", m.version, m.name), stmts)
 	}
 	section("retention: requests 90 days, bodies 30 days", s.retentionStatements(RetentionConfig{Requests: 90 * 24 * time.Hour, Bodies: 30 * 24 * time.Hour}, nil))
+	section("forget: old_parts_lifetime of the tables it deletes from, set at open", s.forgetSettingStatements(nil))
 	forget := s.keyStatements()
 	for _, t := range forgetTables {
 		forget = append(forget, s.forgetStatement(t.table, t.col, t.kind, "e-0f1e2d3c"))

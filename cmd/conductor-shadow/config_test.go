@@ -39,6 +39,7 @@ func TestLoadConfigErrorsNameTheField(t *testing.T) {
 		"bad_role.bad.yaml":            "server.role",
 		"tap_without_kafka.bad.yaml":   "kafka.brokers",
 		"bad_admission.bad.yaml":       "admission.backoff_ratio",
+		"bad_judge_canaries.bad.yaml":  "judge: canaries must be in 1..50",
 		"bad_trusted_network.bad.yaml": "proxy.trusted_networks[1]",
 		"bad_token_header.bad.yaml":    "proxy.token_header",
 		"small_body_budget.bad.yaml":   "max_unfinished_body_bytes",
@@ -127,5 +128,29 @@ func TestSuiteCodeConfigIsValidated(t *testing.T) {
 	}
 	if _, err := LoadConfig(path, nil); err == nil || !strings.Contains(err.Error(), "code.timeout") {
 		t.Fatalf("LoadConfig = %v; want a suite.code.timeout error", err)
+	}
+}
+
+// The default config judges with the incumbent's model: serve warns at start,
+// naming the judge, its family and the pipelines that share it.
+func TestJudgeFamilyWarnings(t *testing.T) {
+	cfg := NewDefaultConfig()
+	ws := judgeFamilyWarnings(cfg)
+	if len(ws) != 2 || !strings.Contains(ws[0], "suite judge gpt-5 (gpt-5, family openai) shares its model family with the incumbent gpt-5 (gpt-5)") ||
+		!strings.Contains(ws[1], "the candidate conductor (a conductor may call any worker of the pool) (gpt-5") {
+		t.Errorf("default config: %q", ws)
+	}
+	cfg.Suite.Judge.Worker = "gemini-2.5-pro"
+	cfg.Pipelines.Candidates = []string{"single:claude-sonnet-4"}
+	if ws := judgeFamilyWarnings(cfg); len(ws) != 0 {
+		t.Errorf("a judge of another family: %q", ws)
+	}
+	cfg.Suite.Judge.Worker = "gemma-3-27b"
+	if ws := judgeFamilyWarnings(cfg); len(ws) != 0 {
+		t.Errorf("gemma judge, gpt-5 incumbent, claude candidate: %q", ws)
+	}
+	cfg.Pipelines.Candidates = []string{"single:gemini-2.5-pro"}
+	if ws := judgeFamilyWarnings(cfg); len(ws) != 1 || !strings.Contains(ws[0], "family google") {
+		t.Errorf("gemma judge, gemini candidate: %q", ws)
 	}
 }

@@ -317,6 +317,9 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 	// Everything that reads a secret from the environment has read it.
 	scrubSecrets(s.cfg)
 	go func() { s.serveErr <- s.http.Serve(ln) }()
+	for _, w := range judgeFamilyWarnings(s.cfg) {
+		s.log.Warn(w + ": judges favour their own family's answers; set suite.judge.worker to another family, or judge.same_family: refuse in the gate policy to refuse such verdicts")
+	}
 	s.log.Info("serving", "url", "http://"+ln.Addr().String(), "role", role, "store", where)
 	return nil
 }

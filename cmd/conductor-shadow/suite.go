@@ -74,6 +74,7 @@ func (s *suiteRunner) runScheduled(ctx context.Context, job schedule.Suite, prog
 	}
 	rep, err := eval.RunSuite(ctx, s.roles, set, s.p.incumbent, s.p.candidates, eval.SuiteOptions{
 		Graders:     graders,
+		Canaries:    s.cfg.Suite.Judge.Canaries,
 		Concurrency: s.cfg.Suite.Concurrency,
 		Limit:       job.Limit,
 		Progress:    progress,

@@ -5,9 +5,10 @@
 -- and the erasure deletes its keys when it ends. A deletion rewrites the parts
 -- holding the rows; the old parts stay on disk until the engine's cleanup
 -- removes them (every cleanup_delay_period, 30-40 s, once older than
--- old_parts_lifetime, 8 min on a ClickHouse server). On these tables a part is
--- removable 1 s after it was replaced; forget wakes the cleanup (SYSTEM START
--- CLEANUP) and waits until the old parts are gone.
+-- old_parts_lifetime, 8 min on a ClickHouse server). Opening the store sets
+-- old_parts_lifetime = 1 on every table forget deletes from (store/forget.go
+-- applyForgetSettings: whatever migration created it); forget wakes the
+-- cleanup (SYSTEM START CLEANUP) and waits until the old parts are gone.
 CREATE TABLE IF NOT EXISTS ${DB}.forget_keys
 (
     erasure_id String,
@@ -17,8 +18,3 @@ CREATE TABLE IF NOT EXISTS ${DB}.forget_keys
 ENGINE = MergeTree()
 ORDER BY (erasure_id, kind, id)
 SETTINGS old_parts_lifetime = 1;
-ALTER TABLE ${DB}.requests MODIFY SETTING old_parts_lifetime = 1;
-ALTER TABLE ${DB}.runs MODIFY SETTING old_parts_lifetime = 1;
-ALTER TABLE ${DB}.steps MODIFY SETTING old_parts_lifetime = 1;
-ALTER TABLE ${DB}.scores MODIFY SETTING old_parts_lifetime = 1;
-ALTER TABLE ${DB}.shadow_work MODIFY SETTING old_parts_lifetime = 1;

@@ -339,15 +339,44 @@ SETTINGS old_parts_lifetime = 1;
 CREATE TABLE IF NOT EXISTS `shadow`.forget_keys ON CLUSTER `shadow_cluster` AS `shadow`.forget_keys_local
 ENGINE = Distributed('shadow_cluster', 'shadow', 'forget_keys_local', cityHash64(erasure_id));
 
-ALTER TABLE `shadow`.requests_local ON CLUSTER `shadow_cluster` MODIFY SETTING old_parts_lifetime = 1;
+-- migration 0150_judgments
 
-ALTER TABLE `shadow`.runs_local ON CLUSTER `shadow_cluster` MODIFY SETTING old_parts_lifetime = 1;
+CREATE TABLE IF NOT EXISTS `shadow`.judgments_local ON CLUSTER `shadow_cluster`
+(
+    request_id         String,
+    suite_run_id       String,
+    case_id            String,
+    pipeline           LowCardinality(String),
+    pipeline_version   String,
+    candidate_run_id   String,
+    incumbent_pipeline LowCardinality(String),
+    incumbent_run_id   String,
+    judge              LowCardinality(String),
+    judge_worker       LowCardinality(String),
+    prompt_version     LowCardinality(String),
+    canary             LowCardinality(String),
+    canary_passed      Bool,
+    labels             String,
+    judged_at          DateTime64(3, 'UTC'),
+    outcome            LowCardinality(String),
+    verdict_1          LowCardinality(String),
+    raw_1              String,
+    verdict_2          LowCardinality(String),
+    raw_2              String,
+    inclusion_prob     Float64,
+    tokens_in          Int64,
+    tokens_out         Int64,
+    cost_usd           Float64,
+    error              String,
+    inserted_at        DateTime64(6, 'UTC') DEFAULT now64(6)
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/shadow/judgments_local', '{replica}', inserted_at)
+ORDER BY (request_id, pipeline, candidate_run_id, judge, canary);
 
-ALTER TABLE `shadow`.steps_local ON CLUSTER `shadow_cluster` MODIFY SETTING old_parts_lifetime = 1;
+CREATE TABLE IF NOT EXISTS `shadow`.judgments ON CLUSTER `shadow_cluster` AS `shadow`.judgments_local
+ENGINE = Distributed('shadow_cluster', 'shadow', 'judgments_local', cityHash64(request_id));
 
-ALTER TABLE `shadow`.scores_local ON CLUSTER `shadow_cluster` MODIFY SETTING old_parts_lifetime = 1;
-
-ALTER TABLE `shadow`.shadow_work_local ON CLUSTER `shadow_cluster` MODIFY SETTING old_parts_lifetime = 1;
+ALTER TABLE `shadow`.judgments_local ON CLUSTER `shadow_cluster` ADD INDEX IF NOT EXISTS idx_suite_run suite_run_id TYPE bloom_filter GRANULARITY 1;
 
 -- migration 0180_verdict_notices
 
@@ -401,9 +430,29 @@ ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `re
 
 ALTER TABLE `shadow`.`scores_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `explanation` TTL toDateTime(created_at) + toIntervalSecond(2592000);
 
+ALTER TABLE `shadow`.`judgments_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `raw_1` TTL toDateTime(judged_at) + toIntervalSecond(2592000);
+
+ALTER TABLE `shadow`.`judgments_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `raw_2` TTL toDateTime(judged_at) + toIntervalSecond(2592000);
+
 OPTIMIZE TABLE `shadow`.`shadow_work_local` ON CLUSTER `shadow_cluster` FINAL;
 
 ALTER TABLE `shadow`.`shadow_work_local` ON CLUSTER `shadow_cluster` MODIFY TTL toDateTime(received_at) + toIntervalSecond(7776000) WHERE status = 'pending';
+
+-- forget: old_parts_lifetime of the tables it deletes from, set at open
+
+ALTER TABLE `shadow`.`forget_keys_local` ON CLUSTER `shadow_cluster` MODIFY SETTING old_parts_lifetime = 1;
+
+ALTER TABLE `shadow`.`scores_local` ON CLUSTER `shadow_cluster` MODIFY SETTING old_parts_lifetime = 1;
+
+ALTER TABLE `shadow`.`judgments_local` ON CLUSTER `shadow_cluster` MODIFY SETTING old_parts_lifetime = 1;
+
+ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` MODIFY SETTING old_parts_lifetime = 1;
+
+ALTER TABLE `shadow`.`runs_local` ON CLUSTER `shadow_cluster` MODIFY SETTING old_parts_lifetime = 1;
+
+ALTER TABLE `shadow`.`shadow_work_local` ON CLUSTER `shadow_cluster` MODIFY SETTING old_parts_lifetime = 1;
+
+ALTER TABLE `shadow`.`requests_local` ON CLUSTER `shadow_cluster` MODIFY SETTING old_parts_lifetime = 1;
 
 -- forget: the erasure's keys (hash and erasure id bound), then its deletions
 
@@ -412,6 +461,8 @@ INSERT INTO `shadow`.forget_keys (erasure_id, kind, id) SETTINGS insert_distribu
 INSERT INTO `shadow`.forget_keys (erasure_id, kind, id) SETTINGS insert_distributed_sync = 1 SELECT {erasure:String}, 'run', run_id FROM `shadow`.runs WHERE request_id IN (SELECT id FROM `shadow`.forget_keys WHERE erasure_id = {erasure:String} AND kind = 'request');
 
 ALTER TABLE `shadow`.`scores_local` ON CLUSTER `shadow_cluster` DELETE WHERE request_id IN (SELECT id FROM `shadow`.forget_keys WHERE erasure_id = 'e-0f1e2d3c' AND kind = 'request') SETTINGS mutations_sync = 2, allow_nondeterministic_mutations = 1;
+
+ALTER TABLE `shadow`.`judgments_local` ON CLUSTER `shadow_cluster` DELETE WHERE request_id IN (SELECT id FROM `shadow`.forget_keys WHERE erasure_id = 'e-0f1e2d3c' AND kind = 'request') SETTINGS mutations_sync = 2, allow_nondeterministic_mutations = 1;
 
 ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` DELETE WHERE run_id IN (SELECT id FROM `shadow`.forget_keys WHERE erasure_id = 'e-0f1e2d3c' AND kind = 'run') SETTINGS mutations_sync = 2, allow_nondeterministic_mutations = 1;
 
