@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/conductor-shadow/conductor-shadow/cmd/internal/platform"
 )
 
 // defaultAnswerPolicy is the Content-Security-Policy of every answer that
@@ -40,7 +42,7 @@ type pathScrubber struct {
 	from, to []string // longest first, so a folder inside another goes first
 }
 
-func newPathScrubber(cfg Config) pathScrubber {
+func newPathScrubber(cfg platform.Config) pathScrubber {
 	type pair struct{ from, to string }
 	var pairs []pair
 	add := func(dir, name string) {

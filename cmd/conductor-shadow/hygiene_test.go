@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
 // sseIncumbent streams a chat completion in chunks spaced by gap, for far
@@ -51,7 +53,7 @@ func closedByServer(conn net.Conn) error {
 // read timeout reaches the client whole: there is no write timeout. Checked
 // by what happens to each connection, not by timing it.
 func TestServeHTTPTimeouts(t *testing.T) {
-	requireEngine(t)
+	storetest.RequireEngine(t)
 	const chunks = 8
 	base, _, _ := guardedServe(t, t.Context(), freeAddr(t),
 		"  read_header_timeout: 300ms\n  read_timeout: 400ms\n  idle_timeout: 400ms\n", sseIncumbent{chunks: chunks, gap: 200 * time.Millisecond})
@@ -121,7 +123,7 @@ func TestServeHTTPTimeouts(t *testing.T) {
 // and a folder written before with looser modes is mended when it opens.
 // Checked by walking the folder after the server stored a copy and stopped.
 func TestServeDataFolderIsPrivate(t *testing.T) {
-	requireEngine(t)
+	storetest.RequireEngine(t)
 	bin := buildBinary(t)
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")

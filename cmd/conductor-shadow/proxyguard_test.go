@@ -21,6 +21,7 @@ import (
 	"github.com/conductor-shadow/conductor-shadow/ingest/guard"
 	"github.com/conductor-shadow/conductor-shadow/shadow/simpool"
 	"github.com/conductor-shadow/conductor-shadow/store"
+	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
 // fakeIncumbent answers chat completions (404 for the model "missing"), an
@@ -166,7 +167,7 @@ func apiQuery(t *testing.T, base, sql string) [][]string {
 // refused reaches the incumbent or the store; pages and answers carry CSP
 // and nosniff; API answers name no folder of the server.
 func TestServeGuardsProxyRoutes(t *testing.T) {
-	requireEngine(t)
+	storetest.RequireEngine(t)
 	ctx := t.Context()
 	inc := &fakeIncumbent{}
 	base, dir, logs := guardedServe(t, ctx, freeAddr(t), "", inc)
@@ -341,7 +342,7 @@ func nonLoopbackIP() string {
 // Beyond loopback the proxy asks for the server's token in its own header
 // (Authorization stays the client's incumbent key) or a trusted network.
 func TestServeProxyBeyondLoopbackNeedsTheToken(t *testing.T) {
-	requireEngine(t)
+	storetest.RequireEngine(t)
 	ip := nonLoopbackIP()
 	if ip == "" {
 		t.Skip("this machine has no address beyond loopback to call from")
