@@ -27,6 +27,10 @@ const (
 	ProxyOutcomeTooLarge    = "too_large"     // request or answer beyond the capture limits
 	ProxyOutcomeCaptureBusy = "capture_busy"  // every capture slot was busy: copy dropped
 	ProxyOutcomeClientGone  = "client_gone"   // the client or incumbent broke off mid-answer: what arrived is still offered, marked partial
+	// ProxyOutcomeInputReduced: offered, but without part of what production
+	// sent (a previous_response_id conversation the tap never saw): its runs
+	// are marked input_reduced.
+	ProxyOutcomeInputReduced = "input_reduced"
 )
 
 // ProxyConfig sets the mirroring proxy.
@@ -59,16 +63,21 @@ type ProxyConfig struct {
 	// server's API token (server.api_token_env) to be trusted; removed before
 	// forwarding. Authorization is the incumbent's: it passes untouched.
 	TokenHeader string `yaml:"token_header"`
+	// ConversationBytes caps the Responses API turns kept in memory (message
+	// text and media, bytes) to rebuild the conversation of a request that
+	// names previous_response_id; 0: none kept, such requests are shadowed
+	// with their own input only and marked input_reduced.
+	ConversationBytes int64 `yaml:"conversation_bytes"`
 }
 
 // NewDefaultProxyConfig returns the proxy off, app "default" from X-Conductor-App,
 // 4 MiB captures, 4,096 capture slots and 1 capture worker (≈50 µs of CPU per copy,
 // so one worker keeps up with thousands of requests/s and leaves the other cores
-// to production traffic), no trusted network and the token in
-// X-Conductor-Shadow-Token.
+// to production traffic), 64 MiB of Responses API conversations, no trusted
+// network and the token in X-Conductor-Shadow-Token.
 func NewDefaultProxyConfig() ProxyConfig {
 	return ProxyConfig{App: "default", AppHeader: "X-Conductor-App", MaxCaptureBytes: 4 << 20, CaptureSlots: 4096, CaptureWorkers: 1,
-		TrustedNetworks: []string{}, TokenHeader: guard.DefaultTokenHeader}
+		ConversationBytes: 64 << 20, TrustedNetworks: []string{}, TokenHeader: guard.DefaultTokenHeader}
 }
 
 // Enabled reports whether an incumbent URL is configured.
@@ -103,6 +112,9 @@ func (c ProxyConfig) Validate() error {
 	} else if strings.EqualFold(c.TokenHeader, "Authorization") {
 		errs = append(errs, errors.New("ingest: proxy.token_header must not be Authorization: it carries the client's incumbent API key"))
 	}
+	if c.ConversationBytes < 0 {
+		errs = append(errs, fmt.Errorf("ingest: proxy.conversation_bytes must be at least 0, got %d", c.ConversationBytes))
+	}
 	return errors.Join(errs...)
 }
 
@@ -118,8 +130,8 @@ type Offerer interface {
 
 // Proxy fronts the incumbent. Every request is forwarded to IncumbentURL and the
 // answer goes back unchanged: status, headers, body, and SSE streams chunk by chunk
-// as they arrive (each chunk flushed at once). POST /v1/chat/completions and POST
-// /v1/responses are also mirrored: once the answer has ended, the request, the
+// as they arrive (each chunk flushed at once). POST /v1/chat/completions, POST
+// /v1/responses and Anthropic's POST /v1/messages are also mirrored: once the answer has ended, the request, the
 // answer (reassembled from SSE deltas when streamed: text, reasoning, every choice
 // and tool call), latency, time to first byte, usage and model go to the tap in the
 // background, so the client never waits for the shadow side. A non-2xx answer goes
@@ -133,6 +145,7 @@ type Proxy struct {
 	log      *slog.Logger
 	rp       *httputil.ReverseProxy
 	captures chan capture
+	convs    *conversations // Responses API turns, for previous_response_id; nil: off
 	wg       sync.WaitGroup
 	observer AddedLatencyObserver // nil: nothing measured
 	loss     *lossLog
@@ -170,6 +183,7 @@ func NewProxy(cfg ProxyConfig, tap Offerer, stats *Stats, transport http.RoundTr
 	}
 	networks, _ := guard.ParseNetworks("", cfg.TrustedNetworks) // validated above
 	p := &Proxy{cfg: cfg, tap: tap, stats: stats, log: log, captures: make(chan capture, cfg.CaptureSlots), loss: newLossLog(log),
+		convs: newConversations(cfg.ConversationBytes),
 		hosts: guard.NewHosts("", nil), networks: networks, callers: guard.NewCallers(networks, cfg.TokenHeader, ""),
 		budget: NewBodyBudget(max(DefaultMaxUnfinishedBodyBytes, cfg.MaxCaptureBytes+1))}
 	p.rp = &httputil.ReverseProxy{
@@ -226,20 +240,16 @@ func (b *bufferPool) Get() []byte {
 
 func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }
 
-// mirrored reports whether r is an exchange to copy to the tap.
+// mirrored reports whether r is an exchange to copy to the tap (routeOf).
 func mirrored(r *http.Request) bool {
-	if r.Method != http.MethodPost {
-		return false
-	}
-	p := strings.TrimSuffix(r.URL.Path, "/")
-	return strings.HasSuffix(p, "/chat/completions") || strings.HasSuffix(p, "/responses")
+	return r.Method == http.MethodPost && routeOf(r.URL.Path) != apiNone
 }
 
 // Front returns a handler that serves the mirrored routes (POST …/chat/completions,
-// POST …/responses, judged on the normalised path) itself, ahead of any
-// middleware, and hands every other request to next. Mount the proxy as next's
-// fallback (e.g. gin's NoRoute) so paths next does not serve still reach the
-// incumbent.
+// POST …/responses, POST …/v1/messages, judged on the normalised path)
+// itself, ahead of any middleware, and hands every other request to next.
+// Mount the proxy as next's fallback (e.g. gin's NoRoute) so paths next does
+// not serve still reach the incumbent.
 func (p *Proxy) Front(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		clean, err := withCleanPath(r)
@@ -420,7 +430,7 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 }
 
 func (p *Proxy) offer(c capture) {
-	ex, err := c.exchange()
+	ex, err := c.exchange(p.convs)
 	if err != nil {
 		p.stats.mirror(ProxyOutcomeUnparsable)
 		p.log.Debug("proxy: exchange not mirrored", "path", c.path, "err", err)
@@ -433,6 +443,10 @@ func (p *Proxy) offer(c capture) {
 			}
 			ex.Metadata[k] = v
 		}
+	}
+	if ex.Request.InputReduced != "" {
+		p.stats.mirror(ProxyOutcomeInputReduced)
+		p.log.Info("proxy: exchange mirrored without part of its input", "request_id", ex.RequestID, "reason", ex.Request.InputReduced)
 	}
 	if m, ok := p.tap.(mirrorer); ok {
 		m.Mirror(ex) // no one waits for this copy to be durable
