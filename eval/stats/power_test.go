@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"fmt"
 	"math"
 	"testing"
 )
@@ -101,7 +102,7 @@ func TestTango(t *testing.T) {
 	}
 }
 
-func TestPairedMeanStratified(t *testing.T) {
+func TestMeanScoreStratified(t *testing.T) {
 	// Two strata whose means differ: the stratified variance leaves the
 	// between-strata spread out and is narrower.
 	var d []float64
@@ -112,12 +113,42 @@ func TestPairedMeanStratified(t *testing.T) {
 		d = append(d, -0.2+0.01*float64(i%5))
 		st = append(st, "category:b")
 	}
-	m, ivS, method := PairedMean(d, st, 0.95)
-	_, ivP, plain := PairedMean(d, nil, 0.95)
-	if method != MethodPairedTStratified || plain != MethodPairedT || math.Abs(m-0.02) > 1e-12 {
+	m, ivS, method := MeanScoreInterval(d, st, Z95)
+	_, ivP, plain := MeanScoreInterval(d, nil, Z95)
+	if method != MethodMeanScoreStratified || plain != MethodMeanScore || math.Abs(m-0.02) > 1e-12 {
 		t.Errorf("methods %s %s mean %v", method, plain, m)
 	}
 	if ivS.High-ivS.Low >= ivP.High-ivP.Low || !ivS.Contains(m) {
 		t.Errorf("stratified %v should be narrower than %v", ivS, ivP)
+	}
+}
+
+// TestMeanScoreSparseStrata: 2-case categories whose pairs tie, and one
+// single-case category, neither collapse the interval to zero width nor
+// switch a comparison with large categories off stratification.
+func TestMeanScoreSparseStrata(t *testing.T) {
+	var d []float64
+	var st []string
+	for i := range 30 {
+		// 30 two-case categories, each pair identical within its category.
+		v := 0.1 * float64(i%3-1)
+		d = append(d, v, v)
+		st = append(st, fmt.Sprintf("category:c%d", i), fmt.Sprintf("category:c%d", i))
+	}
+	_, iv, method := MeanScoreInterval(d, st, Z95)
+	_, plain, _ := MeanScoreInterval(d, nil, Z95)
+	if w := iv.High - iv.Low; w < 0.5*(plain.High-plain.Low) || method != MethodMeanScore {
+		t.Errorf("2-case strata: %v (%s), unstratified %v", iv, method, plain)
+	}
+	// Two large categories and one single case: still stratified.
+	d, st = nil, nil
+	for i := range 60 {
+		d = append(d, 0.2+0.1*float64(i%3-1), -0.2+0.1*float64(i%3-1))
+		st = append(st, "category:a", "category:b")
+	}
+	d = append(d, 0.5)
+	st = append(st, "category:lone")
+	if _, _, method := MeanScoreInterval(d, st, Z95); method != MethodMeanScoreStratified {
+		t.Errorf("one single-case category switched the comparison to %s", method)
 	}
 }
