@@ -269,15 +269,8 @@ func compareIdx(inc, cand []Obs, idx []int, z float64, opts Options, rng *rand.R
 			}
 		}
 	}
-	q.N = len(pairs)
-	q.McNemarP = McNemarExact(q.IncumbentOnly, q.CandidateOnly)
-	q.Method = MethodTango
-	q.DiffCI = TangoInterval(q.CandidateOnly, q.IncumbentOnly, q.N, z)
+	q = PairedOf(q.Both, q.IncumbentOnly, q.CandidateOnly, q.Neither, z)
 	if q.N > 0 {
-		x, y, n := q.CandidateOnly, q.IncumbentOnly, q.N
-		q.ZAt = func(theta float64) float64 { return TangoZ(x, y, n, theta) }
-		q.Diff = float64(q.CandidateOnly-q.IncumbentOnly) / float64(q.N)
-		q.DiscordantRate = float64(q.CandidateOnly+q.IncumbentOnly) / float64(q.N)
 		d, continuous := differences(inc, cand, pairs)
 		q.DiffSD = sd(d)
 		if continuous {
@@ -329,6 +322,23 @@ func compareIdx(inc, cand []Obs, idx []int, z float64, opts Options, rng *rand.R
 	a.P50LatencyCI, a.P95LatencyCI, a.P99LatencyCI = ci(la[0]), ci(la[1]), ci(la[2])
 	b.P50LatencyCI, b.P95LatencyCI, b.P99LatencyCI = ci(lb[0]), ci(lb[1]), ci(lb[2])
 	return a, b, q
+}
+
+// PairedOf is the pass/fail Paired of the four pair counts (both passed,
+// only the incumbent, only the candidate, neither) with Tango's interval at
+// normal quantile z and its score statistic.
+func PairedOf(both, incOnly, candOnly, neither int, z float64) Paired {
+	q := Paired{Method: MethodTango, Both: both, IncumbentOnly: incOnly, CandidateOnly: candOnly, Neither: neither}
+	q.N = both + incOnly + candOnly + neither
+	q.McNemarP = McNemarExact(incOnly, candOnly)
+	q.DiffCI = TangoInterval(candOnly, incOnly, q.N, z)
+	if q.N > 0 {
+		x, y, n := candOnly, incOnly, q.N
+		q.ZAt = func(theta float64) float64 { return TangoZ(x, y, n, theta) }
+		q.Diff = float64(candOnly-incOnly) / float64(q.N)
+		q.DiscordantRate = float64(candOnly+incOnly) / float64(q.N)
+	}
+	return q
 }
 
 // byLatency returns positions 0..len(idx)-1 ordered by obs[idx[pos]].LatencyMs.
