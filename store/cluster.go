@@ -25,6 +25,7 @@ var shardingKeys = map[string]string{
 	"audit_log":          "cityHash64(audit_id)",
 	"forgotten_subjects": "cityHash64(subject_hash)",
 	"shadow_work":        "cityHash64(request_id)",
+	"suite_looks":        "cityHash64(set_name, candidate)",
 }
 
 var (

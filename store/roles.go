@@ -136,6 +136,7 @@ var (
 	_ WorkerReader   = (*sqlStore)(nil)
 	_ EvalHistory    = (*sqlStore)(nil)
 	_ SubjectEraser  = (*sqlStore)(nil)
+	_ LookStore      = (*sqlStore)(nil)
 )
 
 // Roles hands out the roles of one opened store (the factory of the pattern:
@@ -222,3 +223,7 @@ func (r Roles) SegmentReader() (SegmentAnalytics, error) {
 func (r Roles) SubjectEraser() (SubjectEraser, error) {
 	return role[SubjectEraser](r, "store.SubjectEraser")
 }
+
+// LookStore returns the store's LookStore (group-sequential looks of suite
+// runs); ErrNotSupported when absent.
+func (r Roles) LookStore() (LookStore, error) { return role[LookStore](r, "store.LookStore") }

@@ -324,6 +324,33 @@ ORDER BY (subject_hash, forgotten_at);
 CREATE TABLE IF NOT EXISTS `shadow`.forgotten_subjects ON CLUSTER `shadow_cluster` AS `shadow`.forgotten_subjects_local
 ENGINE = Distributed('shadow_cluster', 'shadow', 'forgotten_subjects_local', cityHash64(subject_hash));
 
+-- migration 0160_suite_looks
+
+CREATE TABLE IF NOT EXISTS `shadow`.suite_looks_local ON CLUSTER `shadow_cluster`
+(
+    set_name          String,
+    incumbent         String,
+    candidate         String,
+    candidate_version String,
+    policy_version    String,
+    look              Int32,
+    suite_run_id      String,
+    cases             Int32,
+    max_cases         Int32,
+    fraction          Float64,
+    boundary          Float64,
+    confidence        Float64,
+    spending          LowCardinality(String),
+    verdict           LowCardinality(String),
+    created_at        DateTime64(3, 'UTC'),
+    inserted_at       DateTime64(6, 'UTC') DEFAULT now64(6)
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/shadow/suite_looks_local', '{replica}', inserted_at)
+ORDER BY (set_name, incumbent, candidate, candidate_version, policy_version, look);
+
+CREATE TABLE IF NOT EXISTS `shadow`.suite_looks ON CLUSTER `shadow_cluster` AS `shadow`.suite_looks_local
+ENGINE = Distributed('shadow_cluster', 'shadow', 'suite_looks_local', cityHash64(set_name, candidate));
+
 -- retention: requests 90 days, bodies 30 days
 
 ALTER TABLE `shadow`.`requests_local` ON CLUSTER `shadow_cluster` MODIFY TTL toDateTime(received_at) + toIntervalSecond(7776000);
