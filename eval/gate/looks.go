@@ -10,9 +10,10 @@ import (
 // Look is one analysis of a group-sequential plan (LooksGate): the Index-th
 // suite run of a set for one incumbent, candidate version and policy
 // version, at information fraction Fraction = Cases / the plan's cases.
-// Boundary is the one-sided z every gate's two sides decide at (+Inf: this
-// look spends nothing and decides nothing) and Confidence the two-sided level
-// whose intervals end exactly there (stats.LookConfidence).
+// Boundary is the one-sided z every gate's two sides decide at and
+// Confidence the two-sided level whose intervals end exactly there
+// (stats.LookConfidence); both 0 for a look that spends nothing
+// (LookPlan.Blocked).
 type Look struct {
 	Index      int     `json:"index"`
 	SuiteRunID string  `json:"suite_run_id"`
@@ -83,7 +84,7 @@ func NextLook(p Policy, previous []Look, maxCases, cases int, suiteRunID string)
 	}
 	last := 0.0
 	for i, l := range previous {
-		if l.Fraction <= last && !math.IsInf(l.Boundary, 1) {
+		if l.Fraction <= last {
 			return nil, fmt.Errorf("gate: next look: look %d has fraction %g after %g", i+1, l.Fraction, last)
 		}
 		last = math.Max(last, l.Fraction)
@@ -93,7 +94,6 @@ func NextLook(p Policy, previous []Look, maxCases, cases int, suiteRunID string)
 	if t <= last || last >= 1 {
 		lp.Blocked = true
 		lp.This.Fraction = last
-		lp.This.Boundary, lp.This.Confidence = math.Inf(1), 1
 		lp.Final = last >= 1
 		return lp, nil
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/conductor-shadow/conductor-shadow/eval/stats"
@@ -376,6 +377,12 @@ func (pl PolicyPlan) Markdown() string {
 	} else {
 		fmt.Fprintf(&b, " Model: incumbent accuracy %.1f%%, %.1f%% discordant pairs", 100*m.PIncumbent, 100*m.Discordance)
 	}
-	fmt.Fprintf(&b, ", cost ratio %.3f (spread %.3g), p95 ratio %.3f (spread %.3g).\n", m.CostRatio, m.CostSpread, m.LatencyRatio, m.LatencySpread)
+	spread := func(x float64) string {
+		if x < 0 {
+			return "unknown"
+		}
+		return strconv.FormatFloat(x, 'g', 3, 64)
+	}
+	fmt.Fprintf(&b, ", cost ratio %.3f (spread %s), p95 ratio %.3f (spread %s).\n", m.CostRatio, spread(m.CostSpread), m.LatencyRatio, spread(m.LatencySpread))
 	return b.String()
 }

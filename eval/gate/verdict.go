@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"strconv"
@@ -116,12 +117,6 @@ func ModelOf(c stats.Comparison) PolicyModel {
 	if ScoreUnits(q.Method) {
 		m.ScoreSD = math.Max(q.DiffSD, 0.01)
 	}
-	if math.IsInf(m.LatencySpread, 0) || math.IsNaN(m.LatencySpread) {
-		m.LatencySpread = -1
-	}
-	if math.IsInf(m.CostSpread, 0) || math.IsNaN(m.CostSpread) {
-		m.CostSpread = -1
-	}
 	for _, s := range c.Segments {
 		if q.N > 0 {
 			m.Segments[s.Name] = SegmentModel{Share: float64(s.Quality.N) / float64(q.N), Discordance: s.Quality.DiscordantRate}
@@ -130,8 +125,10 @@ func ModelOf(c stats.Comparison) PolicyModel {
 	return m
 }
 
-// planFor computes the Plan for p at c's n (c computed at p's confidence).
-func planFor(p Policy, c stats.Comparison, look *LookPlan) *Plan {
+// planFor computes the Plan for p at c's n: the error rates at p's
+// confidence (this look's level), the whole policy's sample sizes at
+// planConf (the policy's own level: that of the plan's last look).
+func planFor(p Policy, c stats.Comparison, look *LookPlan, planConf float64) *Plan {
 	g, q := p.Quality, c.Quality
 	if g == nil || q.N == 0 {
 		return nil
@@ -155,7 +152,7 @@ func planFor(p Policy, c stats.Comparison, look *LookPlan) *Plan {
 		pl.DetectableDropPoints = 100 * (d.FailAt + z*sd/math.Sqrt(float64(q.N)))
 		pl.Detectable = pl.DetectableDropPoints <= 100
 	}
-	if pp, err := PlanPolicy(p, ModelOf(c), PlanPower, stats.ZFor(p.Confidence)); err == nil {
+	if pp, err := PlanPolicy(p, ModelOf(c), PlanPower, stats.ZFor(planConf)); err == nil {
 		pl.Policy = &pp
 		pl.PassN, pl.FailN = pp.PassN, pp.FailN
 	}
@@ -212,9 +209,12 @@ func SequentialConfig(p Policy, lookEvery int) (cfg stats.SequentialConfig, ok b
 
 func evaluate(p Policy, c stats.Comparison, noise *stats.Paired, look *LookPlan, plan bool) Verdict {
 	levels := look.levels(p.Confidence)
+	planConf := p.Confidence
 	if look != nil && !look.Blocked {
-		// Every interval of c is at the look's level (the caller computed it
-		// there); claims and the plan's error rates follow.
+		// The deciding intervals of c are at the look's level (the caller
+		// computed them there, stats.Options.DecisionConfidence); claims and
+		// the error rates at this n follow, the sample sizes stay planned at
+		// the policy's level (the plan's last look).
 		p.Confidence = look.This.Confidence
 	}
 	v := Verdict{PolicyVersion: p.Version, Gates: []Result{}, Look: look}
@@ -232,7 +232,7 @@ func evaluate(p Policy, c stats.Comparison, noise *stats.Paired, look *LookPlan,
 		v.Gates = append(v.Gates, r)
 	}
 	if plan {
-		v.Plan = planFor(p, c, look)
+		v.Plan = planFor(p, c, look, planConf)
 	}
 	if g := p.Quality; g != nil {
 		m, f := g.MarginPoints/100, g.Fail()/100
@@ -244,7 +244,7 @@ func evaluate(p Policy, c stats.Comparison, noise *stats.Paired, look *LookPlan,
 			r.Status, r.Reason = Inconclusive, "no case was graded on both sides"
 		case q.DiffCI.Low >= -m:
 			r.Status = Pass
-			r.Reason = fmt.Sprintf("non-inferior: %s lower bound of candidate − incumbent %s ≥ %s (%s)", levelText(p.Confidence), u(q.DiffCI.Low), u(-m), test)
+			r.Reason = fmt.Sprintf("non-inferior: %s lower bound of candidate − incumbent %s ≥ %s (%s)", LevelText(cmp.Or(c.DecisionConfidence, p.Confidence)), u(q.DiffCI.Low), u(-m), test)
 		case q.DiffCI.High < -f:
 			r.Status = Fail
 			r.Threshold = -f
@@ -263,7 +263,7 @@ func evaluate(p Policy, c stats.Comparison, noise *stats.Paired, look *LookPlan,
 	}
 	if g := p.Latency; g != nil {
 		r := ratioGate("latency", "p95 latency", c.P95Ratio, c.P95RatioCI, g.MaxP95Ratio)
-		if c.P95Test.N < stats.MinQuantileN && math.IsInf(c.P95Test.LogSE, 1) {
+		if c.P95Test.LogSE < 0 {
 			r.Reason = fmt.Sprintf("only %d runs with a known latency on a side, the p95 test needs %d", c.P95Test.N, stats.MinQuantileN)
 		}
 		v.Gates = append(v.Gates, r)
@@ -354,8 +354,12 @@ func MethodName(m string) string {
 // pts renders a 0..1 difference as signed accuracy points, e.g. "-1.3 pts".
 func pts(f float64) string { return diffText(stats.MethodTango, f) }
 
-// levelText names a two-sided confidence level: "95%", or "99.85%" at a look.
-func levelText(conf float64) string {
+// LevelText names a two-sided confidence level: "95%", "99.85%" at a look,
+// "1 − 1.3e-15" when it rounds to 100%.
+func LevelText(conf float64) string {
+	if conf > 0.9999 {
+		return "1 − " + strconv.FormatFloat(1-conf, 'g', 2, 64)
+	}
 	return strconv.FormatFloat(100*conf, 'g', 4, 64) + "%"
 }
 
@@ -372,6 +376,9 @@ func (v Verdict) Markdown() string {
 		fmt.Fprintf(&b, "| %s | %s | %.4f | %s | %.4f | %s |\n", r.Gate, r.Status, r.Figure, iv, r.Threshold,
 			strings.ReplaceAll(r.Reason, "|", `\|`))
 	}
+	if lp := v.Look; lp != nil {
+		fmt.Fprintf(&b, "\nThis run is %s.\n", lp.Text())
+	}
 	if pl := v.Plan; pl != nil {
 		b.WriteString("\n" + pl.Markdown())
 	}
@@ -383,27 +390,45 @@ func (v Verdict) Markdown() string {
 // discordance and power they were computed at.
 func (pl Plan) Markdown() string {
 	var b strings.Builder
-	u := func(x float64) string { return diffText(pl.Test, x) }
-	fmt.Fprintf(&b, "Quality test: %s; %d pairs, %.1f%% discordant. Error rates at this n (PASS if the lower bound ≥ %s, FAIL if the upper bound < %s",
-		MethodName(pl.Test), pl.N, 100*pl.Discordance, u(-pl.MarginPoints/100), u(-pl.FailPoints/100))
-	if pl.PlannedDiscordance > 0 && math.Abs(pl.PlannedDiscordance-pl.Discordance) > 1e-9 {
-		fmt.Fprintf(&b, "; computed at %.1f%% discordance, the observed %.1f%% raised to the effect + 0.1 point: a %s drop needs at least that many discordant pairs",
-			100*pl.PlannedDiscordance, 100*pl.Discordance, marginText(pl.Test, pl.EffectPoints))
-	}
-	b.WriteString("):\n\n")
+	b.WriteString(pl.Heading() + ":\n\n")
 	b.WriteString("| truth | P(PASS) | P(FAIL) | P(INCONCLUSIVE) |\n|---|--:|--:|--:|\n")
 	fmt.Fprintf(&b, "| as good as the incumbent | %.1f%% | %.1f%% (false alarm) | %.1f%% |\n", 100*pl.IfEqual.Pass, 100*pl.IfEqual.Fail, 100*pl.IfEqual.Inconclusive)
-	fmt.Fprintf(&b, "| worse by %s | %.1f%% (missed regression) | %.1f%% (power) | %.1f%% |\n\n", marginText(pl.Test, pl.EffectPoints), 100*pl.IfWorse.Pass, 100*pl.IfWorse.Fail, 100*pl.IfWorse.Inconclusive)
+	fmt.Fprintf(&b, "| worse by %s | %.1f%% (missed regression) | %.1f%% (power) | %.1f%% |\n\n", pl.EffectText(), 100*pl.IfWorse.Pass, 100*pl.IfWorse.Fail, 100*pl.IfWorse.Inconclusive)
+	b.WriteString(pl.Summary() + "\n")
+	return b.String()
+}
+
+// Heading names the test, the pairs, the observed discordance and, when the
+// error rates were computed at another one, that discordance and why.
+func (pl Plan) Heading() string {
+	u := func(x float64) string { return diffText(pl.Test, x) }
+	s := fmt.Sprintf("Quality test: %s; %d pairs, %.1f%% discordant. Error rates at this n (PASS if the lower bound ≥ %s, FAIL if the upper bound < %s",
+		MethodName(pl.Test), pl.N, 100*pl.Discordance, u(-pl.MarginPoints/100), u(-pl.FailPoints/100))
+	if pl.PlannedDiscordance > 0 && math.Abs(pl.PlannedDiscordance-pl.Discordance) > 1e-9 {
+		s += fmt.Sprintf("; computed at %.1f%% discordance, the observed %.1f%% raised to the effect + 0.1 point: a %s drop needs at least that many discordant pairs",
+			100*pl.PlannedDiscordance, 100*pl.Discordance, pl.EffectText())
+	}
+	return s + ")"
+}
+
+// EffectText is the planned drop in the test's unit ("5 pts", "0.5 points on
+// 1–10").
+func (pl Plan) EffectText() string { return marginText(pl.Test, pl.EffectPoints) }
+
+// Summary is the plan's text after its error-rate table: the detectable drop,
+// the whole policy's sample sizes and the cases still missing.
+func (pl Plan) Summary() string {
+	var b strings.Builder
 	if pl.Detectable {
 		fmt.Fprintf(&b, "Smallest drop this run FAILs with %.0f%% probability: %s. ", 100*pl.Power, marginText(pl.Test, pl.DetectableDropPoints))
 	} else {
 		fmt.Fprintf(&b, "No drop up to %s is FAILed with %.0f%% probability at this n. ", marginText(pl.Test, pl.DetectableDropPoints), 100*pl.Power)
 	}
 	if pp := pl.Policy; pp != nil {
-		b.WriteString(pp.Markdown())
+		b.WriteString(strings.TrimSpace(pp.Markdown()))
 	}
 	if pl.MoreCases > 0 {
-		fmt.Fprintf(&b, "%s.\n", pl.moreText())
+		fmt.Fprintf(&b, " %s.", pl.moreText())
 	}
 	return b.String()
 }
@@ -411,8 +436,12 @@ func (pl Plan) Markdown() string {
 // moreText is the plan's "N more cases" in words, with the powers it is
 // planned at.
 func (pl Plan) moreText() string {
-	return fmt.Sprintf("%d more cases for the whole policy's %.0f%% PASS if equal (%d) and %.0f%% FAIL if %s worse (%d), planned at %.0f%%",
-		pl.MoreCases, 100*pl.Power, pl.PassN, 100*pl.Power, marginText(pl.Test, pl.EffectPoints), pl.FailN, 100*pl.PlannedPower)
+	pass := fmt.Sprintf("%.0f%% PASS if equal (%d)", 100*pl.Power, pl.PassN)
+	if pl.PassN == 0 {
+		pass = "PASS if equal (cannot be planned)"
+	}
+	return fmt.Sprintf("%d more cases for the whole policy's %s and %.0f%% FAIL if %s worse (%d), planned at %.0f%%",
+		pl.MoreCases, pass, 100*pl.Power, marginText(pl.Test, pl.EffectPoints), pl.FailN, 100*pl.PlannedPower)
 }
 
 // Advice is the sample-size advice in words: "N more cases, or about D days

@@ -43,6 +43,12 @@ type Options struct {
 	Seed uint64
 	// Confidence is the two-sided level of every interval (default 0.95).
 	Confidence float64
+	// DecisionConfidence, when in (0, 1), is the level of the intervals gates
+	// decide on instead — the paired quality intervals (overall and per
+	// segment) and the cost and p95 ratio intervals — while the per-arm
+	// figures keep Confidence: a look of a group-sequential plan decides at
+	// its boundary's level (LookConfidence).
+	DecisionConfidence float64
 	// Effect is the accuracy difference (0..1) the minimum sample size is
 	// computed for (default 0.05, five points).
 	Effect float64
@@ -60,6 +66,9 @@ func (o *Options) defaults() {
 	}
 	if o.Confidence <= 0 || o.Confidence >= 1 {
 		o.Confidence = 0.95
+	}
+	if o.DecisionConfidence <= 0 || o.DecisionConfidence >= 1 {
+		o.DecisionConfidence = o.Confidence
 	}
 	if o.Effect <= 0 || o.Effect > 1 {
 		o.Effect = 0.05
@@ -171,6 +180,9 @@ type SampleSize struct {
 // intervals are paired bootstrap percentile intervals.
 type Comparison struct {
 	Confidence  float64    `json:"confidence"`
+	// DecisionConfidence is the level of Quality.DiffCI, the segments'
+	// DiffCI, CostRatioCI and P95RatioCI (Options.DecisionConfidence).
+	DecisionConfidence float64 `json:"decision_confidence"`
 	Resamples   int        `json:"resamples"`
 	Seed        uint64     `json:"seed"`
 	Incumbent   Arm        `json:"incumbent"`
@@ -199,9 +211,9 @@ func Compare(inc, cand []Obs, opts Options) (Comparison, error) {
 	}
 	opts.defaults()
 	rng := rand.New(rand.NewPCG(opts.Seed, 0x5eed))
-	z := ZFor(opts.Confidence)
+	z, zd := ZFor(opts.Confidence), ZFor(opts.DecisionConfidence)
 	c := Comparison{
-		Confidence: opts.Confidence, Resamples: opts.Resamples, Seed: opts.Seed,
+		Confidence: opts.Confidence, DecisionConfidence: opts.DecisionConfidence, Resamples: opts.Resamples, Seed: opts.Seed,
 		Correction: "Holm (1979) step-down on segment McNemar exact p-values; family-wise α = 1 − confidence",
 		Segments:   []Segment{},
 	}
@@ -209,11 +221,11 @@ func Compare(inc, cand []Obs, opts Options) (Comparison, error) {
 	for i := range all {
 		all[i] = i
 	}
-	c.Incumbent, c.Candidate, c.Quality = compareIdx(inc, cand, all, z, opts, rng, !opts.NoArmIntervals)
+	c.Incumbent, c.Candidate, c.Quality = compareIdx(inc, cand, all, z, zd, opts, rng, !opts.NoArmIntervals)
 	c.CostTest = CostRatioTest(inc, cand, all)
 	c.P95Test = QuantileRatioTest(inc, cand, all, 95)
-	c.CostRatio, c.CostRatioCI = c.CostTest.Ratio, c.CostTest.Interval(z)
-	c.P95Ratio, c.P95RatioCI = c.P95Test.Ratio, c.P95Test.Interval(z)
+	c.CostRatio, c.CostRatioCI = c.CostTest.Ratio, c.CostTest.Interval(zd)
+	c.P95Ratio, c.P95RatioCI = c.P95Test.Ratio, c.P95Test.Interval(zd)
 
 	bySeg := map[string][]int{}
 	for i, o := range inc {
@@ -228,7 +240,7 @@ func Compare(inc, cand []Obs, opts Options) (Comparison, error) {
 	slices.Sort(names)
 	ps := make([]float64, len(names))
 	for k, name := range names {
-		a, b, q := compareIdx(inc, cand, bySeg[name], z, opts, rng, false)
+		a, b, q := compareIdx(inc, cand, bySeg[name], z, zd, opts, rng, false)
 		c.Segments = append(c.Segments, Segment{Name: name, Incumbent: a, Candidate: b, Quality: q})
 		ps[k] = q.McNemarP
 	}
@@ -245,11 +257,12 @@ func Compare(inc, cand []Obs, opts Options) (Comparison, error) {
 	return c, nil
 }
 
-// compareIdx computes both arms and the paired quality figures over the
-// cases idx. With latency true it bootstraps the arms' latency percentile
-// intervals (resampling cases, the same draw for both arms); otherwise they
-// stay at their point values.
-func compareIdx(inc, cand []Obs, idx []int, z float64, opts Options, rng *rand.Rand, latency bool) (a, b Arm, q Paired) {
+// compareIdx computes both arms (intervals at normal quantile z) and the
+// paired quality figures (interval at zd) over the cases idx. With latency
+// true it bootstraps the arms' latency percentile intervals (resampling
+// cases, the same draw for both arms); otherwise they stay at their point
+// values.
+func compareIdx(inc, cand []Obs, idx []int, z, zd float64, opts Options, rng *rand.Rand, latency bool) (a, b Arm, q Paired) {
 	a = arm(inc, idx, z)
 	b = arm(cand, idx, z)
 	// Quality pairs: both graded.
@@ -269,7 +282,7 @@ func compareIdx(inc, cand []Obs, idx []int, z float64, opts Options, rng *rand.R
 			}
 		}
 	}
-	q = PairedOf(q.Both, q.IncumbentOnly, q.CandidateOnly, q.Neither, z)
+	q = PairedOf(q.Both, q.IncumbentOnly, q.CandidateOnly, q.Neither, zd)
 	if q.N > 0 {
 		d, continuous := differences(inc, cand, pairs)
 		q.DiffSD = sd(d)
@@ -286,7 +299,7 @@ func compareIdx(inc, cand []Obs, idx []int, z float64, opts Options, rng *rand.R
 			q.ZAt = t.z
 			q.DiffCI = Interval{-1, 1}
 			if q.N >= 2 {
-				q.DiffCI = scoreInterval(t.z, t.mean, z)
+				q.DiffCI = scoreInterval(t.z, t.mean, zd)
 			}
 		}
 	}

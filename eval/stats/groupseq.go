@@ -55,7 +55,10 @@ func Spent(kind string, a, t float64) (float64, error) {
 // (2000), "Group Sequential Methods with Applications to Clinical Trials",
 // ch. 19. A look that spends nothing (t not above the previous look's) gets
 // +Inf: it cannot reject. So the chance of ever rejecting a true null over
-// all looks is a(min(t_K, 1)) ≤ a, whenever the looks are taken.
+// all looks is a(min(t_K, 1)) ≤ a, whenever the looks are taken. A boundary
+// above MaxBoundary (a look that spends less than 1 − Φ(8) ≈ 6·10⁻¹⁶, such as
+// an O'Brien–Fleming-like first look at a small fraction) is MaxBoundary,
+// which adds at most that much per look.
 //
 // Both sides of the gate's three-way rule spend a = α/2 each with the same
 // function: the PASS test of "θ ≤ −margin" and the FAIL test of "θ ≥ −fail
@@ -75,15 +78,15 @@ func Boundaries(kind string, a float64, ts []float64) ([]float64, error) {
 	first := true
 	for k, t := range ts {
 		t = math.Min(t, 1)
-		spent, _ := Spent(kind, a, t)
-		inc := spent - prevSpent
-		if t <= prevT || inc <= 1e-15 {
+		if t <= prevT {
 			out[k] = math.Inf(1)
 			continue
 		}
+		spent, _ := Spent(kind, a, t)
+		inc := math.Max(spent-prevSpent, 0)
 		if first {
 			// P(Z₁ ≥ z) = inc.
-			z := distuv.UnitNormal.Quantile(1 - inc)
+			z := math.Min(-distuv.UnitNormal.Quantile(inc), MaxBoundary)
 			out[k] = z
 			b := z * math.Sqrt(t)
 			grid, dens = densityGrid(b, t, func(s float64) float64 { return normalPDF(s, t) })
@@ -110,7 +113,7 @@ func Boundaries(kind string, a float64, ts []float64) ([]float64, error) {
 					break
 				}
 			}
-			b := (lo + hi) / 2
+			b := math.Min((lo+hi)/2, MaxBoundary*math.Sqrt(t))
 			out[k] = b / math.Sqrt(t)
 			pg, pd := grid, dens
 			h := pg[1] - pg[0]
@@ -126,6 +129,9 @@ func Boundaries(kind string, a float64, ts []float64) ([]float64, error) {
 	}
 	return out, nil
 }
+
+// MaxBoundary caps a look's one-sided boundary (see Boundaries).
+const MaxBoundary = 8
 
 // gridPoints is the number of midpoint-rule cells over a continuation region.
 const gridPoints = 801

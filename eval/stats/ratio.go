@@ -14,8 +14,8 @@ import (
 // RatioTest is a ratio of a candidate figure over the incumbent's (cost per
 // request, p95 latency) with its standard error on the log scale: the gates'
 // Wald test of log ratio, log R̂ ± z·SE. LogSE is 0 for a degenerate ratio
-// (a zero mean, identical values) and +Inf when there are too few
-// observations for the test (the interval is then [0, MaxRatio]).
+// (a zero mean, identical values) and −1 when there are too few observations
+// for the test (the interval is then [0, MaxRatio]).
 type RatioTest struct {
 	Ratio float64 `json:"ratio"`
 	LogSE float64 `json:"log_se"`
@@ -27,7 +27,7 @@ type RatioTest struct {
 // Interval is the Wald interval exp(log R̂ ± z·LogSE).
 func (r RatioTest) Interval(z float64) Interval {
 	switch {
-	case math.IsInf(r.LogSE, 1):
+	case r.LogSE < 0:
 		return Interval{0, MaxRatio}
 	case r.Ratio <= 0 || r.Ratio >= MaxRatio:
 		return Interval{r.Ratio, r.Ratio}
@@ -38,8 +38,11 @@ func (r RatioTest) Interval(z float64) Interval {
 
 // SpreadPerCase is LogSE·√N, the per-case standard deviation of the log
 // ratio's influence values: the figure a plan scales by 1/√n (0 when
-// degenerate, +Inf when there were too few observations).
+// degenerate, −1 when there were too few observations).
 func (r RatioTest) SpreadPerCase() float64 {
+	if r.LogSE < 0 {
+		return -1
+	}
 	return r.LogSE * math.Sqrt(float64(r.N))
 }
 
@@ -91,14 +94,14 @@ const MinQuantileN = 20
 //
 //	Var(log R̂) = V_c/n_c + V_i/n_i − 2·Σ_both ψ_c,j ψ_i,j /(n_c n_i).
 //
-// Fewer than MinQuantileN known latencies on a side give LogSE +Inf.
+// Fewer than MinQuantileN known latencies on a side give LogSE −1.
 func QuantileRatioTest(inc, cand []Obs, idx []int, p float64) RatioTest {
 	qi, psiI, knownI, ni := quantileInfluence(inc, idx, p)
 	qc, psiC, knownC, nc := quantileInfluence(cand, idx, p)
 	r := RatioTest{Ratio: ratio(qc, qi), N: min(ni, nc)}
 	switch {
 	case ni < MinQuantileN || nc < MinQuantileN:
-		r.LogSE = math.Inf(1)
+		r.LogSE = -1
 		return r
 	case qi <= 0 || qc <= 0:
 		return r
