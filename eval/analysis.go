@@ -1,7 +1,6 @@
 package eval
 
 import (
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
@@ -116,7 +115,7 @@ func (r *Report) Analyze(opts AnalysisOptions) error {
 		}
 		errs := []gate.RunErrors{r.runErrors(store.ModeIncumbent, r.Incumbent), r.runErrors(store.ModeCandidate, name)}
 		res, withheld := gate.CheckRunErrors(p, errs...)
-		c, look, err := compareAtLook(p, inc, cand, sopts, opts.Looks[name], withheld, r.SuiteRunID)
+		c, look, err := gate.CompareLook(p, inc, cand, sopts, opts.Looks[name], withheld, r.SuiteRunID)
 		if err != nil {
 			return fmt.Errorf("eval: analyze %s: %w", name, err)
 		}
@@ -163,46 +162,6 @@ func (r *Report) Analyze(opts AnalysisOptions) error {
 // runningSeedSalt derives the running verdict's shuffle seed from the
 // report's bootstrap seed.
 const runningSeedSalt = 0x5e9_0e7
-
-// compareAtLook compares the candidate and places the run in its
-// group-sequential plan: a first comparison at the policy's confidence gives
-// the paired cases and, for a first look without looks.max_cases, the plan's
-// cases (gate.PlanPolicy at the observed discordance and spreads: the nuisance
-// figures, never the observed difference in quality); the comparison the
-// verdict is drawn from is then recomputed at the look's level. A withheld
-// verdict (run errors) or a policy without looks gives a fixed-n comparison
-// and no look.
-func compareAtLook(p gate.Policy, inc, cand []stats.Obs, sopts stats.Options, previous []gate.Look, withheld bool, suiteRunID string) (stats.Comparison, *gate.LookPlan, error) {
-	if withheld || p.LookSpending() == gate.SpendingNone {
-		c, err := stats.Compare(inc, cand, sopts)
-		return c, nil, err
-	}
-	first := sopts
-	first.NoArmIntervals = true
-	c0, err := stats.Compare(inc, cand, first)
-	if err != nil {
-		return stats.Comparison{}, nil, err
-	}
-	maxCases := 0
-	if p.Looks != nil {
-		maxCases = p.Looks.MaxCases
-	}
-	if maxCases == 0 && len(previous) == 0 {
-		maxCases = c0.Quality.N
-		if pp, err := gate.PlanPolicy(p, gate.ModelOf(c0), gate.PlanPower, stats.ZFor(p.Confidence)); err == nil {
-			maxCases = max(maxCases, pp.PassN, pp.FailN)
-		}
-	}
-	look, err := gate.NextLook(p, previous, max(maxCases, 1), c0.Quality.N, suiteRunID)
-	if err != nil || look == nil || look.Blocked {
-		c, cerr := stats.Compare(inc, cand, sopts)
-		return c, look, errors.Join(err, cerr)
-	}
-	at := sopts
-	at.DecisionConfidence = look.This.Confidence
-	c, err := stats.Compare(inc, cand, at)
-	return c, look, err
-}
 
 // runErrors counts the runs of pipeline that ended in status error, with the
 // first one's error as the example (gate.CheckRunErrors).

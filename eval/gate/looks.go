@@ -119,7 +119,11 @@ func (lp *LookPlan) levels(conf float64) SegmentLevels {
 	}
 	a := lp.Alpha
 	memo := map[int]float64{}
-	return SegmentLevels{Pass: lp.Level(a), Fail: func(j, k int) float64 {
+	pass := 0.0
+	if !lp.Blocked {
+		pass = 1 - normalCDF(lp.This.Boundary)
+	}
+	return SegmentLevels{Pass: pass, Fail: func(j, k int) float64 {
 		d := k - j + 1
 		if v, ok := memo[d]; ok {
 			return v
@@ -184,4 +188,59 @@ func (lp LookPlan) LookAdvice(more int, perDay float64) string {
 	}
 	return fmt.Sprintf("%s on the same set and candidate version make look %d of the plan, at information fraction 1.00 (this run: look %d at %.2f)",
 		Advice(more, perDay), lp.This.Index+1, lp.This.Index, lp.This.Fraction)
+}
+
+// CompareLook compares a candidate with the incumbent (stats.Compare over the
+// paired observations) and places the run in its group-sequential plan,
+// written once for suite runs (eval.Report.Analyze) and their simulation
+// (eval/validity). A first comparison at the policy's confidence gives the
+// paired cases and, for a first look without looks.max_cases, the plan's
+// cases: PlanPolicy at PlanPower on the observed discordance, spreads and
+// cost and latency ratios — the figures that set how many cases a decision
+// needs, not the observed quality difference the verdict is about. Then the
+// comparison the verdict is drawn from is recomputed with its deciding
+// intervals at the look's level (stats.Options.DecisionConfidence). A
+// withheld verdict (run errors) or a policy without looks gives a fixed-n
+// comparison and no look; a blocked look a comparison at the policy's level.
+func CompareLook(p Policy, inc, cand []stats.Obs, opts stats.Options, previous []Look, withheld bool, suiteRunID string) (stats.Comparison, *LookPlan, error) {
+	if withheld || p.LookSpending() == SpendingNone {
+		c, err := stats.Compare(inc, cand, opts)
+		return c, nil, err
+	}
+	first := opts
+	first.NoArmIntervals = true
+	c0, err := stats.Compare(inc, cand, first)
+	if err != nil {
+		return stats.Comparison{}, nil, err
+	}
+	maxCases := 0
+	if p.Looks != nil {
+		maxCases = p.Looks.MaxCases
+	}
+	if maxCases == 0 && len(previous) == 0 {
+		maxCases = PlannedCases(p, c0)
+	}
+	look, err := NextLook(p, previous, max(maxCases, 1), c0.Quality.N, suiteRunID)
+	if err != nil {
+		return stats.Comparison{}, nil, err
+	}
+	if look == nil || look.Blocked {
+		c, err := stats.Compare(inc, cand, opts)
+		return c, look, err
+	}
+	at := opts
+	at.DecisionConfidence = look.This.Confidence
+	c, err := stats.Compare(inc, cand, at)
+	return c, look, err
+}
+
+// PlannedCases is the cases a plan started by comparison c gets: the whole
+// policy's plan at PlanPower (the larger of its PASS and FAIL sizes, those it
+// can reach), never fewer than c's paired cases.
+func PlannedCases(p Policy, c stats.Comparison) int {
+	n := c.Quality.N
+	if pp, err := PlanPolicy(p, ModelOf(c), PlanPower, stats.ZFor(p.Confidence)); err == nil {
+		n = max(n, pp.PassN, pp.FailN)
+	}
+	return n
 }

@@ -159,12 +159,21 @@ func PlanPolicy(p Policy, m PolicyModel, power, z float64) (PolicyPlan, error) {
 		}
 		pl.Gates = append(pl.Gates, gp)
 	}
+	// PASS needs every gate: no fewer cases than the neediest gate alone.
+	// FAIL needs one: the fewest any gate alone needs.
+	passFrom, failAt := max(1, p.MinN), 0
+	for _, g := range pl.Gates {
+		passFrom = max(passFrom, g.PassN)
+		if g.FailN > 0 && (failAt == 0 || g.FailN < failAt) {
+			failAt = g.FailN
+		}
+	}
 	if !blocked {
-		pl.PassN, pl.PassReachable = smallestN(func(n int) bool { return passAll(n) >= target }, max(1, p.MinN))
+		pl.PassN, pl.PassReachable = smallestN(func(n int) bool { return passAll(n) >= target }, passFrom)
 	}
 	hasFail := slices.ContainsFunc(gates, func(g gateProbs) bool { return g.fail != nil })
-	if hasFail && effect > 0 {
-		pl.FailN, pl.FailReachable = smallestN(func(n int) bool { return failAny(n) >= target }, max(1, p.MinN))
+	if hasFail && effect > 0 && failAt > 0 {
+		pl.FailN, pl.FailReachable = max(failAt, p.MinN), true
 	}
 	pl.N = max(pl.PassN, pl.FailN)
 	if !pl.PassReachable || (hasFail && effect > 0 && !pl.FailReachable) {
@@ -259,9 +268,22 @@ func qualityProbs(name string, d stats.Design, pInc, disc, scoreSD, effect, shar
 	if err := eq.Validate(); err != nil {
 		return gateProbs{}, fmt.Errorf("gate: plan %s: %w", name, err)
 	}
+	// The searches ask for the same n many times: keep each answer.
+	memo := func(s stats.Scenario, pick func(stats.OC) float64) func(int) float64 {
+		seen := map[int]float64{}
+		return func(n int) float64 {
+			k := at(n)
+			if v, ok := seen[k]; ok {
+				return v
+			}
+			oc, _ := stats.Operating(k, s, d)
+			seen[k] = pick(oc)
+			return seen[k]
+		}
+	}
 	g := gateProbs{gate: name,
-		pass: func(n int) float64 { oc, _ := stats.Operating(at(n), eq, d); return oc.Pass },
-		fail: func(n int) float64 { oc, _ := stats.Operating(at(n), worse, d); return oc.Fail },
+		pass: memo(eq, func(oc stats.OC) float64 { return oc.Pass }),
+		fail: memo(worse, func(oc stats.OC) float64 { return oc.Fail }),
 	}
 	if effect <= d.FailAt {
 		g.fail = nil

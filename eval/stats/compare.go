@@ -179,24 +179,24 @@ type SampleSize struct {
 // 1 when both are 0 (JSON has no infinity). The per-arm latency percentile
 // intervals are paired bootstrap percentile intervals.
 type Comparison struct {
-	Confidence  float64    `json:"confidence"`
+	Confidence float64 `json:"confidence"`
 	// DecisionConfidence is the level of Quality.DiffCI, the segments'
 	// DiffCI, CostRatioCI and P95RatioCI (Options.DecisionConfidence).
-	DecisionConfidence float64 `json:"decision_confidence"`
-	Resamples   int        `json:"resamples"`
-	Seed        uint64     `json:"seed"`
-	Incumbent   Arm        `json:"incumbent"`
-	Candidate   Arm        `json:"candidate"`
-	Quality     Paired     `json:"quality"`
-	CostRatio   float64    `json:"cost_ratio"`
-	CostRatioCI Interval   `json:"cost_ratio_ci"`
-	P95Ratio    float64    `json:"p95_ratio"`
-	P95RatioCI  Interval   `json:"p95_ratio_ci"`
-	CostTest    RatioTest  `json:"cost_test"`
-	P95Test     RatioTest  `json:"p95_test"`
-	Segments    []Segment  `json:"segments"`   // sorted by name
-	Correction  string     `json:"correction"` // how segment p-values are adjusted
-	SampleSize  SampleSize `json:"sample_size"`
+	DecisionConfidence float64    `json:"decision_confidence"`
+	Resamples          int        `json:"resamples"`
+	Seed               uint64     `json:"seed"`
+	Incumbent          Arm        `json:"incumbent"`
+	Candidate          Arm        `json:"candidate"`
+	Quality            Paired     `json:"quality"`
+	CostRatio          float64    `json:"cost_ratio"`
+	CostRatioCI        Interval   `json:"cost_ratio_ci"`
+	P95Ratio           float64    `json:"p95_ratio"`
+	P95RatioCI         Interval   `json:"p95_ratio_ci"`
+	CostTest           RatioTest  `json:"cost_test"`
+	P95Test            RatioTest  `json:"p95_test"`
+	Segments           []Segment  `json:"segments"`   // sorted by name
+	Correction         string     `json:"correction"` // how segment p-values are adjusted
+	SampleSize         SampleSize `json:"sample_size"`
 }
 
 // Compare pairs inc[i] with cand[i] (the same case) and computes every figure
@@ -296,10 +296,12 @@ func compareIdx(inc, cand []Obs, idx []int, z, zd float64, opts Options, rng *ra
 			if stratified {
 				q.Method = MethodMeanScoreStratified
 			}
-			q.ZAt = t.z
+			// The score statistic on the normal scale: the one-sided p-value
+			// of its t quantile at the effective degrees of freedom.
+			q.ZAt = func(theta float64) float64 { return tToZ(t.z(theta), t.df) }
 			q.DiffCI = Interval{-1, 1}
 			if q.N >= 2 {
-				q.DiffCI = scoreInterval(t.z, t.mean, zd)
+				q.DiffCI = scoreInterval(t.z, t.mean, tFor(zd, t.df))
 			}
 		}
 	}
@@ -442,9 +444,8 @@ func arm(obs []Obs, idx []int, z float64) Arm {
 	a.MeanTokensIn = float64(tin) / n
 	a.MeanTokensOut = float64(tout) / n
 	a.MeanCalls = float64(calls) / n
-	a.P50LatencyMs = figure.Latency(lat, 50)
-	a.P95LatencyMs = figure.Latency(lat, 95)
-	a.P99LatencyMs = figure.Latency(lat, 99)
+	ps := figure.Latencies(lat, 50, 95, 99)
+	a.P50LatencyMs, a.P95LatencyMs, a.P99LatencyMs = ps[0], ps[1], ps[2]
 	a.P50LatencyCI = Interval{a.P50LatencyMs, a.P50LatencyMs}
 	a.P95LatencyCI = Interval{a.P95LatencyMs, a.P95LatencyMs}
 	a.P99LatencyCI = Interval{a.P99LatencyMs, a.P99LatencyMs}

@@ -134,7 +134,7 @@ func Boundaries(kind string, a float64, ts []float64) ([]float64, error) {
 const MaxBoundary = 8
 
 // gridPoints is the number of midpoint-rule cells over a continuation region.
-const gridPoints = 801
+const gridPoints = 401
 
 // densityGrid tabulates f at the midpoints of gridPoints equal cells from 8
 // standard deviations of S(t) below 0 up to the boundary b (the continuation

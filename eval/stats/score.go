@@ -3,6 +3,8 @@ package stats
 import (
 	"math"
 	"slices"
+
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // MinStratumPairs is the fewest pairs a category keeps as a stratum of its own
@@ -18,11 +20,13 @@ type meanStratum struct {
 	mean   float64
 }
 
-// meanScoreTest holds the strata of a mean-score test (see MeanScoreZ).
+// meanScoreTest holds the strata of a mean-score test (see MeanScoreZ) and
+// the effective degrees of freedom of its variance (see df).
 type meanScoreTest struct {
 	strata []meanStratum
 	n      int
 	mean   float64
+	df     float64
 }
 
 // newMeanScoreTest groups d by strata (nil: one stratum), pooling every
@@ -74,7 +78,65 @@ func newMeanScoreTest(d []float64, strata []string) (*meanScoreTest, bool) {
 	for _, g := range big {
 		t.strata = append(t.strata, stratumOf(g))
 	}
+	t.df = effectiveDF(t.strata)
 	return t, len(t.strata) > 1
+}
+
+// effectiveDF is Satterthwaite's (1946) effective degrees of freedom of the
+// stratified variance Σ c_h s_h² (c_h = n_h/n²), each stratum's s_h² having
+// df_h = 2n_h/(κ − 1), κ the kurtosis m₄/m₂² of the within-stratum
+// deviations pooled over the strata (for normal data κ = 3 and df_h = n_h):
+//
+//	df = (Σ c_h s_h²)² / Σ (c_h s_h²)²/df_h,
+//
+// at least 1 and at most n − H. Judge-score differences are mostly ties (0),
+// so their kurtosis is high and the variance rests on the few pairs that
+// differ: about as many degrees of freedom as there are such pairs.
+func effectiveDF(strata []meanStratum) float64 {
+	var n, m2, m4 float64
+	for _, s := range strata {
+		for j, x := range s.xs {
+			d := x - s.mean
+			w := s.ws[j] * float64(s.n)
+			m2 += w * d * d
+			m4 += w * d * d * d * d
+		}
+		n += float64(s.n)
+	}
+	maxDF := n - float64(len(strata))
+	if m2 <= 0 || maxDF < 1 {
+		return math.Max(maxDF, 1)
+	}
+	m2, m4 = m2/n, m4/n
+	kurt := math.Max(m4/(m2*m2), 1+1e-9)
+	var num, den float64
+	for _, s := range strata {
+		v := 0.0
+		for j, x := range s.xs {
+			v += s.ws[j] * (x - s.mean) * (x - s.mean)
+		}
+		if s.n > 1 {
+			v *= float64(s.n) / float64(s.n-1)
+		}
+		c := float64(s.n) / (n * n) * v
+		dfh := 2 * float64(s.n) / (kurt - 1)
+		num += c
+		den += c * c / dfh
+	}
+	if den <= 0 {
+		return maxDF
+	}
+	return math.Max(1, math.Min(num*num/den, maxDF))
+}
+
+// tFor maps the normal quantile z of a one-sided level to the Student t
+// quantile of the same level at df degrees of freedom.
+func tFor(z, df float64) float64 {
+	a := 1 - normalCDF(z)
+	if a <= 0 || df >= 1e6 {
+		return z
+	}
+	return distuv.StudentsT{Mu: 0, Sigma: 1, Nu: df}.Quantile(1 - a)
 }
 
 func stratumOf(g []float64) meanStratum {
@@ -115,27 +177,36 @@ func (s meanStratum) restrictedVar(target float64) float64 {
 		}
 		return v
 	}
-	g := func(l float64) float64 {
-		sum := 0.0
+	// g(λ) = Σ w z/(1 + λz) decreases from +∞ to −∞ on (−1/zmax, −1/zmin):
+	// Newton's method from λ = 0, kept inside the bracket (a step leaving it
+	// bisects instead).
+	lo, hi := -1/zmax, -1/zmin
+	l := 0.0
+	for range 100 {
+		g, dg := 0.0, 0.0
 		for j, x := range s.xs {
 			z := x - target
-			sum += s.ws[j] * z / (1 + l*z)
+			q := 1 + l*z
+			g += s.ws[j] * z / q
+			dg -= s.ws[j] * z * z / (q * q)
 		}
-		return sum
-	}
-	lo, hi := -1/zmax, -1/zmin // g decreases from +∞ to −∞ on (lo, hi)
-	for range 200 {
-		mid := (lo + hi) / 2
-		if mid == lo || mid == hi {
+		if math.Abs(g) < 1e-13 {
 			break
 		}
-		if g(mid) > 0 {
-			lo = mid
+		if g > 0 {
+			lo = l
 		} else {
-			hi = mid
+			hi = l
 		}
+		next := l - g/dg
+		if !(next > lo && next < hi) {
+			next = (lo + hi) / 2
+		}
+		if next == l {
+			break
+		}
+		l = next
 	}
-	l := (lo + hi) / 2
 	v, sum := 0.0, 0.0
 	for j, x := range s.xs {
 		z := x - target
@@ -190,16 +261,21 @@ func (t *meanScoreTest) z(theta float64) float64 {
 // smaller variance), so the t interval's one-sided error at the margin was
 // 3.2–3.9% against a nominal 2.5% (simulated, 70% ties, n = 100–300); the
 // restricted variance removes that correlation as Tango's does for pass/fail
-// grades (TestMeanScoreAtTheMargin, and `validity --scores judge`).
+// grades, and the interval's Student t quantile at the variance's effective
+// degrees of freedom (MeanScoreInterval) accounts for a variance resting on
+// the few pairs that are not ties (`validity --scores judge`,
+// TestJudgeScoreTargets).
 func MeanScoreZ(d []float64, strata []string, theta float64) float64 {
 	t, _ := newMeanScoreTest(d, strata)
 	return t.z(theta)
 }
 
-// MeanScoreInterval is the two-sided score interval {θ : |Z(θ)| ≤ z} of
-// MeanScoreZ at normal quantile z, found by bisection to 1e-9, and the
-// method it used (MethodMeanScore, or MethodMeanScoreStratified when more
-// than one stratum remained after pooling). Fewer than two cases give
+// MeanScoreInterval is the two-sided score interval {θ : |Z(θ)| ≤ t} of
+// MeanScoreZ, found by bisection to 1e-9, where t is the Student t quantile
+// at the effective degrees of freedom of the variance (effectiveDF) of the
+// one-sided level of normal quantile z (z = Z95: the 97.5% quantile), and
+// the method it used (MethodMeanScore, or MethodMeanScoreStratified when
+// more than one stratum remained after pooling). Fewer than two cases give
 // [−1, 1].
 func MeanScoreInterval(d []float64, strata []string, z float64) (mean float64, iv Interval, method string) {
 	t, stratified := newMeanScoreTest(d, strata)
@@ -210,7 +286,7 @@ func MeanScoreInterval(d []float64, strata []string, z float64) (mean float64, i
 	if t.n < 2 {
 		return t.mean, Interval{-1, 1}, method
 	}
-	return t.mean, scoreInterval(t.z, t.mean, z), method
+	return t.mean, scoreInterval(t.z, t.mean, tFor(z, t.df)), method
 }
 
 // scoreInterval inverts a score statistic Z(θ) that decreases in θ with
@@ -239,4 +315,14 @@ func scoreInterval(zf func(float64) float64, est, z float64) Interval {
 		iv.High = root(est, 1-1e-12, -z)
 	}
 	return iv
+}
+
+// tToZ maps a Student t statistic at df degrees of freedom to the normal
+// quantile of the same one-sided tail.
+func tToZ(t, df float64) float64 {
+	if df >= 1e6 || math.IsInf(t, 0) {
+		return t
+	}
+	p := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: df}.CDF(t)
+	return distuv.UnitNormal.Quantile(p)
 }
