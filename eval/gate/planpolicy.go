@@ -93,7 +93,7 @@ type PolicyPlan struct {
 // PlannedPower is the power a plan aims at for an asked power: power +
 // stats.PlanMargin, at most halfway to 1 (stats.Recommend).
 func PlannedPower(power float64) float64 {
-	return math.Min(power+stats.PlanMargin, (1+power)/2)
+	return math.Round(1e9*math.Min(power+stats.PlanMargin, (1+power)/2)) / 1e9
 }
 
 // gateProbs is one gate's PASS (equal) and FAIL (worse) probability at n.
@@ -367,10 +367,14 @@ func smallestN(ok func(int) bool, lo int) (int, bool) {
 // gate's own needs, the powers asked and planned for, and the model.
 func (pl PolicyPlan) Markdown() string {
 	var b strings.Builder
+	method := stats.MethodTango
+	if pl.Model.ScoreSD > 0 {
+		method = stats.MethodMeanScore
+	}
 	switch {
 	case pl.N > 0:
-		fmt.Fprintf(&b, "Whole policy: %d cases for %.0f%% PASS if equal (%d) and %.0f%% FAIL if %g pts worse (%d), planned at %.0f%% (%.0f%% asked + a %.0f-point planning margin); binding gate: %s.",
-			pl.N, 100*pl.Power, pl.PassN, 100*pl.Power, pl.EffectPoints, pl.FailN, 100*pl.PlannedPower, 100*pl.Power, 100*(pl.PlannedPower-pl.Power), pl.Binding)
+		fmt.Fprintf(&b, "Whole policy: %d cases for %.0f%% PASS if equal (%d) and %.0f%% FAIL if %s worse (%d), planned at %.0f%% (%.0f%% asked + a %.0f-point planning margin); binding gate: %s.",
+			pl.N, 100*pl.Power, pl.PassN, 100*pl.Power, MarginText(method, pl.EffectPoints), pl.FailN, 100*pl.PlannedPower, 100*pl.Power, 100*(pl.PlannedPower-pl.Power), pl.Binding)
 	case !pl.PassReachable:
 		fmt.Fprintf(&b, "Whole policy: PASS if equal cannot be planned at any n.")
 	default:

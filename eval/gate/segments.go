@@ -107,7 +107,7 @@ func SegmentResults(g SegmentsGate, margin, fail float64, levels SegmentLevels, 
 	for i, name := range g.MustNotRegress {
 		t, ok := tests[name]
 		r := &out[i]
-		unit := func(f float64) string { return diffText(t.Method, f) }
+		unit := func(f float64) string { return DiffText(t.Method, f) }
 		switch {
 		case !ok || !t.Present:
 			r.Status, r.Interval, r.Reason = Inconclusive, nil, "segment has no cases in this run"
@@ -116,14 +116,14 @@ func SegmentResults(g SegmentsGate, margin, fail float64, levels SegmentLevels, 
 			r.Reason = fmt.Sprintf("only %d paired graded cases, policy needs %d", t.N, g.MinN)
 		case t.PassP <= levels.Pass:
 			r.Status = Pass
-			r.Reason = fmt.Sprintf("non-inferior on its own: diff %s, one-sided p %.3g of worse by %s or more ≤ %.3g", unit(t.Diff), t.PassP, marginText(t.Method, margin), levels.Pass)
+			r.Reason = fmt.Sprintf("non-inferior on its own: diff %s, one-sided p %.3g of worse by %s or more ≤ %.3g", unit(t.Diff), t.PassP, MarginText(t.Method, margin), levels.Pass)
 		case failed[i]:
 			r.Status, r.Threshold = Fail, -fail/100
 			r.Reason = fmt.Sprintf("worse: diff %s, one-sided p %.3g of no worse than %s, within Holm's step-down over the %d listed segments", unit(t.Diff), t.FailP, unit(-fail/100), k)
 		default:
 			r.Status = Inconclusive
 			r.Reason = fmt.Sprintf("diff %s on %d pairs shows neither non-inferiority within %s (p %.3g > %.3g) nor a drop below %s after Holm over the %d listed segments",
-				unit(t.Diff), t.N, marginText(t.Method, margin), t.PassP, levels.Pass, unit(-fail/100), k)
+				unit(t.Diff), t.N, MarginText(t.Method, margin), t.PassP, levels.Pass, unit(-fail/100), k)
 		}
 	}
 	return out

@@ -22,10 +22,10 @@ func ScoreUnits(method string) bool {
 	return false
 }
 
-// diffText renders a 0..1 difference in the unit of method: signed accuracy
+// DiffText renders a 0..1 difference in the unit of method: signed accuracy
 // points ("-1.3 pts") for pass/fail grades, signed points on the judge's
 // 1–10 scale ("-0.13 points on 1–10") for judge scores.
-func diffText(method string, f float64) string {
+func DiffText(method string, f float64) string {
 	f += 0 // −0 prints as +0.0
 	if ScoreUnits(method) {
 		return fmt.Sprintf("%+.2f points on 1–10", JudgeScale*f)
@@ -33,10 +33,10 @@ func diffText(method string, f float64) string {
 	return fmt.Sprintf("%+.1f pts", 100*f)
 }
 
-// marginText renders a margin given in policy points (0..100) in the unit of
+// MarginText renders a margin given in policy points (0..100) in the unit of
 // method: "3 pts" for pass/fail grades, "0.3 points on 1–10" for judge
 // scores (margin_points / 10).
-func marginText(method string, points float64) string {
+func MarginText(method string, points float64) string {
 	if ScoreUnits(method) {
 		return fmt.Sprintf("%.2g points on 1–10", points*JudgeScale/100)
 	}

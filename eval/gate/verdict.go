@@ -238,7 +238,7 @@ func evaluate(p Policy, c stats.Comparison, noise *stats.Paired, look *LookPlan,
 		m, f := g.MarginPoints/100, g.Fail()/100
 		r := Result{Gate: "quality", Figure: q.Diff, Interval: ci(q.DiffCI), Threshold: -m}
 		test := MethodName(q.Method)
-		u := func(x float64) string { return diffText(q.Method, x) }
+		u := func(x float64) string { return DiffText(q.Method, x) }
 		switch {
 		case q.N == 0:
 			r.Status, r.Reason = Inconclusive, "no case was graded on both sides"
@@ -352,7 +352,7 @@ func MethodName(m string) string {
 }
 
 // pts renders a 0..1 difference as signed accuracy points, e.g. "-1.3 pts".
-func pts(f float64) string { return diffText(stats.MethodTango, f) }
+func pts(f float64) string { return DiffText(stats.MethodTango, f) }
 
 // LevelText names a two-sided confidence level: "95%", "99.85%" at a look,
 // "1 − 1.3e-15" when it rounds to 100%.
@@ -401,7 +401,7 @@ func (pl Plan) Markdown() string {
 // Heading names the test, the pairs, the observed discordance and, when the
 // error rates were computed at another one, that discordance and why.
 func (pl Plan) Heading() string {
-	u := func(x float64) string { return diffText(pl.Test, x) }
+	u := func(x float64) string { return DiffText(pl.Test, x) }
 	s := fmt.Sprintf("Quality test: %s; %d pairs, %.1f%% discordant. Error rates at this n (PASS if the lower bound ≥ %s, FAIL if the upper bound < %s",
 		MethodName(pl.Test), pl.N, 100*pl.Discordance, u(-pl.MarginPoints/100), u(-pl.FailPoints/100))
 	if pl.PlannedDiscordance > 0 && math.Abs(pl.PlannedDiscordance-pl.Discordance) > 1e-9 {
@@ -413,16 +413,16 @@ func (pl Plan) Heading() string {
 
 // EffectText is the planned drop in the test's unit ("5 pts", "0.5 points on
 // 1–10").
-func (pl Plan) EffectText() string { return marginText(pl.Test, pl.EffectPoints) }
+func (pl Plan) EffectText() string { return MarginText(pl.Test, pl.EffectPoints) }
 
 // Summary is the plan's text after its error-rate table: the detectable drop,
 // the whole policy's sample sizes and the cases still missing.
 func (pl Plan) Summary() string {
 	var b strings.Builder
 	if pl.Detectable {
-		fmt.Fprintf(&b, "Smallest drop this run FAILs with %.0f%% probability: %s. ", 100*pl.Power, marginText(pl.Test, pl.DetectableDropPoints))
+		fmt.Fprintf(&b, "Smallest drop this run FAILs with %.0f%% probability: %s. ", 100*pl.Power, MarginText(pl.Test, pl.DetectableDropPoints))
 	} else {
-		fmt.Fprintf(&b, "No drop up to %s is FAILed with %.0f%% probability at this n. ", marginText(pl.Test, pl.DetectableDropPoints), 100*pl.Power)
+		fmt.Fprintf(&b, "No drop up to %s is FAILed with %.0f%% probability at this n. ", MarginText(pl.Test, pl.DetectableDropPoints), 100*pl.Power)
 	}
 	if pp := pl.Policy; pp != nil {
 		b.WriteString(strings.TrimSpace(pp.Markdown()))
@@ -441,7 +441,7 @@ func (pl Plan) moreText() string {
 		pass = "PASS if equal (cannot be planned)"
 	}
 	return fmt.Sprintf("%d more cases for the whole policy's %s and %.0f%% FAIL if %s worse (%d), planned at %.0f%%",
-		pl.MoreCases, pass, 100*pl.Power, marginText(pl.Test, pl.EffectPoints), pl.FailN, 100*pl.PlannedPower)
+		pl.MoreCases, pass, 100*pl.Power, MarginText(pl.Test, pl.EffectPoints), pl.FailN, 100*pl.PlannedPower)
 }
 
 // Advice is the sample-size advice in words: "N more cases, or about D days
