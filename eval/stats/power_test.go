@@ -2,6 +2,7 @@ package stats
 
 import (
 	"fmt"
+	"gonum.org/v1/gonum/stat/distuv"
 	"math"
 	"testing"
 )
@@ -150,5 +151,48 @@ func TestMeanScoreSparseStrata(t *testing.T) {
 	st = append(st, "category:lone")
 	if _, _, method := MeanScoreInterval(d, st, Z95); method != MethodMeanScoreStratified {
 		t.Errorf("one single-case category switched the comparison to %s", method)
+	}
+}
+
+// operatingRef is Operating computed the direct way (a binomial CDF and a
+// bisection per discordant count), to check the tracked computation.
+func operatingRef(n int, s Scenario, d Design) OC {
+	pi := (s.Discordance + s.Effect) / (2 * s.Discordance)
+	oc := OC{N: n}
+	z := ZFor(d.Confidence)
+	kLo, kHi := window(n, s.Discordance)
+	for k := kLo; k <= kHi; k++ {
+		pk := distuv.Binomial{N: float64(n), P: s.Discordance}.Prob(float64(k))
+		xPass := firstX(k, func(x int) bool { return TangoZ(x, k-x, n, -d.Margin) >= z })
+		xFail := min(firstX(k, func(x int) bool { return !(TangoZ(x, k-x, n, -d.FailAt) < -z) })-1, xPass-1)
+		cdf := func(x int) float64 {
+			switch {
+			case x < 0:
+				return 0
+			case x >= k:
+				return 1
+			}
+			return distuv.Binomial{N: float64(k), P: pi}.CDF(float64(x))
+		}
+		oc.Pass += pk * (1 - cdf(xPass-1))
+		oc.Fail += pk * cdf(xFail)
+	}
+	return oc
+}
+
+func TestOperatingMatchesDirect(t *testing.T) {
+	for _, n := range []int{50, 300, 709, 2004} {
+		for _, s := range []Scenario{{0.85, 0.2, 0}, {0.85, 0.2, -0.05}, {0.9, 0.05, -0.03}, {0.6, 0.4, 0.1}} {
+			for _, d := range []Design{{0.03, 0, 0.95}, {0.01, 0.01, 0.95}, {0.05, 0.02, 0.998}} {
+				got, err := Operating(n, s, d)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := operatingRef(n, s, d)
+				if math.Abs(got.Pass-want.Pass) > 1e-9 || math.Abs(got.Fail-want.Fail) > 1e-9 {
+					t.Errorf("n %d %+v %+v: %+v, direct %+v", n, s, d, got, want)
+				}
+			}
+		}
 	}
 }
