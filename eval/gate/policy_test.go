@@ -20,6 +20,9 @@ func TestLoadPolicies(t *testing.T) {
 				p.LookSpending() != "obrien-fleming" || p.Looks.MaxCases != 2000 {
 				t.Errorf("decoded %+v", p)
 			}
+			if r := p.JudgeRules(); r != (JudgeRules{MinPositionConsistency: 0.85, MaxErrorShare: 0.05, MaxCanaryFailures: 1, SameFamily: SameFamilyRefuse}) {
+				t.Errorf("judge rules %+v", r)
+			}
 		}},
 		{file: "looks-pocock.good.yaml", check: func(t *testing.T, p Policy) {
 			if p.LookSpending() != "pocock" || p.Looks.MaxCases != 0 || p.SegmentMargin() != 3 || p.SegmentFail() != 0 {
@@ -34,6 +37,18 @@ func TestLoadPolicies(t *testing.T) {
 		{file: "bad-looks.bad.yaml", wantErr: []string{`looks.spending must be obrien-fleming, pocock or none, got "haybittle-peto"`, "looks.max_cases must be >= 0, got -5"}},
 		{file: "bad-segment-margins.bad.yaml", wantErr: []string{"segments.fail_points must be in [0, segments margin 5], got 8"}},
 		{file: "bad-segment-margin-range.bad.yaml", wantErr: []string{"segments.margin_points must be in [0, 100), got 150"}},
+		{file: "judge-defaults.good.yaml", check: func(t *testing.T, p Policy) {
+			if r := p.JudgeRules(); r != (JudgeRules{MinPositionConsistency: DefaultMinPositionConsistency, MaxErrorShare: DefaultMaxJudgeErrorShare,
+				MaxCanaryFailures: 0, SameFamily: SameFamilyWarn}) || DefaultMinPositionConsistency != 0.8 {
+				t.Errorf("judge rules %+v", r)
+			}
+			if r := NewDefaultPolicy().JudgeRules(); r.MinPositionConsistency != 0.8 || r.MaxErrorShare != 0.1 {
+				t.Errorf("default policy's judge rules %+v", r)
+			}
+		}},
+		{file: "bad-judge.bad.yaml", wantErr: []string{"judge.min_position_consistency must be in [0, 1], got 1.2",
+			"judge.max_error_share must be in [0, 1], got -0.5", "judge.max_canary_failures must be >= 0, got -1",
+			`judge.same_family must be warn or refuse, got "ignore"`}},
 		{file: "quality-only.good.yaml", check: func(t *testing.T, p Policy) {
 			if p.Confidence != 0.95 || p.Cost != nil || p.Quality.MarginPoints != 2.5 || p.TruncationRule() != TruncationFail ||
 				p.RunErrorShare() != DefaultMaxRunErrorShare || p.LookSpending() != "obrien-fleming" {
