@@ -277,9 +277,9 @@ func (r *Report) analysisMarkdown(b *strings.Builder) {
 		b.WriteString(cc.Verdict.Markdown())
 		q := c.Quality
 		fmt.Fprintf(b, "\n| figure | incumbent | candidate | candidate vs incumbent |\n|---|--:|--:|--:|\n")
-		fmt.Fprintf(b, "| accuracy (Wilson %.0f%% CI; difference at %s) | %s %s | %s %s | %s %s, McNemar exact p %.4g (b=%d, c=%d) |\n",
+		fmt.Fprintf(b, "| accuracy (Wilson %.0f%% CI; difference at %s) | %s %s | %s %s | %s, McNemar exact p %.4g (b=%d, c=%d) |\n",
 			100*c.Confidence, levelPct(c.DecisionConfidence), pct(c.Incumbent.Accuracy), ptsInterval(c.Incumbent.AccuracyCI), pct(c.Candidate.Accuracy), ptsInterval(c.Candidate.AccuracyCI),
-			signedPts(q.Diff), ptsInterval(q.DiffCI), q.McNemarP, q.IncumbentOnly, q.CandidateOnly)
+			diffWithCI(q.Method, q.Diff, q.DiffCI), q.McNemarP, q.IncumbentOnly, q.CandidateOnly)
 		fmt.Fprintf(b, "| cost/request (USD) | %.6f | %.6f | ratio %.3f [%.3f, %.3f] |\n",
 			c.Incumbent.CostPerRequestUSD, c.Candidate.CostPerRequestUSD, c.CostRatio, c.CostRatioCI.Low, c.CostRatioCI.High)
 		fmt.Fprintf(b, "| total cost (USD) | %.4f | %.4f | |\n", c.Incumbent.TotalCostUSD, c.Candidate.TotalCostUSD)
@@ -306,13 +306,13 @@ func (r *Report) analysisMarkdown(b *strings.Builder) {
 			fmt.Fprintf(b, "\nAdvice: %s.\n", mdText(cc.Advice))
 		}
 		if cc.Running != nil {
-			fmt.Fprintf(b, "\nSequential (anytime-valid betting test with adaptive bets, Waudby-Smith & Ramdas 2024, over the cases shuffled by seed %d): %s.\n", cc.RunningSeed, mdText(gate.RunningVerdict(*cc.Running)))
+			fmt.Fprintf(b, "\nSequential (anytime-valid betting test with adaptive bets, Waudby-Smith & Ramdas 2024, over the cases shuffled by seed %d): %s.\n", cc.RunningSeed, mdText(gate.RunningVerdictIn(c.Quality.Method, *cc.Running)))
 		}
 		if len(c.Segments) > 0 {
 			fmt.Fprintf(b, "\n| segment | n | incumbent | candidate | diff (%s CI) | McNemar p | adjusted p |\n|---|--:|--:|--:|--:|--:|--:|\n", levelPct(c.DecisionConfidence))
 			for _, s := range c.Segments {
-				fmt.Fprintf(b, "| %s | %d | %s | %s | %s %s | %.4g | %.4g |\n", mdText(s.Name), s.Quality.N,
-					pct(s.Incumbent.Accuracy), pct(s.Candidate.Accuracy), signedPts(s.Quality.Diff), ptsInterval(s.Quality.DiffCI), s.Quality.McNemarP, s.AdjustedP)
+				fmt.Fprintf(b, "| %s | %d | %s | %s | %s | %.4g | %.4g |\n", mdText(s.Name), s.Quality.N,
+					pct(s.Incumbent.Accuracy), pct(s.Candidate.Accuracy), diffWithCI(s.Quality.Method, s.Quality.Diff, s.Quality.DiffCI), s.Quality.McNemarP, s.AdjustedP)
 			}
 			fmt.Fprintf(b, "\nSegment p-values are corrected for multiple comparisons: %s.\n", c.Correction)
 			if worse, better := SignificantSegments(c); len(worse)+len(better) > 0 {
@@ -361,6 +361,16 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// diffWithCI renders a paired difference with its interval in the unit of
+// its test: "+1.3 pts [-2.0, 4.6]" (accuracy points) or "-0.12 points on
+// 1–10 [-0.40, 0.16]" (judge scores).
+func diffWithCI(method string, d float64, iv stats.Interval) string {
+	if gate.ScoreUnits(method) {
+		return fmt.Sprintf("%s [%.2f, %.2f]", gate.DiffText(method, d), gate.JudgeScale*iv.Low, gate.JudgeScale*iv.High)
+	}
+	return signedPts(d) + " " + ptsInterval(iv)
 }
 
 func signedPts(f float64) string { return fmt.Sprintf("%+.1f pts", 100*f) }

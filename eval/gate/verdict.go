@@ -470,14 +470,19 @@ func Advice(more int, perDay float64) string {
 
 // RunningVerdict states a sequential test's state in one line: the running
 // verdict, how far each test is on its way to deciding and the projection.
-func RunningVerdict(st stats.SequentialState) string {
+func RunningVerdict(st stats.SequentialState) string { return RunningVerdictIn(stats.MethodTango, st) }
+
+// RunningVerdictIn is RunningVerdict with the differences in the unit of the
+// quality test method (points on 1–10 for judge scores).
+func RunningVerdictIn(method string, st stats.SequentialState) string {
+	u := func(f float64) string { return DiffText(method, f) }
 	if st.Verdict != string(Inconclusive) {
-		return fmt.Sprintf("%s after %d cases (anytime-valid; confidence sequence [%s, %s])", st.Verdict, st.DecidedAt, pts(st.CS.Low), pts(st.CS.High))
+		return fmt.Sprintf("%s after %d cases (anytime-valid; confidence sequence [%s, %s])", st.Verdict, st.DecidedAt, u(st.CS.Low), u(st.CS.High))
 	}
 	s := fmt.Sprintf("undecided after %d cases: PASS evidence %.0f%%, FAIL evidence %.0f%% of the way (confidence sequence [%s, %s])",
-		st.N, 100*st.PassProgress, 100*st.FailProgress, pts(st.CS.Low), pts(st.CS.High))
+		st.N, 100*st.PassProgress, 100*st.FailProgress, u(st.CS.Low), u(st.CS.High))
 	if st.Config.PassOnly {
-		s = fmt.Sprintf("undecided after %d cases: PASS evidence %.0f%% of the way (lower confidence bound %s)", st.N, 100*st.PassProgress, pts(st.CS.Low))
+		s = fmt.Sprintf("undecided after %d cases: PASS evidence %.0f%% of the way (lower confidence bound %s)", st.N, 100*st.PassProgress, u(st.CS.Low))
 	}
 	if st.MoreCases > 0 {
 		s += fmt.Sprintf("; at the evidence's growth so far, about %d more cases", st.MoreCases)
