@@ -152,10 +152,10 @@ func PlanPolicy(p Policy, m PolicyModel, power, z float64) (PolicyPlan, error) {
 		gp := GatePlan{Gate: g.gate, Note: g.note}
 		blocked = blocked || g.blocks
 		if g.pass != nil && !g.blocks {
-			gp.PassN, _ = smallestN(func(n int) bool { return g.pass(n) >= target }, max(1, p.MinN))
+			gp.PassN, _ = stats.SmallestN(func(n int) bool { return g.pass(n) >= target }, max(1, p.MinN))
 		}
 		if g.fail != nil {
-			gp.FailN, _ = smallestN(func(n int) bool { return g.fail(n) >= target }, max(1, p.MinN))
+			gp.FailN, _ = stats.SmallestN(func(n int) bool { return g.fail(n) >= target }, max(1, p.MinN))
 		}
 		pl.Gates = append(pl.Gates, gp)
 	}
@@ -169,7 +169,7 @@ func PlanPolicy(p Policy, m PolicyModel, power, z float64) (PolicyPlan, error) {
 		}
 	}
 	if !blocked {
-		pl.PassN, pl.PassReachable = smallestN(func(n int) bool { return passAll(n) >= target }, passFrom)
+		pl.PassN, pl.PassReachable = stats.SmallestN(func(n int) bool { return passAll(n) >= target }, passFrom)
 	}
 	hasFail := slices.ContainsFunc(gates, func(g gateProbs) bool { return g.fail != nil })
 	if hasFail && effect > 0 && failAt > 0 {
@@ -340,28 +340,6 @@ func ratioProbs(gate, what string, ceiling, ratio, spread, z float64, minN int) 
 }
 
 func normalCDF(x float64) float64 { return 0.5 * math.Erfc(-x/math.Sqrt2) }
-
-// smallestN is the smallest n ≥ lo with ok(n), by doubling then bisection
-// (ok assumed to turn true and stay true, up to the small sawtooth of a
-// discrete test); false when none up to stats.MaxPlanN.
-func smallestN(ok func(int) bool, lo int) (int, bool) {
-	hi := lo
-	for !ok(hi) {
-		if hi >= stats.MaxPlanN {
-			return 0, false
-		}
-		lo, hi = hi, min(stats.MaxPlanN, hi*2)
-	}
-	for lo < hi {
-		mid := (lo + hi) / 2
-		if ok(mid) {
-			hi = mid
-		} else {
-			lo = mid + 1
-		}
-	}
-	return hi, true
-}
 
 // Markdown renders the plan in one paragraph: N, the binding gate and each
 // gate's own needs, the powers asked and planned for, and the model.

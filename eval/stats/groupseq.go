@@ -101,19 +101,7 @@ func Boundaries(kind string, a float64, ts []float64) ([]float64, error) {
 				}
 				return sum * (grid[1] - grid[0])
 			}
-			lo, hi := -10*math.Sqrt(t), 40*math.Sqrt(t)
-			for range 100 {
-				mid := (lo + hi) / 2
-				if exit(mid) > inc {
-					lo = mid
-				} else {
-					hi = mid
-				}
-				if hi-lo < 1e-7 {
-					break
-				}
-			}
-			b := math.Min((lo+hi)/2, MaxBoundary*math.Sqrt(t))
+			b := math.Min(bisectDecreasing(exit, -10*math.Sqrt(t), 40*math.Sqrt(t), inc, 1e-7), MaxBoundary*math.Sqrt(t))
 			out[k] = b / math.Sqrt(t)
 			pg, pd := grid, dens
 			h := pg[1] - pg[0]

@@ -50,17 +50,7 @@ func TangoZ(x, y, n int, theta float64) float64 {
 	b := fx + fy - theta*(2*fn-fx+fy)
 	q := (b + math.Sqrt(math.Max(0, b*b+8*fn*fy*theta*(1-theta)))) / (4 * fn)
 	v := fn * (2*q + theta - theta*theta)
-	num := fx - fy - fn*theta
-	if v <= 1e-300 {
-		switch {
-		case num > 0:
-			return math.Inf(1)
-		case num < 0:
-			return math.Inf(-1)
-		}
-		return 0
-	}
-	return num / math.Sqrt(v)
+	return scoreRatio(fx-fy-fn*theta, v)
 }
 
 // TangoInterval is the two-sided Tango score interval at normal quantile z

@@ -301,33 +301,45 @@ func Plan(s Scenario, d Design, power float64, minN int) (int, error) {
 		}
 		return oc.Pass >= power, nil
 	}
-	lo, hi := max(1, minN), max(1, minN)
-	for {
-		ok, err := reach(hi)
+	var rerr error
+	n, ok := SmallestN(func(n int) bool {
+		r, err := reach(n)
 		if err != nil {
-			return 0, err
+			rerr = err
+			return true
 		}
-		if ok {
-			break
-		}
+		return r
+	}, max(1, minN))
+	switch {
+	case rerr != nil:
+		return 0, rerr
+	case !ok:
+		return 0, fmt.Errorf("stats: plan: more than %d cases needed", MaxPlanN)
+	}
+	return n, nil
+}
+
+// SmallestN is the smallest n ≥ lo with ok(n), by doubling then bisection:
+// ok is assumed to turn true and stay true as n grows (up to the small
+// sawtooth of a discrete test, which the search may land either side of);
+// false when none up to MaxPlanN.
+func SmallestN(ok func(int) bool, lo int) (int, bool) {
+	hi := lo
+	for !ok(hi) {
 		if hi >= MaxPlanN {
-			return 0, fmt.Errorf("stats: plan: more than %d cases needed", MaxPlanN)
+			return 0, false
 		}
 		lo, hi = hi, min(MaxPlanN, hi*2)
 	}
-	for lo < hi { // invariant: reach(hi)
+	for lo < hi { // invariant: ok(hi)
 		mid := (lo + hi) / 2
-		ok, err := reach(mid)
-		if err != nil {
-			return 0, err
-		}
-		if ok {
+		if ok(mid) {
 			hi = mid
 		} else {
 			lo = mid + 1
 		}
 	}
-	return hi, nil
+	return hi, true
 }
 
 // PlanMargin is the power Recommend adds above the asked power (capped at half

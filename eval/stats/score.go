@@ -227,17 +227,7 @@ func (t *meanScoreTest) z(theta float64) float64 {
 	for _, s := range t.strata {
 		den += float64(s.n) * s.restrictedVar(s.mean+shift)
 	}
-	num := float64(t.n) * (t.mean - theta)
-	if den <= 1e-300 {
-		switch {
-		case num > 0:
-			return math.Inf(1)
-		case num < 0:
-			return math.Inf(-1)
-		}
-		return 0
-	}
-	return num / math.Sqrt(den)
+	return scoreRatio(float64(t.n)*(t.mean-theta), den)
 }
 
 // MeanScoreZ is the score statistic for H: θ = theta on the mean θ of the
@@ -292,21 +282,7 @@ func MeanScoreInterval(d []float64, strata []string, z float64) (mean float64, i
 // scoreInterval inverts a score statistic Z(θ) that decreases in θ with
 // Z(est) = 0 on [−1, 1]: {θ : |Z(θ)| ≤ z}, each end by bisection to 1e-9.
 func scoreInterval(zf func(float64) float64, est, z float64) Interval {
-	root := func(lo, hi, target float64) float64 {
-		// zf(lo) ≥ target ≥ zf(hi).
-		for range 100 {
-			mid := (lo + hi) / 2
-			if zf(mid) > target {
-				lo = mid
-			} else {
-				hi = mid
-			}
-			if hi-lo < 1e-9 {
-				break
-			}
-		}
-		return (lo + hi) / 2
-	}
+	root := func(lo, hi, target float64) float64 { return bisectDecreasing(zf, lo, hi, target, 1e-9) }
 	iv := Interval{Low: -1, High: 1}
 	if zf(-1+1e-12) > z {
 		iv.Low = root(-1+1e-12, est, z)
@@ -325,4 +301,36 @@ func tToZ(t, df float64) float64 {
 	}
 	p := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: df}.CDF(t)
 	return distuv.UnitNormal.Quantile(p)
+}
+
+// scoreRatio is a score statistic num/√v, ±Inf (or 0) when the variance v
+// vanishes.
+func scoreRatio(num, v float64) float64 {
+	if v <= 1e-300 {
+		switch {
+		case num > 0:
+			return math.Inf(1)
+		case num < 0:
+			return math.Inf(-1)
+		}
+		return 0
+	}
+	return num / math.Sqrt(v)
+}
+
+// bisectDecreasing returns x in [lo, hi] where a decreasing f crosses
+// target (f(lo) ≥ target ≥ f(hi)), to within tol.
+func bisectDecreasing(f func(float64) float64, lo, hi, target, tol float64) float64 {
+	for range 200 {
+		mid := (lo + hi) / 2
+		if f(mid) > target {
+			lo = mid
+		} else {
+			hi = mid
+		}
+		if hi-lo < tol {
+			break
+		}
+	}
+	return (lo + hi) / 2
 }
