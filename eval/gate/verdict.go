@@ -170,12 +170,13 @@ func planFor(p Policy, c stats.Comparison, look *LookPlan, planConf float64) *Pl
 // Gates, in order:
 //   - min_n: fewer than MinN paired graded cases → INCONCLUSIVE.
 //   - quality (margin m, fail threshold f points; the interval is the
-//     comparison's Method: Tango's score interval for pass/fail grades, a
-//     stratified paired t interval for continuous scores): CI low ≥ −m →
+//     comparison's Method: Tango's score interval for pass/fail grades, the
+//     stratified restricted-variance score interval for judge scores): CI low ≥ −m →
 //     PASS; else CI high < −f → FAIL; else INCONCLUSIVE, with the advice of
 //     Verdict.Plan.
-//   - cost / latency (ratio ceiling r): CI high ≤ r → PASS; CI low > r → FAIL;
-//     else INCONCLUSIVE.
+//   - cost / latency (ratio ceiling r; the delta-method and Bahadur Wald
+//     intervals of stats.CostRatioTest and stats.QuantileRatioTest): CI high
+//     ≤ r → PASS; CI low > r → FAIL; else INCONCLUSIVE.
 //   - segments: the listed family, each PASS only when non-inferior on its
 //     own, FAIL when significantly worse after Holm over the list,
 //     INCONCLUSIVE otherwise (SegmentResults).
