@@ -102,6 +102,7 @@ func powerCmd() *cobra.Command {
 		alpha, power   float64
 		minN           int
 		policy, scores string
+		segShare       float64
 		model          validity.Model
 		asJSON         bool
 	)
@@ -127,6 +128,9 @@ The policy PASSes when every gate does: its PASS probability is taken as the pro
 lucky runs help every gate) and its FAIL probability as the largest gate's. Check any plan by simulation through the
 gate code: conductor-shadow validity --n N with the same flags.
 
+Segments: each of the policy's segments.must_not_regress is planned as --segment-share of the cases with the same
+discordance; a segment PASSes only when it shows non-inferiority on its own, so small segments dominate the plan.
+
 Accuracies and differences are fractions: --effect -0.05 is five points worse. --margin, --fail-at, --alpha and
 --min-n override the policy's quality margin, FAIL threshold, level and min_n. The discordance is used as given, but
 never below the effect + 0.1 point (a drop of e needs that share of discordant pairs): --json gives both.`,
@@ -134,7 +138,7 @@ never below the effect + 0.1 point (a drop of e needs that share of discordant p
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			flags := modelFinite(model)
 			for k, v := range map[string]float64{"p-incumbent": s.PIncumbent, "discordance": s.Discordance, "effect": s.Effect,
-				"margin": margin, "fail-at": failAt, "alpha": alpha, "power": power} {
+				"margin": margin, "fail-at": failAt, "alpha": alpha, "power": power, "segment-share": segShare} {
 				flags[k] = v
 			}
 			if err := finiteFlags(flags); err != nil {
@@ -142,6 +146,9 @@ never below the effect + 0.1 point (a drop of e needs that share of discordant p
 			}
 			if !(alpha > 0 && alpha < 1) || !(power > 0 && power < 1) {
 				return fmt.Errorf("power: --alpha %v and --power %v must each be between 0 and 1", alpha, power)
+			}
+			if !(segShare > 0 && segShare <= 1) {
+				return fmt.Errorf("power: --segment-share %v must be in (0, 1]", segShare)
 			}
 			if err := model.Validate(); err != nil {
 				return fmt.Errorf("power: %w", err)
@@ -191,6 +198,13 @@ never below the effect + 0.1 point (a drop of e needs that share of discordant p
 			// e > 0: both targets; 0: the PASS of an equal candidate only.
 			e := math.Max(-s.Effect, 0)
 			pm := model.PolicyModel(s.PIncumbent, s.Discordance, 0, scores)
+			if pol.Segments != nil {
+				// Each listed segment holds --segment-share of the cases, with
+				// the suite's discordance.
+				for _, name := range pol.Segments.MustNotRegress {
+					pm.Segments[name] = gate.SegmentModel{Share: segShare, Discordance: s.Discordance}
+				}
+			}
 			pl, err := gate.PlanPolicy(pol, pm, power, stats.ZFor(pol.Confidence))
 			if err != nil {
 				return fmt.Errorf("power: %w", err)
@@ -220,6 +234,7 @@ never below the effect + 0.1 point (a drop of e needs that share of discordant p
 	f.Float64Var(&power, "power", 0.8, "probability of reaching each target verdict")
 	f.IntVar(&minN, "min-n", def.MinN, "never fewer cases (default: the policy's min_n)")
 	f.StringVar(&scores, "scores", validity.ScoresPassFail, "quality grades: pass-fail or judge (tie-heavy 1–10 rubric scores)")
+	f.Float64Var(&segShare, "segment-share", 0.25, "share of the cases in each segment the policy's segments.must_not_regress lists")
 	modelFlags(f, &model)
 	f.BoolVar(&asJSON, "json", false, "print JSON")
 	return c
