@@ -8,13 +8,14 @@ import (
 	"github.com/conductor-shadow/conductor-shadow/eval/stats"
 )
 
-// TestNextLook walks a plan of 2,000 cases: a first look at 500 cases
+// TestNextLook walks an O'Brien–Fleming-like plan of 2,000 cases: a first look at 500 cases
 // (fraction 0.25, an O'Brien–Fleming-like boundary well above 1.96), a
 // second at the plan's end (the fixed-n boundary barely raised), a repeat
 // with no new cases (blocked: it decides nothing) and a run after the last
 // look (final and blocked); a policy without looks gives no plan.
 func TestNextLook(t *testing.T) {
 	p := NewDefaultPolicy()
+	p.Looks = &LooksGate{Spending: stats.SpendingOBrienFleming}
 	first, err := NextLook(p, nil, 2000, 500, "run-1")
 	if err != nil {
 		t.Fatal(err)

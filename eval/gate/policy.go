@@ -36,7 +36,7 @@ import (
 //	  margin_points: 10         # a segment PASSes when its own lower bound ≥ −10 points (default quality.margin_points)
 //	  fail_points: 0            # a segment FAILs when its upper bound < −0 points, Holm over the family (default quality's)
 //	looks:
-//	  spending: obrien-fleming  # a follow-up run of the same set and candidate version is a planned look: obrien-fleming | pocock | none
+//	  spending: pocock          # a follow-up run of the same set and candidate version is a planned look: pocock | obrien-fleming | none
 //	  max_cases: 2000           # the plan's cases (information fraction 1); 0: planned at the first look
 //	noise:
 //	  require_above_noise: true # a quality difference counts only beyond A-vs-A′
@@ -58,7 +58,7 @@ type Policy struct {
 	Noise      *NoiseGate    `yaml:"noise" json:"noise,omitempty"`
 	// Looks says how suite runs of the same set and candidate version after
 	// the first are analysed: as the next look of a group-sequential plan
-	// (LooksGate); nil means SpendingOBrienFleming with the plan's cases set
+	// (LooksGate); nil means SpendingPocock with the plan's cases set
 	// at the first look.
 	Looks *LooksGate `yaml:"looks" json:"looks,omitempty"`
 	// Truncation says how a run whose final answer was cut at the token cap
@@ -208,9 +208,11 @@ func (p Policy) SegmentFail() float64 {
 // (stats.Boundaries), so that looking again after "N more cases" keeps the
 // error rates of one planned test.
 type LooksGate struct {
-	// Spending is stats.SpendingOBrienFleming (default), stats.SpendingPocock,
-	// or SpendingNone: every run is a fixed-n test of its own, and running
-	// more cases of the same set after a look raises the error rates.
+	// Spending is stats.SpendingPocock (default: an early, small run can still
+	// decide a large difference), stats.SpendingOBrienFleming (almost nothing
+	// spent early, the last look nearly at the fixed-n level), or
+	// SpendingNone: every run is a fixed-n test of its own, and running more
+	// cases of the same set after a look raises the error rates.
 	Spending string `yaml:"spending" json:"spending,omitempty"`
 	// MaxCases is the plan's cases, t = 1 (its last look). 0: planned at the
 	// first look from that run's discordance and spreads (PlanPolicy), at the
@@ -222,10 +224,10 @@ type LooksGate struct {
 const SpendingNone = "none"
 
 // LookSpending returns the policy's spending function: Looks.Spending,
-// stats.SpendingOBrienFleming when unset.
+// stats.SpendingPocock when unset.
 func (p Policy) LookSpending() string {
 	if p.Looks == nil || p.Looks.Spending == "" {
-		return stats.SpendingOBrienFleming
+		return stats.SpendingPocock
 	}
 	return p.Looks.Spending
 }
@@ -244,7 +246,7 @@ const DefaultVersion = "default-3"
 // candidate − incumbent is ≥ −3 points, FAIL when the upper bound is < 0,
 // planned for a 5-point drop; cost/request ratio ≤ 1.10; p95 latency ratio
 // ≤ 1.25), with follow-up runs of the same set and candidate version analysed
-// as looks of a group-sequential plan with O'Brien–Fleming-like spending
+// as looks of a group-sequential plan with Pocock-like spending
 // (LooksGate).
 //
 // Why: with 20% discordant pairs an equally good candidate passes with 80%
@@ -257,7 +259,7 @@ const DefaultVersion = "default-3"
 func NewDefaultPolicy() Policy {
 	p := NewPolicyV2()
 	p.Version = DefaultVersion
-	p.Looks = &LooksGate{Spending: stats.SpendingOBrienFleming}
+	p.Looks = &LooksGate{Spending: stats.SpendingPocock}
 	return p
 }
 

@@ -51,7 +51,7 @@ func TestLoadPolicies(t *testing.T) {
 			`judge.same_family must be warn or refuse, got "ignore"`}},
 		{file: "quality-only.good.yaml", check: func(t *testing.T, p Policy) {
 			if p.Confidence != 0.95 || p.Cost != nil || p.Quality.MarginPoints != 2.5 || p.TruncationRule() != TruncationFail ||
-				p.RunErrorShare() != DefaultMaxRunErrorShare || p.LookSpending() != "obrien-fleming" {
+				p.RunErrorShare() != DefaultMaxRunErrorShare || p.LookSpending() != "pocock" {
 				t.Errorf("decoded %+v", p)
 			}
 		}},

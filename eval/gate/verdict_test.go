@@ -175,7 +175,7 @@ func TestShippedPolicies(t *testing.T) {
 	if p := NewDefaultPolicy(); p.Quality.Fail() != 0 || p.Quality.MarginPoints != 3 || p.Cost.MaxRatio <= 1 {
 		t.Errorf("%s: %+v", DefaultVersion, p.Quality)
 	}
-	if p := NewDefaultPolicy(); p.LookSpending() != "obrien-fleming" || NewPolicyV2().LookSpending() != SpendingNone {
+	if p := NewDefaultPolicy(); p.LookSpending() != "pocock" || NewPolicyV2().LookSpending() != SpendingNone {
 		t.Errorf("looks: default-3 %q, default-2 %q", p.LookSpending(), NewPolicyV2().LookSpending())
 	}
 	if p := NewPolicyV1(); p.Quality.Fail() != 1 {
