@@ -22,14 +22,14 @@ func TestSuiteRunsAreLooks(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := engine.Open(t)
-	roles := store.NewRoles(st)
+	stores := SuiteStoresOf(store.NewRoles(st))
 	inc, cand := reportPipelines()
 	half := 0.5 // reportPipelines' candidate fails 1 of the first 3 cases
 	pol := gate.Policy{Version: "looks-test", Confidence: 0.95, Quality: &gate.QualityGate{MarginPoints: 3}, MaxRunErrorShare: &half,
 		Looks: &gate.LooksGate{Spending: "obrien-fleming", MaxCases: 10}}
 	run := func(id string, limit int, p gate.Policy) *Report {
 		t.Helper()
-		rep, err := RunSuite(ctx, roles, set, inc, []shadow.Pipeline{cand}, SuiteOptions{SuiteRunID: id, Policy: &p, Limit: limit, Seed: 1})
+		rep, err := RunSuite(ctx, stores, set, inc, []shadow.Pipeline{cand}, SuiteOptions{SuiteRunID: id, Policy: &p, Limit: limit, Seed: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -59,10 +59,7 @@ func TestSuiteRunsAreLooks(t *testing.T) {
 	if third := look(run("looks-3", 0, pol)); !third.Blocked || third.This.Index != 3 {
 		t.Errorf("run 3: %+v", third)
 	}
-	ls, err := roles.LookStore()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ls := stores.Looks
 	key := store.LookKey{SetName: set.Name, Incumbent: inc.Name(), Candidate: cand.Name(), CandidateVersion: "v1", PolicyVersion: "looks-test"}
 	stored, err := ls.Looks(ctx, key)
 	if err != nil {
