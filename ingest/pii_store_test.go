@@ -110,6 +110,10 @@ var textColumns = map[string]string{
 	"judgments.raw_2": "judge reply on a regression-set case (a live judgment's reply must be covered by textFields)",
 	"judgments.error": "judge error on a regression-set case (a live judgment's error must be covered by textFields)",
 
+	"suite_looks.set_name": "config name", "suite_looks.incumbent": "config name", "suite_looks.candidate": "config name",
+	"suite_looks.candidate_version": "config version", "suite_looks.policy_version": "config version",
+	"suite_looks.suite_run_id": "id", "suite_looks.spending": "enum", "suite_looks.verdict": "enum",
+
 	"forgotten_subjects.subject_hash": "hash",
 	"forget_keys.erasure_id":          "random id", "forget_keys.kind": "enum",
 	"forget_keys.id":            "request or run id (textFields), kept only while an erasure runs",
