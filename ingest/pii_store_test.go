@@ -104,9 +104,9 @@ var textColumns = map[string]string{
 	"judgments.judge": "config name", "judgments.judge_worker": "config name", "judgments.prompt_version": "config version",
 	"judgments.labels": "judge prompt labels", "judgments.canary": "enum", "judgments.outcome": "enum",
 	"judgments.verdict_1": "enum", "judgments.verdict_2": "enum",
-	"judgments.raw_1": "judge reply on a regression-set case (a live judgment's reply must be covered by textFields)",
-	"judgments.raw_2": "judge reply on a regression-set case (a live judgment's reply must be covered by textFields)",
-	"judgments.error": "judge error on a regression-set case (a live judgment's error must be covered by textFields)",
+	"judgments.raw_1": "judge reply (textFields: live judgments are pseudonymized as they are written)",
+	"judgments.raw_2": "judge reply (textFields: live judgments are pseudonymized as they are written)",
+	"judgments.error": "judge error (textFields)", "judgments.note": "why a live pair was not judged (textFields)",
 
 	"forgotten_subjects.subject_hash": "hash",
 	"schema_migrations.version":       "migration number", "schema_migrations.name": "migration name",

@@ -161,6 +161,9 @@ type Roles struct {
 	VerdictNotices VerdictNotices // the verdict notifications' state
 	JudgmentWriter JudgmentWriter // suite runs' pairwise judgments and canaries
 	JudgmentReader JudgmentReader // a trace's judgments, a judge's figures
+	// LiveJudgments: live judging's day spend (the judge budget across
+	// restarts) and live judges' figures (the trace list, the live verdict).
+	LiveJudgments LiveJudgmentReader
 }
 
 // NewRoles resolves the roles of st, once. A nil st gives Roles with every
@@ -182,6 +185,7 @@ func NewRoles(st Store) Roles {
 	r.VerdictNotices, _ = st.(VerdictNotices)
 	r.JudgmentWriter, _ = st.(JudgmentWriter)
 	r.JudgmentReader, _ = st.(JudgmentReader)
+	r.LiveJudgments, _ = st.(LiveJudgmentReader)
 	return r
 }
 
