@@ -8,7 +8,7 @@ import (
 )
 
 // LiveJudgmentReader reads back what live judging (eval/livejudge) stored in
-// the judgments table (rows with suite_run_id ''): a day's judge spend, so the
+// the judgments table (rows with an empty suite_run_id): a day's judge spend, so the
 // daily judge budget survives a restart, and per (candidate, judge) the
 // figures a judge of live traffic is trusted on.
 type LiveJudgmentReader interface {
