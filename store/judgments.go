@@ -226,10 +226,13 @@ func (s *sqlStore) JudgeStats(ctx context.Context, q JudgmentQuery) ([]JudgeStat
 	return rows, nil
 }
 
-// judgeStats is JudgeStats over the judgments where selects.
+// judgeStats is JudgeStats over the judgments where selects. Position
+// consistency counts the pairs the judge was asked about (both orders gave a
+// verdict): a live pair decided without the judge (a run without an answer)
+// is an outcome, not a measure of the judge.
 func (s *sqlStore) judgeStats(ctx context.Context, where string, p Params) ([]JudgeStat, error) {
 	real := "canary = ''"
-	judged := real + " AND outcome IN ('" + JudgmentWin + "', '" + JudgmentTie + "', '" + JudgmentLoss + "', '" + JudgmentInconsistent + "')"
+	judged := real + " AND outcome IN ('" + JudgmentWin + "', '" + JudgmentTie + "', '" + JudgmentLoss + "', '" + JudgmentInconsistent + "') AND verdict_1 != '' AND verdict_2 != ''"
 	consistent := "outcome IN ('" + JudgmentWin + "', '" + JudgmentTie + "', '" + JudgmentLoss + "')"
 	count := func(outcome string) string { return fmt.Sprintf("countIf(%s AND outcome = '%s')", real, outcome) }
 	return queryRows[JudgeStat](ctx, s.t, fmt.Sprintf(`SELECT

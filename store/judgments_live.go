@@ -59,11 +59,11 @@ func (s *sqlStore) LiveJudgeDay(ctx context.Context, day time.Time) (LiveJudgeDa
 	p.Time("from", start)
 	p.Time("to", start.Add(24*time.Hour))
 	type row struct {
-		CostUSD float64 `json:"cost_usd"`
-		Asked   int64   `json:"asked"`
-		Rows    int64   `json:"rows"`
+		Spend float64 `json:"spend"`
+		Asked int64   `json:"asked"`
+		Rows  int64   `json:"n"`
 	}
-	rows, err := queryRows[row](ctx, s.t, fmt.Sprintf(`SELECT sum(cost_usd) AS cost_usd, countIf(tokens_in > 0 OR cost_usd > 0) AS asked, count() AS rows
+	rows, err := queryRows[row](ctx, s.t, fmt.Sprintf(`SELECT sum(cost_usd) AS spend, countIf(tokens_in > 0 OR cost_usd > 0) AS asked, count() AS n
 FROM %s.judgments FINAL
 WHERE suite_run_id = '' AND canary = '' AND judged_at >= {from:DateTime64(3, 'UTC')} AND judged_at < {to:DateTime64(3, 'UTC')}`, s.db), p)
 	if err != nil {
@@ -71,7 +71,7 @@ WHERE suite_run_id = '' AND canary = '' AND judged_at >= {from:DateTime64(3, 'UT
 	}
 	out := LiveJudgeDay{Day: start.Format(time.DateOnly)}
 	if len(rows) == 1 {
-		out.CostUSD, out.Asked, out.Rows = rows[0].CostUSD, rows[0].Asked, rows[0].Rows
+		out.CostUSD, out.Asked, out.Rows = rows[0].Spend, rows[0].Asked, rows[0].Rows
 	}
 	return out, nil
 }

@@ -81,18 +81,20 @@ func (b *Budget) Restore(d store.LiveJudgeDay) {
 // recorded cost of today's judgments that called the judge (upperUSD, the
 // next judgment's upper bound, until there are paceMinAsked of them). So
 //
-//	p = min(share, (budget − spent − reserved) / (pairs expected × cost per judgment))
+//	p = min(share, (budget − spent − reserved − upperUSD) / (pairs expected × cost per judgment))
 //
-// and 0 when nothing is left. Until paceMinPairs pairs over paceMinWindow
-// give a rate, p is share.
+// (the next judgment's upper bound is kept back: the cap reserves it before
+// the judge is asked), and 0 when what is left cannot pay upperUSD: no
+// judgment could start, so none is sampled. Until paceMinPairs pairs over
+// paceMinWindow give a rate, p is share (the cap alone holds the budget).
 func (b *Budget) Probability(share, upperUSD float64) float64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	now := b.now().UTC()
 	b.rollLocked(now)
 	b.offered++
-	left := b.daily - b.spent - b.reserved
-	if left <= 0 {
+	left := b.daily - b.spent - b.reserved - upperUSD
+	if left < 0 {
 		return 0
 	}
 	elapsed := now.Sub(b.since)
