@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -137,6 +139,38 @@ func (p *piiEchoPipeline) Run(_ context.Context, req shadow.Request, mode string
 	}
 }
 
+// piiEchoJudge is a live judging sink whose judge echoes personal data into
+// every text field of its judgment (both replies, the error, the note), as a
+// real judge quoting the answers can; it writes through LivePair.Write, the
+// path live judging (eval/livejudge) writes by.
+type piiEchoJudge struct {
+	text string
+	mu   sync.Mutex
+	n    int
+	err  error
+}
+
+func (j *piiEchoJudge) Offer(ctx context.Context, p LivePair) {
+	row := store.Judgment{RequestID: p.Exchange.RequestID, Pipeline: p.Candidate.Pipeline, PipelineVersion: p.Candidate.PipelineVersion,
+		CandidateRunID: p.Candidate.RunID, IncumbentPipeline: p.Incumbent.Pipeline, IncumbentRunID: p.Incumbent.RunID,
+		Judge: "fake-judge", JudgeWorker: "judge", PromptVersion: "judge-pairwise-v2", Labels: "A/B", JudgedAt: time.Now().UTC(),
+		Outcome: store.JudgmentError, Raw1: "A quotes " + j.text, Raw2: "B quotes " + j.text, Error: "unreadable: " + j.text,
+		Note: "note: " + j.text, InclusionProb: 1}
+	err := p.Write(ctx, []store.Judgment{row})
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if err == nil {
+		j.n++
+	}
+	j.err = errors.Join(j.err, err)
+}
+
+func (j *piiEchoJudge) written() (int, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.n, j.err
+}
+
 // plantedExchange is an exchange with the planted values in every text field
 // textFields lists, plus the ones it must leave alone (ids of calls aside).
 func plantedExchange(id string) string {
@@ -205,6 +239,8 @@ func TestNoRawPIIInAnyColumn(t *testing.T) {
 	cfg.Workers = 1
 	proc := NewProcessor(cfg, q, StoreWriter{Store: st}, []shadow.Pipeline{cand}, flatPricer(0.001), stats, nil)
 	proc.UsePseudonymizer(pz)
+	judged := &piiEchoJudge{text: plantedText()}
+	proc.UsePairSink(judged)
 	if err := proc.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -232,6 +268,9 @@ func TestNoRawPIIInAnyColumn(t *testing.T) {
 	}
 	if n := stats.Snapshot(0).Processed; n != 2 {
 		t.Fatalf("%d exchanges shadowed, want 2", n)
+	}
+	if n, err := judged.written(); n != 2 || err != nil {
+		t.Fatalf("%d live judgments written (%v), want 2", n, err)
 	}
 
 	needles := rawNeedles()
@@ -286,8 +325,9 @@ func TestNoRawPIIInAnyColumn(t *testing.T) {
 			}
 		}
 		// Scores come from graders of suite runs (regression-set cases); the
-		// tap writes none, so only the tap's tables must hold rows here.
-		if slices.Contains([]string{"requests", "runs", "steps", "shadow_work"}, tbl) && row[0] == "0" {
+		// tap writes none, so only the tap's tables and live judgments must
+		// hold rows here.
+		if slices.Contains([]string{"requests", "runs", "steps", "shadow_work", "judgments"}, tbl) && row[0] == "0" {
 			t.Errorf("%s holds no row: the scan would prove nothing", tbl)
 		}
 	}
