@@ -204,7 +204,7 @@ func open(ctx context.Context, cfg Config) (*sqlStore, error) {
 	)
 	if cfg.DSN != "" {
 		t, err = openServer(ctx, cfg.DSN)
-	} else {
+	} else if err = secureDataDir(cfg.Path); err == nil {
 		t, err = openEmbedded(cfg.Path, quoteIdent(cfg.Database))
 	}
 	if err != nil {
@@ -220,6 +220,10 @@ func open(ctx context.Context, cfg Config) (*sqlStore, error) {
 		return nil, err
 	}
 	if err := s.applyRetention(ctx, cfg.Retention); err != nil {
+		t.close()
+		return nil, err
+	}
+	if err := s.applyForgetSettings(ctx); err != nil {
 		t.close()
 		return nil, err
 	}

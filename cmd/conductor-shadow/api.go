@@ -30,6 +30,8 @@ type suiteRequest struct {
 }
 
 // suiteResponse answers POST /api/suite-runs once the suite run is done.
+// Through the API the report paths are relative to the server's
+// suite.report_dir and Store names the store's kind, never a folder.
 type suiteResponse struct {
 	SuiteRunID   string `json:"suite_run_id"`
 	Headline     string `json:"headline"`
@@ -147,7 +149,7 @@ func (a *api) runSuite(c *gin.Context) {
 		c.JSON(code, gin.H{"error": err.Error()})
 		return
 	}
-	c.JSON(http.StatusOK, res)
+	c.JSON(http.StatusOK, a.suites.public(res))
 }
 
 // requireToken lets loopback callers through and asks every other caller for

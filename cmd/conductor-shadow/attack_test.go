@@ -87,35 +87,15 @@ func TestServeRefusesAttacks(t *testing.T) {
 		}
 	}
 
-	type answer struct {
-		status int
-		body   string
-	}
-	do := func(method, path string, body string, header map[string]string) answer {
+	do := func(method, path string, body string, header map[string]string) reply {
 		t.Helper()
-		req, err := http.NewRequestWithContext(ctx, method, base+path, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
+		a := ask(t, method, base+path, body, header)
+		if strings.Contains(a.body, token) || strings.Contains(a.body, piiKey) {
+			t.Errorf("%s %s: the answer shows a secret: %s", method, path, a.body)
 		}
-		for k, v := range header {
-			if k == "Host" {
-				req.Host = v
-				continue
-			}
-			req.Header.Set(k, v)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatalf("%s %s: %v", method, path, err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if bytes.Contains(b, []byte(token)) || bytes.Contains(b, []byte(piiKey)) {
-			t.Errorf("%s %s: the answer shows a secret: %s", method, path, b)
-		}
-		return answer{resp.StatusCode, string(b)}
+		return a
 	}
-	query := func(sql string, header map[string]string) answer {
+	query := func(sql string, header map[string]string) reply {
 		t.Helper()
 		body, _ := json.Marshal(queryRequest{SQL: sql})
 		h := map[string]string{"Content-Type": "application/json"}
@@ -234,7 +214,7 @@ func TestServeRefusesAttacks(t *testing.T) {
 
 	// A runaway console query ends on a limit; pages answer meanwhile.
 	start := time.Now()
-	runaway := make(chan answer, 1)
+	runaway := make(chan reply, 1)
 	go func() { runaway <- query("SELECT count() FROM system.numbers", nil) }()
 	time.Sleep(20 * time.Millisecond)
 	pageStart := time.Now()

@@ -24,6 +24,7 @@ import (
 )
 
 func main() {
+	restrictUmask()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
@@ -163,7 +164,7 @@ func suiteCmd(load platform.Loader, log *slog.Logger) *cobra.Command {
 			if useServer {
 				if answered, err := askServer(ctx, cfg, false, "/api/suite-runs", 0, suiteRequest{Set: set, Limit: limit}, &res); answered {
 					if err == nil {
-						printSuite(out, res)
+						printSuite(out, fromServer(cfg, res))
 					}
 					return err
 				}

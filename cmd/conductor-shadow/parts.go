@@ -191,7 +191,7 @@ func (s *server) addQueue(role string) error {
 }
 
 func (s *server) addTap(piiKey []byte) error {
-	tap, err := ingest.NewTap(s.cfg.Ingest, s.queue, s.stats, ingest.WithLogger(s.log), ingest.WithPIISecret(piiKey))
+	tap, err := ingest.NewTap(s.cfg.Ingest, s.queue, s.stats, ingest.WithLogger(s.log), ingest.WithPIISecret(piiKey), ingest.WithBodyBudget(s.bodies))
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
@@ -343,6 +343,10 @@ func (s *server) addProxy() error {
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
+	// The same names and origins as the API; beyond loopback the API token
+	// (in its own header) or a trusted network. The tap's body budget.
+	proxy.UseGuard(s.hosts, s.token)
+	proxy.UseBodyBudget(s.bodies)
 	if s.admission != nil {
 		proxy.ObserveAddedLatency(s.admission)
 	}
@@ -351,7 +355,7 @@ func (s *server) addProxy() error {
 			return err
 		}
 		h.router.NoRoute(gin.WrapH(proxy))
-		h.front = proxy.Front // production calls skip the middleware
+		h.front = proxy.Front // production calls skip the middleware (the proxy guards them itself)
 		return nil
 	}, proxy.Shutdown))
 	return nil
@@ -396,7 +400,11 @@ func (s *server) listen(_ context.Context, h *host) error {
 	if h.front != nil {
 		handler = h.front(handler)
 	}
-	s.http = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	// ReadTimeout bounds the request (net/http lifts it once the body has been
+	// read); no WriteTimeout: the proxy's SSE answers stream as long as the
+	// incumbent's do.
+	s.http = &http.Server{Handler: handler, ReadHeaderTimeout: s.cfg.Server.ReadHeaderTimeout,
+		ReadTimeout: s.cfg.Server.ReadTimeout, IdleTimeout: s.cfg.Server.IdleTimeout}
 	go func() { s.serveErr <- s.http.Serve(ln) }()
 	for _, w := range judgeFamilyWarnings(s.cfg) {
 		s.log.Warn(w + ": judges favour their own family's answers; set suite.judge.worker (or judge.live.worker) to another family, or judge.same_family: refuse in the gate policy to refuse such verdicts")

@@ -18,6 +18,7 @@ import (
 	"github.com/conductor-shadow/conductor-shadow/cmd/internal/platform"
 	"github.com/conductor-shadow/conductor-shadow/eval/livejudge"
 	"github.com/conductor-shadow/conductor-shadow/ingest"
+	"github.com/conductor-shadow/conductor-shadow/ingest/guard"
 	"github.com/conductor-shadow/conductor-shadow/ingest/segment"
 	"github.com/conductor-shadow/conductor-shadow/store"
 	"github.com/conductor-shadow/conductor-shadow/web"
@@ -57,11 +58,18 @@ type server struct {
 	live      *livejudge.Stage   // live judging; nil when judge.live.share is 0 or in the tap role
 	http      *http.Server
 	codeNote  string // /readyz detail when code graders are refused (sandbox.go)
+	// hosts are the names the server answers under and the origins of its
+	// own pages (server.allowed_hosts), for the router and the proxy alike.
+	hosts guard.Hosts
+	// bodies caps the request bodies the tap and the proxy hold in memory.
+	bodies *ingest.BodyBudget
 }
 
 func newServer(cfg platform.Config, log *slog.Logger) *server {
 	return &server{cfg: cfg, log: log, serveErr: make(chan error, 1),
-		where: "none (tap role: copies go to Kafka)"}
+		where:  "none (tap role: copies go to Kafka)",
+		hosts:  guard.NewHosts(cfg.Server.Addr, cfg.Server.AllowedHosts),
+		bodies: ingest.NewBodyBudget(cfg.Ingest.MaxUnfinishedBodyBytes)}
 }
 
 // Start builds the role's parts, starts them in order on one host (the
@@ -111,7 +119,7 @@ func (s *server) newHost(tp trace.TracerProvider) *host {
 	// join the production request's trace.
 	router.Use(gin.Recovery(), otelgin.Middleware(s.cfg.Telemetry.ServiceName, otelgin.WithTracerProvider(tp),
 		otelgin.WithPropagators(propagation.TraceContext{})),
-		logServerErrors(s.log), browserGuard(newHostRules(s.cfg.Server.Addr, s.cfg.Server.AllowedHosts), s.log))
+		logServerErrors(s.log), browserGuard(s.hosts, s.log), securityHeaders(), newPathScrubber(s.cfg).middleware())
 	health := serverHealth{Status: "ok", Role: s.cfg.Server.Role, Store: "none (tap role)"}
 	if s.st != nil {
 		health.Store = storeKind(s.cfg)

@@ -269,7 +269,7 @@ func Open(dir string) (*Ref, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(abs, 0o755); err != nil {
+	if err := os.MkdirAll(abs, 0o700); err != nil {
 		return nil, fmt.Errorf("chdb: create data folder: %w", err)
 	}
 	args := []string{"clickhouse", "--path=" + abs}
