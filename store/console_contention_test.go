@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -142,37 +141,3 @@ func BenchmarkConsoleContention(b *testing.B) {
 	}
 }
 
-// TestConsoleWaitsForProductWork: on the embedded engine a console query
-// does not start while the product's calls keep the engine busy; after
-// query_timeout of waiting it is answered ErrQueryBusy, and once the engine
-// is free it runs.
-func TestConsoleWaitsForProductWork(t *testing.T) {
-	s := openTestStore(t)
-	s.consoleWait = 300 * time.Millisecond
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() { // back-to-back product reads: never 50 ms free
-		defer close(done)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			if _, err := s.t.queryText(context.Background(), "SELECT sleep(0.02)"); err != nil {
-				t.Error(err)
-				return
-			}
-		}
-	}()
-	time.Sleep(50 * time.Millisecond)
-	_, err := s.Query(context.Background(), "SELECT 1")
-	close(stop)
-	<-done
-	if !errors.Is(err, ErrQueryBusy) {
-		t.Fatalf("console query while product work keeps the engine busy: %v; want ErrQueryBusy", err)
-	}
-	if res, err := s.Query(context.Background(), "SELECT 1"); err != nil || len(res.Rows) != 1 {
-		t.Fatalf("console query on a free engine: %+v, %v", res, err)
-	}
-}
