@@ -193,7 +193,7 @@ type functionPolicy struct {
 	exact       map[string]engineFunction // by name
 	folded      map[string]engineFunction // case-insensitive functions, by lower-case name
 	combinators []string                  // aggregate combinator suffixes (If, Array, State …), longest first
-	allowAll    bool                          // every function the engine has (tests only)
+	allowAll    bool                      // every function the engine has (tests only)
 }
 
 // lookup finds name as the engine would: exactly, or case-folded for a

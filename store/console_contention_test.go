@@ -140,4 +140,3 @@ func BenchmarkConsoleContention(b *testing.B) {
 		})
 	}
 }
-

@@ -87,8 +87,8 @@ type consoleWorkers struct {
 	idleTimer *time.Timer
 	closed    bool
 	warming   sync.WaitGroup
-	pending   chan struct{} // closed when the worker being started ahead is idle (or failed); nil: none
-	cleaning  sync.WaitGroup // kills of discarded workers
+	pending   chan struct{}      // closed when the worker being started ahead is idle (or failed); nil: none
+	cleaning  sync.WaitGroup     // kills of discarded workers
 	stopWarm  context.CancelFunc // ends a worker start in the background
 	warmCtx   context.Context
 }

@@ -19,9 +19,9 @@ type sqlStore struct {
 	cluster     string // ClickHouse cluster of Replicated/Distributed tables; "" for one node
 	queryLimits queryLimits
 	console     *consoleGuard
-	consoleT    transport // the console's own connection (console_dsn); nil: t (or a console worker on the embedded engine)
+	consoleT    transport       // the console's own connection (console_dsn); nil: t (or a console worker on the embedded engine)
 	workers     *consoleWorkers // the embedded engine's console workers; nil on a server
-	log         *slog.Logger // the console's audit lines and the store's warnings; nil discards
+	log         *slog.Logger    // the console's audit lines and the store's warnings; nil discards
 	stallAfter  time.Duration
 	closed      atomic.Bool
 
