@@ -448,10 +448,20 @@ func (s *sqlStore) startWorker(ctx context.Context, e *embedded) (*consoleworker
 }
 
 // queryInWorker runs one console statement in a worker over a snapshot of
-// the database, within the console's time limit (queryLimits.timeout): the
-// worker's start, the checks, the snapshot and the statement all count, and
-// at the limit the worker is killed.
+// the database. The statement first gets its worker: the idle one, or one
+// being started, waiting at most workerWait (query_timeout). From then on the
+// console's time limit (queryLimits.timeout) runs: the checks, the snapshot
+// and the statement all count, and at the limit the worker is killed.
 func (s *sqlStore) queryInWorker(ctx context.Context, e *embedded, sql string) (QueryResult, error) {
+	tctx, tcancel := context.WithTimeout(ctx, s.workerWait)
+	w, err := s.workers.take(tctx)
+	tcancel()
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			return QueryResult{}, fmt.Errorf("%w (no console worker started within %v)", ErrQueryBusy, s.workerWait)
+		}
+		return QueryResult{}, fmt.Errorf("store: query: %w", err)
+	}
 	limit := s.queryLimits.timeout
 	deadline := time.Now().Add(limit)
 	wctx, cancel := context.WithDeadline(ctx, deadline)
@@ -461,10 +471,6 @@ func (s *sqlStore) queryInWorker(ctx context.Context, e *embedded, sql string) (
 			return fmt.Errorf("%w (time limit %v: narrow it with WHERE or LIMIT, or raise store.embedded_console_timeout)", ErrQueryKilled, limit)
 		}
 		return err
-	}
-	w, err := s.workers.take(wctx)
-	if err != nil {
-		return QueryResult{}, ended(fmt.Errorf("store: query: %w", err))
 	}
 	used := false // the worker took a snapshot: it gives it back before it is reused
 	defer func() {
