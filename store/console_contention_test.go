@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -15,9 +16,31 @@ import (
 // longConsoleQuery passes every console rule and would scan without end.
 const longConsoleQuery = "SELECT count() FROM system.numbers WHERE sipHash64(number) % 7 = 3"
 
+// benchBomb is singleCallBomb at a size the store's own engine gets through
+// in a few seconds: one hasAll call over 60,000 elements, which the engine
+// cannot interrupt.
+const benchBomb = "SELECT hasAll(a, arrayMap(x -> x + 1, a)) FROM (SELECT groupArray(number) AS a FROM numbers(60000))"
+
+// onEngine runs a console statement the way the console ran before it had
+// workers: checked and run on the store's own engine, bounded by the
+// engine's max_execution_time only.
+func onEngine(ctx context.Context, s *sqlStore, sql string) (QueryResult, error) {
+	stmt, err := s.console.prepare(ctx, s.t, sql, s.queryLimits)
+	if err != nil {
+		return QueryResult{}, err
+	}
+	return s.t.queryText(ctx, stmt)
+}
+
 // loopConsole runs longConsoleQuery on s until stop is closed and returns
 // how many runs ended and with what errors.
 func loopConsole(s *sqlStore, stop <-chan struct{}) (wait func() (int, []error)) {
+	return loopStatement(stop, func() error { _, err := s.Query(context.Background(), longConsoleQuery); return err })
+}
+
+// loopStatement calls run until stop is closed and returns how many calls
+// ended and with what errors.
+func loopStatement(stop <-chan struct{}, run func() error) (wait func() (int, []error)) {
 	var (
 		wg   sync.WaitGroup
 		n    int
@@ -32,7 +55,7 @@ func loopConsole(s *sqlStore, stop <-chan struct{}) (wait func() (int, []error))
 				return
 			default:
 			}
-			_, err := s.Query(context.Background(), longConsoleQuery)
+			err := run()
 			n++
 			errs = append(errs, err)
 		}
@@ -82,61 +105,101 @@ func TestTapWritesWhileConsoleQueryRuns(t *testing.T) {
 		t.Fatal("no console query ran")
 	}
 	for _, err := range errs {
-		if err == nil || !strings.Contains(err.Error(), "TIMEOUT_EXCEEDED") && !strings.Contains(err.Error(), "TOO_MANY_ROWS") && !strings.Contains(err.Error(), "TOO_MANY_BYTES") {
+		if !endedByLimit(err) {
 			t.Errorf("console query %q: %v; want the engine's limit error", longConsoleQuery, err)
 		}
 	}
 }
 
-// BenchmarkConsoleContention prints what a long console query costs the
-// tap and the pages on the embedded engine: the p95 of one tap accept's
-// store calls (tap_p95_ms) and of the /traces page's read (traces_p95_ms)
-// while longConsoleQuery runs back to back, with one accept and one page read
-// every 100 ms plus their own time (a steady trickle of traffic, so the
-// console gets its turns between them). "shared" is the console on the
-// store's own engine calls with the server's 10 s bound (as before the
-// embedded bound); "bounded" is the store as opened (low-priority console
-// view, embedded_console_timeout). Run:
+// BenchmarkConsoleContention prints what a console statement that holds its
+// engine costs the tap and the pages on the embedded engine: the p95 of one
+// tap accept's store calls (tap_p95_ms) and of the /traces page's read
+// (traces_p95_ms) while the statement runs back to back, with one accept and
+// one page read every 100 ms plus their own time. Statements: "scan"
+// (longConsoleQuery, which the engine interrupts at its time limit) and
+// "single-call" (benchBomb, one hasAll call the engine cannot interrupt;
+// it passes every console rule). Modes, with a 1 s time limit: "engine" runs
+// the statement on the store's own engine, as the console did before it had
+// workers (bounded by max_execution_time only); "worker" as the store runs
+// it (a console worker over a snapshot, killed at the limit). Run:
 //
 //	go test -run XXX -bench ConsoleContention -benchtime 20x ./store/
 func BenchmarkConsoleContention(b *testing.B) {
-	for _, mode := range []string{"shared", "bounded"} {
-		b.Run(mode, func(b *testing.B) {
-			s := openTestStore(b)
-			if mode == "shared" {
-				lim := s.queryLimits
-				lim.timeout, lim.maxRowsRead, lim.maxBytesRead = 10*time.Second, 1_000_000_000, 0
-				s = &sqlStore{t: s.t, db: s.db, dbName: s.dbName, queryLimits: lim, console: newConsoleGuard(s.dbName, 1)}
-			}
-			stop := make(chan struct{})
-			wait := loopConsole(s, stop)
-			time.Sleep(100 * time.Millisecond)
-			var tap, traces []time.Duration
-			i := 0
-			for b.Loop() {
+	for _, stmt := range []struct{ name, sql string }{{"scan", longConsoleQuery}, {"single-call", benchBomb}} {
+		for _, mode := range []string{"engine", "worker"} {
+			b.Run(stmt.name+"/"+mode, func(b *testing.B) {
+				s := openTestStore(b)
+				s.queryLimits.timeout = time.Second
+				run := func() error { _, err := s.Query(context.Background(), stmt.sql); return err }
+				if mode == "engine" {
+					run = func() error { _, err := onEngine(context.Background(), s, stmt.sql); return err }
+				}
+				stop := make(chan struct{})
+				wait := loopStatement(stop, run)
 				time.Sleep(100 * time.Millisecond)
-				start := time.Now()
-				if err := tapAccept(context.Background(), s, fmt.Sprintf("b%d", i)); err != nil {
-					b.Fatal(err)
+				var tap, traces []time.Duration
+				i := 0
+				for b.Loop() {
+					time.Sleep(100 * time.Millisecond)
+					start := time.Now()
+					if err := tapAccept(context.Background(), s, fmt.Sprintf("b%d", i)); err != nil {
+						b.Fatal(err)
+					}
+					mid := time.Now()
+					if _, err := s.ListTraces(context.Background(), TraceFilter{}); err != nil {
+						b.Fatal(err)
+					}
+					tap, traces = append(tap, mid.Sub(start)), append(traces, time.Since(mid))
+					i++
 				}
-				mid := time.Now()
-				if _, err := s.ListTraces(context.Background(), TraceFilter{}); err != nil {
-					b.Fatal(err)
+				close(stop)
+				n, _ := wait()
+				ms := func(d []time.Duration, p float64) float64 {
+					sorted := append([]time.Duration(nil), d...)
+					slices.Sort(sorted)
+					return float64(percentile.Durations(sorted, p)) / float64(time.Millisecond)
 				}
-				tap, traces = append(tap, mid.Sub(start)), append(traces, time.Since(mid))
-				i++
+				b.ReportMetric(ms(tap, 95), "tap_p95_ms")
+				b.ReportMetric(ms(tap, 50), "tap_p50_ms")
+				b.ReportMetric(ms(traces, 95), "traces_p95_ms")
+				b.ReportMetric(float64(n), "console_statements")
+			})
+		}
+	}
+}
+
+// TestStalledNamesTheStatement: while one statement stays inside the engine
+// past stalled_after, the store says it is stalled and names the statement;
+// once it ended, it is not.
+func TestStalledNamesTheStatement(t *testing.T) {
+	s := openTestStore(t)
+	s.stallAfter = 200 * time.Millisecond
+	if err := s.Stalled(); err != nil {
+		t.Fatalf("an idle engine: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.t.queryText(context.Background(), "SELECT sleep(1.5)")
+		done <- err
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := s.Stalled()
+		if errors.Is(err, ErrStalled) {
+			if !strings.Contains(err.Error(), `"SELECT sleep(1.5)" has been inside the engine`) {
+				t.Errorf("Stalled = %v; want it to name the statement", err)
 			}
-			close(stop)
-			n, _ := wait()
-			ms := func(d []time.Duration, p float64) float64 {
-				sorted := append([]time.Duration(nil), d...)
-				slices.Sort(sorted)
-				return float64(percentile.Durations(sorted, p)) / float64(time.Millisecond)
-			}
-			b.ReportMetric(ms(tap, 95), "tap_p95_ms")
-			b.ReportMetric(ms(tap, 50), "tap_p50_ms")
-			b.ReportMetric(ms(traces, 95), "traces_p95_ms")
-			b.ReportMetric(float64(n), "console_queries")
-		})
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the store never said it was stalled")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Stalled(); err != nil {
+		t.Fatalf("after the statement ended: %v", err)
 	}
 }

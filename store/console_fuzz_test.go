@@ -25,6 +25,9 @@ func (r *recordingTransport) record(sql string) {
 
 func (r *recordingTransport) exec(ctx context.Context, sql string, params Params) error {
 	r.record(sql)
+	if r.transport == nil {
+		return nil // recording only
+	}
 	return r.transport.exec(ctx, sql, params)
 }
 

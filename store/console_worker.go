@@ -467,7 +467,10 @@ func (s *sqlStore) queryInWorker(ctx context.Context, e *embedded, sql string) (
 	wctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	ended := func(err error) error {
-		if errors.Is(err, consoleworker.ErrKilled) || errors.Is(err, context.DeadlineExceeded) && wctx.Err() != nil && ctx.Err() == nil {
+		if ctx.Err() != nil { // the caller gave up (or the server stops): the worker was killed
+			return fmt.Errorf("store: query: %w", ctx.Err())
+		}
+		if errors.Is(err, consoleworker.ErrKilled) || errors.Is(err, context.DeadlineExceeded) && wctx.Err() != nil {
 			return fmt.Errorf("%w (time limit %v: narrow it with WHERE or LIMIT, or raise store.embedded_console_timeout)", ErrQueryKilled, limit)
 		}
 		return err

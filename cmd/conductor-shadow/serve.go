@@ -49,6 +49,9 @@ type server struct {
 	metrics   *metrics // GET /metrics: a private Prometheus registry
 	tap       *ingest.Tap
 	serveErr  chan error
+	// stopConsole ends the console statements still running when the server
+	// stops, so the HTTP drain does not wait for them; nil before Start.
+	stopConsole context.CancelFunc
 }
 
 func newServer(cfg Config, log *slog.Logger) *server {
@@ -200,11 +203,13 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 	if tap != nil {
 		tap.Register(guarded)
 	}
+	stopping, stopConsole := context.WithCancel(context.Background())
+	s.stopConsole = stopConsole
 	a := &api{
-		console: s.st,
-		stats:   func() ingest.StatsSnapshot { return s.stats.Snapshot(s.queue.Len()) },
-		writer:  func() store.WriterStats { return store.WriterStats{} },
-		log:     s.log,
+		console:  s.st,
+		stats:    func() ingest.StatsSnapshot { return s.stats.Snapshot(s.queue.Len()) },
+		writer:   func() store.WriterStats { return store.WriterStats{} },
+		stopping: stopping,
 	}
 	if s.writer != nil {
 		a.writer = s.writer.Stats
@@ -313,6 +318,9 @@ func (s *server) shutdownLocked(ctx context.Context) error {
 	}
 	s.stopped = true
 	var errs []error
+	if s.stopConsole != nil {
+		s.stopConsole()
+	}
 	if s.http != nil {
 		if err := s.http.Shutdown(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("serve: http shutdown: %w", err))
@@ -371,7 +379,9 @@ func (s *server) shutdownLocked(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	if s.st != nil {
-		if err := s.st.Close(); err != nil {
+		// Within the drain deadline: a statement stuck inside the embedded
+		// engine is abandoned (logged, named in the error), not waited for.
+		if err := s.st.Shutdown(ctx); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -410,6 +420,7 @@ const (
 	readyStoreUnavailable = "store_unavailable: writes failing (see server log)"
 	readyQueueFull        = "queue_full: the shadow queue is full"
 	readyKafkaUnavailable = "kafka_unavailable: brokers unreachable (see server log)"
+	readyStoreStalled     = "store_stalled: a statement has been inside the engine longer than store.stalled_after (see server log)"
 )
 
 // kafkaReason is the public /readyz reason of an unreachable Kafka: which
@@ -427,8 +438,9 @@ func kafkaReason(err error) string {
 }
 
 // readyz answers 200 while copies can be taken and stored, else 503 naming why:
-// the store cannot be written (its last write failed), the queue is full, or
-// Kafka is unreachable (readyStoreUnavailable, readyQueueFull,
+// the store cannot be written (its last write failed), its engine is stuck in
+// one statement, the queue is full, or Kafka is unreachable
+// (readyStoreUnavailable, readyStoreStalled, readyQueueFull,
 // readyKafkaUnavailable). The full causes are logged (logServerErrors).
 // /healthz stays a liveness check.
 func (s *server) readyz(c *gin.Context) {
@@ -454,6 +466,11 @@ func (s *server) readyz(c *gin.Context) {
 			} else {
 				note("store", readyStoreUnavailable, err)
 			}
+		}
+	}
+	if h, ok := s.st.(store.EngineHealth); ok { // the embedded engine runs one statement at a time
+		if err := h.Stalled(); err != nil {
+			note("store", readyStoreStalled, err)
 		}
 	}
 	if s.kafka != nil {
