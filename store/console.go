@@ -308,7 +308,10 @@ func canonical(ctx context.Context, t transport, sql string) (string, error) {
 		if strings.Contains(err.Error(), "Multi-statements are not allowed") {
 			return "", fmt.Errorf("%w: only one statement is allowed", ErrReadOnly)
 		}
-		return "", fmt.Errorf("store: query: %w", err)
+		if err := tooBig(err); err != nil {
+			return "", err
+		}
+		return "", fmt.Errorf("store: query: %w", shortError(err))
 	}
 	if len(rows) != 1 || strings.TrimSpace(rows[0].Q) == "" {
 		return "", fmt.Errorf("store: query: empty statement")
@@ -541,6 +544,33 @@ func checkQuerySize(sql string) error {
 	return nil
 }
 
+// tooBig returns ErrReadOnly naming the console's size limits when err is
+// the engine refusing a statement over them (parse and analysis limits),
+// nil otherwise.
+func tooBig(err error) error {
+	msg := err.Error()
+	for _, code := range []string{"(TOO_DEEP_AST)", "(TOO_BIG_AST)", "Max query size exceeded", "(TOO_DEEP_RECURSION)", "(TOO_DEEP_SUBQUERIES)"} {
+		if strings.Contains(msg, code) {
+			return fmt.Errorf("%w: the statement is over the console's size limits (%d bytes, %d syntax elements, %d levels): %v",
+				ErrReadOnly, consoleMaxQueryBytes, consoleMaxASTElements, consoleMaxASTDepth, shortError(err))
+		}
+	}
+	return nil
+}
+
+// maxErrorBytes bounds an engine error in a console answer: the engine's
+// message quotes the statement, which may be 64 KiB.
+const maxErrorBytes = 1000
+
+// shortError cuts err's text at maxErrorBytes.
+func shortError(err error) error {
+	msg := err.Error()
+	if len(msg) <= maxErrorBytes {
+		return err
+	}
+	return errors.New(msg[:maxErrorBytes] + "… (cut)")
+}
+
 // checkTreeSize refuses a syntax tree of more than consoleMaxASTElements
 // nodes or deeper than consoleMaxASTDepth.
 func checkTreeSize(nodes []astNode) error {
@@ -589,7 +619,10 @@ func (g *consoleGuard) check(ctx context.Context, t transport, sql string) (stri
 	}
 	res, err := t.queryText(ctx, "EXPLAIN AST "+canon)
 	if err != nil {
-		return "", fmt.Errorf("store: query: %w", err)
+		if err := tooBig(err); err != nil {
+			return "", err
+		}
+		return "", fmt.Errorf("store: query: %w", shortError(err))
 	}
 	var dump strings.Builder
 	for _, r := range res.Rows {

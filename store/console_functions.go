@@ -119,7 +119,7 @@ var consoleAggregates = setOf(
 // use (sumIf, uniqArray, countDistinct, quantileState …). Resample, which
 // makes one state per bucket of a caller-chosen range, is left out.
 var consoleCombinators = setOf("If", "Array", "Distinct", "OrNull", "OrDefault", "State", "Merge",
-	"MergeState", "ForEach", "Map", "SimpleState", "ArgMin", "ArgMax", "Null")
+	"ForEach", "Map", "SimpleState", "ArgMin", "ArgMax", "Null")
 
 func setOf(names ...string) map[string]bool {
 	m := make(map[string]bool, len(names))

@@ -530,7 +530,10 @@ func (s *sqlStore) detach(ctx context.Context, w *consoleworker.Worker) error {
 // refusal of the engine's own read-only rules is ErrReadOnly.
 func engineQueryError(err error) error {
 	if strings.Contains(err.Error(), "(READONLY)") || strings.Contains(err.Error(), "(ACCESS_DENIED)") {
-		return fmt.Errorf("%w: %v", ErrReadOnly, err)
+		return fmt.Errorf("%w: %v", ErrReadOnly, shortError(err))
 	}
-	return fmt.Errorf("store: query: %w", err)
+	if err := tooBig(err); err != nil {
+		return err
+	}
+	return fmt.Errorf("store: query: %w", shortError(err))
 }
