@@ -32,9 +32,7 @@ type Config struct {
 	// QueryTimeout bounds one Store.Query statement on the engine
 	// (ClickHouse's max_execution_time, whole seconds; default 10s): a runaway
 	// ad-hoc query fails with a timeout instead of holding the store. On the
-	// embedded engine embedded_console_timeout bounds a statement tighter, and
-	// this is how long a console query may wait for its console worker to
-	// start before it gets ErrQueryBusy.
+	// embedded engine embedded_console_timeout bounds a statement tighter.
 	QueryTimeout time.Duration `yaml:"query_timeout"`
 	// QueryMaxRows caps the rows one Store.Query may return (max_result_rows,
 	// default 100,000); past it the query fails and asks for a LIMIT.
@@ -223,7 +221,7 @@ func open(ctx context.Context, cfg Config) (*sqlStore, error) {
 		return nil, err
 	}
 	s := &sqlStore{t: t, db: quoteIdent(cfg.Database), dbName: cfg.Database, cluster: cfg.Cluster, console: newConsoleGuard(cfg.Database, cfg.QueryConcurrency),
-		queryLimits: cfg.consoleLimits(), log: cfg.Log, stallAfter: cfg.StalledAfter, workerWait: cfg.QueryTimeout}
+		queryLimits: cfg.consoleLimits(), log: cfg.Log, stallAfter: cfg.StalledAfter, workerWait: consoleWorkerStart}
 	if e, ok := t.(*embedded); ok {
 		// A process that ended mid-statement left its console snapshot.
 		removed, err := e.removeConsoleLeftovers()

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -201,5 +204,68 @@ func TestStalledNamesTheStatement(t *testing.T) {
 	}
 	if err := s.Stalled(); err != nil {
 		t.Fatalf("after the statement ended: %v", err)
+	}
+}
+
+// TestConsoleSnapshotLeavesNothing: once a console statement answered, no
+// frozen part of its snapshot is left on disk (neither in the engine's
+// shadow folder nor in the worker, which is kept for the next statement),
+// and the answer says when the snapshot was taken; leftovers of another
+// process are removed at Open, a live statement's are not.
+func TestConsoleSnapshotLeavesNothing(t *testing.T) {
+	s := openTestStore(t)
+	ctx := context.Background()
+	if err := tapAccept(ctx, s, "snap-1"); err != nil {
+		t.Fatal(err)
+	}
+	before := time.Now().UTC()
+	res, err := s.Query(ctx, "SELECT count() FROM requests FINAL")
+	if err != nil || len(res.Rows) != 1 || res.Rows[0][0] != "1" {
+		t.Fatalf("count = %+v, %v; want the row written before", res, err)
+	}
+	if res.SnapshotAt.Before(before.Add(-time.Second)) || res.SnapshotAt.After(time.Now()) {
+		t.Errorf("SnapshotAt = %v; want the statement's own time", res.SnapshotAt)
+	}
+	e := s.t.(*embedded)
+	parts := func() []string {
+		var found []string
+		for _, dir := range []string{filepath.Join(e.ref.Path(), "shadow"), e.consoleDir()} {
+			_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+				if err == nil && !d.IsDir() && d.Name() == "checksums.txt" && strings.Contains(p, "console_") {
+					found = append(found, p)
+				}
+				return nil
+			})
+		}
+		return found
+	}
+	if left := parts(); len(left) != 0 {
+		t.Errorf("frozen parts left after the answer: %q", left)
+	}
+	// A row written after the snapshot is in the next statement's.
+	if err := tapAccept(ctx, s, "snap-2"); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := s.Query(ctx, "SELECT count() FROM requests FINAL"); err != nil || res.Rows[0][0] != "2" {
+		t.Fatalf("count after a second write = %+v, %v; want 2", res, err)
+	}
+
+	// Leftovers: another (ended) process's, and this process's own.
+	foreign := []string{filepath.Join(e.consoleDir(), "console_1_dead"), filepath.Join(e.ref.Path(), "shadow", "console_1_dead")}
+	own := filepath.Join(e.ref.Path(), "shadow", fmt.Sprintf("console_%d_live", os.Getpid()))
+	for _, d := range append(foreign, own) {
+		if err := os.MkdirAll(filepath.Join(d, "all_1_1_0"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { os.RemoveAll(own) })
+	openTestStore(t)
+	for _, d := range foreign {
+		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s of an ended process is still there after Open", d)
+		}
+	}
+	if _, err := os.Stat(own); err != nil {
+		t.Errorf("Open removed a snapshot of this process: %v", err)
 	}
 }

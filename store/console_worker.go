@@ -69,6 +69,11 @@ func consoleSession(unbounded bool) []string {
 	}
 }
 
+// consoleWorkerStart bounds how long a console statement waits for its
+// worker (the idle one, or one starting: about 0.1–0.5 s of the machine's
+// time) before it gets ErrQueryBusy; the time limit starts after.
+const consoleWorkerStart = 30 * time.Second
+
 // consoleIdleTimeout is how long an idle console worker is kept for the
 // next statement before it is killed.
 const consoleIdleTimeout = time.Minute
@@ -449,7 +454,7 @@ func (s *sqlStore) startWorker(ctx context.Context, e *embedded) (*consoleworker
 
 // queryInWorker runs one console statement in a worker over a snapshot of
 // the database. The statement first gets its worker: the idle one, or one
-// being started, waiting at most workerWait (query_timeout). From then on the
+// being started, waiting at most workerWait (consoleWorkerStart). From then on the
 // console's time limit (queryLimits.timeout) runs: the checks, the snapshot
 // and the statement all count, and at the limit the worker is killed.
 func (s *sqlStore) queryInWorker(ctx context.Context, e *embedded, sql string) (QueryResult, error) {

@@ -21,7 +21,7 @@ type sqlStore struct {
 	console     *consoleGuard
 	consoleT    transport       // the console's own connection (console_dsn); nil: t (or a console worker on the embedded engine)
 	workers     *consoleWorkers // the embedded engine's console workers; nil on a server
-	workerWait  time.Duration   // how long a console statement may wait for its worker (query_timeout)
+	workerWait  time.Duration   // how long a console statement may wait for its worker (consoleWorkerStart)
 	log         *slog.Logger    // the console's audit lines and the store's warnings; nil discards
 	stallAfter  time.Duration
 	closed      atomic.Bool
