@@ -121,13 +121,17 @@ func TestTapWritesWhileConsoleQueryRuns(t *testing.T) {
 // one page read every 100 ms plus their own time. Statements: "scan"
 // (longConsoleQuery, which the engine interrupts at its time limit) and
 // "single-call" (benchBomb, one hasAll call the engine cannot interrupt;
-// it passes every console rule). Modes, with a 1 s time limit: "engine" runs
+// it passes every console rule). "none" runs no statement (the machine's own
+// figures). Modes, with a 1 s time limit: "engine" runs
 // the statement on the store's own engine, as the console did before it had
 // workers (bounded by max_execution_time only); "worker" as the store runs
 // it (a console worker over a snapshot, killed at the limit). Run:
 //
 //	go test -run XXX -bench ConsoleContention -benchtime 20x ./store/
 func BenchmarkConsoleContention(b *testing.B) {
+	b.Run("none", func(b *testing.B) { // no console statement: the machine's own figures
+		benchContention(b, openTestStore(b), nil)
+	})
 	for _, stmt := range []struct{ name, sql string }{{"scan", longConsoleQuery}, {"single-call", benchBomb}} {
 		for _, mode := range []string{"engine", "worker"} {
 			b.Run(stmt.name+"/"+mode, func(b *testing.B) {
@@ -137,38 +141,48 @@ func BenchmarkConsoleContention(b *testing.B) {
 				if mode == "engine" {
 					run = func() error { _, err := onEngine(context.Background(), s, stmt.sql); return err }
 				}
-				stop := make(chan struct{})
-				wait := loopStatement(stop, run)
-				time.Sleep(100 * time.Millisecond)
-				var tap, traces []time.Duration
-				i := 0
-				for b.Loop() {
-					time.Sleep(100 * time.Millisecond)
-					start := time.Now()
-					if err := tapAccept(context.Background(), s, fmt.Sprintf("b%d", i)); err != nil {
-						b.Fatal(err)
-					}
-					mid := time.Now()
-					if _, err := s.ListTraces(context.Background(), TraceFilter{}); err != nil {
-						b.Fatal(err)
-					}
-					tap, traces = append(tap, mid.Sub(start)), append(traces, time.Since(mid))
-					i++
-				}
-				close(stop)
-				n, _ := wait()
-				ms := func(d []time.Duration, p float64) float64 {
-					sorted := append([]time.Duration(nil), d...)
-					slices.Sort(sorted)
-					return float64(percentile.Durations(sorted, p)) / float64(time.Millisecond)
-				}
-				b.ReportMetric(ms(tap, 95), "tap_p95_ms")
-				b.ReportMetric(ms(tap, 50), "tap_p50_ms")
-				b.ReportMetric(ms(traces, 95), "traces_p95_ms")
-				b.ReportMetric(float64(n), "console_statements")
+				benchContention(b, s, run)
 			})
 		}
 	}
+}
+
+// benchContention makes one tap accept and one /traces read every 100 ms
+// while run (when not nil) repeats, and reports their p50/p95 (ms) and how
+// many statements ran.
+func benchContention(b *testing.B, s *sqlStore, run func() error) {
+	stop := make(chan struct{})
+	wait := func() (int, []error) { return 0, nil }
+	if run != nil {
+		wait = loopStatement(stop, run)
+		time.Sleep(100 * time.Millisecond)
+	}
+	var tap, traces []time.Duration
+	i := 0
+	for b.Loop() {
+		time.Sleep(100 * time.Millisecond)
+		start := time.Now()
+		if err := tapAccept(context.Background(), s, fmt.Sprintf("b%d", i)); err != nil {
+			b.Fatal(err)
+		}
+		mid := time.Now()
+		if _, err := s.ListTraces(context.Background(), TraceFilter{}); err != nil {
+			b.Fatal(err)
+		}
+		tap, traces = append(tap, mid.Sub(start)), append(traces, time.Since(mid))
+		i++
+	}
+	close(stop)
+	n, _ := wait()
+	ms := func(d []time.Duration, p float64) float64 {
+		sorted := append([]time.Duration(nil), d...)
+		slices.Sort(sorted)
+		return float64(percentile.Durations(sorted, p)) / float64(time.Millisecond)
+	}
+	b.ReportMetric(ms(tap, 95), "tap_p95_ms")
+	b.ReportMetric(ms(tap, 50), "tap_p50_ms")
+	b.ReportMetric(ms(traces, 95), "traces_p95_ms")
+	b.ReportMetric(float64(n), "console_statements")
 }
 
 // TestStalledNamesTheStatement: while one statement stays inside the engine

@@ -46,8 +46,9 @@ const consoleWorkerNice = 19
 
 // consoleKillGrace is how long before the kill the engine's own timeout
 // (max_execution_time) is set to fire, so a statement the engine can
-// interrupt ends with the engine's message rather than a kill.
-const consoleKillGrace = 100 * time.Millisecond
+// interrupt ends with the engine's message (and keeps its worker for the
+// next statement) rather than a kill.
+const consoleKillGrace = 250 * time.Millisecond
 
 // ErrQueryKilled: a console statement ran to the console's time limit and
 // its worker was killed (the engine could not interrupt it).
