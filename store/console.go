@@ -598,56 +598,95 @@ func (g *consoleGuard) prepare(ctx context.Context, t transport, sql string, lim
 // check runs steps 1–3 of the console check, asking t's engine to parse sql,
 // and returns the canonical statement.
 func (g *consoleGuard) check(ctx context.Context, t transport, sql string) (string, error) {
+	canon, _, err := g.checkReads(ctx, t, sql)
+	return canon, err
+}
+
+// checkReads is check, also returning which tables of the database the
+// statement may read (tablesRead).
+func (g *consoleGuard) checkReads(ctx context.Context, t transport, sql string) (string, tableSet, error) {
 	if err := CheckReadOnly(sql); err != nil {
-		return "", err
+		return "", tableSet{}, err
 	}
 	if !g.unchecked {
 		if err := checkQuerySize(sql); err != nil {
-			return "", err
+			return "", tableSet{}, err
 		}
 	}
 	canon, err := canonical(ctx, t, sql)
 	if err != nil {
-		return "", err
+		return "", tableSet{}, err
 	}
 	if err := checkCanonical(canon); err != nil {
-		return "", err
+		return "", tableSet{}, err
 	}
 	funcs, err := g.functionPolicy(ctx, t)
 	if err != nil {
-		return "", err
+		return "", tableSet{}, err
 	}
 	res, err := t.queryText(ctx, "EXPLAIN AST "+canon)
 	if err != nil {
 		if err := tooBig(err); err != nil {
-			return "", err
+			return "", tableSet{}, err
 		}
-		return "", fmt.Errorf("store: query: %w", shortError(err))
+		return "", tableSet{}, fmt.Errorf("store: query: %w", shortError(err))
 	}
 	var dump strings.Builder
 	for _, r := range res.Rows {
 		if len(r) != 1 {
-			return "", fmt.Errorf("store: query: unexpected syntax tree shape")
+			return "", tableSet{}, fmt.Errorf("store: query: unexpected syntax tree shape")
 		}
 		dump.WriteString(r[0])
 		dump.WriteByte('\n')
 	}
 	nodes, err := parseAST(dump.String())
 	if err != nil {
-		return "", fmt.Errorf("%w: %v", ErrReadOnly, err)
+		return "", tableSet{}, fmt.Errorf("%w: %v", ErrReadOnly, err)
 	}
 	if !g.unchecked {
 		if err := checkTreeSize(nodes); err != nil {
-			return "", err
+			return "", tableSet{}, err
 		}
 	}
 	if g.unchecked {
 		funcs = &functionPolicy{exact: funcs.exact, folded: funcs.folded, combinators: funcs.combinators, allowAll: true}
 	}
 	if err := g.checkAST(canon, nodes, funcs); err != nil {
-		return "", err
+		return "", tableSet{}, err
 	}
-	return canon, nil
+	return canon, g.tablesRead(nodes), nil
+}
+
+// tableSet names tables of the store's database; all: every one.
+type tableSet struct {
+	all   bool
+	names map[string]bool
+}
+
+func (ts tableSet) has(name string) bool { return ts.all || ts.names[name] }
+
+// tablesRead returns the tables of the database a checked statement may
+// read: every name its tree gives a table or an identifier (unqualified, or
+// qualified by the database; a name that is no table is never looked up),
+// or all of them when it reads a system or information_schema table (whose
+// rows describe the others: parts, row counts).
+func (g *consoleGuard) tablesRead(nodes []astNode) tableSet {
+	ts := tableSet{names: map[string]bool{}}
+	for _, n := range nodes {
+		if n.kind != "TableIdentifier" && n.kind != "Identifier" {
+			continue
+		}
+		db, table, qualified := strings.Cut(n.name, ".")
+		switch {
+		case !qualified:
+			ts.names[n.name] = true
+		case db == g.database:
+			ts.names[table] = true
+		case n.kind == "TableIdentifier":
+			ts.all = true // system or information_schema (checkAST allows no other database)
+		}
+	}
+	return ts
 }
 
 // statement is the canonical statement with the store's settings appended,

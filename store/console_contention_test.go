@@ -20,9 +20,9 @@ import (
 const longConsoleQuery = "SELECT count() FROM system.numbers WHERE sipHash64(number) % 7 = 3"
 
 // benchBomb is singleCallBomb at a size the store's own engine gets through
-// in a few seconds: one hasAll call over 60,000 elements, which the engine
+// in a few seconds: one hasAll call over 120,000 elements, which the engine
 // cannot interrupt.
-const benchBomb = "SELECT hasAll(a, arrayMap(x -> x + 1, a)) FROM (SELECT groupArray(number) AS a FROM numbers(60000))"
+const benchBomb = "SELECT hasAll(a, arrayMap(x -> x + 1, a)) FROM (SELECT groupArray(number) AS a FROM numbers(120000))"
 
 // onEngine runs a console statement the way the console ran before it had
 // workers: checked and run on the store's own engine, bounded by the

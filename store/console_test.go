@@ -648,3 +648,39 @@ func TestConsoleAnalysisLimits(t *testing.T) {
 		}
 	}
 }
+
+// TestConsoleTablesRead: the snapshot freezes the tables a statement names
+// (in FROM, joins, subqueries, IN, view()), all of them when it reads a
+// system table, none for SHOW TABLES; a WITH name is no table.
+func TestConsoleTablesRead(t *testing.T) {
+	s := openTestStore(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		sql  string
+		want []string // nil with all
+		all  bool
+	}{
+		{"SELECT count() FROM runs", []string{"runs"}, false},
+		{"SELECT r.run_id FROM runs AS r JOIN " + s.db + ".steps AS st ON st.run_id = r.run_id WHERE r.request_id IN (SELECT request_id FROM requests)", []string{"requests", "runs", "steps"}, false},
+		{"SELECT 1 WHERE 'x' IN scores", []string{"scores"}, false},
+		{"SELECT * FROM view(SELECT run_id FROM runs)", []string{"runs"}, false},
+		{"WITH c AS (SELECT 1 AS x) SELECT x FROM c", nil, false},
+		{"SHOW TABLES", nil, false},
+		{"SELECT name, total_rows FROM system.tables WHERE database = currentDatabase()", nil, true},
+	} {
+		_, reads, err := s.console.checkReads(ctx, s.t, tc.sql)
+		if err != nil {
+			t.Errorf("%s: %v", tc.sql, err)
+			continue
+		}
+		var got []string
+		for _, table := range []string{"requests", "runs", "steps", "scores", "suite_runs", "cases", "shadow_work"} {
+			if !reads.all && reads.has(table) {
+				got = append(got, table)
+			}
+		}
+		if reads.all != tc.all || !slices.Equal(got, tc.want) {
+			t.Errorf("%s: reads %v (all %v); want %v (all %v)", tc.sql, got, reads.all, tc.want, tc.all)
+		}
+	}
+}

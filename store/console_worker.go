@@ -392,10 +392,12 @@ func (e *embedded) consoleTables(ctx context.Context, db string) ([]consoleworke
 	return out, nil
 }
 
-// freeze freezes every MergeTree table of database db (unquoted) in the
-// store's engine, as name: the engine hard-links each table's active parts
-// into <data>/shadow/<name>/. Only the store's own statements run here.
-func (e *embedded) freeze(ctx context.Context, db, name string) (snapshot, error) {
+// freeze freezes the MergeTree tables of database db (unquoted) that reads
+// names in the store's engine, as name: the engine hard-links each one's
+// active parts into <data>/shadow/<name>/. The other tables come without
+// parts (the worker has them, empty). Only the store's own statements run
+// here.
+func (e *embedded) freeze(ctx context.Context, db, name string, reads tableSet) (snapshot, error) {
 	snap := snapshot{dir: filepath.Join(e.ref.Path(), "shadow", name)}
 	tables, err := e.consoleTables(ctx, db)
 	if err != nil {
@@ -406,6 +408,10 @@ func (e *embedded) freeze(ctx context.Context, db, name string) (snapshot, error
 	}
 	snap.at = time.Now().UTC()
 	for _, t := range tables {
+		if !reads.has(t.Name) {
+			snap.tables = append(snap.tables, t)
+			continue
+		}
 		rows, err := queryRows[frozen](ctx, e, fmt.Sprintf("ALTER TABLE %s.%s FREEZE WITH NAME %s SETTINGS alter_partition_verbose_result = 1",
 			quoteIdent(db), quoteIdent(t.Name), quoteString(name)))
 		if err != nil {
@@ -493,13 +499,13 @@ func (s *sqlStore) queryInWorker(ctx context.Context, e *embedded, sql string) (
 		s.onWorker(w.PID())
 	}
 	wt := &workerTransport{w: w, db: s.db, record: s.onWorkerSQL}
-	canon, err := s.console.check(wctx, wt, sql)
+	canon, reads, err := s.console.checkReads(wctx, wt, sql)
 	if err != nil {
 		return QueryResult{}, ended(err)
 	}
 	used = true
 	name := consoleName()
-	snap, err := e.freeze(wctx, s.dbName, name)
+	snap, err := e.freeze(wctx, s.dbName, name, reads)
 	defer snap.remove()
 	if err != nil {
 		return QueryResult{}, ended(err)
