@@ -665,11 +665,18 @@ type tableSet struct {
 
 func (ts tableSet) has(name string) bool { return ts.all || ts.names[name] }
 
+// consoleSchemaTables are the readable system tables whose rows describe the
+// database's tables (row counts, parts, columns, merges).
+var consoleSchemaTables = map[string]bool{
+	"tables": true, "columns": true, "parts": true, "parts_columns": true,
+	"data_skipping_indices": true, "merges": true, "mutations": true,
+}
+
 // tablesRead returns the tables of the database a checked statement may
 // read: every name its tree gives a table or an identifier (unqualified, or
 // qualified by the database; a name that is no table is never looked up),
-// or all of them when it reads a system or information_schema table (whose
-// rows describe the others: parts, row counts).
+// or all of them when it reads information_schema or a system table of
+// consoleSchemaTables (whose rows describe the others: parts, row counts).
 func (g *consoleGuard) tablesRead(nodes []astNode) tableSet {
 	ts := tableSet{names: map[string]bool{}}
 	for _, n := range nodes {
@@ -682,8 +689,8 @@ func (g *consoleGuard) tablesRead(nodes []astNode) tableSet {
 			ts.names[n.name] = true
 		case db == g.database:
 			ts.names[table] = true
-		case n.kind == "TableIdentifier":
-			ts.all = true // system or information_schema (checkAST allows no other database)
+		case n.kind == "TableIdentifier" && (db != "system" || consoleSchemaTables[table]):
+			ts.all = true // information_schema, or a system table describing the tables
 		}
 	}
 	return ts

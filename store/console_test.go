@@ -667,6 +667,8 @@ func TestConsoleTablesRead(t *testing.T) {
 		{"WITH c AS (SELECT 1 AS x) SELECT x FROM c", nil, false},
 		{"SHOW TABLES", nil, false},
 		{"SELECT name, total_rows FROM system.tables WHERE database = currentDatabase()", nil, true},
+		{"SELECT table_name FROM information_schema.tables", nil, true},
+		{"SELECT count() FROM system.numbers WHERE number IN (SELECT 1)", nil, false},
 	} {
 		_, reads, err := s.console.checkReads(ctx, s.t, tc.sql)
 		if err != nil {
