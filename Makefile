@@ -5,7 +5,7 @@ LIBCHDB ?= /usr/local/lib/libchdb.so
 export CHDB_LIB_PATH ?= $(LIBCHDB)
 GO ?= go
 
-.PHONY: all build run test libchdb chromium generate bench vet clean
+.PHONY: all build run test libchdb chromium bubblewrap generate bench vet clean
 
 all: build
 
@@ -27,9 +27,14 @@ run: libchdb build
 chromium:
 	@scripts/install-chromium.sh
 
-## test: every test, with the real embedded engine and chromium. Tests that need the
+## bubblewrap: install Debian's bubblewrap, the code grader's OS sandbox, when missing
+## (as .ci/run does) and check it can make namespaces; without it code graders are refused.
+bubblewrap:
+	@scripts/install-bubblewrap.sh
+
+## test: every test, with the real embedded engine, chromium and bubblewrap. Tests that need the
 ## source datasets in ../shared/datasets (CONDUCTOR_SHADOW_DATASETS) skip without them.
-test: libchdb chromium
+test: libchdb chromium bubblewrap
 	$(GO) test -count=1 ./...
 
 ## generate: templ components and the shipped regression sets / replay file.

@@ -53,10 +53,16 @@ type AnalysisOptions struct {
 	ShadowCasesPerDay map[string]float64
 }
 
-// Analyze fills r.Policy, r.Comparisons (one per candidate, in order), r.Noise
+// Analyze fills r.Policy, r.Comparisons (one per candidate, in order),
+// r.Judging (per candidate graded by an LLM judge or with grader errors: the
+// judge's record, its canaries (r.Canaries) and the judge rows of the gate
+// table, gate.CheckJudge, which make the verdict INCONCLUSIVE when the judge
+// fails them), r.Noise
 // (when opts.Rerun names a pipeline with outcomes) and r.Verdict (the worst
 // candidate verdict: FAIL over INCONCLUSIVE over PASS; "" without candidates).
-// Cases are paired by case id; a case missing on either side is left out.
+// Cases are paired by case id; a case missing on either side is left out. A
+// pairwise case (the candidate's Outcome.Pairwise) pairs as a win, a loss
+// or a concordant tie, so the quality test is on P(win) − P(loss).
 // Segments are "category:<c>", "app:<a>" (when the case has one),
 // "tag:<t>" and the traffic segments of the case's prompt (SegmentNames:
 // "lang:ru", "table", "lang:ru+table", "len:128-511", ...); the segment
@@ -78,6 +84,7 @@ func (r *Report) Analyze(opts AnalysisOptions) error {
 	sopts := stats.Options{Seed: seed, Resamples: opts.Resamples, Confidence: p.Confidence}
 	r.Policy = &p
 	r.Comparisons = []CandidateComparison{}
+	r.Judging = nil
 	r.Noise = nil
 	r.Verdict = ""
 
@@ -105,6 +112,15 @@ func (r *Report) Analyze(opts AnalysisOptions) error {
 			return fmt.Errorf("eval: analyze %s: %w", name, err)
 		}
 		v := gate.Evaluate(p, c, noise)
+		// The judge first: a verdict read from a judge that failed its checks
+		// is no evidence either way.
+		jr, ev := r.judgeReport(name)
+		rows, judgeWithheld := gate.CheckJudge(p, ev)
+		v.WithholdForJudge(rows, judgeWithheld)
+		if len(rows) > 0 {
+			jr.Unreliable, jr.Reasons = len(judgeWithheld) > 0, judgeWithheld
+			r.Judging = append(r.Judging, jr)
+		}
 		errs := []gate.RunErrors{r.runErrors(store.ModeIncumbent, r.Incumbent), r.runErrors(store.ModeCandidate, name)}
 		res, withheld := gate.CheckRunErrors(p, errs...)
 		if withheld || errs[0].Failed+errs[1].Failed > 0 {
@@ -112,9 +128,11 @@ func (r *Report) Analyze(opts AnalysisOptions) error {
 		}
 		if withheld {
 			noVerdict = append(noVerdict, res.Reason)
+		} else if len(judgeWithheld) > 0 {
+			noVerdict = append(noVerdict, fmt.Sprintf("%s: %s", name, judgeWithheld[0]))
 		}
 		cc := CandidateComparison{Candidate: name, Comparison: c, Verdict: v, ShadowCasesPerDay: opts.ShadowCasesPerDay[name]}
-		if scfg, ok := gate.SequentialConfig(p, 1); ok && !withheld {
+		if scfg, ok := gate.SequentialConfig(p, 1); ok && !withheld && len(judgeWithheld) == 0 {
 			d, _ := stats.Differences(inc, cand)
 			// The policy validated, so the config is valid; a failure leaves
 			// the running verdict out rather than the report.
@@ -178,8 +196,25 @@ func (r *Report) paired(a, b string) (as, bs []stats.Obs) {
 		if !ok {
 			continue
 		}
-		as = append(as, obsOf(o, true))
-		bs = append(bs, obsOf(ob, false))
+		ia, ib := obsOf(o, true), obsOf(ob, false)
+		if ob.Pairwise != "" {
+			// A pairwise case is one judgment of b's answer against a's:
+			// a win is a pair only b passed, a loss one only a passed, a tie
+			// or an inconsistent pair passes neither (concordant), so the
+			// paired test is on P(win) − P(loss).
+			judged := ob.Pairwise != store.JudgmentError && ob.Pairwise != PairExcluded
+			ia.Graded, ib.Graded = judged, judged
+			ia.Passed, ib.Passed = judged && ob.Pairwise == store.JudgmentLoss, judged && ob.Pairwise == store.JudgmentWin
+			ia.Score, ib.Score = 0, 0
+			if ia.Passed {
+				ia.Score = 1
+			}
+			if ib.Passed {
+				ib.Score = 1
+			}
+		}
+		as = append(as, ia)
+		bs = append(bs, ib)
 	}
 	return as, bs
 }

@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -30,17 +29,16 @@ type CodeConfig struct {
 	// open-file limits; when it cannot be found the program runs with the
 	// timeout only. Default "prlimit"; "" disables the limits.
 	Prlimit string `yaml:"prlimit"`
-	// Unshare is the unshare(1) binary that runs the program in a new network
-	// namespace with no interfaces up (no network at all), used when the process
-	// may create namespaces (root) — probed once with "unshare -n true". Default
-	// "unshare"; "" disables it. The Python-level socket guard (NetGuard) is
-	// always in place.
-	Unshare string `yaml:"unshare"`
+	// Bwrap is the bubblewrap binary (bwrap(1), Debian package bubblewrap)
+	// that runs every test program in the sandbox (see CodeGrader). Where it
+	// is missing or cannot make namespaces, code graders are refused: every
+	// code grade is a grader error naming the reason. Default "bwrap".
+	Bwrap string `yaml:"bwrap"`
 }
 
-// NewDefaultCodeConfig returns python3, 5 s, 1024 MiB, prlimit.
+// NewDefaultCodeConfig returns python3, 5 s, 1024 MiB, prlimit and bwrap.
 func NewDefaultCodeConfig() CodeConfig {
-	return CodeConfig{Python: "python3", Timeout: 5 * time.Second, MemoryMB: 1024, Prlimit: "prlimit", Unshare: "unshare"}
+	return CodeConfig{Python: "python3", Timeout: 5 * time.Second, MemoryMB: 1024, Prlimit: "prlimit", Bwrap: "bwrap"}
 }
 
 // Validate reports an empty interpreter, a non-positive timeout or memory cap.
@@ -54,6 +52,9 @@ func (c CodeConfig) Validate() error {
 	}
 	if c.MemoryMB <= 0 {
 		errs = append(errs, fmt.Errorf("code.memory_mb must be > 0, got %d", c.MemoryMB))
+	}
+	if strings.TrimSpace(c.Bwrap) == "" {
+		errs = append(errs, errors.New("code.bwrap is empty: code graders run only in the bubblewrap sandbox"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("eval: code config: %w", err)
@@ -74,37 +75,25 @@ func (c CodeConfig) Validate() error {
 // `if __name__ == "__main__":` block does not run. A missing interpreter, a case
 // without entry_point/test or a cancelled context is a grader error.
 //
-// Network: the program starts with NetGuard (socket creation, connection and
-// name lookup raise OSError) and, where unshare -n works, runs in an empty
-// network namespace, which also stops code that goes around the guard.
-//
-// This is a basic sandbox (resource limits, a throw-away directory, no
-// network; no filesystem isolation): run it only on machines meant for it.
+// Isolation, enforced by the OS: the program runs under bubblewrap in new
+// user, mount, pid, network, ipc and uts namespaces, seeing only a read-only
+// /usr, the interpreter's own folders, its own /proc, a small tmpfs /tmp and
+// the case's folder (the only place it can write); with an empty environment,
+// no capabilities, as uid 65534, and a seccomp filter that makes every socket,
+// ptrace, mount and namespace call fail. It cannot read the server's files or
+// environment, another process's /proc, or reach any socket. Where that
+// sandbox cannot be made (no bwrap, namespaces refused, not Linux) every code
+// grade is a grader error saying why ("refused: ..."): code is never run with
+// less isolation.
 type CodeGrader struct {
 	cfg CodeConfig
 
-	once    sync.Once
-	python  string // resolved interpreter path
-	pyErr   error
-	unshare string // unshare path when "unshare -n" works here, else ""
+	once   sync.Once
+	python string // resolved interpreter path
+	pyErr  error
+	box    *sandbox
+	boxErr error // why the sandbox cannot be made: code graders are refused
 }
-
-// NetGuard is the Python preamble of every code-grader program: it replaces
-// socket.socket, socket.create_connection, socket.getaddrinfo and
-// socket.socketpair with functions raising OSError("network access is
-// disabled in the code grader").
-const NetGuard = `import socket as _cg_socket
-def _cg_no_network(*args, **kwargs):
-    raise OSError("network access is disabled in the code grader")
-class _CGSocket:
-    def __init__(self, *args, **kwargs):
-        _cg_no_network()
-_cg_socket.socket = _CGSocket
-_cg_socket.create_connection = _cg_no_network
-_cg_socket.getaddrinfo = _cg_no_network
-_cg_socket.socketpair = _cg_no_network
-del _cg_socket
-`
 
 // NewCodeGrader checks cfg and returns the grader. The interpreter is looked up
 // at the first Grade, so a missing python3 shows up as a grader error on every
@@ -125,12 +114,8 @@ func (g *CodeGrader) Grade(ctx context.Context, c Case, output string) Grade {
 	if entry == "" || test == "" {
 		return gradeErr("eval: code grader: case %s: missing entry_point or test", c.ID)
 	}
-	g.once.Do(func() {
-		g.python, g.pyErr = resolvePython(ctx, g.cfg.Python)
-		g.unshare = probeUnshare(ctx, g.cfg.Unshare)
-	})
-	if g.pyErr != nil {
-		return gradeErr("eval: code grader: %w", g.pyErr)
+	if err := g.Check(ctx); err != nil {
+		return gradeErr("%w", err)
 	}
 	python := g.python
 	if strings.TrimSpace(output) == "" {
@@ -146,33 +131,36 @@ func (g *CodeGrader) Grade(ctx context.Context, c Case, output string) Grade {
 	if err != nil {
 		return gradeErr("eval: code grader: sentinel: %w", err)
 	}
-	if err := os.WriteFile(prog, []byte(NetGuard+BuildProgram(c, output)+sentinelLine(nonce)), 0o600); err != nil {
+	if err := os.WriteFile(prog, []byte(BuildProgram(c, output)+sentinelLine(nonce)), 0o600); err != nil {
 		return gradeErr("eval: code grader: write program: %w", err)
 	}
 
 	// Run as a module named other than "__main__" (as HumanEval's own harness
 	// does with exec): an answer's `if __name__ == "__main__":` demo block is
 	// not part of the test and must not end the program before it.
-	args := []string{python, "-I", "-B", "-c", "import runpy, sys; runpy.run_path(sys.argv[1], run_name='__code_grader__')", prog}
+	inner := []string{python, "-I", "-B", "-c", "import runpy, sys; runpy.run_path(sys.argv[1], run_name='__code_grader__')",
+		sandboxDir + "/program.py"}
+	runCtx, cancel := context.WithTimeout(ctx, g.cfg.Timeout)
+	defer cancel()
+	cmd, closeBox, err := g.box.command(runCtx, dir, inner)
+	if err != nil {
+		return gradeErr("eval: code grader: %w", err)
+	}
+	defer closeBox()
 	if g.cfg.Prlimit != "" {
+		// The limits are set on bwrap and inherited by everything it starts.
 		if pl, err := exec.LookPath(g.cfg.Prlimit); err == nil {
 			cpu := int(math.Ceil(g.cfg.Timeout.Seconds())) + 1
-			args = append([]string{pl,
+			cmd.Args = append([]string{pl,
 				fmt.Sprintf("--cpu=%d", cpu),
 				fmt.Sprintf("--as=%d", int64(g.cfg.MemoryMB)<<20),
 				fmt.Sprintf("--fsize=%d", 16<<20),
 				"--nofile=256",
-				"--"}, args...)
+				"--"}, cmd.Args...)
+			cmd.Path = pl
 		}
 	}
-	if g.unshare != "" {
-		args = append([]string{g.unshare, "--net", "--"}, args...)
-	}
-	runCtx, cancel := context.WithTimeout(ctx, g.cfg.Timeout)
-	defer cancel()
-	cmd := exec.CommandContext(runCtx, args[0], args[1:]...)
 	cmd.Dir = dir
-	cmd.Env = childEnv(dir)
 	out := &capped{max: 64 << 10}
 	seen := &sentinelWriter{nonce: []byte(nonce)}
 	cmd.Stdout, cmd.Stderr = io.MultiWriter(out, seen), out
@@ -201,27 +189,33 @@ func (g *CodeGrader) Grade(ctx context.Context, c Case, output string) Grade {
 	return fail("tests failed (%s): %s", exitErr.ProcessState.String(), lastLines(out.String(), 6, 600))
 }
 
-// probeUnshare returns the unshare binary's path when "unshare --net true"
-// succeeds here (it needs the right to create namespaces), else "".
-func probeUnshare(ctx context.Context, name string) string {
-	if name == "" {
-		return ""
+// Check finds the interpreter and makes sure the sandbox can be made here,
+// once; later calls return the first answer. A non-nil error means every
+// code grade is refused (a grader error with this reason); serve logs it at
+// start. Callers may call it before the first Grade to learn that early.
+func (g *CodeGrader) Check(ctx context.Context) error {
+	g.once.Do(func() {
+		if g.python, g.pyErr = resolvePython(ctx, g.cfg.Python); g.pyErr != nil {
+			return
+		}
+		g.box, g.boxErr = newSandbox(ctx, g.cfg.Bwrap, g.python)
+	})
+	if g.pyErr != nil {
+		return fmt.Errorf("eval: code grader: %w", g.pyErr)
 	}
-	path, err := exec.LookPath(name)
-	if err != nil {
-		return ""
+	if g.boxErr != nil {
+		return fmt.Errorf("eval: code grader: refused: no OS sandbox for code: %w", g.boxErr)
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	if err := exec.CommandContext(ctx, path, "--net", "--", "true").Run(); err != nil {
-		return ""
-	}
-	return path
+	return nil
 }
 
-// NetworkIsolated reports whether programs run in an empty network namespace
-// (known after the first Grade; false before).
-func (g *CodeGrader) NetworkIsolated() bool { return g.unshare != "" }
+// Sandbox describes the sandbox programs run in ("" before Check succeeded).
+func (g *CodeGrader) Sandbox() string {
+	if g.box == nil {
+		return ""
+	}
+	return g.box.describe()
+}
 
 // resolvePython finds the interpreter in PATH and asks it for its real
 // executable (sys.executable), so that wrapper scripts such as pyenv shims,
@@ -242,38 +236,15 @@ func resolvePython(ctx context.Context, name string) (string, error) {
 	return path, nil
 }
 
-// childEnv is the test program's environment: PATH, HOME and pyenv's variables
-// (so interpreter shims resolve), a UTF-8 locale and TMPDIR inside dir.
-func childEnv(dir string) []string {
-	env := []string{"LANG=C.UTF-8", "TMPDIR=" + dir}
-	for _, k := range []string{"PATH", "HOME", "PYENV_ROOT", "PYENV_VERSION"} {
-		if v, ok := os.LookupEnv(k); ok {
-			env = append(env, k+"="+v)
-		}
-	}
-	return env
-}
-
-var fenceRe = regexp.MustCompile("(?s)```[ \\t]*(?:python3?|py)?[ \\t]*\\n(.*?)```")
-
 // BuildProgram assembles the Python test program for a code case: when the
-// output's code (the first fenced block that defines the entry point, else the
-// first fenced block, else the whole output) defines the entry point, the
+// output's code (answerCode: a fenced block, an indented block or bare code
+// after prose, else the whole output) defines the entry point, the
 // prompt is kept for its imports and helpers, closed with "pass", and the code
 // follows; otherwise the code is taken as the function body completing the
 // prompt. Then the case's test and "check(<entry_point>)".
 func BuildProgram(c Case, output string) string {
 	entry := c.ExtraString("entry_point")
-	code := output
-	if blocks := fenceRe.FindAllStringSubmatch(output, -1); len(blocks) > 0 {
-		code = blocks[0][1]
-		for _, b := range blocks {
-			if strings.Contains(b[1], "def "+entry+"(") {
-				code = b[1]
-				break
-			}
-		}
-	}
+	code := answerCode(output, entry)
 	prompt := c.Input
 	if !strings.HasSuffix(prompt, "\n") {
 		prompt += "\n"

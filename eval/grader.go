@@ -42,8 +42,12 @@ type Grade struct {
 	// "" when it found none or the grader does not extract (code tests).
 	Extracted string
 	// Err: the grader itself could not judge (bad reference, python3 missing,
-	// context cancelled). Never a verdict on the output; recorded as a grader error.
+	// context cancelled, an LLM judge's failed call or unreadable reply).
+	// Never a verdict on the output; recorded as a grader error.
 	Err error
+	// Judge is what an LLM judge's calls for this grade were and cost; nil
+	// for graders that call no model.
+	Judge *JudgeUsage
 }
 
 // Grader turns a run's output into a Grade against the case's reference.

@@ -2,7 +2,9 @@ package eval
 
 import (
 	"context"
+	"strings"
 	"testing"
+	"time"
 )
 
 type kindCase struct {
@@ -142,4 +144,131 @@ func TestChoiceGraderKinds(t *testing.T) {
 		{"korean", "B", "(A)는 틀렸다. 정답은 B", true},
 		{"japanese", "B", "(A)は違う。答え：B", true},
 	})
+}
+
+// The four kinds graders misread on unseen real-shaped answers: a final number
+// at the end of an expression chain, notes with numbers after a "#### N"
+// answer line, and LaTeX mixed numbers (the code kind is TestAnswerCodeKinds).
+func TestNumericGraderAnswerShapes(t *testing.T) {
+	runKindCases(t, NumericGrader{}, []kindCase{
+		// expression chains that end in the answer
+		{"chain after cue", "116", "The answer is m+n = 7+109 = 116.", true},
+		{"chain after cue, wrong value", "7", "The answer is m+n = 7+109 = 116.", false},
+		{"chain in latex after cue", "116", "So the final answer is $m+n = 7+109 = 116$.", true},
+		{"chain boxed", "116", `\boxed{m+n = 7 + 109 = 116}`, true},
+		{"chain of numbers boxed", "18", `\boxed{9 \times 2 = 18}`, true},
+		{"chain with unit after value", "18", "Answer: 9*2 = 18 dollars", true},
+		{"chain stops at prose", "116", "Answer: x = 7+109 = 116, and y = 3", true},
+		{"value first, working after", "18", "Answer: 18 = 9 eggs × $2", true},
+		{"not a chain: working ends in a term", "18", "Answer: 18 (9 * 2 = 9 * 2)", true},
+		{"comparison is not a chain", "3", "The answer is x <= 3", true},
+		{"chain with minus sign value", "-4", "The answer is a-b = 3-7 = \u22124.", true},
+		// notes after the GSM8K answer line
+		{"note with numbers after ####", "18", "16 - 3 - 4 = 9 eggs, 9 * 2 = 18\n#### 18\n\nNote: I assumed 3 eggs for breakfast and 4 for muffins.", true},
+		{"note with a cue after ####", "18", "9 * 2 = 18\n#### 18\nNote: the answer is not 20, that would double-count.", true},
+		{"#### with dollar and comma", "70000", "#### $70,000\n(The 150% increase is on the house's value of 80,000.)", true},
+		{"#### wrong", "18", "#### 20\nNote: 18 was my first guess.", false},
+		{"last #### line wins", "18", "#### 20\nWait, I double counted.\n#### 18\nNote: 2 eggs left.", true},
+		{"#### chain", "116", "#### m+n = 7+109 = 116\n(checked with 3 examples)", true},
+		// LaTeX mixed numbers
+		{"mixed frac", "2.5", `The answer is $2\frac{1}{2}$ cups.`, true},
+		{"mixed frac as fraction", "5/2", `\boxed{2\frac{1}{2}}`, true},
+		{"mixed tfrac with space", "2.5", `She needs 2 \tfrac{1}{2} cups.`, true},
+		{"mixed with thin space", "3.75", `The answer is $3\,\frac{3}{4}$.`, true},
+		{"mixed dfrac boxed", "15/4", `\boxed{3\dfrac{3}{4}}`, true},
+		{"mixed shorthand", "10.5", `Answer: $10\frac12$`, true},
+		{"negative mixed", "-2.5", `The answer is $-2\frac{1}{2}$.`, true},
+		{"mixed is not the whole alone", "2", `The answer is $2\frac{1}{2}$.`, false},
+		{"mixed is not glued digits", "10.5", `The answer is $2\frac{1}{2}$.`, false},
+		{"improper frac after number is not mixed", "3.5", `Answer: $2\frac{3}{2}$`, false},
+		{"power before frac is not mixed", "2.5", `Answer: $x^2\frac{1}{2}$`, false},
+	})
+}
+
+func TestMathGraderAnswerShapes(t *testing.T) {
+	runKindCases(t, MathGrader{}, []kindCase{
+		{"aime chain after cue", "116", "Thus the answer is $m+n = 7+109 = 116$.", true},
+		{"aime chain boxed", "116", `\boxed{m+n=116}`, true},
+		{"chain wrong", "117", `\boxed{m+n=7+109=116}`, false},
+		{"equation reference kept", "y=2x+1", `\boxed{y=2x+1}`, true},
+		{"comparison kept", "3", `\boxed{x\le 3}`, false},
+		{"mixed frac", "\\frac{5}{2}", `\boxed{2\frac{1}{2}}`, true},
+		{"mixed tfrac with space", "\\frac{5}{2}", `The answer is $2 \tfrac{1}{2}$.`, true},
+		{"mixed thin space", "\\frac{15}{4}", `\boxed{3\,\frac{3}{4}}`, true},
+		{"mixed against decimal", "3.75", `\boxed{3\,\frac{3}{4}}`, true},
+		{"mixed reference", "2\\frac{1}{2}", `\boxed{\frac{5}{2}}`, true},
+		{"mixed is not 21/2", "\\frac{21}{2}", `\boxed{2\frac{1}{2}}`, false},
+		{"negative mixed", "-\\frac{5}{2}", `\boxed{-2\frac{1}{2}}`, true},
+		{"coefficient times pi fraction", "\\frac{2\\pi}{3}", `\boxed{\frac{2\pi}{3}}`, true},
+		{"#### line", "18", "9 * 2 = 18\n#### 18\nNote: 3 eggs, 4 muffins.", true},
+	})
+}
+
+// Code answers outside a fenced block: an indented (Markdown) code block, or
+// bare code after prose, with prose after it too.
+func TestAnswerCodeKinds(t *testing.T) {
+	const entry = "add"
+	def := "def add(a, b):\n    return a + b\n"
+	tests := []struct {
+		name, output, want string
+	}{
+		{"fenced", "Here:\n```python\n" + def + "```\nDone.", def},
+		{"fenced without language", "```\n" + def + "```", def},
+		{"second fence defines it", "```\nprint(1)\n```\n```python\n" + def + "```", def},
+		{"indented block after prose", "Here is my solution:\n\n    def add(a, b):\n        return a + b\n\nIt adds the numbers.", def},
+		{"indented block with tab", "Solution:\n\tdef add(a, b):\n\t    return a + b\n", "def add(a, b):\n    return a + b\n"},
+		{"bare def after prose", "Sure! Here is the function:\ndef add(a, b):\n    return a + b", def},
+		{"bare def with prose after", "Sure.\ndef add(a, b):\n    return a + b\n\nThis function returns the sum of a and b.\nExample usage: add(1, 2)", def},
+		{"bare imports and helper kept", "Here you go:\nimport math\n\ndef helper(x):\n    return x\n\ndef add(a, b):\n    return helper(a) + b\nNote: helper is identity.",
+			"import math\n\ndef helper(x):\n    return x\n\ndef add(a, b):\n    return helper(a) + b\n"},
+		{"bare def with decorator and top-level code", "Code:\n@cache\ndef add(a, b):\n    return a + b\nprint(add(1, 2))\nThat prints 3.", "@cache\ndef add(a, b):\n    return a + b\nprint(add(1, 2))\n"},
+		{"completion body stays whole", "    return a + b\n", "    return a + b\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := answerCode(tt.output, entry); got != tt.want {
+				t.Errorf("answerCode:\n%q\nwant\n%q", got, tt.want)
+			}
+		})
+	}
+}
+
+// The code kinds graded for real: the program built from each answer passes
+// HumanEval/4's tests.
+func TestCodeGraderUnfencedAnswers(t *testing.T) {
+	needPython(t)
+	cfg := NewDefaultCodeConfig()
+	cfg.Timeout = 30 * time.Second
+	g, err := NewCodeGrader(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := caseByID(t, "humaneval-small.jsonl", "HumanEval/4")
+	body := "def mean_absolute_deviation(numbers: List[float]) -> float:\n    m = sum(numbers) / len(numbers)\n    return sum(abs(x - m) for x in numbers) / len(numbers)\n"
+	indent := func(s, by string) string {
+		lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+		for i := range lines {
+			lines[i] = by + lines[i]
+		}
+		return strings.Join(lines, "\n") + "\n"
+	}
+	for name, output := range map[string]string{
+		"indented block":           "Here is an implementation:\n\n" + indent("from typing import List\n\n"+body, "    ") + "\nIt averages the absolute deviations.",
+		"bare def after prose":     "Sure! The mean absolute deviation is the mean distance to the mean:\n" + body + "\nThis runs in O(n).",
+		"bare import and def":      "Solution:\nfrom typing import List\n" + body,
+		"wrong bare def fails":     "Here:\ndef mean_absolute_deviation(numbers):\n    return 0.0\nDone.",
+		"prose only is not code":   "I would compute the mean and then the deviations.",
+		"indented wrong one fails": "Try this:\n\n" + indent("def mean_absolute_deviation(numbers):\n    return 1.0", "    "),
+	} {
+		t.Run(name, func(t *testing.T) {
+			got := g.Grade(context.Background(), c, output)
+			if got.Err != nil {
+				t.Fatalf("grader error: %v", got.Err)
+			}
+			want := !strings.Contains(name, "fails") && !strings.Contains(name, "not code")
+			if got.Passed != want {
+				t.Errorf("passed=%v, want %v (%s)", got.Passed, want, got.Explanation)
+			}
+		})
+	}
 }

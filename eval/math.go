@@ -9,8 +9,11 @@ import (
 )
 
 // MathGrader compares LaTeX answers (MATH-500, AIME). The answer span is the last
-// \boxed{…}; else the text after the last "final answer is"/"answer:"; else a
-// one-line output itself; else the last $…$ in the output; else its last number.
+// \boxed{…}; else the last GSM8K answer line "#### …"; else the text after the
+// last "final answer is"/"answer:"; else a one-line output itself; else the last
+// $…$ in the output; else its last number. When the reference has no "=", an
+// answer "x = …" is read after the variable and an expression chain
+// ("m+n = 7+109 = 116") for the value it ends in.
 // Both sides are normalised (see NormalizeMath); they match when the strings are
 // equal, when both parse as numbers (integers, decimals, a/b) equal within
 // RelTolerance, when both are tuples or intervals with the same brackets whose
@@ -33,7 +36,7 @@ func (MathGrader) Grade(_ context.Context, c Case, output string) Grade {
 	}
 	got := NormalizeMath(span)
 	if !strings.Contains(want, "=") {
-		got = stripVariablePrefix(got)
+		got = chainEnd(stripVariablePrefix(got))
 	}
 	g := verdict(mathEqual(got, want), "extracted %q, reference %q", clip(got, 200), want)
 	g.Extracted = got
@@ -45,6 +48,9 @@ var inlineMathRe = regexp.MustCompile(`\$([^$]+)\$|\\\((.+?)\\\)`)
 func extractMathAnswer(output string) (string, bool) {
 	if box, ok := lastBoxed(output); ok {
 		return box, true
+	}
+	if line, ok := hashAnswer(output); ok {
+		return cutProse(line), true
 	}
 	if span, ok := answerPhrase(output); ok {
 		return cutProse(span), true
@@ -129,7 +135,7 @@ var (
 // $…$, \(…\) and \[…\]; drops \left/\right, spacing commands, degrees (^\circ),
 // percent and dollar signs; unwraps \text{…} and similar; turns \dfrac/\tfrac and
 // \frac{a}{b} (also \frac12) into a/b (parenthesised when a part is not a single
-// token); writes ^{x} as ^x and \sqrt2 as \sqrt{2}; removes whitespace and a
+// token), and a mixed number 2\frac{1}{2} into 5/2; writes ^{x} as ^x and \sqrt2 as \sqrt{2}; removes whitespace and a
 // trailing "."; removes thousands commas from a lone number; and "(B)" becomes "B".
 func NormalizeMath(s string) string {
 	s = strings.TrimSpace(width.Fold.String(normalizeDashes(s)))
@@ -187,6 +193,10 @@ func replaceFracs(s string) string {
 		if !ok {
 			return s
 		}
+		if whole, at, ok := mixedNumber(s[:i], num, den); ok {
+			s = s[:at] + whole + "/" + den + after // 2\frac{1}{2} is 5/2
+			continue
+		}
 		s = s[:i] + wrapToken(num) + "/" + wrapToken(den) + after
 	}
 }
@@ -224,6 +234,17 @@ func wrapToken(x string) string {
 
 func stripVariablePrefix(s string) string {
 	return varPrefixRe.ReplaceAllString(s, "")
+}
+
+// chainEnd returns what a normalised expression chain ends in: "m+n=7+109=116"
+// gives "116". Comparisons ("x<=3", "a!=b", "a==b") and answers without "="
+// are returned as they are.
+func chainEnd(s string) string {
+	i := strings.LastIndex(s, "=")
+	if i <= 0 || i == len(s)-1 || strings.ContainsAny(s[i-1:i], "<>!:=") {
+		return s
+	}
+	return s[i+1:]
 }
 
 // mathNumber parses a normalised answer as a number: an integer, a decimal or

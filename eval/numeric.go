@@ -10,10 +10,12 @@ import (
 
 // NumericGrader extracts the final number from an output and compares it with the
 // reference number. The answer span is, in order: the last \boxed{…} (or \fbox{…});
-// else the text after the last answer cue ("final answer is", "answer:", "answer
+// else the last GSM8K answer line "#### N" (notes after it are not read); else
+// the text after the last answer cue ("final answer is", "answer:", "answer
 // is", and the cues of other languages in answerCueRe: 答案是, Antwort:, Réponse :,
 // Respuesta:, Ответ:, 정답 …); else the whole output, of which the last number is
-// taken (within a span, the first number). Before reading numbers the text is
+// taken. Within a span the first number is read, unless the span opens with an
+// expression chain ("m+n = 7+109 = 116"): then the value it ends in (chainValue). Before reading numbers the text is
 // cleaned (see cleanNumberText): every dash (U+2212 minus, en and em dashes,
 // fullwidth forms) reads as "-", fullwidth digits as ASCII, thousands separators
 // (commas, \, \; \: \! {,}, thin and no-break spaces, apostrophes) are dropped
@@ -44,12 +46,17 @@ func (NumericGrader) Grade(_ context.Context, c Case, output string) Grade {
 // extractNumber finds the final answer in output and says where it came from.
 func extractNumber(output string) (number, string, bool) {
 	if box, ok := lastBoxed(output); ok {
-		if f, ok := firstNumber(box); ok {
+		if f, ok := spanNumber(box); ok {
 			return f, `from \boxed{}`, true
 		}
 	}
+	if line, ok := hashAnswer(output); ok {
+		if f, ok := spanNumber(line); ok {
+			return f, `after "####"`, true
+		}
+	}
 	if span, ok := answerPhrase(output); ok {
-		if f, ok := firstNumber(span); ok {
+		if f, ok := spanNumber(span); ok {
 			return f, `after "answer"`, true
 		}
 	}
@@ -150,7 +157,10 @@ var fracNumRe = regexp.MustCompile(`^\s*[-+]?\s*(?:\d+(?:\.\d+)?|\.\d+)\s*$`)
 
 // numericFracs rewrites \frac{a}{b}, \dfrac, \tfrac and \frac34 whose parts are
 // numbers as "a/b" (sign in front: \frac{-3}{4} and -\frac{3}{4} give -3/4,
-// -\frac{-3}{4} gives 3/4). Other fractions are left as they are.
+// -\frac{-3}{4} gives 3/4). A proper fraction right after a whole number is a
+// mixed number: 2\frac{1}{2}, 2 \tfrac{1}{2} and 3\,\frac{3}{4} give 5/2 and
+// 15/4 (mixedNumber; a minus before the whole number applies to all of it).
+// Other fractions are left as they are.
 func numericFracs(s string) string {
 	s = strings.NewReplacer(`\dfrac`, `\frac`, `\tfrac`, `\frac`).Replace(s)
 	from := len(s)
@@ -173,6 +183,12 @@ func numericFracs(s string) string {
 				return x[1:]
 			}
 			return strings.TrimPrefix(x, "+")
+		}
+		if whole, at, ok := mixedNumber(s[:i], strings.ReplaceAll(num, " ", ""), strings.ReplaceAll(den, " ", "")); ok {
+			// 2\frac{1}{2}, 2 \tfrac{1}{2}, 3\,\frac{3}{4}: a mixed number.
+			s = s[:at] + whole + "/" + strings.ReplaceAll(den, " ", "") + after
+			from = min(at, len(s))
+			continue
 		}
 		num, den = strip(num), strip(den)
 		start := i

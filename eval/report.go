@@ -52,6 +52,83 @@ type Outcome struct {
 	// "lang:ru", "table", "code", "len:128-511"; with the language and a
 	// structure both known, also the pair "lang:ru+table" / "lang:ru+code".
 	Segments []string `json:"segments,omitempty"`
+	// Pairwise is set on cases graded pairwise: PairReference on the
+	// incumbent's outcome (the answer the others are judged against, not
+	// graded on its own); on every other pipeline's, the outcome of its
+	// answer against the incumbent's: store.JudgmentWin, JudgmentTie,
+	// JudgmentLoss, JudgmentInconsistent, JudgmentError, or PairExcluded.
+	// Value is then 1 / 0.5 / 0 and Passed is a win.
+	Pairwise string `json:"pairwise,omitempty"`
+	// Judge is the LLM judge's calls for this outcome's grade or judgment
+	// (nil when no judge was asked: another grader, or a pair decided by a
+	// failed run).
+	Judge *JudgeUsage `json:"judge,omitempty"`
+	// Models are the distinct models the run's steps called (the workers'
+	// model ids), for the judge's model-family check.
+	Models []string `json:"models,omitempty"`
+}
+
+// PairExcluded is the pairwise outcome of a pair the gate policy's
+// truncation rule "exclude" leaves out (an answer hit the token cap): no
+// judge is asked.
+const PairExcluded = "excluded"
+
+// PairCounts are one pipeline's pairwise outcomes against the incumbent.
+// Judged pairs are those the judge was asked about (errors included);
+// Decided pairs were settled without it (a run without an answer loses, by
+// the run-error and truncation rules); Excluded pairs were left out. Wins,
+// Ties and Losses count judged and decided pairs alike; Inconsistent and
+// Errors come from the judge only.
+// PositionConsistency is store/figure's: (Wins + Ties + Losses of the judged)
+// / (the same + Inconsistent). Reference counts the cases this pipeline was
+// the answer judged against (the incumbent).
+type PairCounts struct {
+	Judged               int     `json:"judged"`
+	Wins                 int     `json:"wins"`
+	Ties                 int     `json:"ties"`
+	Losses               int     `json:"losses"`
+	Inconsistent         int     `json:"inconsistent"`
+	Errors               int     `json:"errors"`
+	Decided              int     `json:"decided"`
+	Excluded             int     `json:"excluded"`
+	Reference            int     `json:"reference"`
+	PositionConsistency  float64 `json:"position_consistency"`
+	consistent, verdicts int
+}
+
+// add counts one outcome.
+func (pc *PairCounts) add(o Outcome) {
+	switch {
+	case o.Pairwise == PairReference:
+		pc.Reference++
+		return
+	case o.Pairwise == PairExcluded:
+		pc.Excluded++
+		return
+	case o.Judge == nil:
+		pc.Decided++
+	default:
+		pc.Judged++
+		if o.Pairwise != store.JudgmentError {
+			pc.verdicts++
+			if o.Pairwise != store.JudgmentInconsistent {
+				pc.consistent++
+			}
+		}
+	}
+	switch o.Pairwise {
+	case store.JudgmentWin:
+		pc.Wins++
+	case store.JudgmentTie:
+		pc.Ties++
+	case store.JudgmentLoss:
+		pc.Losses++
+	case store.JudgmentInconsistent:
+		pc.Inconsistent++
+	case store.JudgmentError:
+		pc.Errors++
+	}
+	pc.PositionConsistency = figure.PositionConsistency(pc.consistent, pc.verdicts)
 }
 
 // ReportMeta identifies the suite run a report describes.
@@ -115,6 +192,12 @@ type Stats struct {
 	Truncated         int     `json:"truncated"` // runs whose final answer hit the token cap
 	Excluded          int     `json:"excluded"`  // truncated runs left out by the gate policy
 	Simulated         bool    `json:"simulated"` // any run came from the simulated worker pool
+	// Pairwise counts the cases graded pairwise (not in Graded: a pair is
+	// judged against the incumbent, see PairCounts); nil when there are none.
+	Pairwise *PairCounts `json:"pairwise,omitempty"`
+	// JudgeCostUSD is what the LLM judge's calls for this pipeline's grades
+	// cost (USD; not in TotalCostUSD, which is the pipeline's own).
+	JudgeCostUSD float64 `json:"judge_cost_usd,omitempty"`
 }
 
 // CategoryStats are one pipeline's Stats on one case category.
@@ -148,6 +231,12 @@ type Report struct {
 	Comparisons []CandidateComparison `json:"comparisons,omitempty"`
 	Noise       *NoiseFloor           `json:"noise,omitempty"`
 	Verdict     string                `json:"verdict,omitempty"`
+	// Canaries are the checks of the LLM judge the suite run asked
+	// (identical answers, a padded answer, the labels swapped), per candidate.
+	Canaries []CanaryResult `json:"canaries,omitempty"`
+	// Judging is, per candidate graded by an LLM judge (or with grader
+	// errors), what its verdict rests on (filled by Analyze).
+	Judging []JudgeReport `json:"judging,omitempty"`
 	// Filled by ComparePrevious: regressions against earlier suite runs.
 	Previous []PreviousRun `json:"previous,omitempty"`
 	// Probes are the adversarial probe rates per pipeline (hijack, injection
@@ -232,7 +321,15 @@ func computeStats(runs []Outcome) Stats {
 		if o.Truncated {
 			s.Truncated++
 		}
+		if o.Judge != nil {
+			s.JudgeCostUSD += o.Judge.CostUSD
+		}
 		switch {
+		case o.Pairwise != "":
+			if s.Pairwise == nil {
+				s.Pairwise = &PairCounts{}
+			}
+			s.Pairwise.add(o)
 		case o.GraderError != "":
 			s.GraderErrors++
 		case o.Excluded:
@@ -251,6 +348,9 @@ func computeStats(runs []Outcome) Stats {
 		s.Simulated = s.Simulated || o.Simulated
 	}
 	s.Graded = s.N - s.GraderErrors - s.Excluded
+	if s.Pairwise != nil {
+		s.Graded -= s.Pairwise.Judged + s.Pairwise.Decided + s.Pairwise.Excluded + s.Pairwise.Reference
+	}
 	s.Accuracy = figure.Accuracy(s.Passed, s.Graded)
 	n := float64(s.N)
 	s.CostPerRequestUSD = costPerRequest(runs)
@@ -303,9 +403,14 @@ func (r *Report) headline() string {
 			b.WriteString(" | ")
 		}
 		shown++
-		fmt.Fprintf(&b, "%s %s vs %s %s accuracy; cost/request %s vs %s (%s); p95 %s vs %s",
-			c.Pipeline, pct(c.Overall.Accuracy), inc.Pipeline, pct(inc.Overall.Accuracy),
-			usd(c.Overall.CostPerRequestUSD), usd(inc.Overall.CostPerRequestUSD),
+		quality := fmt.Sprintf("%s %s vs %s %s accuracy", c.Pipeline, pct(c.Overall.Accuracy), inc.Pipeline, pct(inc.Overall.Accuracy))
+		if pc := c.Overall.Pairwise; pc != nil && c.Overall.Graded == 0 {
+			// Judged as pairs: no accuracy of their own, wins against losses.
+			quality = fmt.Sprintf("%s vs %s judged pairwise: %d wins, %d losses, %d ties, %d inconsistent, %d judge errors (position consistency %.2f)",
+				c.Pipeline, inc.Pipeline, pc.Wins, pc.Losses, pc.Ties, pc.Inconsistent, pc.Errors, pc.PositionConsistency)
+		}
+		fmt.Fprintf(&b, "%s; cost/request %s vs %s (%s); p95 %s vs %s",
+			quality, usd(c.Overall.CostPerRequestUSD), usd(inc.Overall.CostPerRequestUSD),
 			ratio(c.Overall.CostPerRequestUSD, inc.Overall.CostPerRequestUSD),
 			secs(c.Overall.P95LatencyMs), secs(inc.Overall.P95LatencyMs))
 	}
@@ -411,10 +516,17 @@ func (r *Report) Markdown() string {
 		}
 	}
 	b.WriteString("\nAccuracy is passed / graded (runs whose grader failed are counted as grader errors, not as wrong). ")
+	for _, p := range r.Pipelines {
+		if p.Overall.Pairwise != nil {
+			b.WriteString("Cases graded pairwise are not graded one by one (they are judged candidate against incumbent): their wins, ties, losses and position consistency are in the Judging section. ")
+			break
+		}
+	}
 	b.WriteString("Truncated runs gave a final answer cut at the token cap (finish reason length); the gate policy's truncation rule says how they count (default: as failed). ")
 	b.WriteString("Latency percentiles use the nearest-rank method over runs. Costs are USD per request.\n")
 	r.probesMarkdown(&b)
 	r.analysisMarkdown(&b)
+	r.judgingMarkdown(&b)
 	r.previousMarkdown(&b)
 	if r.Shift != nil {
 		b.WriteString(r.Shift.Markdown())

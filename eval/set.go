@@ -85,7 +85,8 @@ var knownKeys = map[string]bool{
 // Errors name the file and line: malformed JSON (by byte offset in the line,
 // never quoting the file's bytes), a field of the wrong type, a
 // missing id or input, a duplicate id, an unknown or missing grader, a missing
-// reference (every grader but code needs one), a choice case without choices or
+// reference (every grader but code, pairwise and judge needs one), a judge case
+// without a rubric_scale [min, max], a choice case without choices or
 // with a reference letter outside them, a code case without entry_point and test,
 // and a file with no cases.
 func LoadSet(path string) (*Set, error) {
@@ -239,6 +240,15 @@ func (c Case) check() error {
 		if e := c.ExtraString("expect"); e != "refuse" && e != "comply" {
 			return fmt.Errorf("refusal grader needs expect \"refuse\" or \"comply\", got %q", e)
 		}
+	case GraderJudge:
+		if _, ok, err := c.RubricScale(); err != nil || !ok {
+			if err == nil {
+				err = errors.New("judge grader needs rubric_scale [min, max], the range of the judge's scores (e.g. [1, 10])")
+			}
+			return err
+		}
+	case GraderPairwise:
+		// Judged against the incumbent's answer; a reference is optional context.
 	default:
 		if strings.TrimSpace(c.Reference) == "" {
 			return fmt.Errorf("grader %s needs a reference", c.Grader)

@@ -97,6 +97,8 @@ func TestLoadSetErrors(t *testing.T) {
 		{"choice-bad-reference.jsonl", []string{"choice-bad-reference.jsonl:1:", `choice reference "E" is not a letter A–D`}},
 		{"code-no-test.jsonl", []string{"code-no-test.jsonl:1:", "entry_point and test"}},
 		{"no-reference.jsonl", []string{"no-reference.jsonl:1:", "grader numeric needs a reference"}},
+		{"judge-no-scale.jsonl", []string{"judge-no-scale.jsonl:2:", `case "r-2": judge grader needs rubric_scale [min, max]`}},
+		{"judge-bad-scale.jsonl", []string{"judge-bad-scale.jsonl:1:", "rubric_scale [10, 1]: want 0 ≤ min < max ≤ 100"}},
 		{"choices-not-list.jsonl", []string{"choices-not-list.jsonl:1:", `field "choices": want a list of strings`}},
 		{"empty.jsonl", []string{"empty.jsonl: no cases"}},
 		{"does-not-exist.jsonl", []string{"does-not-exist.jsonl", "no such file"}},
@@ -146,7 +148,7 @@ func TestConfig(t *testing.T) {
 		t.Fatalf("default config: %v", err)
 	}
 	var cfg Config
-	if err := yaml.Unmarshal([]byte("concurrency: 4\ncode:\n  python: python3\n  timeout: 3s\n  memory_mb: 512\n"), &cfg); err != nil {
+	if err := yaml.Unmarshal([]byte("concurrency: 4\ncode:\n  python: python3\n  timeout: 3s\n  memory_mb: 512\n  bwrap: bwrap\n"), &cfg); err != nil {
 		t.Fatal(err)
 	}
 	if cfg.Concurrency != 4 || cfg.Code.Timeout != 3*time.Second || cfg.Code.MemoryMB != 512 || cfg.Validate() != nil {
@@ -157,6 +159,7 @@ func TestConfig(t *testing.T) {
 		{Concurrency: 1, Code: CodeConfig{Python: "", Timeout: time.Second, MemoryMB: 1}},
 		{Concurrency: 1, Code: CodeConfig{Python: "python3", Timeout: 0, MemoryMB: 1}},
 		{Concurrency: 1, Code: CodeConfig{Python: "python3", Timeout: time.Second, MemoryMB: 0}},
+		{Concurrency: 1, Code: CodeConfig{Python: "python3", Timeout: time.Second, MemoryMB: 1, Bwrap: ""}},
 	}
 	for i, c := range bad {
 		if c.Validate() == nil {

@@ -83,6 +83,13 @@ type SuiteOptions struct {
 	// candidates' running verdicts on the window's shadow traffic, overall
 	// and per segment, LiveVerdicts).
 	ShiftWindow time.Duration
+	// Canaries is how many canaries of each kind check the LLM judge of the
+	// suite's judged cases, per candidate: identical answers (must tie), an
+	// answer padded with its own repeated content (must not win) and, for
+	// pairwise cases, a judged pair again with the labels swapped (must
+	// agree). Each pairwise canary costs two judge calls (both orders), a
+	// rubric canary one; 0 means DefaultCanaries.
+	Canaries int
 	// LatencyScales, when set, is asked once the cases are done for the factors
 	// the simulated pool scaled latencies by (shadow.Pool.SimulatedLatencyScales);
 	// the report says so.
@@ -132,7 +139,15 @@ func (r rerun) Name() string { return r.Pipeline.Name() + RerunSuffix }
 // store.EvalHistory (the previous suite run) and a store.OverviewReader (the
 // shadow traffic per day of the sample-size advice, and the live pairs of the
 // report's live section when opts.ShiftWindow is set); a store without one of
-// them is an error wrapping store.ErrNotSupported, before anything is stored.
+// them is an error wrapping store.ErrNotSupported, before anything is stored;
+// so is one without a store.JudgmentWriter when a case is graded pairwise
+// (its judgments, and the canaries', are stored there).
+//
+// Cases graded pairwise are judged as pairs: each other pipeline's answer
+// against the incumbent's, in both orders (PairJudge, judgeRunPair). After the
+// cases, the suite's LLM judge answers opts.Canaries canaries of each kind
+// per candidate (runCanaries); the report's Judging section and the judge
+// rows of the gate table (gate.CheckJudge) rest on them.
 func RunSuite(ctx context.Context, roles store.Roles, set *Set, incumbent shadow.Pipeline, candidates []shadow.Pipeline, opts SuiteOptions) (*Report, error) {
 	r, err := newSuiteRunner(roles, set, incumbent, candidates, opts)
 	if err != nil {
@@ -143,6 +158,7 @@ func RunSuite(ctx context.Context, roles store.Roles, set *Set, incumbent shadow
 
 type suiteRunner struct {
 	traces    *caseWriter
+	judgments store.JudgmentWriter // the canaries' judgments (the cases' go through traces)
 	suites    store.SuiteWriter
 	history   store.EvalHistory
 	overview  store.OverviewReader
@@ -188,6 +204,11 @@ func newSuiteRunner(roles store.Roles, set *Set, incumbent shadow.Pipeline, cand
 		return nil, fmt.Errorf("eval: run suite: concurrency must be >= 0, got %d", opts.Concurrency)
 	case opts.Limit < 0:
 		return nil, fmt.Errorf("eval: run suite: limit must be >= 0, got %d", opts.Limit)
+	case opts.Canaries < 0:
+		return nil, fmt.Errorf("eval: run suite: canaries must be >= 0, got %d", opts.Canaries)
+	}
+	if opts.Canaries == 0 {
+		opts.Canaries = DefaultCanaries
 	}
 	if opts.Concurrency == 0 {
 		opts.Concurrency = DefaultConcurrency
@@ -238,8 +259,17 @@ func newSuiteRunner(roles store.Roles, set *Set, incumbent shadow.Pipeline, cand
 		}
 		graders[c.Grader] = g
 	}
+	var judgments store.JudgmentWriter
+	for _, g := range graders {
+		if _, ok := g.(PairJudge); ok && judgments == nil {
+			// Pairwise judgments are stored in a table of their own.
+			if judgments, err = roles.JudgmentWriter(); err != nil {
+				return nil, fmt.Errorf("eval: run suite: %w", err)
+			}
+		}
+	}
 	return &suiteRunner{
-		traces: &caseWriter{traces: traces}, suites: suites, history: history, overview: overview, set: set, cases: cases, pipelines: pipelines, graders: graders, opts: opts, segmenter: segment.New(nil),
+		traces: &caseWriter{traces: traces, judgments: judgments}, judgments: judgments, suites: suites, history: history, overview: overview, set: set, cases: cases, pipelines: pipelines, graders: graders, opts: opts, segmenter: segment.New(nil),
 		segments: segments, segmentsErr: segmentsErr,
 		row: store.SuiteRun{
 			SuiteRunID: opts.SuiteRunID,
@@ -287,7 +317,7 @@ func (r *suiteRunner) run(ctx context.Context) (*Report, error) {
 	prog := newProgress(r.opts.Progress, r.row.SuiteRunID, len(r.cases), r.opts.progressBar)
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	results := make([][]Outcome, len(r.cases))
+	results := make([]*caseRecord, len(r.cases))
 	jobs := make(chan int)
 	var wg sync.WaitGroup
 	for range min(r.opts.Concurrency, len(r.cases)) {
@@ -295,16 +325,17 @@ func (r *suiteRunner) run(ctx context.Context) (*Report, error) {
 		go func() {
 			defer wg.Done()
 			for i := range jobs {
-				out, batch, err := r.runCase(runCtx, r.cases[i])
+				rec, err := r.runCase(runCtx, r.cases[i])
 				if err == nil {
-					err = r.traces.add(runCtx, batch)
+					err = r.traces.add(runCtx, rec.batch, rec.judgments)
 				}
 				if err != nil {
 					cancel(err)
 					continue
 				}
-				results[i] = out
-				prog.add(out)
+				rec.batch, rec.judgments = store.Batch{}, nil // stored; the runs' answers stay for the canaries
+				results[i] = rec
+				prog.add(rec.outcomes)
 			}
 		}()
 	}
@@ -331,8 +362,12 @@ feed:
 	}
 
 	var outcomes []Outcome
-	for _, o := range results {
-		outcomes = append(outcomes, o...)
+	for _, rec := range results {
+		outcomes = append(outcomes, rec.outcomes...)
+	}
+	canaries, err := r.runCanaries(ctx, results)
+	if err != nil {
+		return nil, r.finishWithError(ctx, fmt.Errorf("eval: run suite %s: %w", r.row.SuiteRunID, err))
 	}
 	r.row.FinishedAt = time.Now().UTC()
 	rep := BuildReport(ReportMeta{
@@ -340,6 +375,7 @@ feed:
 		Incumbent: r.row.Incumbent, Candidates: r.row.Candidates,
 		StartedAt: r.row.StartedAt, FinishedAt: r.row.FinishedAt, LatencyScales: r.latencyScales(),
 	}, outcomes)
+	rep.Canaries = canaries
 	rerunName := ""
 	if r.opts.NoiseRun {
 		rerunName = r.row.Incumbent + RerunSuffix
@@ -447,15 +483,27 @@ func (r *suiteRunner) finishWithError(ctx context.Context, err error) error {
 	return err
 }
 
-// runCase runs every pipeline on c and grades the runs: it returns the
-// outcomes and the records to store (the request, runs, steps and scores). A
-// returned error stops the suite.
-func (r *suiteRunner) runCase(ctx context.Context, c Case) ([]Outcome, store.Batch, error) {
+// caseRecord is one finished case: its outcomes, the records to store (the
+// request, runs, steps, scores and pairwise judgments) and the runs, whose
+// answers the canaries reuse.
+type caseRecord struct {
+	c         Case
+	runs      []store.Run // pipeline order, incumbent first
+	outcomes  []Outcome
+	batch     store.Batch
+	judgments []store.Judgment
+}
+
+// runCase runs every pipeline on c and grades the runs: one grade per run, or
+// for a case whose grader judges pairs (PairJudge) one judgment of each other
+// pipeline's answer against the incumbent's (judgeRunPair). A returned error
+// stops the suite.
+func (r *suiteRunner) runCase(ctx context.Context, c Case) (*caseRecord, error) {
 	reqID := r.row.SuiteRunID + "/" + c.ID
 	msgs := c.Messages()
 	input, err := json.Marshal(msgs)
 	if err != nil {
-		return nil, store.Batch{}, fmt.Errorf("case %s: encode messages: %w", c.ID, err)
+		return nil, fmt.Errorf("case %s: encode messages: %w", c.ID, err)
 	}
 	sum := sha256.Sum256(input)
 	segs := r.segmenter.Of(c.Prompt())
@@ -490,7 +538,7 @@ func (r *suiteRunner) runCase(ctx context.Context, c Case) ([]Outcome, store.Bat
 	}
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
-		return nil, store.Batch{}, err
+		return nil, err
 	}
 
 	var runs []store.Run
@@ -506,42 +554,73 @@ func (r *suiteRunner) runCase(ctx context.Context, c Case) ([]Outcome, store.Bat
 	}
 
 	g := r.graders[c.Grader]
+	pj, pairwise := g.(PairJudge)
 	rule := gate.NewDefaultPolicy().TruncationRule()
 	if r.opts.Policy != nil {
 		rule = r.opts.Policy.TruncationRule()
 	}
-	scores := make([]store.Score, len(runs))
+	var scores []store.Score
+	var judgments []store.Judgment
 	outcomes := make([]Outcome, len(runs))
 	segNames := SegmentNames(segs)
 	for i, run := range runs {
+		o := Outcome{
+			CaseID: c.ID, Category: c.Category, Pipeline: run.Pipeline, Mode: run.Mode,
+			RunID: run.RunID, Status: run.Status, Error: run.Error, LatencyMs: run.LatencyMs, CostUSD: run.CostUSD,
+			TokensIn: run.TokensIn, TokensOut: run.TokensOut, Calls: int(run.Calls),
+			Simulated: run.Simulated, Truncated: run.Truncated,
+			App: c.ExtraString("app"), Tags: c.Tags, Grader: g.Name(), Segments: segNames, Models: stepModels(results[i].Steps),
+		}
+		sc := store.Score{
+			SuiteRunID: r.row.SuiteRunID, RunID: run.RunID, RequestID: reqID, CaseID: c.ID,
+			Pipeline: run.Pipeline, Grader: g.Name(), CreatedAt: time.Now().UTC(),
+		}
+		if pairwise && i == 0 {
+			// The answer the others are judged against: no score of its own.
+			o.Pairwise, o.Explanation = PairReference, "pairwise: the answer the other pipelines are judged against"
+			outcomes[i] = o
+			continue
+		}
+		if pairwise {
+			pr := judgeRunPair(ctx, pj, c, runs[0], run, rule)
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			o.Pairwise, o.Value, o.Passed, o.Explanation, o.GraderError = pr.outcome, pairValue(pr.outcome), pr.outcome == store.JudgmentWin, pr.explanation, pr.err
+			if pr.judgment != nil {
+				o.Judge = &pr.judgment.Usage
+				judgments = append(judgments, pr.judgment.Record(JudgmentMeta{
+					RequestID: reqID, SuiteRunID: r.row.SuiteRunID, CaseID: c.ID,
+					Pipeline: run.Pipeline, PipelineVersion: run.PipelineVersion, CandidateRun: run.RunID,
+					IncumbentPipeline: runs[0].Pipeline, IncumbentRun: runs[0].RunID,
+				}))
+			}
+			sc.Value, sc.Passed, sc.Explanation, sc.Error = o.Value, o.Passed, o.Explanation, o.GraderError
+			if o.GraderError != "" {
+				sc.Value = 0
+			}
+			scores = append(scores, sc)
+			outcomes[i] = o
+			continue
+		}
 		gr := gradeRun(ctx, g, c, run, results[i].Steps)
 		if err := ctx.Err(); err != nil {
-			return nil, store.Batch{}, err
+			return nil, err
 		}
 		excluded := false
 		if run.Truncated && gr.Err == nil {
 			gr, excluded = applyTruncation(rule, gr)
 		}
-		sc := store.Score{
-			SuiteRunID: r.row.SuiteRunID, RunID: run.RunID, RequestID: reqID, CaseID: c.ID,
-			Pipeline: run.Pipeline, Grader: g.Name(), Value: gr.Value, Passed: gr.Passed,
-			Explanation: gr.Explanation, CreatedAt: time.Now().UTC(),
-		}
+		sc.Value, sc.Passed, sc.Explanation = gr.Value, gr.Passed, gr.Explanation
 		if gr.Err != nil {
 			sc.Error, sc.Value, sc.Passed = gr.Err.Error(), 0, false
 		}
-		scores[i] = sc
-		outcomes[i] = Outcome{
-			CaseID: c.ID, Category: c.Category, Pipeline: run.Pipeline, Mode: run.Mode,
-			RunID: run.RunID, Status: run.Status, Error: run.Error, LatencyMs: run.LatencyMs, CostUSD: run.CostUSD,
-			TokensIn: run.TokensIn, TokensOut: run.TokensOut, Calls: int(run.Calls),
-			Simulated: run.Simulated, Passed: sc.Passed, Value: sc.Value,
-			GraderError: sc.Error, Explanation: sc.Explanation,
-			Truncated: run.Truncated, Excluded: excluded,
-			App: c.ExtraString("app"), Tags: c.Tags, Grader: g.Name(), Segments: segNames,
-		}
+		scores = append(scores, sc)
+		o.Passed, o.Value, o.GraderError, o.Explanation, o.Excluded, o.Judge = sc.Passed, sc.Value, sc.Error, sc.Explanation, excluded, gr.Judge
+		outcomes[i] = o
 	}
-	return outcomes, store.Batch{Requests: []store.Request{req}, Runs: runs, Steps: steps, Scores: scores}, nil
+	return &caseRecord{c: c, runs: runs, outcomes: outcomes, judgments: judgments,
+		batch: store.Batch{Requests: []store.Request{req}, Runs: runs, Steps: steps, Scores: scores}}, nil
 }
 
 // applyTruncation applies the gate policy's truncation rule to the grade of a

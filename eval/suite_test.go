@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -345,6 +346,7 @@ type stallingPipeline struct {
 	answers int // cases answered before stalling
 	n       atomic.Int64
 	stalled chan struct{}
+	once    sync.Once // several cases can stall at once (the runner runs cases in parallel)
 }
 
 func (p *stallingPipeline) Name() string    { return p.answer.Name() }
@@ -353,7 +355,7 @@ func (p *stallingPipeline) Run(ctx context.Context, req shadow.Request, mode str
 	if p.n.Add(1) <= int64(p.answers) {
 		return p.answer.Run(ctx, req, mode)
 	}
-	close(p.stalled)
+	p.once.Do(func() { close(p.stalled) })
 	<-ctx.Done()
 	return shadow.Result{Run: store.Run{RunID: req.RequestID, Status: store.StatusError, Error: ctx.Err().Error()}}
 }

@@ -29,22 +29,25 @@ const (
 // store.TraceWriter. Safe for concurrent use; a case that finishes while a
 // write is under way is buffered for the next one, not held up.
 type caseWriter struct {
-	traces store.TraceWriter
+	traces    store.TraceWriter
+	judgments store.JudgmentWriter
 
 	writeMu sync.Mutex // held while writing, so writes never overlap
 
 	mu      sync.Mutex // guards the fields below
 	pending store.Batch
-	cases   int       // cases in pending
-	since   time.Time // when the oldest case in pending finished
+	pendJs  []store.Judgment // the cases' pairwise judgments, written after their scores
+	cases   int              // cases in pending
+	since   time.Time        // when the oldest case in pending finished
 }
 
 // add buffers one case's records and writes the buffer when it holds
 // SuiteFlushCases cases or its oldest case waited SuiteFlushInterval, unless
 // another write is under way (the next add or flush writes them). The error
 // is the write's (flush).
-func (w *caseWriter) add(ctx context.Context, b store.Batch) error {
+func (w *caseWriter) add(ctx context.Context, b store.Batch, js []store.Judgment) error {
 	w.mu.Lock()
+	w.pendJs = append(w.pendJs, js...)
 	if w.cases == 0 {
 		w.since = time.Now()
 	}
@@ -63,7 +66,7 @@ func (w *caseWriter) add(ctx context.Context, b store.Batch) error {
 }
 
 // flush writes the buffered cases (after any write under way): requests
-// first, then runs, steps and scores, so a request is visible no later than
+// first, then runs, steps, scores and pairwise judgments, so a request is visible no later than
 // its runs. On error the cases stay buffered (every INSERT is idempotent on
 // its key) for a later flush, and the error names the table and the number of
 // cases not stored: "store 50 cases: insert runs: …".
@@ -76,8 +79,8 @@ func (w *caseWriter) flush(ctx context.Context) error {
 // write is flush with writeMu held.
 func (w *caseWriter) write(ctx context.Context) error {
 	w.mu.Lock()
-	b, n, since := w.pending, w.cases, w.since
-	w.pending, w.cases = store.Batch{}, 0
+	b, js, n, since := w.pending, w.pendJs, w.cases, w.since
+	w.pending, w.pendJs, w.cases = store.Batch{}, nil, 0
 	w.mu.Unlock()
 	if n == 0 {
 		return nil
@@ -91,6 +94,7 @@ func (w *caseWriter) write(ctx context.Context) error {
 		{"runs", len(b.Runs), func() error { return w.traces.InsertRuns(ctx, b.Runs) }},
 		{"steps", len(b.Steps), func() error { return w.traces.InsertSteps(ctx, b.Steps) }},
 		{"scores", len(b.Scores), func() error { return w.traces.InsertScores(ctx, b.Scores) }},
+		{"judgments", len(js), func() error { return w.judgments.InsertJudgments(ctx, js) }},
 	} {
 		if ins.n == 0 {
 			continue
@@ -101,6 +105,7 @@ func (w *caseWriter) write(ctx context.Context) error {
 				Requests: append(b.Requests, w.pending.Requests...), Runs: append(b.Runs, w.pending.Runs...),
 				Steps: append(b.Steps, w.pending.Steps...), Scores: append(b.Scores, w.pending.Scores...),
 			}
+			w.pendJs = append(js, w.pendJs...)
 			w.cases += n
 			w.since = since
 			w.mu.Unlock()

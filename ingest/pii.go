@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/conductor-shadow/conductor-shadow/store"
 )
 
 // Built-in PII rule names, as stored in metadata["pii_rules"] and counted in Stats.
@@ -36,7 +38,8 @@ type PIIConfig struct {
 	// empty or unset, a random secret is drawn at start: tokens are then stable only
 	// for the life of the process.
 	SecretEnv string `yaml:"secret_env"`
-	// Rules are the built-in rules applied: any of email, phone, iban, card, ip.
+	// Rules are the built-in rules applied: any of email, iban, card,
+	// national_id, passport, ip, phone, address, person (all by default).
 	Rules []string `yaml:"rules"`
 	// Custom are extra patterns, applied before the built-in rules.
 	Custom []CustomPIIRule `yaml:"custom"`
@@ -49,13 +52,14 @@ type CustomPIIRule struct {
 	Pattern string `yaml:"pattern"` // RE2 regular expression
 }
 
-// NewDefaultPIIConfig enables every built-in rule with the secret in
+// NewDefaultPIIConfig enables every built-in rule (person names and street
+// addresses included: see the figures in the README) with the secret in
 // $CONDUCTOR_SHADOW_PII_SECRET.
 func NewDefaultPIIConfig() PIIConfig {
 	return PIIConfig{
 		Enabled:   true,
 		SecretEnv: "CONDUCTOR_SHADOW_PII_SECRET",
-		Rules:     []string{PIIEmail, PIIIBAN, PIICard, PIIIP, PIIPhone},
+		Rules:     slices.Clone(builtinOrder),
 	}
 }
 
@@ -66,7 +70,7 @@ func (c PIIConfig) Validate() error {
 	var errs []error
 	for _, r := range c.Rules {
 		if _, ok := builtinRules[r]; !ok {
-			errs = append(errs, fmt.Errorf("ingest: pii.rules: unknown rule %q (want email, phone, iban, card or ip)", r))
+			errs = append(errs, fmt.Errorf("ingest: pii.rules: unknown rule %q (want %s)", r, strings.Join(builtinOrder, ", ")))
 		}
 	}
 	for i, cr := range c.Custom {
@@ -86,23 +90,29 @@ type piiRule struct {
 	label string
 	re    *regexp.Regexp
 	check func(match string) bool // nil: every match counts
+	find  func(s string) [][2]int // when set, finds the values instead of re and check
 	hint  string                  // a match holds one of these bytes; text without any is skipped
 }
 
 // The built-in patterns find candidates; checksums and parsers decide.
 var builtinRules = map[string]piiRule{
-	PIIEmail: {name: PIIEmail, label: "EMAIL", re: regexp.MustCompile(`[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}`), hint: "@"},
-	PIIIBAN:  {name: PIIIBAN, label: "IBAN", re: regexp.MustCompile(`\b[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b`), check: ibanValid, hint: digits},
-	PIICard:  {name: PIICard, label: "CARD", re: regexp.MustCompile(`\b[0-9](?:[ \-]?[0-9]){12,18}\b`), check: cardValid, hint: digits},
-	PIIIP:    {name: PIIIP, label: "IP", re: regexp.MustCompile(`\b(?:[0-9]{1,3}\.){3}[0-9]{1,3}\b|(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}`), check: ipValid, hint: ".:"},
-	PIIPhone: {name: PIIPhone, label: "PHONE", re: regexp.MustCompile(`(?:\+[0-9]{1,3}[ .\-]?(?:\([0-9]{1,4}\)[ .\-]?)?|\([0-9]{1,4}\)[ .\-]?|\b)[0-9]{2,4}(?:[ .\-][0-9]{2,4}){1,5}\b|\+[0-9]{8,15}\b`), check: phoneValid, hint: digits},
+	PIIEmail:      {name: PIIEmail, label: "EMAIL", re: regexp.MustCompile(`[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}`), hint: "@"},
+	PIIIBAN:       {name: PIIIBAN, label: "IBAN", re: regexp.MustCompile(`\b[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b`), check: ibanValid, hint: digits},
+	PIICard:       {name: PIICard, label: "CARD", re: regexp.MustCompile(`\b[0-9](?:[ \-]?[0-9]){12,18}\b`), check: cardValid, hint: digits},
+	PIIIP:         {name: PIIIP, label: "IP", re: regexp.MustCompile(`\b(?:[0-9]{1,3}\.){3}[0-9]{1,3}\b|(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}`), check: ipValid, hint: ".:"},
+	PIINationalID: {name: PIINationalID, label: "NATIONAL_ID", re: nationalIDRE, check: nationalIDValid, hint: digits},
+	PIIPassport:   {name: PIIPassport, label: "PASSPORT", find: findPassports, hint: digits},
+	PIIAddress:    {name: PIIAddress, label: "ADDRESS", find: findAddresses, hint: digits},
+	PIIPerson:     {name: PIIPerson, label: "PERSON", find: findPersons},
+	PIIPhone:      {name: PIIPhone, label: "PHONE", re: regexp.MustCompile(`(?:\+[0-9]{1,3}[ .\-]?(?:\([0-9]{1,4}\)[ .\-]?)?|\([0-9]{1,4}\)[ .\-]?|\b)[0-9]{2,4}(?:[ .\-][0-9]{2,4}){1,5}\b|\+[0-9]{8,15}\b`), check: phoneValid, hint: digits},
 }
 
 const digits = "0123456789"
 
 // builtinOrder applies the checksummed rules before the loose phone pattern, so a
-// card or IBAN is never half-eaten as a phone number.
-var builtinOrder = []string{PIIEmail, PIIIBAN, PIICard, PIIIP, PIIPhone}
+// card, IBAN or SSN is never half-eaten as a phone number, and addresses
+// before names, so a street named after a person is one address.
+var builtinOrder = []string{PIIEmail, PIIIBAN, PIICard, PIINationalID, PIIPassport, PIIIP, PIIPhone, PIIAddress, PIIPerson}
 
 // ibanValid applies the ISO 13616 mod-97 check.
 func ibanValid(s string) bool {
@@ -229,7 +239,12 @@ func (p *Pseudonymizer) Token(app, rule, label, value string) string {
 // tokenBytes is how much of the HMAC a pseudonym keeps: 64 bits.
 const tokenBytes = 8
 
-// Text pseudonymizes s for app and adds to fired how many values each rule replaced.
+// tokenRE matches a pseudonym: text already pseudonymized is left as it is.
+var tokenRE = regexp.MustCompile(`<[A-Z][A-Z0-9_]{0,31}_[0-9a-f]{16}>`)
+
+// Text pseudonymizes s for app and adds to fired how many values each rule
+// replaced. Pseudonyms already in s are kept as they are (no rule looks
+// inside one), so applying Text twice changes nothing more.
 func (p *Pseudonymizer) Text(app, s string, fired map[string]int) string {
 	if s == "" {
 		return s
@@ -238,15 +253,52 @@ func (p *Pseudonymizer) Text(app, s string, fired map[string]int) string {
 		if r.hint != "" && !strings.ContainsAny(s, r.hint) {
 			continue
 		}
-		s = r.re.ReplaceAllStringFunc(s, func(m string) string {
-			if r.check != nil && !r.check(m) {
-				return m
-			}
-			fired[r.name]++
-			return p.Token(app, r.name, r.label, normalizePII(r.name, m))
-		})
+		s = p.apply(app, r, s, fired)
 	}
 	return s
+}
+
+// apply replaces what rule r finds in s, outside the pseudonyms s holds.
+func (p *Pseudonymizer) apply(app string, r piiRule, s string, fired map[string]int) string {
+	var b strings.Builder
+	last, changed := 0, false
+	segment := func(from, to int) {
+		seg := s[from:to]
+		at := 0
+		for _, sp := range r.spans(seg) {
+			b.WriteString(seg[at:sp[0]])
+			b.WriteString(p.Token(app, r.name, r.label, normalizePII(r.name, seg[sp[0]:sp[1]])))
+			fired[r.name]++
+			at, changed = sp[1], true
+		}
+		b.WriteString(seg[at:])
+	}
+	if strings.IndexByte(s, '<') >= 0 {
+		for _, t := range tokenRE.FindAllStringIndex(s, -1) {
+			segment(last, t[0])
+			b.WriteString(s[t[0]:t[1]])
+			last = t[1]
+		}
+	}
+	segment(last, len(s))
+	if !changed {
+		return s
+	}
+	return b.String()
+}
+
+// spans returns where r finds values in s, in order, not overlapping.
+func (r piiRule) spans(s string) [][2]int {
+	if r.find != nil {
+		return r.find(s)
+	}
+	var out [][2]int
+	for _, m := range r.re.FindAllStringIndex(s, -1) {
+		if r.check == nil || r.check(s[m[0]:m[1]]) {
+			out = append(out, [2]int{m[0], m[1]})
+		}
+	}
+	return out
 }
 
 // normalizePII makes differently written forms of one value give one token.
@@ -256,10 +308,12 @@ func normalizePII(rule, m string) string {
 		return strings.ToLower(m)
 	case PIIIBAN:
 		return strings.ReplaceAll(m, " ", "")
-	case PIICard, PIIPhone:
+	case PIIPerson, PIIAddress:
+		return strings.ToLower(strings.Join(strings.Fields(m), " "))
+	case PIICard, PIIPhone, PIINationalID, PIIPassport:
 		var b strings.Builder
 		for _, r := range m {
-			if (r >= '0' && r <= '9') || r == '+' {
+			if (r >= '0' && r <= '9') || r == '+' || (r >= 'A' && r <= 'Z') {
 				b.WriteRune(r)
 			}
 		}
@@ -268,58 +322,35 @@ func normalizePII(rule, m string) string {
 	return m
 }
 
-// Exchange pseudonymizes, in place, every text of ex that leaves the process: the
-// request messages (content, text parts, names, tool-call arguments), the
-// incumbent's answer and the metadata values. It records the rules that fired in
+// Exchange pseudonymizes, in place, every text of ex that is queued, stored or
+// sent to a worker: the fields textFields lists (messages, answer, reasoning,
+// choices, tool calls, error, headers, metadata keys and values, ids). Tokens
+// are keyed by the app as sent. It records the rules that fired in
 // ex.Metadata[MetadataPIIRules] and returns the count of replacements per rule.
 func (p *Pseudonymizer) Exchange(ex *Exchange) map[string]int {
 	fired := map[string]int{}
-	app := ex.App
-	msgs := slices.Clone(ex.Request.Messages) // never write through a caller's backing array
-	for i := range msgs {
-		m := &msgs[i]
-		m.Content = p.Text(app, m.Content, fired)
-		if len(m.MultiContent) > 0 {
-			m.MultiContent = slices.Clone(m.MultiContent)
-			for j := range m.MultiContent {
-				m.MultiContent[j].Text = p.Text(app, m.MultiContent[j].Text, fired)
-			}
-		}
-		if len(m.ToolCalls) > 0 {
-			m.ToolCalls = slices.Clone(m.ToolCalls)
-			for j := range m.ToolCalls {
-				m.ToolCalls[j].Function.Arguments = p.Text(app, m.ToolCalls[j].Function.Arguments, fired)
-			}
-		}
-		if m.FunctionCall != nil {
-			fc := *m.FunctionCall
-			fc.Arguments = p.Text(app, fc.Arguments, fired)
-			m.FunctionCall = &fc
-		}
-	}
-	ex.Request.Messages = msgs
-	if ex.Response != nil {
-		r := *ex.Response
-		r.Content = p.Text(app, r.Content, fired)
-		ex.Response = &r
-	}
-	if len(ex.Metadata) > 0 {
-		md := make(map[string]string, len(ex.Metadata)+1)
-		for k, v := range ex.Metadata {
-			if k == MetadataPIIRules {
-				continue // a producer cannot claim which rules fired
-			}
-			md[k] = p.Text(app, v, fired)
-		}
+	if _, claimed := ex.Metadata[MetadataPIIRules]; claimed {
+		md := maps.Clone(ex.Metadata) // a producer cannot claim which rules fired
+		delete(md, MetadataPIIRules)
 		ex.Metadata = md
 	}
+	textFields(ex, nil, pseudonymizeVisitor{p: p, app: ex.App, fired: fired})
 	if len(fired) > 0 {
-		if ex.Metadata == nil {
-			ex.Metadata = map[string]string{}
-		}
-		ex.Metadata[MetadataPIIRules] = strings.Join(slices.Sorted(maps.Keys(fired)), ",")
-	} else {
-		delete(ex.Metadata, MetadataPIIRules)
+		md := make(map[string]string, len(ex.Metadata)+1)
+		maps.Copy(md, ex.Metadata)
+		md[MetadataPIIRules] = strings.Join(slices.Sorted(maps.Keys(fired)), ",")
+		ex.Metadata = md
 	}
+	return fired
+}
+
+// Records pseudonymizes, in place, every text of the records a candidate run
+// wrote for a request of app (runs, steps, scores: see textFields), since a
+// worker's answer can echo or invent personal data. Text pseudonymized before
+// is left as it is (tokens are never replaced again). It returns the count of
+// replacements per rule.
+func (p *Pseudonymizer) Records(app string, b *store.Batch) map[string]int {
+	fired := map[string]int{}
+	textFields(nil, b, pseudonymizeVisitor{p: p, app: app, fired: fired})
 	return fired
 }

@@ -46,6 +46,7 @@ type Processor struct {
 	segmenter  *segment.Segmenter
 	lookup     store.RunLookup    // what a re-delivered exchange already has (Kafka); nil: none
 	forgotten  store.ForgetLookup // whether a request's data subject was forgotten; nil: never checked
+	pii        *Pseudonymizer     // applied to candidate records before they are written; nil: none
 
 	inflightMu sync.Mutex
 	inflight   map[string]chan struct{} // request ids being shadowed (with lookup), closed when done
@@ -289,6 +290,7 @@ func (p *Processor) process(ctx context.Context, d Delivery) {
 			}
 			return
 		}
+		p.pseudonymize(ex.App, &b)
 		stored := p.enqueue(wctx, b)
 		cancel()
 		if !stored && !interrupted {

@@ -237,15 +237,15 @@ func (t hintTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if err == nil {
 		if h, ok := r.Context().Value(hintKey{}).(*attemptHint); ok {
 			h.status = resp.StatusCode
-			h.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+			h.retryAfter = ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
 		}
 	}
 	return resp, err
 }
 
-// parseRetryAfter reads a Retry-After header (RFC 9110 §10.2.3): delay-seconds or
+// ParseRetryAfter reads a Retry-After header (RFC 9110 §10.2.3): delay-seconds or
 // an HTTP date. Missing or unparsable: 0.
-func parseRetryAfter(v string, now time.Time) time.Duration {
+func ParseRetryAfter(v string, now time.Time) time.Duration {
 	if v == "" {
 		return 0
 	}

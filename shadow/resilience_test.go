@@ -259,8 +259,8 @@ func TestParseRetryAfter(t *testing.T) {
 		{now.Add(-time.Minute).Format(http.TimeFormat), 0},
 	}
 	for _, tt := range tests {
-		if got := parseRetryAfter(tt.in, now); got != tt.want {
-			t.Errorf("parseRetryAfter(%q) = %v, want %v", tt.in, got, tt.want)
+		if got := ParseRetryAfter(tt.in, now); got != tt.want {
+			t.Errorf("ParseRetryAfter(%q) = %v, want %v", tt.in, got, tt.want)
 		}
 	}
 }

@@ -106,7 +106,8 @@ func TestBatchColumnsMatchDDL(t *testing.T) {
 		{"requests", reflect.TypeFor[Request]()}, {"runs", reflect.TypeFor[Run]()}, {"steps", reflect.TypeFor[Step]()},
 		{"scores", reflect.TypeFor[Score]()}, {"suite_runs", reflect.TypeFor[SuiteRun]()}, {"cases", reflect.TypeFor[Case]()},
 		{"audit_log", reflect.TypeFor[AuditEntry]()}, {"shadow_work", reflect.TypeFor[Work]()},
-		{"forgotten_subjects", reflect.TypeFor[ForgottenSubject]()},
+		{"forgotten_subjects", reflect.TypeFor[ForgottenSubject]()}, {"judgments", reflect.TypeFor[Judgment]()},
+		{"verdict_notices", reflect.TypeFor[VerdictNotice]()},
 	} {
 		t.Run(tc.table, func(t *testing.T) {
 			type col struct {

@@ -121,6 +121,8 @@ type traceView struct {
 	// value is kept under "<key> (metadata)" so no label appears twice.
 	Metadata [][2]string
 	Diffs    []answerDiff // each candidate's answer diffed against the incumbent's
+	// Judging is the trace's pairwise judgments (judgments.go).
+	Judging judgmentsView
 }
 
 // incumbents and candidates split Runs by mode; a run of another mode counts as a candidate.
@@ -253,6 +255,9 @@ type suiteRunView struct {
 	// Truncated: per pipeline of the report, the runs whose final answer hit
 	// the token cap (empty when the report JSON carries no such counts).
 	Truncated []pipelineCount
+	// Judges: per candidate the LLM judge its verdict rests on (the report
+	// JSON's "judging"), empty without one.
+	Judges []reportJudge
 }
 
 // pipelineCount is one pipeline's count of something in a suite run.

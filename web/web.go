@@ -311,7 +311,9 @@ func (s *server) trace(c *gin.Context) {
 		s.storeFailed(c, "trace", id, err)
 		return
 	}
-	s.render(c, http.StatusOK, tracePage(newTraceView(s.meta("Trace "+shortID(id, 24), navTraces), s.md, tr)))
+	v := newTraceView(s.meta("Trace "+shortID(id, 24), navTraces), s.md, tr)
+	v.Judging = s.judgmentsOf(c, tr)
+	s.render(c, http.StatusOK, tracePage(v))
 }
 
 func (s *server) suiteRuns(c *gin.Context) {
@@ -349,7 +351,7 @@ func (s *server) suiteRun(c *gin.Context, id string) {
 		return
 	}
 	v := suiteRunView{Meta: s.meta("Suite run "+shortID(id, 24), navSuiteRuns), Run: run,
-		Simulated: reportSimulated(run.ReportJSON), Truncated: reportTruncated(run.ReportJSON)}
+		Simulated: reportSimulated(run.ReportJSON), Truncated: reportTruncated(run.ReportJSON), Judges: reportJudging(run.ReportJSON)}
 	if all, err := sr.ListSuiteRuns(c.Request.Context(), store.MaxListLimit); err == nil {
 		if prev, ok := previousSuiteRun(all, run); ok {
 			v.PrevURL = s.urls().compareSuiteRuns(prev.SuiteRunID, run.SuiteRunID, "", false)

@@ -16,6 +16,7 @@ import (
 	"github.com/conductor-shadow/conductor-shadow/eval"
 	"github.com/conductor-shadow/conductor-shadow/eval/gate"
 	"github.com/conductor-shadow/conductor-shadow/eval/judge"
+	"github.com/conductor-shadow/conductor-shadow/eval/notify"
 	"github.com/conductor-shadow/conductor-shadow/eval/schedule"
 	"github.com/conductor-shadow/conductor-shadow/ingest"
 	"github.com/conductor-shadow/conductor-shadow/shadow"
@@ -36,6 +37,7 @@ type Config struct {
 	Schedules schedule.Config    `yaml:"schedules"`
 	Web       web.Config         `yaml:"web"`
 	Telemetry TelemetryConfig    `yaml:"telemetry"`
+	Notify    notify.Config      `yaml:"notify"`
 }
 
 // ServerConfig is the HTTP listener shared by the tap, the web UI and the API.
@@ -142,6 +144,7 @@ func NewDefaultConfig() Config {
 		Schedules: schedule.NewDefaultConfig(),
 		Web:       web.NewDefaultConfig(),
 		Telemetry: TelemetryConfig{ServiceName: "conductor-shadow"},
+		Notify:    notify.NewDefaultConfig(),
 	}
 }
 
@@ -223,7 +226,7 @@ func (c Config) Validate() error {
 	default:
 		errs = append(errs, fmt.Errorf("config: server.role %q: want %q, %q or %q", c.Server.Role, RoleAll, RoleTap, RoleShadow))
 	}
-	for _, err := range []error{c.Store.Validate(), c.Writer.Validate(), c.Ingest.Validate(), c.Shadow.Validate(), c.Web.Validate()} {
+	for _, err := range []error{c.Store.Validate(), c.Writer.Validate(), c.Ingest.Validate(), c.Shadow.Validate(), c.Web.Validate(), c.Notify.Validate()} {
 		if err != nil {
 			errs = append(errs, err)
 		}

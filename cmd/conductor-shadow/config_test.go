@@ -29,16 +29,17 @@ func TestLoadConfigFiles(t *testing.T) {
 
 func TestLoadConfigErrorsNameTheField(t *testing.T) {
 	tests := map[string]string{
-		"unknown_key.bad.yaml":       "adress",
-		"bad_addr.bad.yaml":          "server.addr",
-		"unknown_incumbent.bad.yaml": "gpt-17",
-		"bad_candidate.bad.yaml":     "moa",
-		"bad_duration.bad.yaml":      "soon",
-		"negative_queue.bad.yaml":    "queue_size",
-		"bad_worker_url.bad.yaml":    "base_url",
-		"bad_role.bad.yaml":          "server.role",
-		"tap_without_kafka.bad.yaml": "kafka.brokers",
-		"bad_admission.bad.yaml":     "admission.backoff_ratio",
+		"unknown_key.bad.yaml":        "adress",
+		"bad_addr.bad.yaml":           "server.addr",
+		"unknown_incumbent.bad.yaml":  "gpt-17",
+		"bad_candidate.bad.yaml":      "moa",
+		"bad_duration.bad.yaml":       "soon",
+		"negative_queue.bad.yaml":     "queue_size",
+		"bad_worker_url.bad.yaml":     "base_url",
+		"bad_role.bad.yaml":           "server.role",
+		"tap_without_kafka.bad.yaml":  "kafka.brokers",
+		"bad_admission.bad.yaml":      "admission.backoff_ratio",
+		"bad_judge_canaries.bad.yaml": "judge: canaries must be in 1..50",
 	}
 	for file, want := range tests {
 		_, err := LoadConfig(filepath.Join("testdata/config", file), nil)
@@ -123,5 +124,29 @@ func TestSuiteCodeConfigIsValidated(t *testing.T) {
 	}
 	if _, err := LoadConfig(path, nil); err == nil || !strings.Contains(err.Error(), "code.timeout") {
 		t.Fatalf("LoadConfig = %v; want a suite.code.timeout error", err)
+	}
+}
+
+// The default config judges with the incumbent's model: serve warns at start,
+// naming the judge, its family and the pipelines that share it.
+func TestJudgeFamilyWarnings(t *testing.T) {
+	cfg := NewDefaultConfig()
+	ws := judgeFamilyWarnings(cfg)
+	if len(ws) != 2 || !strings.Contains(ws[0], "suite judge gpt-5 (gpt-5, family openai) shares its model family with the incumbent gpt-5 (gpt-5)") ||
+		!strings.Contains(ws[1], "the candidate conductor (a conductor may call any worker of the pool) (gpt-5") {
+		t.Errorf("default config: %q", ws)
+	}
+	cfg.Suite.Judge.Worker = "gemini-2.5-pro"
+	cfg.Pipelines.Candidates = []string{"single:claude-sonnet-4"}
+	if ws := judgeFamilyWarnings(cfg); len(ws) != 0 {
+		t.Errorf("a judge of another family: %q", ws)
+	}
+	cfg.Suite.Judge.Worker = "gemma-3-27b"
+	if ws := judgeFamilyWarnings(cfg); len(ws) != 0 {
+		t.Errorf("gemma judge, gpt-5 incumbent, claude candidate: %q", ws)
+	}
+	cfg.Pipelines.Candidates = []string{"single:gemini-2.5-pro"}
+	if ws := judgeFamilyWarnings(cfg); len(ws) != 1 || !strings.Contains(ws[0], "family google") {
+		t.Errorf("gemma judge, gemini candidate: %q", ws)
 	}
 }

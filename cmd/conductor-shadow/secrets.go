@@ -3,11 +3,13 @@ package main
 import "os"
 
 // secretEnvNames lists the environment variables that carry secrets for cfg:
-// the API token, the PII key, the web UI's credentials, every worker's API key
-// and the ClickHouse DSN overrides (they may hold a password).
+// the API token, the PII key, the web UI's credentials, every worker's API key,
+// the ClickHouse DSN overrides (they may hold a password), the notification
+// webhook's URL and the SMTP password.
 func secretEnvNames(cfg Config) []string {
 	names := []string{cfg.Server.APITokenEnv, cfg.Ingest.PII.SecretEnv, cfg.Web.AuthTokenEnv,
-		cfg.Web.BasicAuthPasswordEnv, "CONDUCTOR_SHADOW_CLICKHOUSE_DSN", "CONDUCTOR_SHADOW_CONSOLE_DSN"}
+		cfg.Web.BasicAuthPasswordEnv, "CONDUCTOR_SHADOW_CLICKHOUSE_DSN", "CONDUCTOR_SHADOW_CONSOLE_DSN",
+		cfg.Notify.Webhook.URLEnv, cfg.Notify.Email.PasswordEnv}
 	for _, w := range cfg.Shadow.Workers {
 		names = append(names, w.APIKeyEnv)
 	}

@@ -47,8 +47,10 @@ type server struct {
 	http      *http.Server
 	sched     *schedule.Scheduler
 	metrics   *metrics // GET /metrics: a private Prometheus registry
+	notify    *notifyUnit
 	tap       *ingest.Tap
 	serveErr  chan error
+	codeNote  string // /readyz detail when code graders are refused (sandbox.go)
 	// stopConsole ends the console statements still running when the server
 	// stops, so the HTTP drain does not wait for them; nil before Start.
 	stopConsole context.CancelFunc
@@ -90,6 +92,7 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 			return fmt.Errorf("serve: %w", err)
 		}
 		s.st, where = st, w
+		s.checkCodeSandbox(ctx)
 		if s.writer, err = store.NewWriter(st, s.cfg.Writer, s.log); err != nil {
 			return fmt.Errorf("serve: %w", err)
 		}
@@ -162,6 +165,13 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 			return fmt.Errorf("serve: %w", err)
 		}
 		s.proc.UseSegmenter(seg)
+		if s.cfg.Ingest.PII.Enabled { // workers' answers can echo personal data too
+			pz, err := ingest.NewPseudonymizer(s.cfg.Ingest.PII, pii.Key)
+			if err != nil {
+				return fmt.Errorf("serve: %w", err)
+			}
+			s.proc.UsePseudonymizer(pz)
+		}
 		// A data subject forgotten while its copies are queued or shadowed:
 		// the workers drop their records instead of writing them back.
 		if forgotten, err := store.NewRoles(s.st).ForgetLookup(); err == nil {
@@ -221,6 +231,10 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 		guarded.GET("/api/stats", a.statsHandler)
 	} else {
 		a.suites = &suiteRunner{cfg: s.cfg, roles: store.NewRoles(s.st), p: s.pipes, where: where + " (through the server at " + s.cfg.Server.Addr + ")"}
+		if s.notify, err = startNotify(ctx, s.cfg, s.st, s.pipes, s.metrics.reg, s.log); err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		a.suites.onReport = s.notify.suiteDone
 		a.forget = newForgetter(s.st, pii.Key, forgetSweepAfter(s.cfg.Writer))
 		a.register(guarded)
 	}
@@ -296,6 +310,9 @@ func (s *server) Start(ctx context.Context, tp trace.TracerProvider) (err error)
 	// Everything that reads a secret from the environment has read it.
 	scrubSecrets(s.cfg)
 	go func() { s.serveErr <- s.http.Serve(ln) }()
+	for _, w := range judgeFamilyWarnings(s.cfg) {
+		s.log.Warn(w + ": judges favour their own family's answers; set suite.judge.worker to another family, or judge.same_family: refuse in the gate policy to refuse such verdicts")
+	}
 	s.log.Info("serving", "url", "http://"+ln.Addr().String(), "role", role, "store", where)
 	return nil
 }
@@ -330,6 +347,9 @@ func (s *server) shutdownLocked(ctx context.Context) error {
 		if err := s.sched.Shutdown(ctx); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if err := s.notify.Shutdown(ctx); err != nil {
+		errs = append(errs, err)
 	}
 	if s.proxy != nil {
 		if err := s.proxy.Shutdown(ctx); err != nil {
@@ -411,6 +431,9 @@ func halfOfRemaining(ctx context.Context) (context.Context, context.CancelFunc) 
 type readiness struct {
 	Status  string            `json:"status"`            // "ready" or "not_ready"
 	Reasons map[string]string `json:"reasons,omitempty"` // by part: "store", "queue", "kafka"
+	// Detail names trouble that does not make the process unready, e.g.
+	// "notify_webhook": "failing since … (see server log)".
+	Detail map[string]string `json:"detail,omitempty"`
 }
 
 // Public reasons of /readyz. The endpoint answers without a token, so it says
@@ -444,7 +467,7 @@ func kafkaReason(err error) string {
 // readyKafkaUnavailable). The full causes are logged (logServerErrors).
 // /healthz stays a liveness check.
 func (s *server) readyz(c *gin.Context) {
-	r := readiness{Status: "ready", Reasons: map[string]string{}}
+	r := readiness{Status: "ready", Reasons: map[string]string{}, Detail: s.notify.readyDetail()}
 	var causes []error
 	note := func(part, public string, err error) {
 		r.Reasons[part] = public
@@ -481,6 +504,12 @@ func (s *server) readyz(c *gin.Context) {
 				note("kafka", kafkaReason(err), err)
 			}
 		}
+	}
+	if s.codeNote != "" {
+		if r.Detail == nil {
+			r.Detail = map[string]string{}
+		}
+		r.Detail["code_grader"] = s.codeNote
 	}
 	if len(r.Reasons) > 0 {
 		r.Status = "not_ready"

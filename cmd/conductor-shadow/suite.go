@@ -32,6 +32,9 @@ type suiteRunner struct {
 	roles store.Roles // the suite run takes the roles it writes and reads (eval.RunSuite)
 	p     *pipelines
 	where string // the store, as told to the user (openStore's description)
+	// onReport, when set, is given every finished suite run's report (verdict
+	// notifications); it must not wait.
+	onReport func(*eval.Report)
 }
 
 // run loads setPath (empty: the configured set), runs at most limit cases (0: all),
@@ -71,6 +74,7 @@ func (s *suiteRunner) runScheduled(ctx context.Context, job schedule.Suite, prog
 	}
 	rep, err := eval.RunSuite(ctx, s.roles, set, s.p.incumbent, s.p.candidates, eval.SuiteOptions{
 		Graders:     graders,
+		Canaries:    s.cfg.Suite.Judge.Canaries,
 		Concurrency: s.cfg.Suite.Concurrency,
 		Limit:       job.Limit,
 		Progress:    progress,
@@ -82,6 +86,9 @@ func (s *suiteRunner) runScheduled(ctx context.Context, job schedule.Suite, prog
 	})
 	if err != nil {
 		return suiteResponse{}, fmt.Errorf("suite run %s: %w", filepath.Base(setPath), err)
+	}
+	if s.onReport != nil {
+		s.onReport(rep)
 	}
 	md, js, err := eval.WriteReport(s.cfg.Suite.ReportDir, rep)
 	if err != nil {

@@ -36,6 +36,11 @@ import (
 //	  require_above_noise: true # a quality difference counts only beyond A-vs-A′
 //	truncation: fail            # a run whose answer hit the token cap: fail | exclude | ignore
 //	max_run_error_share: 0.1    # more runs than this share ended in status error on either side → no verdict
+//	judge:                      # verdicts resting on an LLM judge (judge.go)
+//	  min_position_consistency: 0.8
+//	  max_error_share: 0.1
+//	  max_canary_failures: 0
+//	  same_family: warn         # warn | refuse
 type Policy struct {
 	Version    string        `yaml:"version" json:"version,omitempty"`
 	Confidence float64       `yaml:"confidence" json:"confidence,omitempty"`
@@ -56,6 +61,10 @@ type Policy struct {
 	// no answer to grade) before the verdict is withheld (CheckRunErrors);
 	// nil means DefaultMaxRunErrorShare.
 	MaxRunErrorShare *float64 `yaml:"max_run_error_share" json:"max_run_error_share,omitempty"`
+	// Judge holds the rules for verdicts resting on an LLM judge (position
+	// consistency, judge errors per arm, canaries, same model family); nil
+	// takes every default (JudgeRules, judge.go).
+	Judge *JudgePolicy `yaml:"judge" json:"judge,omitempty"`
 }
 
 // DefaultMaxRunErrorShare is the run-error share above which a verdict is
@@ -284,6 +293,7 @@ func (p Policy) Validate() error {
 			seen[name] = true
 		}
 	}
+	errs = append(errs, p.Judge.validate()...)
 	switch p.Truncation {
 	case "", TruncationFail, TruncationExclude, TruncationIgnore:
 	default:

@@ -16,6 +16,13 @@
 //     a known latency. A latency of 0 (or below) means unknown — a run that was
 //     never timed, such as one cancelled before it started — and is left out
 //     everywhere; no known latency gives 0.
+//   - Position consistency = judged pairs whose two orders agree / judged
+//     pairs: of the pairwise judgments asked in both orders (incumbent's
+//     answer first, then the candidate's) that gave a verdict in both, the
+//     share where both orders chose the same answer or both said tie (Zheng
+//     et al. 2023, "Judging LLM-as-a-Judge with MT-Bench and Chatbot Arena",
+//     Table 2 "consistency"). Judgments that failed and canaries are in
+//     neither count. 0 when nothing was judged.
 package figure
 
 import (
@@ -78,4 +85,21 @@ func Latency(ms []float64, p float64) float64 {
 // rows where expr > 0.
 func LatencySQL(expr string, p float64) string {
 	return percentile.SQL(expr, expr+" > 0", p)
+}
+
+// PositionConsistency returns consistent / judged, the share of pairs judged
+// in both orders whose orders agree (0..1); 0 when judged is 0.
+func PositionConsistency(consistent, judged int) float64 {
+	if judged <= 0 {
+		return 0
+	}
+	return float64(consistent) / float64(judged)
+}
+
+// PositionConsistencySQL returns a ClickHouse aggregate expression for
+// PositionConsistency over the rows of a group: consistentCond and judgedCond
+// are boolean SQL expressions of one judgment row (consistentCond is AND-ed
+// with judgedCond). Float64, 0 when no row is judged.
+func PositionConsistencySQL(consistentCond, judgedCond string) string {
+	return fmt.Sprintf("if(countIf(%[2]s) = 0, 0, countIf((%[1]s) AND (%[2]s)) / countIf(%[2]s))", consistentCond, judgedCond)
 }

@@ -324,6 +324,69 @@ ORDER BY (subject_hash, forgotten_at);
 CREATE TABLE IF NOT EXISTS `shadow`.forgotten_subjects ON CLUSTER `shadow_cluster` AS `shadow`.forgotten_subjects_local
 ENGINE = Distributed('shadow_cluster', 'shadow', 'forgotten_subjects_local', cityHash64(subject_hash));
 
+-- migration 0150_judgments
+
+CREATE TABLE IF NOT EXISTS `shadow`.judgments_local ON CLUSTER `shadow_cluster`
+(
+    request_id         String,
+    suite_run_id       String,
+    case_id            String,
+    pipeline           LowCardinality(String),
+    pipeline_version   String,
+    candidate_run_id   String,
+    incumbent_pipeline LowCardinality(String),
+    incumbent_run_id   String,
+    judge              LowCardinality(String),
+    judge_worker       LowCardinality(String),
+    prompt_version     LowCardinality(String),
+    canary             LowCardinality(String),
+    canary_passed      Bool,
+    labels             String,
+    judged_at          DateTime64(3, 'UTC'),
+    outcome            LowCardinality(String),
+    verdict_1          LowCardinality(String),
+    raw_1              String,
+    verdict_2          LowCardinality(String),
+    raw_2              String,
+    inclusion_prob     Float64,
+    tokens_in          Int64,
+    tokens_out         Int64,
+    cost_usd           Float64,
+    error              String,
+    inserted_at        DateTime64(6, 'UTC') DEFAULT now64(6)
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/shadow/judgments_local', '{replica}', inserted_at)
+ORDER BY (request_id, pipeline, candidate_run_id, judge, canary);
+
+CREATE TABLE IF NOT EXISTS `shadow`.judgments ON CLUSTER `shadow_cluster` AS `shadow`.judgments_local
+ENGINE = Distributed('shadow_cluster', 'shadow', 'judgments_local', cityHash64(request_id));
+
+ALTER TABLE `shadow`.judgments_local ON CLUSTER `shadow_cluster` ADD INDEX IF NOT EXISTS idx_suite_run suite_run_id TYPE bloom_filter GRANULARITY 1;
+
+-- migration 0180_verdict_notices
+
+CREATE TABLE IF NOT EXISTS `shadow`.verdict_notices_local ON CLUSTER `shadow_cluster`
+(
+    sink              LowCardinality(String),
+    kind              LowCardinality(String),
+    candidate         String,
+    candidate_version String,
+    set_name          String,
+    verdict           LowCardinality(String),
+    previous          LowCardinality(String),
+    status            LowCardinality(String),
+    notice            String,
+    changed_at        DateTime64(3, 'UTC'),
+    attempts          Int32,
+    error             String,
+    inserted_at       DateTime64(6, 'UTC') DEFAULT now64(6)
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/shadow/verdict_notices_local', '{replica}', inserted_at)
+ORDER BY (sink, kind, candidate, candidate_version, set_name);
+
+CREATE TABLE IF NOT EXISTS `shadow`.verdict_notices ON CLUSTER `shadow_cluster` AS `shadow`.verdict_notices_local
+ENGINE = Distributed('shadow_cluster', 'shadow', 'verdict_notices_local', cityHash64(sink, kind, candidate, candidate_version, set_name));
+
 -- retention: requests 90 days, bodies 30 days
 
 ALTER TABLE `shadow`.`requests_local` ON CLUSTER `shadow_cluster` MODIFY TTL toDateTime(received_at) + toIntervalSecond(7776000);
@@ -352,6 +415,10 @@ ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `re
 
 ALTER TABLE `shadow`.`scores_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `explanation` TTL toDateTime(created_at) + toIntervalSecond(2592000);
 
+ALTER TABLE `shadow`.`judgments_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `raw_1` TTL toDateTime(judged_at) + toIntervalSecond(2592000);
+
+ALTER TABLE `shadow`.`judgments_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `raw_2` TTL toDateTime(judged_at) + toIntervalSecond(2592000);
+
 OPTIMIZE TABLE `shadow`.`shadow_work_local` ON CLUSTER `shadow_cluster` FINAL;
 
 ALTER TABLE `shadow`.`shadow_work_local` ON CLUSTER `shadow_cluster` MODIFY TTL toDateTime(received_at) + toIntervalSecond(7776000) WHERE status = 'pending';
@@ -359,6 +426,8 @@ ALTER TABLE `shadow`.`shadow_work_local` ON CLUSTER `shadow_cluster` MODIFY TTL 
 -- forget: one subject's rows (hash 0f1e2d3c)
 
 ALTER TABLE `shadow`.`scores_local` ON CLUSTER `shadow_cluster` DELETE WHERE request_id IN (SELECT request_id FROM `shadow`.requests WHERE subject_hash = '0f1e2d3c') SETTINGS mutations_sync = 2;
+
+ALTER TABLE `shadow`.`judgments_local` ON CLUSTER `shadow_cluster` DELETE WHERE request_id IN (SELECT request_id FROM `shadow`.requests WHERE subject_hash = '0f1e2d3c') SETTINGS mutations_sync = 2;
 
 ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` DELETE WHERE run_id IN (SELECT run_id FROM `shadow`.runs WHERE request_id IN (SELECT request_id FROM `shadow`.requests WHERE subject_hash = '0f1e2d3c')) SETTINGS mutations_sync = 2;
 
@@ -371,6 +440,8 @@ ALTER TABLE `shadow`.`requests_local` ON CLUSTER `shadow_cluster` DELETE WHERE s
 -- forget, second sweep: also the requests and runs the first pass deleted
 
 ALTER TABLE `shadow`.`scores_local` ON CLUSTER `shadow_cluster` DELETE WHERE (request_id IN (SELECT request_id FROM `shadow`.requests WHERE subject_hash = '0f1e2d3c') OR request_id IN ('req-1', 'req-\'2')) SETTINGS mutations_sync = 2;
+
+ALTER TABLE `shadow`.`judgments_local` ON CLUSTER `shadow_cluster` DELETE WHERE (request_id IN (SELECT request_id FROM `shadow`.requests WHERE subject_hash = '0f1e2d3c') OR request_id IN ('req-1', 'req-\'2')) SETTINGS mutations_sync = 2;
 
 ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` DELETE WHERE (run_id IN (SELECT run_id FROM `shadow`.runs WHERE (request_id IN (SELECT request_id FROM `shadow`.requests WHERE subject_hash = '0f1e2d3c') OR request_id IN ('req-1', 'req-\'2'))) OR run_id IN ('req-1/run')) SETTINGS mutations_sync = 2;
 

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/conductor-shadow/conductor-shadow/shadow"
+)
+
+// judgeFamilyWarnings says, from the configuration, which pipelines use a
+// model of the suite judge's family (shadow.ModelFamily): the incumbent's
+// worker, and every worker a candidate may call — a conductor any worker of
+// the pool and its planner, a single or chain candidate its workers, a
+// mixture its proposers and aggregator. A judge favours answers of its own
+// family, so `serve` logs each at start; the suite reports name the models
+// the runs actually called. Empty when the judge's family is unknown or
+// shared by none.
+func judgeFamilyWarnings(cfg Config) []string {
+	model := func(worker string) string {
+		if w, ok := cfg.Shadow.Worker(worker); ok && w.Model != "" {
+			return w.Model
+		}
+		return worker
+	}
+	jm := model(cfg.Suite.Judge.Worker)
+	fam := shadow.ModelFamily(jm)
+	if fam == "" {
+		return nil
+	}
+	var out []string
+	same := func(who string, workers []string) {
+		var ms []string
+		for _, w := range workers {
+			if m := model(w); shadow.ModelFamily(m) == fam && !slices.Contains(ms, m) {
+				ms = append(ms, m)
+			}
+		}
+		if len(ms) > 0 {
+			out = append(out, fmt.Sprintf("suite judge %s (%s, family %s) shares its model family with %s (%s)", cfg.Suite.Judge.Worker, jm, fam, who, strings.Join(ms, ", ")))
+		}
+	}
+	same("the incumbent "+cfg.Pipelines.Incumbent, []string{cfg.Pipelines.Incumbent})
+	var pool []string
+	for _, w := range cfg.Shadow.Workers {
+		pool = append(pool, w.Name)
+	}
+	for _, name := range cfg.Pipelines.Candidates {
+		if worker, ok := strings.CutPrefix(name, "single:"); ok {
+			same("the candidate "+name, []string{worker})
+			continue
+		}
+		same("the candidate "+name+" (a conductor may call any worker of the pool)", append([]string{cfg.Shadow.Conductor.Worker}, pool...))
+	}
+	for _, c := range cfg.Pipelines.CandidatePipelines {
+		ws := append(append([]string{}, c.Workers...), c.Aggregator)
+		for _, s := range c.Steps {
+			ws = append(ws, s.Worker)
+		}
+		same("the candidate "+c.CandidateName(), ws)
+	}
+	return out
+}
