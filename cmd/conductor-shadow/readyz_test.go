@@ -191,9 +191,9 @@ func (stalledStore) Stalled() error {
 	return errors.New("store: stalled: \"ALTER TABLE `shadow`.`runs` DELETE WHERE\" has been inside the engine for 12s, 3 call(s) waiting")
 }
 
-// /readyz names a stalled store in fixed words; the statement goes to the log.
-func TestReadyzNamesAStalledStore(t *testing.T) {
-	s := &server{st: stalledStore{}}
+// getReadyz answers GET /readyz of s: its status, body and raw text.
+func getReadyz(t *testing.T, s *server) (int, readiness, string) {
+	t.Helper()
 	r := gin.New()
 	r.GET("/readyz", s.readyz)
 	rec := httptest.NewRecorder()
@@ -202,10 +202,16 @@ func TestReadyzNamesAStalledStore(t *testing.T) {
 	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil {
 		t.Fatalf("body %q: %v", rec.Body, err)
 	}
-	if rec.Code != http.StatusServiceUnavailable || body.Reasons["store"] != readyStoreStalled {
-		t.Fatalf("/readyz of a stalled store = %d %+v; want 503 naming it stalled", rec.Code, body)
+	return rec.Code, body, rec.Body.String()
+}
+
+// /readyz names a stalled store in fixed words; the statement goes to the log.
+func TestReadyzNamesAStalledStore(t *testing.T) {
+	code, body, raw := getReadyz(t, &server{st: stalledStore{}})
+	if code != http.StatusServiceUnavailable || body.Reasons["store"] != readyStoreStalled {
+		t.Fatalf("/readyz of a stalled store = %d %+v; want 503 naming it stalled", code, body)
 	}
-	if strings.Contains(rec.Body.String(), "ALTER TABLE") {
-		t.Errorf("/readyz shows the statement: %s", rec.Body)
+	if strings.Contains(raw, "ALTER TABLE") {
+		t.Errorf("/readyz shows the statement: %s", raw)
 	}
 }
