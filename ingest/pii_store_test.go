@@ -98,6 +98,16 @@ var textColumns = map[string]string{
 	"verdict_notices.verdict": "enum", "verdict_notices.previous": "enum", "verdict_notices.status": "enum",
 	"verdict_notices.notice": "verdict notice: headline, gate figures, link", "verdict_notices.error": "a sink's delivery error",
 
+	"judgments.request_id": "exchange id (textFields)", "judgments.suite_run_id": "id", "judgments.case_id": "regression-set id",
+	"judgments.candidate_run_id": "id", "judgments.incumbent_run_id": "id", "judgments.pipeline": "config name",
+	"judgments.pipeline_version": "config version", "judgments.incumbent_pipeline": "config name",
+	"judgments.judge": "config name", "judgments.judge_worker": "config name", "judgments.prompt_version": "config version",
+	"judgments.labels": "judge prompt labels", "judgments.canary": "enum", "judgments.outcome": "enum",
+	"judgments.verdict_1": "enum", "judgments.verdict_2": "enum",
+	"judgments.raw_1": "judge reply on a regression-set case (a live judgment's reply must be covered by textFields)",
+	"judgments.raw_2": "judge reply on a regression-set case (a live judgment's reply must be covered by textFields)",
+	"judgments.error": "judge error on a regression-set case (a live judgment's error must be covered by textFields)",
+
 	"forgotten_subjects.subject_hash": "hash",
 	"schema_migrations.version":       "migration number", "schema_migrations.name": "migration name",
 }
