@@ -445,6 +445,9 @@ func (s *sqlStore) startWorker(ctx context.Context, e *embedded) (*consoleworker
 	if err != nil {
 		return nil, err
 	}
+	if err := os.MkdirAll(e.consoleDir(), 0o700); err != nil {
+		return nil, fmt.Errorf("console worker: %w", err)
+	}
 	w, err := consoleworker.Start(ctx, consoleworker.Options{
 		Dir: filepath.Join(e.consoleDir(), consoleName()), Library: e.ref.LibraryPath(), Database: s.dbName,
 		Session: consoleSession(s.console.unchecked), Nice: consoleWorkerNice,
@@ -495,9 +498,6 @@ func (s *sqlStore) queryInWorker(ctx context.Context, e *embedded, sql string) (
 		}
 		s.workers.discard(w)
 	}()
-	if s.onWorker != nil {
-		s.onWorker(w.PID())
-	}
 	wt := &workerTransport{w: w, db: s.db, record: s.onWorkerSQL}
 	canon, reads, err := s.console.checkReads(wctx, wt, sql)
 	if err != nil {

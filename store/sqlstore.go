@@ -26,9 +26,7 @@ type sqlStore struct {
 	stallAfter  time.Duration
 	closed      atomic.Bool
 
-	// Tests only: onWorker gets each console worker's pid once it started,
-	// onStatement is called just before a console statement runs.
-	onWorker    func(pid int)
+	// Tests only: onStatement is called just before a console statement runs.
 	onStatement func()
 	onWorkerSQL func(sql string) // sees every statement sent to a console worker
 }
