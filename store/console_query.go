@@ -106,6 +106,9 @@ func (s *sqlStore) query(ctx context.Context, sql string) (QueryResult, error) {
 	}
 	defer s.console.release()
 	if e, ok := s.t.(*embedded); ok && s.consoleT == nil {
+		if s.workers == nil {
+			return QueryResult{}, errors.New("store: query: the embedded store has no console workers (open it with Open)")
+		}
 		return s.queryInWorker(ctx, e, sql)
 	}
 	t := s.t

@@ -23,19 +23,22 @@ import (
 // console statement runs in a console worker instead:
 //
 //  1. a child process (this binary again, consoleworker) opens an engine of its
-//     own in <data>/console/<pid>_<id>, at the lowest CPU priority (nice 19),
-//     with the parse limits set for its session;
+//     own in <data>/console/console_<pid>_<id>, at the lowest CPU priority
+//     (nice 19), with the parse limits set for its session, and makes the
+//     database's tables; one is started ahead, so a statement rarely waits;
 //  2. the console's checks (console.go) ask that engine's parser, never the
 //     store's;
-//  3. the store's engine freezes the database's tables (ALTER TABLE … FREEZE:
-//     hard links of the current parts, a few ms per table) and the worker
-//     moves the frozen parts into tables of its own (ATTACH PARTITION ALL),
+//  3. the store's engine freezes the tables the statement reads (ALTER TABLE …
+//     FREEZE: hard links of the current parts, a few ms per table) and the
+//     worker moves the frozen parts into its tables (ATTACH PARTITION ALL),
 //     with merges stopped: it reads the tables as they were at the freeze
 //     (QueryResult.SnapshotAt);
 //  4. the worker runs the statement; the store kills it (SIGKILL) at the
 //     console's time limit, whatever the statement is doing, and removes its
-//     folder and the frozen parts (nothing of a snapshot outlives its
-//     statement; leftovers of a crashed process are removed at the next Open).
+//     folder and the frozen parts; a worker that answered deletes the parts
+//     it attached and is kept for the next statement. Nothing of a snapshot
+//     outlives its statement; leftovers of a crashed process are removed at
+//     the next Open.
 //
 // So a statement that gets past every check still cannot hold the tap's
 // writes or the pages' reads: they never wait for it, only for the freeze.
@@ -80,10 +83,10 @@ const consoleWorkerStart = 30 * time.Second
 const consoleIdleTimeout = time.Minute
 
 // consoleWorkers are one store's console workers: the ones in use, and at
-// most one idle worker started ahead for the next statement. A worker that
-// only checked statements (the console refused them) has run nothing and
-// goes back to idle; a worker that took a snapshot or ran a statement is
-// killed after it. Shutdown kills them all.
+// most one idle worker for the next statement. A worker that answered (or
+// refused) its statement holds no snapshot any more and goes back to idle; a
+// worker killed at the time limit is replaced by one started in the
+// background. Shutdown kills them all.
 type consoleWorkers struct {
 	start func(ctx context.Context) (*consoleworker.Worker, error) // a fresh worker
 
@@ -154,8 +157,8 @@ func (c *consoleWorkers) track(w *consoleworker.Worker) bool {
 	return true
 }
 
-// giveBack makes w, which ran nothing, the idle worker (or kills it when
-// another is idle already).
+// giveBack makes w, which holds no snapshot, the idle worker (or kills it
+// when another is idle already).
 func (c *consoleWorkers) giveBack(w *consoleworker.Worker) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -490,7 +493,7 @@ func (s *sqlStore) queryInWorker(ctx context.Context, e *embedded, sql string) (
 		}
 		return err
 	}
-	used := false // the worker took a snapshot: it gives it back before it is reused
+	used := false // the worker took a snapshot: it deletes it before it is reused
 	defer func() {
 		if wctx.Err() == nil && w.Alive() && (!used || s.detach(ctx, w) == nil) {
 			s.workers.giveBack(w)

@@ -159,7 +159,10 @@ func (c *child) attach(ctx context.Context, tables []Table) error {
 		if t.Parts == "" {
 			continue
 		}
-		detached := filepath.Join(c.tables[t.Name].data, "detached")
+		m := c.tables[t.Name]
+		m.attached = true // from here on the table holds parts of the snapshot: detach deletes them
+		c.tables[t.Name] = m
+		detached := filepath.Join(m.data, "detached")
 		if err := os.MkdirAll(detached, 0o700); err != nil {
 			return fmt.Errorf("attach %s: %w", t.Name, err)
 		}
@@ -180,9 +183,6 @@ func (c *child) attach(ctx context.Context, tables []Table) error {
 		if moved == 0 {
 			continue
 		}
-		m := c.tables[t.Name]
-		m.attached = true
-		c.tables[t.Name] = m
 		if _, err := c.ref.Query(ctx, "ALTER TABLE "+c.db+"."+quoteIdent(t.Name)+" ATTACH PARTITION ALL", "TabSeparated"); err != nil {
 			return fmt.Errorf("attach %s: %w", t.Name, err)
 		}
