@@ -11,6 +11,7 @@ all: build
 
 build:
 	$(GO) build -o bin/conductor-shadow ./cmd/conductor-shadow
+	$(GO) build -o bin/loadtest ./cmd/loadtest
 	$(GO) build -o bin/simllm ./cmd/simllm
 	$(GO) build -o bin/devkafka ./cmd/devkafka
 

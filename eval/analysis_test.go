@@ -24,7 +24,7 @@ func TestRunSuiteVerdictStored(t *testing.T) {
 	inc, cand := reportPipelines()
 	pol := gate.Policy{Version: "test-7", Confidence: 0.95, Cost: &gate.CostGate{MaxRatio: 1.0},
 		Segments: &gate.SegmentsGate{MustNotRegress: []string{"category:mmlu"}}, MaxRunErrorShare: &quarter}
-	rep, err := RunSuite(ctx, store.NewRoles(st), set, inc, []shadow.Pipeline{cand}, SuiteOptions{
+	rep, err := RunSuite(ctx, SuiteStoresOf(store.NewRoles(st)), set, inc, []shadow.Pipeline{cand}, SuiteOptions{
 		SuiteRunID: "suite-verdict", Policy: &pol, NoiseRun: true, Seed: 3,
 	})
 	if err != nil {

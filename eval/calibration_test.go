@@ -106,7 +106,7 @@ func TestSimulatorCalibration(t *testing.T) {
 			continue // adversarial probes measure attacks, not the profiles' accuracy
 		}
 		began := time.Now()
-		rep, err := eval.RunSuite(context.Background(), store.NewRoles(st), set, pipes[0], pipes[1:],
+		rep, err := eval.RunSuite(context.Background(), eval.SuiteStoresOf(store.NewRoles(st)), set, pipes[0], pipes[1:],
 			eval.SuiteOptions{SuiteRunID: "calibration-" + set.Name, Concurrency: 8, Graders: graders})
 		if err != nil {
 			t.Fatal(err)

@@ -98,7 +98,7 @@ func TestSuiteReportLiveSection(t *testing.T) {
 	st := engine.Open(t)
 	storetest.InsertLiveTraffic(t, st, time.Now().UTC().Add(-20*time.Hour), 300, 120)
 	inc, cand := reportPipelines()
-	rep, err := RunSuite(ctx, store.NewRoles(st), set, inc, []shadow.Pipeline{cand}, SuiteOptions{SuiteRunID: "suite-live", ShiftWindow: 24 * time.Hour})
+	rep, err := RunSuite(ctx, SuiteStoresOf(store.NewRoles(st)), set, inc, []shadow.Pipeline{cand}, SuiteOptions{SuiteRunID: "suite-live", ShiftWindow: 24 * time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

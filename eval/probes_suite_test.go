@@ -56,7 +56,7 @@ func TestProbeSuiteOnSimulatedPool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := eval.RunSuite(context.Background(), store.NewRoles(eval.OpenTestStore(t)), set, inc, []shadow.Pipeline{cond}, eval.SuiteOptions{})
+	rep, err := eval.RunSuite(context.Background(), eval.SuiteStoresOf(store.NewRoles(eval.OpenTestStore(t))), set, inc, []shadow.Pipeline{cond}, eval.SuiteOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

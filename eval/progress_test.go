@@ -23,7 +23,7 @@ func TestProgress(t *testing.T) {
 		if bar {
 			id = "suite-p-bar"
 		}
-		_, err := RunSuite(context.Background(), store.NewRoles(st), set, inc, []shadow.Pipeline{cand},
+		_, err := RunSuite(context.Background(), SuiteStoresOf(store.NewRoles(st)), set, inc, []shadow.Pipeline{cand},
 			SuiteOptions{SuiteRunID: id, Concurrency: 1, Progress: &out, progressBar: &bar})
 		if err != nil {
 			t.Fatal(err)

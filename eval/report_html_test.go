@@ -25,7 +25,7 @@ func TestReportHTMLAndRegressions(t *testing.T) {
 	}
 	st := engine.Open(t)
 	inc, cand := reportPipelines()
-	first, err := RunSuite(ctx, store.NewRoles(st), set, inc, []shadow.Pipeline{cand}, SuiteOptions{SuiteRunID: "suite-1"})
+	first, err := RunSuite(ctx, SuiteStoresOf(store.NewRoles(st)), set, inc, []shadow.Pipeline{cand}, SuiteOptions{SuiteRunID: "suite-1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func TestReportHTMLAndRegressions(t *testing.T) {
 	a := cand.answers["mmlu-abstract_algebra-37"]
 	a.output = "C" // was right ("(B)")
 	cand.answers["mmlu-abstract_algebra-37"] = a
-	second, err := RunSuite(ctx, store.NewRoles(st), set, inc, []shadow.Pipeline{cand}, SuiteOptions{SuiteRunID: "suite-2"})
+	second, err := RunSuite(ctx, SuiteStoresOf(store.NewRoles(st)), set, inc, []shadow.Pipeline{cand}, SuiteOptions{SuiteRunID: "suite-2"})
 	if err != nil {
 		t.Fatal(err)
 	}

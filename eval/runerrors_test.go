@@ -51,7 +51,7 @@ func TestRunSuiteRunErrorsWithholdVerdict(t *testing.T) {
 			rowSet := *set
 			rowSet.Name += "-runerr-" + tt.name
 			id := "suite-runerr-" + strings.ReplaceAll(tt.name, " ", "-")
-			rep, err := RunSuite(context.Background(), store.NewRoles(st), &rowSet, inc, []shadow.Pipeline{cand}, SuiteOptions{SuiteRunID: id, Policy: &pol})
+			rep, err := RunSuite(context.Background(), SuiteStoresOf(store.NewRoles(st)), &rowSet, inc, []shadow.Pipeline{cand}, SuiteOptions{SuiteRunID: id, Policy: &pol})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -33,8 +33,8 @@ func SegmentNames(s segment.Segments) []string {
 
 // ShiftOf compares set's segment mix with the live traffic st received in
 // [from, to) (eval/shift: PSI and Pearson chi-square per dimension), reading
-// the live mix from an (store.Roles.SegmentReader).
-func ShiftOf(ctx context.Context, an store.SegmentAnalytics, set *Set, from, to time.Time) (*shift.Report, error) {
+// the live mix from an (store.SegmentReader).
+func ShiftOf(ctx context.Context, an store.SegmentReader, set *Set, from, to time.Time) (*shift.Report, error) {
 	live, err := an.SegmentMix(ctx, store.SegmentMixQuery{From: from, To: to})
 	if err != nil {
 		return nil, fmt.Errorf("eval: shift: %w", err)

@@ -81,7 +81,7 @@ func TestSuiteReportShiftSection(t *testing.T) {
 		t.Fatal(err)
 	}
 	inc, cand := reportPipelines()
-	rep, err := RunSuite(ctx, store.NewRoles(st), set, inc, []shadow.Pipeline{cand}, SuiteOptions{SuiteRunID: "suite-shift", ShiftWindow: 24 * time.Hour})
+	rep, err := RunSuite(ctx, SuiteStoresOf(store.NewRoles(st)), set, inc, []shadow.Pipeline{cand}, SuiteOptions{SuiteRunID: "suite-shift", ShiftWindow: 24 * time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -79,7 +79,7 @@ type SuiteOptions struct {
 	// ShiftWindow, when positive, is the report's live window, the
 	// ShiftWindow before the run finished. It adds a shift section (the set's
 	// segment mix against the live traffic received in it; eval/shift, needs a
-	// store with store.SegmentAnalytics) and a live section (Report.Live: the
+	// store with store.SegmentReader) and a live section (Report.Live: the
 	// candidates' running verdicts on the window's shadow traffic, overall
 	// and per segment, LiveVerdicts).
 	ShiftWindow time.Duration
@@ -134,26 +134,56 @@ func (r rerun) Name() string { return r.Pipeline.Name() + RerunSuffix }
 // suite run of the same set and candidate (store.EvalHistory). The finished row also stores Verdict, GatePolicyVersion
 // and ReportHTML. An invalid opts.Policy is rejected before anything is stored.
 //
-// It takes from roles a store.TraceWriter (the cases' requests, runs, steps and
-// scores), a store.SuiteWriter (the suite run row and case snapshot), a
-// store.EvalHistory (the previous suite run) and a store.OverviewReader (the
-// shadow traffic per day of the sample-size advice, and the live pairs of the
-// report's live section when opts.ShiftWindow is set); a store without one of
-// them is an error wrapping store.ErrNotSupported, before anything is stored;
-// so is one without a store.JudgmentWriter when a case is graded pairwise
-// (its judgments, and the canaries', are stored there).
+// It writes and reads through st (SuiteStores); a missing required role is an
+// error wrapping store.ErrNotSupported naming it, before anything is stored;
+// so is a missing st.Judgments when a case is graded pairwise (its
+// judgments, and the canaries', are stored there).
 //
 // Cases graded pairwise are judged as pairs: each other pipeline's answer
 // against the incumbent's, in both orders (PairJudge, judgeRunPair). After the
 // cases, the suite's LLM judge answers opts.Canaries canaries of each kind
 // per candidate (runCanaries); the report's Judging section and the judge
 // rows of the gate table (gate.CheckJudge) rest on them.
-func RunSuite(ctx context.Context, roles store.Roles, set *Set, incumbent shadow.Pipeline, candidates []shadow.Pipeline, opts SuiteOptions) (*Report, error) {
-	r, err := newSuiteRunner(roles, set, incumbent, candidates, opts)
+func RunSuite(ctx context.Context, st SuiteStores, set *Set, incumbent shadow.Pipeline, candidates []shadow.Pipeline, opts SuiteOptions) (*Report, error) {
+	r, err := newSuiteRunner(st, set, incumbent, candidates, opts)
 	if err != nil {
 		return nil, err
 	}
 	return r.run(ctx)
+}
+
+// SuiteStores are the store roles a suite run uses, resolved once where the
+// program is wired (SuiteStoresOf(store.NewRoles(st))).
+type SuiteStores struct {
+	Traces   store.TraceWriter    // the cases' requests, runs, steps and scores
+	Suites   store.SuiteWriter    // the suite run row and the case snapshot
+	History  store.EvalHistory    // the previous suite run of the set and candidate
+	Overview store.OverviewReader // shadow traffic per day for the sample-size advice; live pairs of the live section
+	// Segments is optional: without it a report asked for a shift section
+	// says why it has none.
+	Segments store.SegmentReader
+	// Judgments is required only when a case is graded pairwise.
+	Judgments store.JudgmentWriter
+}
+
+// SuiteStoresOf picks a suite run's roles out of r.
+func SuiteStoresOf(r store.Roles) SuiteStores {
+	return SuiteStores{Traces: r.TraceWriter, Suites: r.SuiteWriter, History: r.EvalHistory,
+		Overview: r.OverviewReader, Segments: r.SegmentReader, Judgments: r.JudgmentWriter}
+}
+
+// check names the first required role st lacks.
+func (st SuiteStores) check() error {
+	for _, r := range []struct {
+		name    string
+		present bool
+	}{{"store.TraceWriter", st.Traces != nil}, {"store.SuiteWriter", st.Suites != nil},
+		{"store.EvalHistory", st.History != nil}, {"store.OverviewReader", st.Overview != nil}} {
+		if !r.present {
+			return store.NotSupported(r.name)
+		}
+	}
+	return nil
 }
 
 type suiteRunner struct {
@@ -171,30 +201,15 @@ type suiteRunner struct {
 	segmenter *segment.Segmenter // segments of each case's prompt (no novelty: the set is its own vocabulary)
 	// segments reads the live segment mix for the report's shift section; nil
 	// with segmentsErr (store.ErrNotSupported) when the store has no such role.
-	segments    store.SegmentAnalytics
+	segments    store.SegmentReader
 	segmentsErr error
 	casesDone   int // cases finished (every pipeline run, graded, stored) when the run stopped
 }
 
-func newSuiteRunner(roles store.Roles, set *Set, incumbent shadow.Pipeline, candidates []shadow.Pipeline, opts SuiteOptions) (*suiteRunner, error) {
-	traces, err := roles.TraceWriter()
-	if err != nil {
+func newSuiteRunner(st SuiteStores, set *Set, incumbent shadow.Pipeline, candidates []shadow.Pipeline, opts SuiteOptions) (*suiteRunner, error) {
+	if err := st.check(); err != nil {
 		return nil, fmt.Errorf("eval: run suite: %w", err)
 	}
-	suites, err := roles.SuiteWriter()
-	if err != nil {
-		return nil, fmt.Errorf("eval: run suite: %w", err)
-	}
-	history, err := roles.EvalHistory()
-	if err != nil {
-		return nil, fmt.Errorf("eval: run suite: %w", err)
-	}
-	overview, err := roles.OverviewReader()
-	if err != nil {
-		return nil, fmt.Errorf("eval: run suite: %w", err)
-	}
-	// Optional: without it the report says why it has no shift section.
-	segments, segmentsErr := roles.SegmentReader()
 	switch {
 	case set == nil || len(set.Cases) == 0:
 		return nil, errors.New("eval: run suite: empty regression set")
@@ -263,14 +278,14 @@ func newSuiteRunner(roles store.Roles, set *Set, incumbent shadow.Pipeline, cand
 	for _, g := range graders {
 		if _, ok := g.(PairJudge); ok && judgments == nil {
 			// Pairwise judgments are stored in a table of their own.
-			if judgments, err = roles.JudgmentWriter(); err != nil {
-				return nil, fmt.Errorf("eval: run suite: %w", err)
+			if judgments = st.Judgments; judgments == nil {
+				return nil, fmt.Errorf("eval: run suite: %w", store.NotSupported("store.JudgmentWriter"))
 			}
 		}
 	}
 	return &suiteRunner{
-		traces: &caseWriter{traces: traces, judgments: judgments}, judgments: judgments, suites: suites, history: history, overview: overview, set: set, cases: cases, pipelines: pipelines, graders: graders, opts: opts, segmenter: segment.New(nil),
-		segments: segments, segmentsErr: segmentsErr,
+		traces: &caseWriter{traces: st.Traces, judgments: judgments}, judgments: judgments, suites: st.Suites, history: st.History, overview: st.Overview, set: set, cases: cases, pipelines: pipelines, graders: graders, opts: opts, segmenter: segment.New(nil),
+		segments: st.Segments,
 		row: store.SuiteRun{
 			SuiteRunID: opts.SuiteRunID,
 			SetName:    set.Name,
@@ -390,7 +405,7 @@ feed:
 	if r.opts.ShiftWindow > 0 {
 		var err error
 		if r.segments == nil {
-			err = r.segmentsErr
+			err = fmt.Errorf("eval: shift: %w", store.NotSupported("store.SegmentReader"))
 		} else {
 			rep.Shift, err = ShiftOf(ctx, r.segments, r.set, r.row.FinishedAt.Add(-r.opts.ShiftWindow), r.row.FinishedAt)
 		}

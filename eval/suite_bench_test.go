@@ -94,7 +94,7 @@ func BenchmarkSuite300(b *testing.B) {
 		b.StopTimer()
 		st := eval.OpenTestStore(b) // migrations are not the suite's time
 		b.StartTimer()
-		rep, err := eval.RunSuite(context.Background(), store.NewRoles(st), &set, inc, []shadow.Pipeline{cond}, eval.SuiteOptions{})
+		rep, err := eval.RunSuite(context.Background(), eval.SuiteStoresOf(store.NewRoles(st)), &set, inc, []shadow.Pipeline{cond}, eval.SuiteOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}

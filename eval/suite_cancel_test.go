@@ -63,13 +63,13 @@ func TestSuiteRunCancelledIsNotAFailure(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			p := &stopAfterPipeline{n: 2, stop: cancel}
-			var roles store.Roles = store.NewRoles(st)
+			roles := store.NewRoles(st)
 			if tc.fail {
 				p.n = 100
 				roles = store.NewRoles(failRuns{st, st.(store.EvalHistory), st.(store.OverviewReader)})
 			}
 			id := "suite-" + strings.ReplaceAll(tc.name, " ", "-")
-			_, err := RunSuite(ctx, roles, set, p, nil, SuiteOptions{SuiteRunID: id, Concurrency: 1})
+			_, err := RunSuite(ctx, SuiteStoresOf(roles), set, p, nil, SuiteOptions{SuiteRunID: id, Concurrency: 1})
 			if err == nil || (tc.wantCause != nil && !errors.Is(err, tc.wantCause)) {
 				t.Fatalf("err = %v, want one wrapping %v", err, tc.wantCause)
 
@@ -84,9 +84,9 @@ func TestSuiteRunCancelledIsNotAFailure(t *testing.T) {
 			if tc.fail {
 				return
 			}
-			cmp, err := roles.RunComparer()
-			if err != nil {
-				t.Fatal(err)
+			cmp := roles.RunComparer
+			if cmp == nil {
+				t.Fatal("the store has no store.RunComparer")
 			}
 			tr, err := cmp.ListScores(context.Background(), id)
 			if err != nil {

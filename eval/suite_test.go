@@ -122,7 +122,7 @@ func TestRunSuiteReport(t *testing.T) {
 	// run-error share, so the figures make the headline and a verdict is drawn.
 	pol := gate.NewDefaultPolicy()
 	pol.MaxRunErrorShare = &quarter
-	rep, err := RunSuite(ctx, store.NewRoles(st), set, inc, []shadow.Pipeline{cand}, SuiteOptions{
+	rep, err := RunSuite(ctx, SuiteStoresOf(store.NewRoles(st)), set, inc, []shadow.Pipeline{cand}, SuiteOptions{
 		SuiteRunID: "suite-test", Concurrency: 3, Progress: &progress, Policy: &pol,
 	})
 	if err != nil {
@@ -273,7 +273,7 @@ func TestRunSuiteGraderError(t *testing.T) {
 	}
 	st := engine.Open(t)
 	inc, _ := reportPipelines()
-	rep, err := RunSuite(context.Background(), store.NewRoles(st), set, inc, nil, SuiteOptions{
+	rep, err := RunSuite(context.Background(), SuiteStoresOf(store.NewRoles(st)), set, inc, nil, SuiteOptions{
 		SuiteRunID: "suite-ge",
 		Graders: func(name string) (Grader, error) {
 			g, err := GraderFor(name)
@@ -323,7 +323,7 @@ func TestRunSuiteCancel(t *testing.T) {
 	p := &blockingPipeline{started: make(chan struct{}, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-p.started; cancel() }()
-	_, err = RunSuite(ctx, store.NewRoles(st), set, p, nil, SuiteOptions{SuiteRunID: "suite-cancel", Concurrency: 2})
+	_, err = RunSuite(ctx, SuiteStoresOf(store.NewRoles(st)), set, p, nil, SuiteOptions{SuiteRunID: "suite-cancel", Concurrency: 2})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err %v, want context.Canceled", err)
 	}
@@ -372,7 +372,7 @@ func TestRunSuiteCancelStoresFinishedCases(t *testing.T) {
 	p := &stallingPipeline{answer: inc, answers: 2, stalled: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-p.stalled; cancel() }()
-	_, err = RunSuite(ctx, store.NewRoles(st), set, p, nil, SuiteOptions{SuiteRunID: "suite-stop", Concurrency: 1})
+	_, err = RunSuite(ctx, SuiteStoresOf(store.NewRoles(st)), set, p, nil, SuiteOptions{SuiteRunID: "suite-stop", Concurrency: 1})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err %v, want context.Canceled", err)
 	}
@@ -409,7 +409,7 @@ func TestRunSuiteStoreError(t *testing.T) {
 	}
 	st := engine.Open(t)
 	inc, cand := reportPipelines()
-	_, err = RunSuite(context.Background(), store.NewRoles(failingStore{st.(suiteStore)}), set, inc, []shadow.Pipeline{cand}, SuiteOptions{SuiteRunID: "suite-fail"})
+	_, err = RunSuite(context.Background(), SuiteStoresOf(store.NewRoles(failingStore{st.(suiteStore)})), set, inc, []shadow.Pipeline{cand}, SuiteOptions{SuiteRunID: "suite-fail"})
 	if err == nil || !strings.Contains(err.Error(), "insert runs: disk full") {
 		t.Fatalf("err %v", err)
 	}
@@ -429,7 +429,7 @@ func TestRunSuiteLimitAndDefaults(t *testing.T) {
 	}
 	st := engine.Open(t)
 	inc, cand := reportPipelines()
-	rep, err := RunSuite(context.Background(), store.NewRoles(st), set, inc, []shadow.Pipeline{cand}, SuiteOptions{Limit: 2})
+	rep, err := RunSuite(context.Background(), SuiteStoresOf(store.NewRoles(st)), set, inc, []shadow.Pipeline{cand}, SuiteOptions{Limit: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -470,7 +470,7 @@ func TestRunSuiteBadArguments(t *testing.T) {
 	st := engine.Open(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := RunSuite(context.Background(), store.NewRoles(st), tt.set, inc, tt.cands, tt.opts)
+			_, err := RunSuite(context.Background(), SuiteStoresOf(store.NewRoles(st)), tt.set, inc, tt.cands, tt.opts)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err %v, want %q", err, tt.want)
 			}
@@ -521,7 +521,7 @@ func TestRunSuiteTruncationRule(t *testing.T) {
 			rowSet := *set
 			rowSet.Name += "-rule-" + tt.rule
 			id := "suite-trunc-" + tt.rule
-			rep, err := RunSuite(context.Background(), store.NewRoles(st), &rowSet, inc, []shadow.Pipeline{cand}, SuiteOptions{SuiteRunID: id, Policy: &pol})
+			rep, err := RunSuite(context.Background(), SuiteStoresOf(store.NewRoles(st)), &rowSet, inc, []shadow.Pipeline{cand}, SuiteOptions{SuiteRunID: id, Policy: &pol})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -573,7 +573,7 @@ func TestRunSuiteNeedsItsRoles(t *testing.T) {
 	}
 	st := engine.Open(t)
 	inc, cand := reportPipelines()
-	_, err = RunSuite(context.Background(), store.NewRoles(basicStore{st}), set, inc, []shadow.Pipeline{cand}, SuiteOptions{SuiteRunID: "suite-basic"})
+	_, err = RunSuite(context.Background(), SuiteStoresOf(store.NewRoles(basicStore{st})), set, inc, []shadow.Pipeline{cand}, SuiteOptions{SuiteRunID: "suite-basic"})
 	if !errors.Is(err, store.ErrNotSupported) || !strings.Contains(err.Error(), "store.EvalHistory") {
 		t.Fatalf("err %v, want ErrNotSupported naming store.EvalHistory", err)
 	}

@@ -402,7 +402,8 @@ func (q *KafkaQueue) Next(ctx context.Context) (Delivery, error) {
 			q.ack(m)
 			continue
 		}
-		return Delivery{Exchange: ex, Ack: func() { q.ack(m) }}, nil
+		// Not committed until acked: a release leaves the offset to be delivered again.
+		return Delivery{Exchange: ex, Owed: Owed{Records: true}, Ack: func() { q.ack(m) }, Release: func() {}}, nil
 	}
 }
 

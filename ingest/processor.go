@@ -31,9 +31,10 @@ type Pricer interface {
 	Cost(model string, promptTokens, completionTokens int64) (usd float64, known bool)
 }
 
-// Processor is the pool of shadow workers: it takes exchanges off the queue, stores
-// the request and the incumbent run, runs every candidate on the same messages and
-// stores each candidate run with its steps.
+// Processor is the pool of shadow workers: it takes deliveries off the queue and
+// writes what each owes (Delivery.Owed): the request and the incumbent run
+// unless the queue stored them, then a run of every candidate version owed, on
+// the same messages, with its steps.
 type Processor struct {
 	cfg        Config
 	queue      Queue
@@ -78,9 +79,9 @@ func (p *Processor) UseSegmenter(s *segment.Segmenter) {
 }
 
 // UseRunLookup makes the processor ask the store, before running the
-// candidates of an exchange delivered without store-first bookkeeping (Kafka,
-// at least once), which candidate versions already have a finished run of that
-// request, and skip those (counted as StatsSnapshot.SkippedRuns): a
+// candidates of a delivery whose queue does not name the runs owed (Kafka, at
+// least once; the in-memory queue), which candidate versions already have a
+// finished run of that request, and skip those (counted as StatsSnapshot.SkippedRuns): a
 // re-delivery, a re-sent file or a restart never runs a candidate version
 // twice. Call before Start.
 func (p *Processor) UseRunLookup(l store.RunLookup) { p.lookup = l }
@@ -188,15 +189,13 @@ func (p *Processor) work(ctx context.Context) {
 	}
 }
 
-// process shadows one exchange. The request and incumbent run are handed to the
-// writer before any candidate runs (unless the store-first queue stored them
-// already), so a slow candidate never hides the trace. A candidate run stopped by
-// shutdown is stored as "cancelled" and its work stays owed: the delivery is not
-// acknowledged to Kafka, and the store-first queue's work row stays pending, so
-// the next start shadows it again.
+// process shadows one exchange, writing what the delivery says is owed: the
+// request and incumbent records first (so a slow candidate never hides the
+// trace), then a run of each candidate version owed (owedRuns). A candidate
+// run stopped by shutdown is stored as "cancelled" and its work stays owed
+// (leaveOwed), so the next start shadows it again.
 func (p *Processor) process(ctx context.Context, d Delivery) {
-	ex := d.Exchange
-	switch gone, ok := p.subjectForgotten(ctx, ex); {
+	switch gone, ok := p.subjectForgotten(ctx, d.Exchange); {
 	case !ok:
 		p.leaveOwed(d)
 		return
@@ -204,63 +203,89 @@ func (p *Processor) process(ctx context.Context, d Delivery) {
 		p.dropForgotten(d, 0)
 		return
 	}
-	if !d.Stored {
-		req, err := RequestRecord(ex)
-		if err != nil {
-			p.stats.failed.Add(1)
-			p.log.Error("shadow: encode request", "request_id", ex.RequestID, "err", err)
-			d.Ack()
-			return
-		}
-		SetSegments(&req, p.segmenter.Of(UserText(ex.Request.Messages)))
-		b := store.Batch{Requests: []store.Request{req}}
-		if ex.Response != nil {
-			run, step, unpriced := incumbentRun(ex, p.pricer)
-			p.stats.unpriced(unpriced)
-			b.Runs, b.Steps = []store.Run{run}, []store.Step{step}
-		}
-		if !p.enqueue(ctx, b) {
-			return
-		}
-	} else if req, err := RequestRecord(ex); err == nil {
-		// The store-first queue stored the row when it accepted the copy,
-		// without segments (computing them takes milliseconds, too slow for
-		// accepting): write it again with them; its key makes it replace the first.
-		SetSegments(&req, p.segmenter.Of(UserText(ex.Request.Messages)))
-		if !p.enqueue(ctx, store.Batch{Requests: []store.Request{req}}) {
-			return
-		}
+	if d.Owed.Records && !p.writeRecords(ctx, d) {
+		return
 	}
-	var finished []store.WorkKey
-	if !d.Stored && p.lookup != nil {
-		// A consumer group re-reads uncommitted offsets after a rebalance, so
-		// the exchange may arrive again while this process still shadows it:
-		// wait for that one, then the look-up sees its stored runs.
-		release, ok := p.claim(ctx, ex.RequestID)
-		if !ok {
-			p.stats.leftPending.Add(1) // not acked: delivered again
-			return
-		}
-		defer release()
-		if finished, ok = p.finishedRuns(ctx, ex.RequestID); !ok {
-			// Stopped while the store did not answer: nothing ran, the
-			// delivery stays unacked and comes again.
-			p.stats.leftPending.Add(1)
-			return
-		}
+	owed, release, ok := p.owedRuns(ctx, d)
+	if !ok {
+		// Stopped while another worker shadowed the request or the store did
+		// not answer: nothing ran.
+		p.leaveOwed(d)
+		return
 	}
-	sreq := shadow.Request{RequestID: ex.RequestID, Messages: ex.Request.Messages}
-	runCtx := ContextWithTraceParent(ctx, ex.TraceParent) // runs join the production request's trace
-	interrupted := false
+	defer release()
+	if p.runCandidates(ctx, d, owed) {
+		p.stats.processed.Add(1)
+		d.Ack()
+	}
+}
+
+// writeRecords hands the request and incumbent records to the writer; false
+// when the delivery ended here (it could not be encoded, or the store did not
+// take it before ctx ended).
+func (p *Processor) writeRecords(ctx context.Context, d Delivery) bool {
+	b, unpriced, err := exchangeRecords(&d.Exchange, p.segmenter, p.pricer)
+	if err != nil {
+		p.stats.failed.Add(1)
+		p.log.Error("shadow: encode request", "request_id", d.Exchange.RequestID, "err", err)
+		d.Ack()
+		return false
+	}
+	p.stats.unpriced(unpriced)
+	return p.enqueue(ctx, b)
+}
+
+// owedRuns returns the candidates d owes a run of, the one duplicate-run
+// check every queue's deliveries pass: those the queue names (Owed.Runs), or,
+// when it names none, every candidate without a finished run in the store
+// (asked of the RunLookup when the processor has one; the others are counted
+// as StatsSnapshot.SkippedRuns: never paid for twice). A consumer group
+// re-reads uncommitted offsets after a rebalance, so the exchange may arrive
+// again while this process still shadows it: the look-up waits for that one
+// (claim) and then sees its stored runs. ok is false when ctx ended first;
+// release ends the claim.
+func (p *Processor) owedRuns(ctx context.Context, d Delivery) (owed []shadow.Pipeline, release func(), ok bool) {
+	keyOf := func(c shadow.Pipeline) store.WorkKey {
+		return store.WorkKey{Pipeline: c.Name(), PipelineVersion: c.Version()}
+	}
+	if d.Owed.Runs != nil || p.lookup == nil {
+		for _, c := range p.candidates {
+			if d.Owed.Runs == nil || slices.Contains(d.Owed.Runs, keyOf(c)) {
+				owed = append(owed, c)
+			}
+		}
+		return owed, func() {}, true
+	}
+	id := d.Exchange.RequestID
+	release, ok = p.claim(ctx, id)
+	if !ok {
+		return nil, nil, false
+	}
+	finished, ok := p.finishedRuns(ctx, id)
+	if !ok {
+		release()
+		return nil, nil, false
+	}
 	for _, c := range p.candidates {
-		key := store.WorkKey{Pipeline: c.Name(), PipelineVersion: c.Version()}
-		if d.Owed != nil && !slices.Contains(d.Owed, key) {
+		if slices.Contains(finished, keyOf(c)) {
+			p.stats.skippedRuns.Add(1)
 			continue
 		}
-		if slices.Contains(finished, key) {
-			p.stats.skippedRuns.Add(1) // already run and stored: never paid for twice
-			continue
-		}
+		owed = append(owed, c)
+	}
+	return owed, release, true
+}
+
+// runCandidates runs and stores each owed candidate on the exchange's
+// messages, joining the production request's trace. It returns true when
+// every run was stored; false when the delivery ended on the way (stopped:
+// left owed; forgotten: dropped; or the store did not take a run).
+func (p *Processor) runCandidates(ctx context.Context, d Delivery, owed []shadow.Pipeline) bool {
+	ex := d.Exchange
+	sreq := shadow.Request{RequestID: ex.RequestID, Messages: ex.Request.Messages}
+	runCtx := ContextWithTraceParent(ctx, ex.TraceParent)
+	interrupted := false
+	for _, c := range owed {
 		if ctx.Err() != nil {
 			interrupted = true
 			break
@@ -270,56 +295,54 @@ func (p *Processor) process(ctx context.Context, d Delivery) {
 		if res.Run.Status == store.StatusCancelled {
 			interrupted = true
 			p.stats.cancelled.Add(1)
-		} else if d.Stored {
-			b.Work = []store.Work{{RequestID: ex.RequestID, Pipeline: key.Pipeline, PipelineVersion: key.PipelineVersion,
+		} else if d.Owed.Work {
+			b.Work = []store.Work{{RequestID: ex.RequestID, Pipeline: c.Name(), PipelineVersion: c.Version(),
 				Status: store.WorkDone, ReceivedAt: ex.ReceivedAt}}
 		}
-		// A cancelled run is stored best-effort on a fresh context: it shows the
-		// stop in the trace and is replaced by the run of the next start.
-		wctx, cancel := ctx, context.CancelFunc(func() {})
-		if interrupted {
-			wctx, cancel = context.WithTimeout(context.Background(), time.Second)
-		}
-		// The run took a while: the subject may have been forgotten meanwhile.
-		if gone, ok := p.subjectForgotten(wctx, ex); gone || !ok {
-			cancel()
-			if gone {
-				p.dropForgotten(d, b.Rows())
-			} else {
-				p.leaveOwed(d)
-			}
-			return
-		}
-		p.pseudonymize(ex.App, &b)
-		stored := p.enqueue(wctx, b)
-		cancel()
-		if !stored && !interrupted {
-			return
+		if !p.storeRun(ctx, d, b, interrupted) {
+			return false
 		}
 	}
 	if interrupted {
 		p.leaveOwed(d)
-		return
+		return false
 	}
-	p.stats.processed.Add(1)
-	d.Ack()
+	return true
 }
 
-// leaveOwed ends a delivery stopped by shutdown: its work stays owed (a
-// stored copy's work row stays pending, Kafka delivers it again), or, on the
-// in-memory queue, it is counted as dropped ("shutdown").
-func (p *Processor) leaveOwed(d Delivery) {
-	_, redelivered := p.queue.(DurableQueue) // Kafka re-delivers what is not acked
-	switch {
-	case d.Stored:
-		p.stats.leftPending.Add(1)
-		if d.Ack != nil {
-			d.Ack() // frees the slot; the work row stays pending
+// storeRun hands one candidate run to the writer unless its data subject was
+// forgotten while it ran. A run after the stop (interrupted) is stored
+// best-effort on a fresh context: it shows the stop in the trace and is
+// replaced by the run of the next start. It returns false when the delivery
+// ended here.
+func (p *Processor) storeRun(ctx context.Context, d Delivery, b store.Batch, interrupted bool) bool {
+	wctx, cancel := ctx, context.CancelFunc(func() {})
+	if interrupted {
+		wctx, cancel = context.WithTimeout(context.Background(), time.Second)
+	}
+	defer cancel()
+	if gone, ok := p.subjectForgotten(wctx, d.Exchange); gone || !ok {
+		if gone {
+			p.dropForgotten(d, b.Rows())
+		} else {
+			p.leaveOwed(d)
 		}
-	case redelivered:
-		p.stats.leftPending.Add(1) // not acked: delivered again to the next consumer
-	default:
+		return false
+	}
+	p.pseudonymize(d.Exchange.App, &b)
+	return p.enqueue(wctx, b) || interrupted
+}
+
+// leaveOwed ends a delivery stopped by shutdown: the queue keeps what is
+// owed (Release: a stored copy's work row stays pending, Kafka delivers it
+// again), or, when it keeps nothing (the in-memory queue), the copy is counted
+// as dropped ("shutdown").
+func (p *Processor) leaveOwed(d Delivery) {
+	if d.Release == nil {
 		p.stats.drop("shutdown")
+	} else {
+		p.stats.leftPending.Add(1)
+		d.Release()
 	}
 	p.log.Info("shadow: stopped by shutdown; the work stays owed", "request_id", d.Exchange.RequestID)
 }

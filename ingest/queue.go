@@ -16,18 +16,37 @@ var ErrQueueFull = errors.New("ingest: queue full")
 // queue is empty.
 var ErrQueueClosed = errors.New("ingest: queue closed")
 
-// Delivery is one exchange handed to a shadow worker. Ack is called once the
-// exchange and its runs are stored (at-least-once transports commit then).
+// Delivery is one exchange handed to a shadow worker with what is still
+// owed for it: the contract between every queue and the worker
+// (Processor). Ack is called once what is owed is stored (at-least-once
+// transports commit then). Release ends a delivery stopped before it was done
+// (a shutdown) without acknowledging it: the queue keeps what is owed for a
+// later delivery (the store-first queue's work rows stay pending, Kafka
+// delivers what is not committed again). A queue that keeps nothing leaves
+// Release nil: such a copy is lost and counted as dropped ("shutdown").
 type Delivery struct {
 	Exchange Exchange
+	Owed     Owed
 	Ack      func()
-	// Stored is true when the request and the incumbent run are already in the
-	// store (StoreQueue): the worker stores only the candidates' runs and marks
-	// their store.Work done.
-	Stored bool
-	// Owed are the candidate versions still owed a run; nil means every
-	// configured candidate.
-	Owed []store.WorkKey
+	Release  func()
+}
+
+// Owed is what the store still owes for a delivered exchange.
+type Owed struct {
+	// Records: the request row and, when the incumbent answered, its run are
+	// still to be written (exchangeRecords). False when the queue stored them
+	// on accepting the copy (StoreQueue).
+	Records bool
+	// Runs are the candidate versions owed a run when the queue knows them
+	// (StoreQueue: from its work rows; empty, not nil, when none is owed).
+	// nil: the queue cannot tell, so every configured candidate version is
+	// owed unless the store already holds a finished run of it (the worker asks
+	// its store.RunLookup, when it has one: an at-least-once transport delivers
+	// again what was run and stored).
+	Runs []store.WorkKey
+	// Work: each finished run's store.Work row is marked done with the run
+	// (the queue keeps work rows: StoreQueue).
+	Work bool
 }
 
 // Queue carries tapped exchanges from the tap to the shadow workers.
@@ -83,7 +102,7 @@ func (q *MemoryQueue) Next(ctx context.Context) (Delivery, error) {
 		if !ok {
 			return Delivery{}, ErrQueueClosed
 		}
-		return Delivery{Exchange: ex, Ack: func() {}}, nil
+		return Delivery{Exchange: ex, Owed: Owed{Records: true}, Ack: func() {}}, nil
 	case <-ctx.Done():
 		return Delivery{}, ctx.Err()
 	}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/conductor-shadow/conductor-shadow/ingest/segment"
 	"github.com/conductor-shadow/conductor-shadow/shadow"
 	"github.com/conductor-shadow/conductor-shadow/store"
 )
@@ -47,6 +48,28 @@ func RequestRecord(ex Exchange) (store.Request, error) {
 		Category:    ex.Metadata["category"],
 		Metadata:    ex.Metadata,
 	}, nil
+}
+
+// exchangeRecords builds what a copy is stored as before any candidate runs,
+// for every queue: the request row (RequestRecord) with the segments of its
+// user messages (seg), and, when the incumbent answered, the incumbent's run
+// and step priced by pricer (incumbentRun). A zero ex.ReceivedAt is set to
+// now first, so the request and the incumbent run share it. unpriced is the
+// base id of an incumbent model without a price ("" otherwise); the error is
+// RequestRecord's.
+func exchangeRecords(ex *Exchange, seg *segment.Segmenter, pricer Pricer) (b store.Batch, unpriced string, err error) {
+	req, err := RequestRecord(*ex)
+	if err != nil {
+		return store.Batch{}, "", err
+	}
+	ex.ReceivedAt = req.ReceivedAt
+	SetSegments(&req, seg.Of(UserText(ex.Request.Messages)))
+	b.Requests = []store.Request{req}
+	if ex.Response != nil {
+		run, step, model := incumbentRun(*ex, pricer)
+		b.Runs, b.Steps, unpriced = []store.Run{run}, []store.Step{step}, model
+	}
+	return b, unpriced, nil
 }
 
 // incumbentStatus is the run status of the incumbent's answer:

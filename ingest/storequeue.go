@@ -13,6 +13,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/conductor-shadow/conductor-shadow/ingest/segment"
 	"github.com/conductor-shadow/conductor-shadow/store"
 )
 
@@ -55,8 +56,9 @@ func publishAndWait(ctx context.Context, publish func(Exchange, func(error)) err
 // a group-commit loop that, every Config.AcceptLinger or Config.AcceptBatch copies,
 // drops the ids already stored (ErrDuplicate: the dedup survives restarts), then
 // writes one 'pending' store.Work row per candidate version, the incumbent run and
-// its step, and last the request row (the commit point that dedup reads), and only
-// then answers. Committed copies go to an in-memory channel, the fast path to the
+// its step, and last the request row with its segments (the commit point that
+// dedup reads; written once: the workers are told the records are stored), and
+// only then answers. Committed copies go to an in-memory channel, the fast path to the
 // shadow workers.
 //
 // Start also reads the backlog: requests whose work is still pending (accepted
@@ -72,6 +74,7 @@ type StoreQueue struct {
 	stats      *Stats
 	log        *slog.Logger
 	loss       *lossLog
+	segmenter  *segment.Segmenter
 	// readyRetry: how long after the last failed commit Ready says not ready
 	// (defaultReadyRetry).
 	readyRetry time.Duration
@@ -95,9 +98,14 @@ type StoreQueue struct {
 	failing store.Failing // since when writes fail, and the last error
 }
 
+// acceptOp is one copy handed to the commit loop, with its records built by
+// the caller (exchangeRecords).
 type acceptOp struct {
-	ex   Exchange
-	done func(error)
+	ex       Exchange
+	records  store.Batch
+	unpriced string
+	err      error // the copy could not be encoded: answered at its commit
+	done     func(error)
 }
 
 // NewStoreQueue returns a store-first queue writing to st. candidates are the
@@ -112,10 +120,19 @@ func NewStoreQueue(cfg Config, st store.WorkStore, candidates []store.WorkKey, p
 	}
 	return &StoreQueue{
 		cfg: cfg, st: st, candidates: candidates, pricer: pricer, stats: stats, log: log, loss: newLossLog(log), readyRetry: defaultReadyRetry,
-		intake:  make(chan *acceptOp, cfg.QueueSize),
-		ch:      make(chan Delivery, cfg.QueueSize),
-		closing: make(chan struct{}),
+		segmenter: segment.New(nil),
+		intake:    make(chan *acceptOp, cfg.QueueSize),
+		ch:        make(chan Delivery, cfg.QueueSize),
+		closing:   make(chan struct{}),
 	}, nil
+}
+
+// UseSegmenter sets the segmenter that computes each accepted request's
+// segments (call before Start); the default has no vocabulary (novelty -1).
+func (q *StoreQueue) UseSegmenter(s *segment.Segmenter) {
+	if s != nil {
+		q.segmenter = s
+	}
 }
 
 // Start launches the group-commit loop and the backlog reader. ctx carries values
@@ -130,24 +147,41 @@ func (q *StoreQueue) Start(ctx context.Context) error {
 	q.seen = map[string]struct{}{}
 	lctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	q.stopLoops = cancel
-	q.loopsDone.Add(2)
+	q.loopsDone.Add(3)
 	go func() { defer q.loopsDone.Done(); q.commitLoop() }()
 	go func() { defer q.loopsDone.Done(); q.readBacklog(lctx) }()
+	// The language detector loads its models on first use (about 0.4 s):
+	// not on the first accepted copy's time.
+	go func() { defer q.loopsDone.Done(); q.segmenter.Of("warm up the language detector") }()
 	return nil
 }
 
-// PublishDurable implements DurableQueue.
+// PublishDurable implements DurableQueue. The copy's records (the request
+// row with its segments, the incumbent run) are built here, in the caller's
+// goroutine (a tap handler that waits for the commit anyway, a capture
+// worker), once a slot is reserved: segmenting a prompt takes about a
+// millisecond, which the commit loop never waits for.
 func (q *StoreQueue) PublishDurable(ex Exchange, done func(error)) error {
 	q.mu.Lock()
-	defer q.mu.Unlock()
 	if q.closed || !q.started {
+		q.mu.Unlock()
 		return ErrQueueClosed
 	}
 	if !q.reserve() {
+		q.mu.Unlock()
 		return ErrQueueFull
 	}
+	q.mu.Unlock()
+	op := &acceptOp{ex: ex, done: done}
+	op.records, op.unpriced, op.err = exchangeRecords(&op.ex, q.segmenter, q.pricer)
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		q.release()
+		return ErrQueueClosed
+	}
 	select {
-	case q.intake <- &acceptOp{ex: ex, done: done}:
+	case q.intake <- op:
 		return nil
 	default: // cannot happen: intake holds QueueSize and every op holds a slot
 		q.release()
@@ -340,21 +374,16 @@ func (q *StoreQueue) commit(ops []*acceptOp) {
 			answer(op, ErrDuplicate)
 			continue
 		}
-		req, err := RequestRecord(op.ex)
-		if err != nil {
-			answer(op, fmt.Errorf("ingest: encode request %s: %w", op.ex.RequestID, err))
+		if op.err != nil {
+			answer(op, fmt.Errorf("ingest: encode request %s: %w", op.ex.RequestID, op.err))
 			continue
 		}
-		op.ex.ReceivedAt = req.ReceivedAt
-		b.Requests = append(b.Requests, req)
-		if op.ex.Response != nil {
-			run, step, unpriced := incumbentRun(op.ex, q.pricer)
-			q.stats.unpriced(unpriced)
-			b.Runs, b.Steps = append(b.Runs, run), append(b.Steps, step)
-		}
+		q.stats.unpriced(op.unpriced)
+		b.Requests = append(b.Requests, op.records.Requests...)
+		b.Runs, b.Steps = append(b.Runs, op.records.Runs...), append(b.Steps, op.records.Steps...)
 		for _, c := range q.candidates {
-			b.Work = append(b.Work, store.Work{RequestID: req.RequestID, Pipeline: c.Pipeline, PipelineVersion: c.PipelineVersion,
-				Status: store.WorkPending, ReceivedAt: req.ReceivedAt})
+			b.Work = append(b.Work, store.Work{RequestID: op.ex.RequestID, Pipeline: c.Pipeline, PipelineVersion: c.PipelineVersion,
+				Status: store.WorkPending, ReceivedAt: op.ex.ReceivedAt})
 		}
 		ok = append(ok, op)
 	}
@@ -386,7 +415,7 @@ func (q *StoreQueue) commit(ops []*acceptOp) {
 	}
 	q.mu.Unlock()
 	for _, op := range ok {
-		q.ch <- Delivery{Exchange: op.ex, Stored: true, Ack: q.release} // room is reserved
+		q.ch <- q.delivery(op.ex, q.candidates) // room is reserved
 		op.done(nil)
 	}
 }
@@ -472,7 +501,7 @@ func (q *StoreQueue) readBacklog(ctx context.Context) {
 				}
 			}
 			select {
-			case q.ch <- Delivery{Exchange: ex, Stored: true, Owed: owed, Ack: q.release}:
+			case q.ch <- q.delivery(ex, owed):
 				recovered++
 				q.stats.recovered.Add(1)
 			case <-ctx.Done():
@@ -481,6 +510,14 @@ func (q *StoreQueue) readBacklog(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// delivery hands a stored copy to the shadow workers: its records are
+// stored, runs of the candidate versions owed are owed with their work rows
+// marked done, and the slot is freed whether the delivery is acked or released
+// (a released copy's work rows stay pending for the next start).
+func (q *StoreQueue) delivery(ex Exchange, owed []store.WorkKey) Delivery {
+	return Delivery{Exchange: ex, Owed: Owed{Runs: append([]store.WorkKey{}, owed...), Work: true}, Ack: q.release, Release: q.release}
 }
 
 // exchangeFromStored rebuilds what the shadow workers need from a stored request.

@@ -390,3 +390,42 @@ func TestStoreQueueAcceptsWhileConsoleQueryRuns(t *testing.T) {
 		}
 	}
 }
+
+// The store-first queue writes each request row once, at accept, with its
+// segments: the shadow workers are told the records are stored and write only
+// the candidate runs and their work rows.
+func TestStoreFirstWritesEachRequestOnce(t *testing.T) {
+	ctx := context.Background()
+	st := &countingStore{Store: engine.Open(t)}
+	cfg := storeFirstConfig()
+	cand := &echoPipeline{}
+	sf := startStoreFirst(t, st, cfg, cand, nil)
+	ids := []string{"once-1", "once-2", "once-3"}
+	for _, id := range ids {
+		if code, resp := sf.tap.Offer(ctx, exchange(id, "Сколько будет два плюс два? Ответь одним числом.")); code != http.StatusAccepted {
+			t.Fatalf("offer %s = %d %+v; want 202", id, code, resp)
+		}
+	}
+	waitForD(t, 30*time.Second, "every copy shadowed", func() bool {
+		return sf.stats.Snapshot(0).Processed >= int64(len(ids))
+	})
+	sf.stop(t, 5*time.Second)
+	if n := st.inserted.Load(); n != int64(len(ids)) {
+		t.Errorf("request rows inserted = %d; want %d, one per copy", n, len(ids))
+	}
+	for _, id := range ids {
+		tr, err := st.GetTrace(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tr.Request.Language != "ru" || tr.Request.LengthBucket == "" {
+			t.Errorf("%s stored without its segments: language %q, length bucket %q", id, tr.Request.Language, tr.Request.LengthBucket)
+		}
+		if runs := candidateRuns(t, st, id); len(runs) != 1 || runs[0].Status != store.StatusOK {
+			t.Errorf("%s candidate runs = %+v; want one ok run", id, runs)
+		}
+	}
+	if pending := pendingWork(t, st); len(pending) != 0 {
+		t.Errorf("work still pending: %+v", pending)
+	}
+}

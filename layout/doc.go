@@ -16,4 +16,7 @@
 // segments regression cases with the segmenter the tap uses. Nothing imports
 // cmd or web, store imports none of the others, and no two packages import
 // each other.
+//
+// The production binary (cmd/conductor-shadow) links no stand-in, test helper
+// or simulator: `go list -deps` names none of them (binary_test.go).
 package layout

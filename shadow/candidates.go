@@ -12,8 +12,12 @@ import (
 	"github.com/conductor-shadow/conductor-shadow/store"
 )
 
-// Candidate kinds (CandidateConfig.Kind).
+// Candidate kinds (CandidateConfig.Kind). Adding a kind: its constant here,
+// its shape in Validate, its default name in CandidateName when not
+// "<kind>:<workers>", and how it is built in NewPipeline (a fixed workflow:
+// plan).
 const (
+	KindConductor  = "conductor"   // the learned planner: the conductor model (Config.Conductor) writes a workflow per request
 	KindSingle     = "single"      // one model answers the request as it is
 	KindMoA        = "moa"         // Mixture-of-Agents: n proposers, then an aggregator
 	KindSelfRefine = "self_refine" // one model answers, then k rounds of feedback + refinement
@@ -39,9 +43,11 @@ const (
 // CandidateConfig is one candidate pipeline configured in YAML.
 type CandidateConfig struct {
 	// Name is the pipeline name stored on its runs; default "<kind>:<workers
-	// joined by +>" (moa: proposers, then ">" and the aggregator).
+	// joined by +>" (moa: proposers, then ">" and the aggregator; the
+	// conductor: ConductorPipelineName, its only name).
 	Name string `yaml:"name"`
-	// Kind is one of KindSingle, KindMoA, KindSelfRefine, KindChain, KindBlackBox.
+	// Kind is one of KindConductor, KindSingle, KindMoA, KindSelfRefine,
+	// KindChain, KindBlackBox.
 	Kind string `yaml:"kind"`
 	// Workers are pool worker names: single, self_refine and blackbox take
 	// exactly one; moa takes the proposers (at least 2); chain takes the workers
@@ -57,6 +63,37 @@ type CandidateConfig struct {
 	// replaced with the request's question) and access list ("all", "[]" or
 	// "[0, 2]"; default "all").
 	Steps []ChainStep `yaml:"steps"`
+
+	// short: read from the short form "single:<worker>" (ParseCandidate),
+	// which keeps the version that form always had (NewSingle's).
+	short bool
+}
+
+// ParseCandidate reads a candidate's short form (pipelines.candidates):
+// "conductor" or "single:<worker>".
+func ParseCandidate(s string) (CandidateConfig, error) {
+	if s == ConductorPipelineName {
+		return CandidateConfig{Kind: KindConductor}, nil
+	}
+	if w, ok := strings.CutPrefix(s, KindSingle+":"); ok && w != "" {
+		return CandidateConfig{Kind: KindSingle, Workers: []string{w}, short: true}, nil
+	}
+	return CandidateConfig{}, fmt.Errorf("candidate %q: want \"conductor\" or \"single:<worker>\"", s)
+}
+
+// CheckWorkers reports what c names that cfg lacks: a worker not in
+// cfg.Workers, or, for the conductor, no cfg.Conductor.Worker.
+func (c CandidateConfig) CheckWorkers(cfg Config) error {
+	var errs []error
+	if c.Kind == KindConductor && cfg.Conductor.Worker == "" {
+		errs = append(errs, errors.New("the conductor needs shadow.conductor.worker"))
+	}
+	for _, w := range c.workers() {
+		if _, ok := cfg.Worker(w); !ok {
+			errs = append(errs, fmt.Errorf("worker %q is not in shadow.workers", w))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // ChainStep is one step of a fixed chain.
@@ -72,6 +109,8 @@ func (c CandidateConfig) CandidateName() string {
 		return c.Name
 	}
 	switch c.Kind {
+	case KindConductor:
+		return ConductorPipelineName
 	case KindMoA:
 		return c.Kind + ":" + strings.Join(c.Workers, "+") + ">" + c.Aggregator
 	case KindChain:
@@ -97,6 +136,13 @@ func (c CandidateConfig) Validate() error {
 		}
 	}
 	switch c.Kind {
+	case KindConductor:
+		if len(c.Workers) > 0 || c.Aggregator != "" || len(c.Steps) > 0 {
+			errs = append(errs, errors.New("workers: the conductor takes none here: its model and pool are shadow.conductor's"))
+		}
+		if c.Name != "" && c.Name != ConductorPipelineName {
+			errs = append(errs, fmt.Errorf("name: the conductor is named %q", ConductorPipelineName))
+		}
 	case KindSingle, KindBlackBox:
 		one()
 	case KindSelfRefine:
@@ -123,7 +169,7 @@ func (c CandidateConfig) Validate() error {
 	case "":
 		errs = append(errs, errors.New("kind: required"))
 	default:
-		errs = append(errs, fmt.Errorf("kind: %q is not one of single, moa, self_refine, chain, blackbox", c.Kind))
+		errs = append(errs, fmt.Errorf("kind: %q is not one of conductor, single, moa, self_refine, chain, blackbox", c.Kind))
 	}
 	for i, w := range c.Workers {
 		if w == "" {
@@ -155,6 +201,21 @@ func ValidateCandidates(cs []CandidateConfig, reserved ...string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// Callable returns every worker c may call over cfg's pool: the conductor
+// its planner (cfg.Conductor.Worker) and any worker of the pool, the other
+// kinds the workers they name. Unknown to the pool or not, in order, with
+// repeats.
+func (c CandidateConfig) Callable(cfg Config) []string {
+	if c.Kind == KindConductor {
+		out := []string{cfg.Conductor.Worker}
+		for _, w := range cfg.Workers {
+			out = append(out, w.Name)
+		}
+		return out
+	}
+	return c.workers()
 }
 
 // workers returns every worker the candidate calls.
@@ -235,7 +296,9 @@ func (c CandidateConfig) chainPlan(q string) (Plan, error) {
 	return p, nil
 }
 
-// NewPipeline builds the candidate c over pool. single is NewSingle; blackbox is
+// NewPipeline builds the candidate c over pool: every kind, one factory. The
+// conductor is NewConductor with the pool's Config().Conductor; single is a
+// single call (NewSingle when read from its short form); blackbox is
 // one call of the orchestrator's worker (configure it in the pool with the
 // orchestrator's base URL, model and prices; Fugu's orchestration usage is
 // priced), recorded as one step of role "orchestrator"; moa, self_refine and
@@ -250,6 +313,12 @@ func NewPipeline(pool *Pool, c CandidateConfig) (Pipeline, error) {
 		if _, ok := pool.Worker(w); !ok {
 			return nil, fmt.Errorf("shadow: new pipeline %q: worker %q: %w", c.CandidateName(), w, ErrUnknownWorker)
 		}
+	}
+	switch {
+	case c.Kind == KindConductor:
+		return NewConductor(pool, pool.Config().Conductor)
+	case c.Kind == KindSingle && c.short:
+		return NewSingle(pool, c.Workers[0])
 	}
 	name := c.CandidateName()
 	version := versionHash(struct {

@@ -91,6 +91,9 @@ func TestCandidateConfigValidate(t *testing.T) {
 			{Worker: "a", Prompt: "x", Access: "[1]"}, {Worker: "b", Prompt: "y"}}}, "forward_reference"},
 		{"chain bad access", CandidateConfig{Kind: KindChain, Steps: []ChainStep{{Worker: "a", Prompt: "x", Access: "some"}}}, "steps[0].access"},
 		{"chain no prompt", CandidateConfig{Kind: KindChain, Steps: []ChainStep{{Worker: "a"}}}, "prompt are required"},
+		{"conductor ok", CandidateConfig{Kind: KindConductor}, ""},
+		{"conductor with workers", CandidateConfig{Kind: KindConductor, Workers: []string{"a"}}, "takes none"},
+		{"conductor renamed", CandidateConfig{Kind: KindConductor, Name: "planner"}, `named "conductor"`},
 	}
 	for _, tt := range tests {
 		err := tt.c.Validate()
@@ -104,6 +107,58 @@ func TestCandidateConfigValidate(t *testing.T) {
 	dup := []CandidateConfig{{Kind: KindSingle, Workers: []string{"a"}}, {Kind: KindSingle, Workers: []string{"a"}}}
 	if err := ValidateCandidates(dup); err == nil || !strings.Contains(err.Error(), "used twice") {
 		t.Errorf("duplicate names: err = %v", err)
+	}
+}
+
+// The conductor is a candidate kind like the others: its short form and
+// {kind: conductor} build the pipeline NewConductor builds from the pool's
+// conductor config, version included; "single:<worker>" keeps NewSingle's.
+func TestConductorIsACandidateKind(t *testing.T) {
+	_, pool := newFake(t, scripted{})
+	want, err := NewConductor(pool, pool.Config().Conductor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	single, err := NewSingle(pool, "gpt-5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, err := ParseCandidate("conductor")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shortSingle, err := ParseCandidate("single:gpt-5")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		c    CandidateConfig
+		want Pipeline
+	}{
+		{"short conductor", short, want}, {"conductor kind", CandidateConfig{Kind: KindConductor}, want},
+		{"short single", shortSingle, single},
+	} {
+		p, err := NewPipeline(pool, tc.c)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if p.Name() != tc.want.Name() || p.Version() != tc.want.Version() || tc.c.CandidateName() != tc.want.Name() {
+			t.Errorf("%s: %s %s (named %s), want %s %s", tc.name, p.Name(), p.Version(), tc.c.CandidateName(), tc.want.Name(), tc.want.Version())
+		}
+	}
+	for _, bad := range []string{"magic", "single:", "conductor:x", ""} {
+		if _, err := ParseCandidate(bad); err == nil {
+			t.Errorf("ParseCandidate(%q): no error", bad)
+		}
+	}
+	noConductor := pool.Config()
+	noConductor.Conductor.Worker = ""
+	if err := short.CheckWorkers(noConductor); err == nil || !strings.Contains(err.Error(), "shadow.conductor.worker") {
+		t.Errorf("a conductor without its worker: %v", err)
+	}
+	if err := (CandidateConfig{Kind: KindSingle, Workers: []string{"llama-9000"}}).CheckWorkers(pool.Config()); err == nil || !strings.Contains(err.Error(), "llama-9000") {
+		t.Errorf("an unknown worker: %v", err)
 	}
 }
 

@@ -22,8 +22,8 @@ const (
 // are satisfied by the request's runs as a whole (see each field).
 type TraceSearch struct {
 	// TraceFilter holds App, Source, the keyset cursor (Before, BeforeID) and
-	// Limit as ListTraces reads them. Its Text matches the request's input OR
-	// any run's final output (case-insensitive substring).
+	// Limit. Its Text matches the request's input OR any run's final output
+	// (case-insensitive substring).
 	TraceFilter
 	Candidate    string    // some candidate run has this pipeline name
 	Worker       string    // some step of some run called this worker
@@ -63,17 +63,6 @@ func (q TraceSearch) Validate() error {
 	errs = append(errs, q.Segments.Validate())
 	return errors.Join(errs...)
 }
-
-// Analytics is the read side of the web dashboards, beyond Store's lists. The SQL
-// stores (embedded and server) implement it.
-type Analytics interface {
-	// SearchTraces returns trace summaries, newest first by (ReceivedAt,
-	// RequestID), filtered by q and paginated by keyset (q.Before, q.BeforeID),
-	// at most ClampLimit(q.Limit). An invalid q returns its Validate error.
-	SearchTraces(ctx context.Context, q TraceSearch) ([]TraceSummary, error)
-}
-
-var _ Analytics = (*sqlStore)(nil)
 
 // floatLiteral renders v for SQL.
 func floatLiteral(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
@@ -182,7 +171,7 @@ const searchSlack = time.Hour
 // before it scans everything.
 var searchWindows = []time.Duration{time.Hour, 24 * time.Hour, 7 * 24 * time.Hour, 30 * 24 * time.Hour}
 
-// SearchTraces implements Analytics, as ListTraces with two statements: the page
+// SearchTraces implements TraceReader with two statements: the page
 // of requests, then their runs' figures. With filters on runs, steps, scores or
 // text, the page is first looked for among requests received in the last hour
 // (before the cursor, To, or now), then day, week and month, then in all data:
@@ -403,9 +392,9 @@ GROUP BY candidate ORDER BY candidate`, s.db, runCond,
 	return ov, nil
 }
 
-// Comparisons reads what the web UI's comparison pages put side by side. The SQL
-// stores (embedded and server) implement it.
-type Comparisons interface {
+// RunComparer reads what the web UI's comparison pages and a suite run's
+// cases put side by side. The SQL stores (embedded and server) implement it.
+type RunComparer interface {
 	// GetRun returns one run and its steps ordered by Index. ErrNotFound when no
 	// run has that id.
 	GetRun(ctx context.Context, runID string) (Run, []Step, error)
@@ -414,9 +403,7 @@ type Comparisons interface {
 	ListScores(ctx context.Context, suiteRunID string) ([]Score, error)
 }
 
-var _ Comparisons = (*sqlStore)(nil)
-
-// GetRun implements Comparisons.
+// GetRun implements RunComparer.
 func (s *sqlStore) GetRun(ctx context.Context, runID string) (Run, []Step, error) {
 	if err := s.check(ctx); err != nil {
 		return Run{}, nil, fmt.Errorf("store: get run: %w", err)
@@ -438,7 +425,7 @@ func (s *sqlStore) GetRun(ctx context.Context, runID string) (Run, []Step, error
 	return runs[0], nilIfEmpty(steps), nil
 }
 
-// ListScores implements Comparisons.
+// ListScores implements RunComparer.
 func (s *sqlStore) ListScores(ctx context.Context, suiteRunID string) ([]Score, error) {
 	if err := s.check(ctx); err != nil {
 		return nil, fmt.Errorf("store: list scores: %w", err)
@@ -480,9 +467,9 @@ type WorkerUse struct {
 	LatencyMs float64 `json:"latency_ms"`
 }
 
-// WorkerAnalytics is the worker-usage read of the web UI. The SQL stores
-// (embedded and server) implement it.
-type WorkerAnalytics interface {
+// WorkerReader is the worker-usage read of the web UI's workers page. The SQL
+// stores (embedded and server) implement it.
+type WorkerReader interface {
 	// WorkerUsage counts the top-level workflow steps (role "worker", depth 0) of
 	// the selected candidate runs by worker, request category and plan position
 	// (by Step.Index among the run's such steps). Ordered by worker, category,
@@ -490,9 +477,7 @@ type WorkerAnalytics interface {
 	WorkerUsage(ctx context.Context, q WorkerQuery) ([]WorkerUse, error)
 }
 
-var _ WorkerAnalytics = (*sqlStore)(nil)
-
-// WorkerUsage implements WorkerAnalytics with one statement (window functions
+// WorkerUsage implements WorkerReader with one statement (window functions
 // find each run's first and last workflow step).
 func (s *sqlStore) WorkerUsage(ctx context.Context, q WorkerQuery) ([]WorkerUse, error) {
 	if q.From.IsZero() || q.To.IsZero() || !q.To.After(q.From) {

@@ -121,7 +121,7 @@ func runBomb(t *testing.T, s *sqlStore, audit *auditLog, sql string, n int) bomb
 	}
 	r.tap = time.Since(begin)
 	begin = time.Now()
-	if _, err := s.ListTraces(ctx, TraceFilter{}); err != nil {
+	if _, err := s.SearchTraces(ctx, TraceSearch{}); err != nil {
 		t.Errorf("/traces read while a bomb runs: %v", err)
 	}
 	r.page = time.Since(begin)

@@ -93,7 +93,7 @@ func TestTapWritesWhileConsoleQueryRuns(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		err := tapAccept(ctx, s, fmt.Sprintf("r%d", i))
 		if err == nil {
-			_, err = s.ListTraces(ctx, TraceFilter{})
+			_, err = s.SearchTraces(ctx, TraceSearch{})
 		}
 		cancel()
 		if err != nil {
@@ -166,7 +166,7 @@ func benchContention(b *testing.B, s *sqlStore, run func() error) {
 			b.Fatal(err)
 		}
 		mid := time.Now()
-		if _, err := s.ListTraces(context.Background(), TraceFilter{}); err != nil {
+		if _, err := s.SearchTraces(context.Background(), TraceSearch{}); err != nil {
 			b.Fatal(err)
 		}
 		tap, traces = append(tap, mid.Sub(start)), append(traces, time.Since(mid))

@@ -408,7 +408,7 @@ func TestConsoleRunawayQuery(t *testing.T) {
 			t.Errorf("Query(%q): %v; want a limit error", q, err)
 		}
 	}
-	if _, err := f.s.ListTraces(ctx, TraceFilter{}); err != nil {
+	if _, err := f.s.SearchTraces(ctx, TraceSearch{}); err != nil {
 		t.Fatalf("a page query after the runaway: %v", err)
 	}
 }

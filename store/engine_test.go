@@ -94,7 +94,7 @@ func TestDuplicateWritesCountOnceWithFinal(t *testing.T) {
 			t.Errorf("count() FINAL on %s = %s; want 1", table, got)
 		}
 	}
-	list, err := s.ListTraces(ctx, TraceFilter{})
+	list, err := s.SearchTraces(ctx, TraceSearch{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,9 +131,9 @@ func TestEngineKeepsBytes(t *testing.T) {
 		}
 		// The text search finds invalid-UTF-8 input by a needle of the same bytes.
 		if txt != "" {
-			got, err := s.ListTraces(ctx, TraceFilter{Text: txt})
+			got, err := s.SearchTraces(ctx, TraceSearch{TraceFilter: TraceFilter{Text: txt}})
 			if err != nil {
-				t.Fatalf("%d: ListTraces: %v", i, err)
+				t.Fatalf("%d: SearchTraces: %v", i, err)
 			}
 			found := false
 			for _, g := range got {

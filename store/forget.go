@@ -68,22 +68,22 @@ type ForgetReport struct {
 
 // AuditEntry is one row of audit_log.
 type AuditEntry struct {
-	AuditID     string    `json:"audit_id" ch:"audit_id"`
-	At          time.Time `json:"at" ch:"at"`
-	Action      string    `json:"action" ch:"action"`
-	Actor       string    `json:"actor" ch:"actor"`
-	SubjectHash string    `json:"subject_hash" ch:"subject_hash"`
-	Requests    int64     `json:"requests" ch:"requests"`
-	Runs        int64     `json:"runs" ch:"runs"`
-	Steps       int64     `json:"steps" ch:"steps"`
-	Scores      int64     `json:"scores" ch:"scores"`
-	Detail      string    `json:"detail" ch:"detail"`
+	AuditID     string    `json:"audit_id"`
+	At          time.Time `json:"at"`
+	Action      string    `json:"action"`
+	Actor       string    `json:"actor"`
+	SubjectHash string    `json:"subject_hash"`
+	Requests    int64     `json:"requests"`
+	Runs        int64     `json:"runs"`
+	Steps       int64     `json:"steps"`
+	Scores      int64     `json:"scores"`
+	Detail      string    `json:"detail"`
 }
 
 // ForgottenSubject is one row of forgotten_subjects (migration 0100).
 type ForgottenSubject struct {
-	SubjectHash string    `json:"subject_hash" ch:"subject_hash"`
-	ForgottenAt time.Time `json:"forgotten_at" ch:"forgotten_at"`
+	SubjectHash string    `json:"subject_hash"`
+	ForgottenAt time.Time `json:"forgotten_at"`
 }
 
 var (

@@ -28,7 +28,7 @@ func TestGenerate(t *testing.T) {
 	if got := strings.Join(q.Rows[0], " "); got != "200 400 2000 1" {
 		t.Errorf("stored requests/runs/steps/in-window = %q, want 200 400 2000 1", got)
 	}
-	page, err := s.ListTraces(ctx, TraceFilter{Limit: 1})
+	page, err := s.SearchTraces(ctx, TraceSearch{TraceFilter: TraceFilter{Limit: 1}})
 	if err != nil || len(page) != 1 {
 		t.Fatalf("list: %v %v", page, err)
 	}

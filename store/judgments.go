@@ -37,48 +37,48 @@ const (
 // SuiteRunID "" and the sample's InclusionProb. Key: (RequestID, Pipeline,
 // CandidateRunID, Judge, Canary).
 type Judgment struct {
-	RequestID         string `json:"request_id" ch:"request_id"`
-	SuiteRunID        string `json:"suite_run_id" ch:"suite_run_id"` // "" for live traffic
-	CaseID            string `json:"case_id" ch:"case_id"`           // the regression-set case; "" for live traffic
-	Pipeline          string `json:"pipeline" ch:"pipeline"`         // the candidate pipeline
-	PipelineVersion   string `json:"pipeline_version" ch:"pipeline_version"`
-	CandidateRunID    string `json:"candidate_run_id" ch:"candidate_run_id"` // the run whose answer is the candidate side
-	IncumbentPipeline string `json:"incumbent_pipeline" ch:"incumbent_pipeline"`
-	IncumbentRunID    string `json:"incumbent_run_id" ch:"incumbent_run_id"`
+	RequestID         string `json:"request_id"`
+	SuiteRunID        string `json:"suite_run_id"` // "" for live traffic
+	CaseID            string `json:"case_id"`      // the regression-set case; "" for live traffic
+	Pipeline          string `json:"pipeline"`     // the candidate pipeline
+	PipelineVersion   string `json:"pipeline_version"`
+	CandidateRunID    string `json:"candidate_run_id"` // the run whose answer is the candidate side
+	IncumbentPipeline string `json:"incumbent_pipeline"`
+	IncumbentRunID    string `json:"incumbent_run_id"`
 	// Judge is the model id the judge answered with (else the one asked for);
 	// JudgeWorker the pool worker that judged; PromptVersion the judge
 	// prompt's version.
-	Judge         string `json:"judge" ch:"judge"`
-	JudgeWorker   string `json:"judge_worker" ch:"judge_worker"`
-	PromptVersion string `json:"prompt_version" ch:"prompt_version"`
+	Judge         string `json:"judge"`
+	JudgeWorker   string `json:"judge_worker"`
+	PromptVersion string `json:"prompt_version"`
 	// Canary is "" for a real pair, else the check of the judge this row is:
 	// "identical" (the same answer twice: must tie), "padded" (an answer
 	// against itself padded with its own repeated content: the padded one must
 	// not win), "label_swap" (a real pair again with other label words in the
 	// other order: must agree with the real judgment). CanaryPassed says
 	// whether it held.
-	Canary       string `json:"canary" ch:"canary"`
-	CanaryPassed bool   `json:"canary_passed" ch:"canary_passed"`
+	Canary       string `json:"canary"`
+	CanaryPassed bool   `json:"canary_passed"`
 	// Labels are the label words of the two positions, first/second, e.g.
 	// "A/B" or "Response 2/Response 1".
-	Labels   string    `json:"labels" ch:"labels"`
-	JudgedAt time.Time `json:"judged_at" ch:"judged_at"` // UTC, ms precision
-	Outcome  string    `json:"outcome" ch:"outcome"`     // JudgmentWin, …
+	Labels   string    `json:"labels"`
+	JudgedAt time.Time `json:"judged_at"` // UTC, ms precision
+	Outcome  string    `json:"outcome"`   // JudgmentWin, …
 	// Verdict1 and Raw1: order 1 (incumbent first), the verdict read
 	// (VerdictIncumbent, VerdictCandidate, VerdictTie, "" on error) and the
 	// judge's reply as sent (clipped); Verdict2 and Raw2 for order 2.
-	Verdict1 string `json:"verdict_1" ch:"verdict_1"`
-	Raw1     string `json:"raw_1" ch:"raw_1"`
-	Verdict2 string `json:"verdict_2" ch:"verdict_2"`
-	Raw2     string `json:"raw_2" ch:"raw_2"`
+	Verdict1 string `json:"verdict_1"`
+	Raw1     string `json:"raw_1"`
+	Verdict2 string `json:"verdict_2"`
+	Raw2     string `json:"raw_2"`
 	// InclusionProb is the probability (0..1] that this pair was sampled for
 	// judging: 1 in suite runs; a live sample's share, so estimates weight
 	// each judgment by 1/InclusionProb (Horvitz–Thompson).
-	InclusionProb float64 `json:"inclusion_prob" ch:"inclusion_prob"`
-	TokensIn      int64   `json:"tokens_in" ch:"tokens_in"`   // both orders' prompt tokens
-	TokensOut     int64   `json:"tokens_out" ch:"tokens_out"` // both orders' completion tokens
-	CostUSD       float64 `json:"cost_usd" ch:"cost_usd"`     // both calls, USD
-	Error         string  `json:"error" ch:"error"`           // why the outcome is JudgmentError
+	InclusionProb float64 `json:"inclusion_prob"`
+	TokensIn      int64   `json:"tokens_in"`  // both orders' prompt tokens
+	TokensOut     int64   `json:"tokens_out"` // both orders' completion tokens
+	CostUSD       float64 `json:"cost_usd"`   // both calls, USD
+	Error         string  `json:"error"`      // why the outcome is JudgmentError
 }
 
 // JudgmentWriter stores pairwise judgments (suite runs, live judging).
@@ -143,19 +143,19 @@ func (q JudgmentQuery) limit() int {
 // JudgeStat is one judge's record on one candidate's pairs. Real pairs only
 // in the outcome counts; canaries apart.
 type JudgeStat struct {
-	Pipeline     string `json:"pipeline" ch:"pipeline"`
-	Judge        string `json:"judge" ch:"judge"`
-	Wins         int64  `json:"wins" ch:"wins"`
-	Ties         int64  `json:"ties" ch:"ties"`
-	Losses       int64  `json:"losses" ch:"losses"`
-	Inconsistent int64  `json:"inconsistent" ch:"inconsistent"`
-	Errors       int64  `json:"errors" ch:"errors"`
+	Pipeline     string `json:"pipeline"`
+	Judge        string `json:"judge"`
+	Wins         int64  `json:"wins"`
+	Ties         int64  `json:"ties"`
+	Losses       int64  `json:"losses"`
+	Inconsistent int64  `json:"inconsistent"`
+	Errors       int64  `json:"errors"`
 	// PositionConsistency is (Wins + Ties + Losses) / (the same +
 	// Inconsistent), figure.PositionConsistency; 0 with nothing judged.
-	PositionConsistency float64 `json:"position_consistency" ch:"position_consistency"`
-	Canaries            int64   `json:"canaries" ch:"canaries"`
-	CanariesFailed      int64   `json:"canaries_failed" ch:"canaries_failed"`
-	CostUSD             float64 `json:"cost_usd" ch:"cost_usd"` // every judge call of the group, canaries included
+	PositionConsistency float64 `json:"position_consistency"`
+	Canaries            int64   `json:"canaries"`
+	CanariesFailed      int64   `json:"canaries_failed"`
+	CostUSD             float64 `json:"cost_usd"` // every judge call of the group, canaries included
 }
 
 // judgmentWhere is the WHERE clause of q.
@@ -233,13 +233,3 @@ var (
 	_ JudgmentWriter = (*sqlStore)(nil)
 	_ JudgmentReader = (*sqlStore)(nil)
 )
-
-// JudgmentWriter returns the store's JudgmentWriter; ErrNotSupported when absent.
-func (r Roles) JudgmentWriter() (JudgmentWriter, error) {
-	return role[JudgmentWriter](r, "store.JudgmentWriter")
-}
-
-// JudgmentReader returns the store's JudgmentReader; ErrNotSupported when absent.
-func (r Roles) JudgmentReader() (JudgmentReader, error) {
-	return role[JudgmentReader](r, "store.JudgmentReader")
-}

@@ -40,69 +40,69 @@ const (
 // Request is one user request: a tapped production exchange's input, or a suite case.
 // Key: RequestID.
 type Request struct {
-	RequestID   string    `json:"request_id" ch:"request_id"`
-	ReceivedAt  time.Time `json:"received_at" ch:"received_at"` // UTC, ms precision
-	Source      string    `json:"source" ch:"source"`           // SourceTap, SourceReplay or SourceSuite
-	App         string    `json:"app" ch:"app"`                 // the production app or route that sent it
-	Input       string    `json:"input" ch:"input"`             // the chat messages as JSON: [{"role":..,"content":..}]
-	InputHash   string    `json:"input_hash" ch:"input_hash"`   // hex sha256 of Input
-	SubjectHash string    `json:"subject_hash" ch:"subject_hash"`
-	Category    string    `json:"category" ch:"category"`
+	RequestID   string    `json:"request_id"`
+	ReceivedAt  time.Time `json:"received_at"` // UTC, ms precision
+	Source      string    `json:"source"`      // SourceTap, SourceReplay or SourceSuite
+	App         string    `json:"app"`         // the production app or route that sent it
+	Input       string    `json:"input"`       // the chat messages as JSON: [{"role":..,"content":..}]
+	InputHash   string    `json:"input_hash"`  // hex sha256 of Input
+	SubjectHash string    `json:"subject_hash"`
+	Category    string    `json:"category"`
 	// Segments computed at ingest (ingest/segment). Language is ISO 639-1, ""
 	// when undetermined; LengthBucket names a range of estimated tokens
 	// ("0-127", "128-511", ...); Novelty is the share (0..1) of the prompt's
 	// words absent from the regression sets' vocabulary, -1 when unknown.
-	Language     string            `json:"language" ch:"language"`
-	HasTable     bool              `json:"has_table" ch:"has_table"`
-	HasCode      bool              `json:"has_code" ch:"has_code"`
-	LengthBucket string            `json:"length_bucket" ch:"length_bucket"`
-	Novelty      float64           `json:"novelty" ch:"novelty"`
-	Metadata     map[string]string `json:"metadata" ch:"metadata"`
+	Language     string            `json:"language"`
+	HasTable     bool              `json:"has_table"`
+	HasCode      bool              `json:"has_code"`
+	LengthBucket string            `json:"length_bucket"`
+	Novelty      float64           `json:"novelty"`
+	Metadata     map[string]string `json:"metadata"`
 }
 
 // Run is one pipeline's execution on one request. Key: RunID.
 type Run struct {
-	RunID           string    `json:"run_id" ch:"run_id"`
-	RequestID       string    `json:"request_id" ch:"request_id"`
-	SuiteRunID      string    `json:"suite_run_id" ch:"suite_run_id"` // empty for tapped traffic
-	Pipeline        string    `json:"pipeline" ch:"pipeline"`         // e.g. "incumbent:gpt-5", "conductor"
-	PipelineVersion string    `json:"pipeline_version" ch:"pipeline_version"`
-	Mode            string    `json:"mode" ch:"mode"` // ModeIncumbent or ModeCandidate
-	StartedAt       time.Time `json:"started_at" ch:"started_at"`
-	LatencyMs       float64   `json:"latency_ms" ch:"latency_ms"` // wall time of the whole run, ms
-	Status          string    `json:"status" ch:"status"`
-	FinalOutput     string    `json:"final_output" ch:"final_output"`
+	RunID           string    `json:"run_id"`
+	RequestID       string    `json:"request_id"`
+	SuiteRunID      string    `json:"suite_run_id"` // empty for tapped traffic
+	Pipeline        string    `json:"pipeline"`     // e.g. "incumbent:gpt-5", "conductor"
+	PipelineVersion string    `json:"pipeline_version"`
+	Mode            string    `json:"mode"` // ModeIncumbent or ModeCandidate
+	StartedAt       time.Time `json:"started_at"`
+	LatencyMs       float64   `json:"latency_ms"` // wall time of the whole run, ms
+	Status          string    `json:"status"`
+	FinalOutput     string    `json:"final_output"`
 	// Reasoning is the model's reasoning text, kept apart from FinalOutput
 	// (delta.reasoning / reasoning_content, the Responses API's reasoning summary).
-	Reasoning string `json:"reasoning" ch:"reasoning"`
+	Reasoning string `json:"reasoning"`
 	// Choices holds every choice as JSON, [{"index":0,"content":..,"reasoning":..,
 	// "finish_reason":..,"tool_calls":[..]}], when the answer had more than one
 	// choice or a tool call; "" otherwise (FinalOutput is then the whole answer).
-	Choices string `json:"choices" ch:"choices"`
+	Choices string `json:"choices"`
 	// ToolCalls holds every tool call of every choice as JSON, [{"choice":0,
 	// "index":0,"id":..,"type":"function","name":..,"arguments":..}]; "" when none.
-	ToolCalls string `json:"tool_calls" ch:"tool_calls"`
+	ToolCalls string `json:"tool_calls"`
 	// HTTPStatus is the status the incumbent answered with (0 when not known).
-	HTTPStatus int32 `json:"http_status" ch:"http_status"`
+	HTTPStatus int32 `json:"http_status"`
 	// ResponseHeaders are the incumbent's rate-limit and retry headers
 	// (Retry-After, x-ratelimit-*, ...), lower-cased, when it answered non-2xx.
-	ResponseHeaders map[string]string `json:"response_headers" ch:"response_headers"`
+	ResponseHeaders map[string]string `json:"response_headers"`
 	// Partial is true when the answer was cut off: the client hung up
 	// (StatusCancelledByClient) or the incumbent broke off mid-answer.
-	Partial   bool    `json:"partial" ch:"partial"`
-	TokensIn  int64   `json:"tokens_in" ch:"tokens_in"`   // prompt tokens over all calls
-	TokensOut int64   `json:"tokens_out" ch:"tokens_out"` // completion tokens over all calls
-	CostUSD   float64 `json:"cost_usd" ch:"cost_usd"`
-	Calls     int32   `json:"calls" ch:"calls"`       // model calls made, the conductor's own included
-	PlanRaw   string  `json:"plan_raw" ch:"plan_raw"` // the conductor's raw text
-	Plan      string  `json:"plan" ch:"plan"`         // the parsed workflow as JSON ({"steps":[...]}), empty if none
-	Error     string  `json:"error" ch:"error"`
-	Simulated bool    `json:"simulated" ch:"simulated"` // the answers came from the simulated worker pool
+	Partial   bool    `json:"partial"`
+	TokensIn  int64   `json:"tokens_in"`  // prompt tokens over all calls
+	TokensOut int64   `json:"tokens_out"` // completion tokens over all calls
+	CostUSD   float64 `json:"cost_usd"`
+	Calls     int32   `json:"calls"`    // model calls made, the conductor's own included
+	PlanRaw   string  `json:"plan_raw"` // the conductor's raw text
+	Plan      string  `json:"plan"`     // the parsed workflow as JSON ({"steps":[...]}), empty if none
+	Error     string  `json:"error"`
+	Simulated bool    `json:"simulated"` // the answers came from the simulated worker pool
 	// Truncated: the final answer comes from a step that stopped at its token cap
 	// (finish reason FinishLength), so it is cut short.
-	Truncated bool `json:"truncated" ch:"truncated"`
+	Truncated bool `json:"truncated"`
 	// TruncatedSteps counts the run's steps that stopped at their token cap.
-	TruncatedSteps int32 `json:"truncated_steps" ch:"truncated_steps"`
+	TruncatedSteps int32 `json:"truncated_steps"`
 }
 
 // Finish reasons of a step, as OpenAI-compatible APIs report them in
@@ -116,98 +116,98 @@ const (
 
 // Step is one worker call inside a run (a span). Key: (RunID, Index).
 type Step struct {
-	RunID        string    `json:"run_id" ch:"run_id"`
-	Index        int32     `json:"index" ch:"index"`   // 0-based position in the run's recorded steps
-	Parent       int32     `json:"parent" ch:"parent"` // index of the parent step for nested workflows, -1 at top level
-	Depth        int32     `json:"depth" ch:"depth"`   // recursion depth, 0 at top level
-	Role         string    `json:"role" ch:"role"`     // "conductor" for planning calls, "worker" for workflow steps, "fallback"
-	Worker       string    `json:"worker" ch:"worker"` // worker name in the pool
-	Model        string    `json:"model" ch:"model"`   // model name sent to the API
-	Subtask      string    `json:"subtask" ch:"subtask"`
-	Access       string    `json:"access" ch:"access"`     // the access list as JSON: "all", [] or [0,2]
-	Messages     string    `json:"messages" ch:"messages"` // the exact chat messages sent, as JSON
-	InputTokens  int64     `json:"input_tokens" ch:"input_tokens"`
-	OutputTokens int64     `json:"output_tokens" ch:"output_tokens"`
-	CostUSD      float64   `json:"cost_usd" ch:"cost_usd"`
-	StartedAt    time.Time `json:"started_at" ch:"started_at"`
-	LatencyMs    float64   `json:"latency_ms" ch:"latency_ms"`
-	TTFTMs       float64   `json:"ttft_ms" ch:"ttft_ms"` // time to first token, 0 when not streamed
-	Status       string    `json:"status" ch:"status"`
+	RunID        string    `json:"run_id"`
+	Index        int32     `json:"index"`  // 0-based position in the run's recorded steps
+	Parent       int32     `json:"parent"` // index of the parent step for nested workflows, -1 at top level
+	Depth        int32     `json:"depth"`  // recursion depth, 0 at top level
+	Role         string    `json:"role"`   // "conductor" for planning calls, "worker" for workflow steps, "fallback"
+	Worker       string    `json:"worker"` // worker name in the pool
+	Model        string    `json:"model"`  // model name sent to the API
+	Subtask      string    `json:"subtask"`
+	Access       string    `json:"access"`   // the access list as JSON: "all", [] or [0,2]
+	Messages     string    `json:"messages"` // the exact chat messages sent, as JSON
+	InputTokens  int64     `json:"input_tokens"`
+	OutputTokens int64     `json:"output_tokens"`
+	CostUSD      float64   `json:"cost_usd"`
+	StartedAt    time.Time `json:"started_at"`
+	LatencyMs    float64   `json:"latency_ms"`
+	TTFTMs       float64   `json:"ttft_ms"` // time to first token, 0 when not streamed
+	Status       string    `json:"status"`
 	// FinishReason is the API's finish_reason for the call: FinishStop,
 	// FinishLength (cut at the token cap), FinishContentFilter, …; "" when the
 	// API sent none or no call was made.
-	FinishReason string `json:"finish_reason" ch:"finish_reason"`
-	Output       string `json:"output" ch:"output"`
-	Reasoning    string `json:"reasoning" ch:"reasoning"` // the model's reasoning text, apart from Output
-	Error        string `json:"error" ch:"error"`
-	Attempt      int32  `json:"attempt" ch:"attempt"` // 1 for the first try
+	FinishReason string `json:"finish_reason"`
+	Output       string `json:"output"`
+	Reasoning    string `json:"reasoning"` // the model's reasoning text, apart from Output
+	Error        string `json:"error"`
+	Attempt      int32  `json:"attempt"` // 1 for the first try
 	// PriceVersion identifies the price table CostUSD was computed with
 	// (shadow.PriceTableVersion); empty when not priced by the shadow pool.
-	PriceVersion string `json:"price_version" ch:"price_version"`
+	PriceVersion string `json:"price_version"`
 	// CachedInputTokens are the InputTokens served from the provider's prompt cache.
-	CachedInputTokens int64 `json:"cached_input_tokens" ch:"cached_input_tokens"`
+	CachedInputTokens int64 `json:"cached_input_tokens"`
 	// CacheWriteInputTokens are the InputTokens written to the provider's prompt
 	// cache (Anthropic's cache_creation_input_tokens), priced at the cache-write
 	// rate; 0 when not reported.
-	CacheWriteInputTokens int64 `json:"cache_write_input_tokens" ch:"cache_write_input_tokens"`
+	CacheWriteInputTokens int64 `json:"cache_write_input_tokens"`
 	// Orchestration* are a black-box orchestrator API's own planning usage (Fugu's
 	// usage.orchestration_input_tokens, _input_cached_tokens, _output_tokens),
 	// in addition to InputTokens/OutputTokens; 0 when not reported.
-	OrchestrationInputTokens       int64 `json:"orchestration_input_tokens" ch:"orchestration_input_tokens"`
-	OrchestrationInputCachedTokens int64 `json:"orchestration_input_cached_tokens" ch:"orchestration_input_cached_tokens"`
-	OrchestrationOutputTokens      int64 `json:"orchestration_output_tokens" ch:"orchestration_output_tokens"`
+	OrchestrationInputTokens       int64 `json:"orchestration_input_tokens"`
+	OrchestrationInputCachedTokens int64 `json:"orchestration_input_cached_tokens"`
+	OrchestrationOutputTokens      int64 `json:"orchestration_output_tokens"`
 }
 
 // Score is one grader's verdict on one run. Key: (SuiteRunID, RunID, Grader).
 type Score struct {
-	SuiteRunID  string    `json:"suite_run_id" ch:"suite_run_id"`
-	RunID       string    `json:"run_id" ch:"run_id"`
-	RequestID   string    `json:"request_id" ch:"request_id"`
-	CaseID      string    `json:"case_id" ch:"case_id"`
-	Pipeline    string    `json:"pipeline" ch:"pipeline"`
-	Grader      string    `json:"grader" ch:"grader"`
-	Value       float64   `json:"value" ch:"value"` // 0..1
-	Passed      bool      `json:"passed" ch:"passed"`
-	Explanation string    `json:"explanation" ch:"explanation"`
-	Error       string    `json:"error" ch:"error"` // the grader itself failed; Value is then meaningless
-	CreatedAt   time.Time `json:"created_at" ch:"created_at"`
+	SuiteRunID  string    `json:"suite_run_id"`
+	RunID       string    `json:"run_id"`
+	RequestID   string    `json:"request_id"`
+	CaseID      string    `json:"case_id"`
+	Pipeline    string    `json:"pipeline"`
+	Grader      string    `json:"grader"`
+	Value       float64   `json:"value"` // 0..1
+	Passed      bool      `json:"passed"`
+	Explanation string    `json:"explanation"`
+	Error       string    `json:"error"` // the grader itself failed; Value is then meaningless
+	CreatedAt   time.Time `json:"created_at"`
 }
 
 // SuiteRun is one execution of a regression set through incumbent and candidate(s).
 // Key: SuiteRunID.
 type SuiteRun struct {
-	SuiteRunID     string    `json:"suite_run_id" ch:"suite_run_id"`
-	SetName        string    `json:"set_name" ch:"set_name"`
-	SetVersion     string    `json:"set_version" ch:"set_version"` // hex sha256 of the set file's content
-	Incumbent      string    `json:"incumbent" ch:"incumbent"`     // pipeline name
-	Candidates     []string  `json:"candidates" ch:"candidates"`   // pipeline names
-	StartedAt      time.Time `json:"started_at" ch:"started_at"`
-	FinishedAt     time.Time `json:"finished_at" ch:"finished_at"`
-	Status         string    `json:"status" ch:"status"` // "running", "done", "error", "cancelled" (stopped: not a failure)
-	Cases          int32     `json:"cases" ch:"cases"`
-	Headline       string    `json:"headline" ch:"headline"`
-	ReportMarkdown string    `json:"report_markdown" ch:"report_markdown"`
-	ReportJSON     string    `json:"report_json" ch:"report_json"`
+	SuiteRunID     string    `json:"suite_run_id"`
+	SetName        string    `json:"set_name"`
+	SetVersion     string    `json:"set_version"` // hex sha256 of the set file's content
+	Incumbent      string    `json:"incumbent"`   // pipeline name
+	Candidates     []string  `json:"candidates"`  // pipeline names
+	StartedAt      time.Time `json:"started_at"`
+	FinishedAt     time.Time `json:"finished_at"`
+	Status         string    `json:"status"` // "running", "done", "error", "cancelled" (stopped: not a failure)
+	Cases          int32     `json:"cases"`
+	Headline       string    `json:"headline"`
+	ReportMarkdown string    `json:"report_markdown"`
+	ReportJSON     string    `json:"report_json"`
 	// Verdict is the gate verdict ("PASS", "FAIL", "INCONCLUSIVE"; the worst
 	// over candidates), empty while running or without candidates.
-	Verdict           string `json:"verdict" ch:"verdict"`
-	GatePolicyVersion string `json:"gate_policy_version" ch:"gate_policy_version"` // version of the gate policy that gave Verdict
-	ReportHTML        string `json:"report_html" ch:"report_html"`                 // self-contained HTML report page
+	Verdict           string `json:"verdict"`
+	GatePolicyVersion string `json:"gate_policy_version"` // version of the gate policy that gave Verdict
+	ReportHTML        string `json:"report_html"`         // self-contained HTML report page
 }
 
 // Case is one regression-set case as it was when a suite run used it.
 // Key: (SuiteRunID, CaseID).
 type Case struct {
-	SuiteRunID string   `json:"suite_run_id" ch:"suite_run_id"`
-	SetName    string   `json:"set_name" ch:"set_name"`
-	SetVersion string   `json:"set_version" ch:"set_version"`
-	CaseID     string   `json:"case_id" ch:"case_id"`
-	Category   string   `json:"category" ch:"category"`
-	Input      string   `json:"input" ch:"input"`
-	Reference  string   `json:"reference" ch:"reference"`
-	Choices    []string `json:"choices" ch:"choices"`
-	Grader     string   `json:"grader" ch:"grader"`
-	Extra      string   `json:"extra" ch:"extra"` // the case's other keys as a JSON object ("" when none)
+	SuiteRunID string   `json:"suite_run_id"`
+	SetName    string   `json:"set_name"`
+	SetVersion string   `json:"set_version"`
+	CaseID     string   `json:"case_id"`
+	Category   string   `json:"category"`
+	Input      string   `json:"input"`
+	Reference  string   `json:"reference"`
+	Choices    []string `json:"choices"`
+	Grader     string   `json:"grader"`
+	Extra      string   `json:"extra"` // the case's other keys as a JSON object ("" when none)
 }
 
 // TraceFilter selects and pages trace summaries. Zero values mean "any".
@@ -255,11 +255,11 @@ type Trace struct {
 // and the shadow worker rewrites it WorkDone with the candidate's run.
 // Key: (RequestID, Pipeline, PipelineVersion).
 type Work struct {
-	RequestID       string    `json:"request_id" ch:"request_id"`
-	Pipeline        string    `json:"pipeline" ch:"pipeline"`
-	PipelineVersion string    `json:"pipeline_version" ch:"pipeline_version"`
-	Status          string    `json:"status" ch:"status"`           // WorkPending or WorkDone
-	ReceivedAt      time.Time `json:"received_at" ch:"received_at"` // the request's, UTC ms: the backlog is read oldest first
+	RequestID       string    `json:"request_id"`
+	Pipeline        string    `json:"pipeline"`
+	PipelineVersion string    `json:"pipeline_version"`
+	Status          string    `json:"status"`      // WorkPending or WorkDone
+	ReceivedAt      time.Time `json:"received_at"` // the request's, UTC ms: the backlog is read oldest first
 }
 
 // WorkKey names one candidate version.

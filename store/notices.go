@@ -28,18 +28,18 @@ const (
 // was observed (UTC, ms); Attempts counts delivery attempts; Error is the
 // last delivery error ("" when sent).
 type VerdictNotice struct {
-	Sink             string    `json:"sink" ch:"sink"`
-	Kind             string    `json:"kind" ch:"kind"`
-	Candidate        string    `json:"candidate" ch:"candidate"`
-	CandidateVersion string    `json:"candidate_version" ch:"candidate_version"`
-	SetName          string    `json:"set_name" ch:"set_name"`
-	Verdict          string    `json:"verdict" ch:"verdict"`
-	Previous         string    `json:"previous" ch:"previous"`
-	Status           string    `json:"status" ch:"status"` // NoticePending, NoticeSent, NoticeFailed or NoticeDropped
-	Notice           string    `json:"notice" ch:"notice"`
-	ChangedAt        time.Time `json:"changed_at" ch:"changed_at"`
-	Attempts         int32     `json:"attempts" ch:"attempts"`
-	Error            string    `json:"error" ch:"error"`
+	Sink             string    `json:"sink"`
+	Kind             string    `json:"kind"`
+	Candidate        string    `json:"candidate"`
+	CandidateVersion string    `json:"candidate_version"`
+	SetName          string    `json:"set_name"`
+	Verdict          string    `json:"verdict"`
+	Previous         string    `json:"previous"`
+	Status           string    `json:"status"` // NoticePending, NoticeSent, NoticeFailed or NoticeDropped
+	Notice           string    `json:"notice"`
+	ChangedAt        time.Time `json:"changed_at"`
+	Attempts         int32     `json:"attempts"`
+	Error            string    `json:"error"`
 }
 
 // VerdictNotices keeps the verdict notifications' state, so a restart
@@ -78,9 +78,4 @@ func (s *sqlStore) VerdictNotices(ctx context.Context) ([]VerdictNotice, error) 
 		return nil, fmt.Errorf("store: verdict notices: %w", err)
 	}
 	return rows, nil
-}
-
-// VerdictNotices returns the store's VerdictNotices; ErrNotSupported when absent.
-func (r Roles) VerdictNotices() (VerdictNotices, error) {
-	return role[VerdictNotices](r, "store.VerdictNotices")
 }

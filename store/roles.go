@@ -6,10 +6,9 @@ import (
 	"fmt"
 )
 
-// ErrNotSupported: the store does not have the role asked of Roles. The
-// returned error names the role (e.g. "store: *x.y has no store.OverviewReader:
-// store: not supported"); a page or command that needs it says so instead of
-// showing less.
+// ErrNotSupported: the store does not have a role a consumer needs (see
+// NotSupported); a page or command that needs it says so instead of showing
+// less.
 var ErrNotSupported = errors.New("store: not supported")
 
 // The roles below are the narrow interfaces each consumer takes, in the manner
@@ -17,7 +16,7 @@ var ErrNotSupported = errors.New("store: not supported")
 // ingest's StoreWriter take a TraceWriter, the store-first queue a WorkStore,
 // the suite runner a TraceWriter, a SuiteWriter, an EvalHistory and an
 // OverviewReader, each web page the readers it shows, the console a Console.
-// Roles hands them out. Times are UTC, durations ms, money USD, tokens counts,
+// NewRoles resolves them. Times are UTC, durations ms, money USD, tokens counts,
 // as in the record types (model.go).
 
 // TraceWriter writes what a trace holds. Every call is synchronous and
@@ -74,14 +73,13 @@ type SuiteWriter interface {
 	InsertCases(ctx context.Context, cases []Case) error
 }
 
-// TraceReader reads traces: the list, the search with its filters and one
-// trace with everything recorded for it.
+// TraceReader reads traces: the search with its filters and one trace with
+// everything recorded for it.
 type TraceReader interface {
-	// ListTraces returns trace summaries, newest first, filtered and paginated by f.
-	ListTraces(ctx context.Context, f TraceFilter) ([]TraceSummary, error)
 	// SearchTraces returns trace summaries, newest first by (ReceivedAt,
-	// RequestID), filtered by q and paginated by keyset, at most
-	// ClampLimit(q.Limit). An invalid q returns its Validate error.
+	// RequestID), filtered by q and paginated by keyset (q.Before,
+	// q.BeforeID), at most ClampLimit(q.Limit). An invalid q returns its
+	// Validate error.
 	SearchTraces(ctx context.Context, q TraceSearch) ([]TraceSummary, error)
 	// GetTrace returns one request with all its runs, steps and scores;
 	// ErrNotFound when no request has that id.
@@ -113,14 +111,10 @@ type OverviewReader interface {
 	LiveAgreement
 }
 
-// RunComparer is the role of the comparison pages: one run with its steps and
-// a suite run's scores (Comparisons).
-type RunComparer = Comparisons
-
-// SubjectEraser (forget.go) is the role of `forget` and POST /api/forget.
-
-// WorkerReader is the role of the worker-usage page (WorkerAnalytics).
-type WorkerReader = WorkerAnalytics
+// SubjectEraser (forget.go) is the role of `forget` and POST /api/forget;
+// RunComparer and WorkerReader (analytics.go) those of the comparison pages
+// and the workers page; SegmentReader (segments.go) that of the shift page
+// and a report's shift section.
 
 // The SQL stores have every role.
 var (
@@ -138,87 +132,62 @@ var (
 	_ SubjectEraser  = (*sqlStore)(nil)
 )
 
-// Roles hands out the roles of one opened store (the factory of the pattern:
-// Jaeger's storage.Factory). The roles every Store has (TraceWriter,
-// WorkStore, SuiteWriter, SuiteReader, Console) are always there; TraceReader,
-// OverviewReader, RunComparer, WorkerReader and EvalHistory are there when the
-// store implements them, and SubjectEraser when the store can erase a data
-// subject; both SQL transports (embedded and server) have every role. A role
-// the store lacks answers an error wrapping ErrNotSupported that names it;
-// every role of a Roles without a store answers an error too. Roles is a
-// small value: copy it freely; it does not own the store (close the Store).
+// Roles are the roles of one opened store, resolved once by NewRoles (the
+// factory of the pattern: Jaeger's storage.Factory) where the program is
+// wired; each consumer is handed the fields it uses as typed dependencies.
+// The roles every Store has (TraceWriter, WorkStore, SuiteWriter,
+// SuiteReader, Console) are set for any store; the others are set when the
+// store implements them and nil otherwise (both SQL transports, embedded and
+// server, have every role). A consumer that needs a nil role refuses at
+// wiring, or answers that it cannot, with NotSupported naming the role —
+// never with a page or report that quietly shows less. Roles does not own
+// the store (close the Store).
 type Roles struct {
-	st Store
+	TraceWriter TraceWriter
+	WorkStore   WorkStore
+	SuiteWriter SuiteWriter
+	SuiteReader SuiteReader
+	Console     Console
+
+	TraceReader    TraceReader    // the traces pages; nil when the store cannot search
+	OverviewReader OverviewReader // the overview, suite runs' traffic per day
+	RunComparer    RunComparer    // a suite run's cases, the comparison pages
+	WorkerReader   WorkerReader   // the workers page
+	EvalHistory    EvalHistory    // suite runs, `export rewards`, `set build`
+	SegmentReader  SegmentReader  // the shift page, a report's shift section
+	SubjectEraser  SubjectEraser  // `forget`, POST /api/forget
+	ForgetLookup   ForgetLookup   // the shadow workers: forgotten subjects
+	RunLookup      RunLookup      // the shadow workers: runs already stored
+	VerdictNotices VerdictNotices // the verdict notifications' state
+	JudgmentWriter JudgmentWriter // suite runs' pairwise judgments and canaries
+	JudgmentReader JudgmentReader // a trace's judgments, a judge's figures
 }
 
-// NewRoles returns the roles of st.
-func NewRoles(st Store) Roles { return Roles{st: st} }
-
-// errNoStore: a Roles made without a store.
-var errNoStore = errors.New("store: roles of a nil store")
-
-// role returns v as T, or the error naming the missing role name.
-func role[T any](r Roles, name string) (T, error) {
-	var zero T
-	if r.st == nil {
-		return zero, errNoStore
+// NewRoles resolves the roles of st, once. A nil st gives Roles with every
+// role nil.
+func NewRoles(st Store) Roles {
+	if st == nil {
+		return Roles{}
 	}
-	v, ok := r.st.(T)
-	if !ok {
-		return zero, fmt.Errorf("store: %T has no %s: %w", r.st, name, ErrNotSupported)
-	}
-	return v, nil
+	r := Roles{TraceWriter: st, WorkStore: st, SuiteWriter: st, SuiteReader: st, Console: st}
+	r.TraceReader, _ = st.(TraceReader)
+	r.OverviewReader, _ = st.(OverviewReader)
+	r.RunComparer, _ = st.(RunComparer)
+	r.WorkerReader, _ = st.(WorkerReader)
+	r.EvalHistory, _ = st.(EvalHistory)
+	r.SegmentReader, _ = st.(SegmentReader)
+	r.SubjectEraser, _ = st.(SubjectEraser)
+	r.ForgetLookup, _ = st.(ForgetLookup)
+	r.RunLookup, _ = st.(RunLookup)
+	r.VerdictNotices, _ = st.(VerdictNotices)
+	r.JudgmentWriter, _ = st.(JudgmentWriter)
+	r.JudgmentReader, _ = st.(JudgmentReader)
+	return r
 }
 
-// TraceWriter returns the store's TraceWriter.
-func (r Roles) TraceWriter() (TraceWriter, error) { return role[TraceWriter](r, "store.TraceWriter") }
-
-// WorkStore returns the store's WorkStore.
-func (r Roles) WorkStore() (WorkStore, error) { return role[WorkStore](r, "store.WorkStore") }
-
-// ForgetLookup returns the store's ForgetLookup; ErrNotSupported when absent.
-func (r Roles) ForgetLookup() (ForgetLookup, error) {
-	return role[ForgetLookup](r, "store.ForgetLookup")
-}
-
-// RunLookup returns the store's RunLookup; ErrNotSupported when absent.
-func (r Roles) RunLookup() (RunLookup, error) { return role[RunLookup](r, "store.RunLookup") }
-
-// SuiteWriter returns the store's SuiteWriter.
-func (r Roles) SuiteWriter() (SuiteWriter, error) { return role[SuiteWriter](r, "store.SuiteWriter") }
-
-// TraceReader returns the store's TraceReader; ErrNotSupported when it cannot search.
-func (r Roles) TraceReader() (TraceReader, error) { return role[TraceReader](r, "store.TraceReader") }
-
-// SuiteReader returns the store's SuiteReader.
-func (r Roles) SuiteReader() (SuiteReader, error) { return role[SuiteReader](r, "store.SuiteReader") }
-
-// Console returns the store's Console.
-func (r Roles) Console() (Console, error) { return role[Console](r, "store.Console") }
-
-// OverviewReader returns the store's OverviewReader; ErrNotSupported when absent.
-func (r Roles) OverviewReader() (OverviewReader, error) {
-	return role[OverviewReader](r, "store.OverviewReader")
-}
-
-// RunComparer returns the store's RunComparer; ErrNotSupported when absent.
-func (r Roles) RunComparer() (RunComparer, error) { return role[RunComparer](r, "store.RunComparer") }
-
-// WorkerReader returns the store's WorkerReader; ErrNotSupported when absent.
-func (r Roles) WorkerReader() (WorkerReader, error) {
-	return role[WorkerReader](r, "store.WorkerReader")
-}
-
-// EvalHistory returns the store's EvalHistory; ErrNotSupported when absent.
-func (r Roles) EvalHistory() (EvalHistory, error) { return role[EvalHistory](r, "store.EvalHistory") }
-
-// SegmentReader returns the store's SegmentAnalytics (the segment mix of live
-// traffic); ErrNotSupported when absent.
-func (r Roles) SegmentReader() (SegmentAnalytics, error) {
-	return role[SegmentAnalytics](r, "store.SegmentAnalytics")
-}
-
-// SubjectEraser returns the store's SubjectEraser; ErrNotSupported when absent.
-func (r Roles) SubjectEraser() (SubjectEraser, error) {
-	return role[SubjectEraser](r, "store.SubjectEraser")
+// NotSupported is the error of a consumer handed no role it needs: it names
+// the role ("store: no store.OverviewReader: store: not supported") and wraps
+// ErrNotSupported.
+func NotSupported(role string) error {
+	return fmt.Errorf("store: no %s: %w", role, ErrNotSupported)
 }

@@ -95,16 +95,16 @@ type SegmentCount struct {
 	NoveltySum    float64 `json:"novelty_sum"`
 }
 
-// SegmentAnalytics reads the segment mix of live traffic. The SQL stores
+// SegmentReader reads the segment mix of live traffic. The SQL stores
 // (embedded and server) implement it.
-type SegmentAnalytics interface {
+type SegmentReader interface {
 	// SegmentMix counts the window's live requests per combination of segment
 	// values, most requests first. A window whose end is not after its start
 	// is an error.
 	SegmentMix(ctx context.Context, q SegmentMixQuery) ([]SegmentCount, error)
 }
 
-var _ SegmentAnalytics = (*sqlStore)(nil)
+var _ SegmentReader = (*sqlStore)(nil)
 
 // Validate reports an empty or inverted window.
 func (q SegmentMixQuery) Validate() error {
@@ -114,7 +114,7 @@ func (q SegmentMixQuery) Validate() error {
 	return nil
 }
 
-// SegmentMix implements SegmentAnalytics.
+// SegmentMix implements SegmentReader.
 func (s *sqlStore) SegmentMix(ctx context.Context, q SegmentMixQuery) ([]SegmentCount, error) {
 	if err := q.Validate(); err != nil {
 		return nil, err

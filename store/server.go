@@ -17,7 +17,7 @@ import (
 
 // server is the ClickHouse server transport (native protocol, clickhouse-go/v2).
 // It runs the same SQL text as the embedded engine, with values bound as query
-// parameters; INSERTs go as native batches (PrepareBatch/AppendStruct) and reads
+// parameters; INSERTs go as native batches (PrepareBatch/Append) and reads
 // are typed scans into the model structs.
 type server struct {
 	conn driver.Conn
@@ -85,7 +85,8 @@ func (s *server) exec(ctx context.Context, sql string, params Params) error {
 }
 
 // insert sends rows as one native batch: PrepareBatch on the columns, then
-// AppendStruct per row (fields matched to columns by their ch tags). The zero
+// one Append per row with the row's values in the columns' order (rowValues:
+// the model's json tags name the columns, as on the embedded path). The zero
 // time is sent as the Unix epoch, as the embedded path stores it.
 func (s *server) insert(ctx context.Context, db, table string, columns []string, rows any) error {
 	batch, err := s.conn.PrepareBatch(ctx, batchInsertSQL(db, table, columns))
@@ -94,10 +95,7 @@ func (s *server) insert(ctx context.Context, db, table string, columns []string,
 	}
 	rv := reflect.ValueOf(rows)
 	for i := range rv.Len() {
-		row := reflect.New(rv.Index(i).Type())
-		row.Elem().Set(rv.Index(i))
-		epochZeroTimes(row.Elem())
-		if err := batch.AppendStruct(row.Interface()); err != nil {
+		if err := batch.Append(rowValues(rv.Index(i))...); err != nil {
 			_ = batch.Abort()
 			return fmt.Errorf("append row %d: %w", i, err)
 		}
@@ -119,14 +117,20 @@ func batchInsertSQL(db, table string, columns []string) string {
 
 var epoch = time.Unix(0, 0).UTC()
 
-// epochZeroTimes sets every zero time.Time field of the struct v to the Unix
-// epoch (DateTime64 cannot hold year 1; reads turn the epoch back into zero).
-func epochZeroTimes(v reflect.Value) {
-	for _, f := range fieldsOf(v.Type()) {
-		if f.typ == timeType && v.Field(f.index).Interface().(time.Time).IsZero() {
-			v.Field(f.index).Set(reflect.ValueOf(epoch))
+// rowValues returns the column values of the model struct v in the order of
+// its columns (fieldsOf), a zero time.Time as the Unix epoch (DateTime64
+// cannot hold year 1; reads turn the epoch back into zero).
+func rowValues(v reflect.Value) []any {
+	fields := fieldsOf(v.Type())
+	out := make([]any, len(fields))
+	for i, f := range fields {
+		x := v.Field(f.index).Interface()
+		if t, ok := x.(time.Time); ok && t.IsZero() {
+			x = epoch
 		}
+		out[i] = x
 	}
+	return out
 }
 
 // scanAll runs sql and returns column names, types and every row's values,

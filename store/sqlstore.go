@@ -152,38 +152,6 @@ const previewExpr = `leftUTF8(if(empty(user_msgs), input, JSONExtractString(user
 
 const userMsgsExpr = `arrayFilter(m -> JSONExtractString(m, 'role') = 'user' AND JSONType(m, 'content') = 'String', JSONExtractArrayRaw(input))`
 
-// listTracesSQL builds the page query of ListTraces: one page of requests by
-// keyset, newest first, with the input preview computed in SQL.
-func (s *sqlStore) listTracesSQL(f TraceFilter) (string, Params) {
-	var where []string
-	p := Params{}
-	if f.App != "" {
-		where = append(where, "app = {app:String}")
-		p.Str("app", f.App)
-	}
-	if f.Source != "" {
-		where = append(where, "source = {source:String}")
-		p.Str("source", f.Source)
-	}
-	if f.Text != "" {
-		where = append(where, inputMatchSQL(p, f.Text))
-	}
-	if !f.Before.IsZero() {
-		where = append(where, keysetCond(p, f.Before, f.BeforeID))
-	}
-	cond := ""
-	if len(where) > 0 {
-		cond = "\nWHERE " + strings.Join(where, "\n  AND ")
-	}
-	return fmt.Sprintf(`SELECT
-    request_id, received_at, source, app, category, language, has_table, has_code, length_bucket,
-    %[4]s AS user_msgs,
-    %[5]s AS input_preview
-FROM %[1]s.requests FINAL%[2]s
-ORDER BY received_at DESC, request_id DESC
-LIMIT %[3]d`, s.db, cond, ClampLimit(f.Limit), userMsgsExpr, previewExpr), p
-}
-
 // runFiguresSQL aggregates the runs of the given requests (FINAL, so a
 // re-delivered run counts once) into the figures of TraceSummary.
 func (s *sqlStore) runFiguresSQL(requestIDs []string) (string, Params) {
@@ -198,24 +166,6 @@ func (s *sqlStore) runFiguresSQL(requestIDs []string) (string, Params) {
 FROM %s.runs FINAL
 WHERE request_id IN {ids:Array(String)}
 GROUP BY request_id`, s.db), Params{}.Strs("ids", requestIDs)
-}
-
-// ListTraces implements Store: newest first by (received_at, request_id); Text
-// matches the input case-insensitively; Before/BeforeID page by keyset. Two
-// statements: the page of requests, then their runs' figures.
-func (s *sqlStore) ListTraces(ctx context.Context, f TraceFilter) ([]TraceSummary, error) {
-	if err := s.check(ctx); err != nil {
-		return nil, fmt.Errorf("store: list traces: %w", err)
-	}
-	sql, p := s.listTracesSQL(f)
-	page, err := queryRows[TraceSummary](ctx, s.t, sql, p)
-	if err != nil {
-		return nil, fmt.Errorf("store: list traces: %w", err)
-	}
-	if err := s.fillRunFigures(ctx, page); err != nil {
-		return nil, fmt.Errorf("store: list traces: runs: %w", err)
-	}
-	return page, nil
 }
 
 // fillRunFigures sets each summary's run count, statuses, latencies (ms) and

@@ -29,10 +29,10 @@ var (
 )
 
 // Store is what a transport opens (OpenEmbedded, OpenServer): the roles every
-// store has, and Close. Consumers do not take a Store:
-// hand it to NewRoles and give each consumer the narrow roles it uses
-// (roles.go); a role a store lacks is ErrNotSupported there, never a quietly
-// degraded page. Implementations are safe for concurrent use. Insert* calls
+// store has, and Close. Consumers do not take a Store: resolve its roles once
+// with NewRoles and give each consumer the narrow roles it uses (roles.go); a
+// role a store lacks is nil there and its consumer says so (NotSupported),
+// never a quietly degraded page. Implementations are safe for concurrent use. Insert* calls
 // are synchronous and idempotent on the record's key (see each type); use
 // Writer for batched, asynchronous writes.
 type Store interface {
@@ -42,8 +42,6 @@ type Store interface {
 	SuiteReader
 	Console
 
-	// ListTraces returns trace summaries, newest first, filtered and paginated by f.
-	ListTraces(ctx context.Context, f TraceFilter) ([]TraceSummary, error)
 	// GetTrace returns one request with all its runs, steps and scores.
 	// ErrNotFound when no request has that id.
 	GetTrace(ctx context.Context, requestID string) (Trace, error)

@@ -19,7 +19,7 @@ func testAuthMiddleware(t *testing.T, st store.Store) {
 	hidden := fixtureTrace().Request.RequestID
 	newServer := func(a Auth) *gin.Engine {
 		r := gin.New()
-		if err := Register(r.Group("/", a.Middleware()), store.NewRoles(st), NewDefaultConfig()); err != nil {
+		if err := Register(r.Group("/", a.Middleware()), ReadersOf(store.NewRoles(st)), NewDefaultConfig()); err != nil {
 			t.Fatal(err)
 		}
 		return r

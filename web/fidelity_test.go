@@ -141,7 +141,7 @@ func testServerErrorsAreLogged(t *testing.T, st store.Store) {
 	var buf bytes.Buffer
 	gin.SetMode(gin.TestMode)
 	r := gin.New()
-	if err := Register(r, store.NewRoles(failingStore{st}), NewDefaultConfig(), WithLogger(slog.New(slog.NewTextHandler(&buf, nil)))); err != nil {
+	if err := Register(r, ReadersOf(store.NewRoles(failingStore{st})), NewDefaultConfig(), WithLogger(slog.New(slog.NewTextHandler(&buf, nil)))); err != nil {
 		t.Fatal(err)
 	}
 	for _, target := range []string{"/traces/req-7f3a9c", "/traces"} {
@@ -163,7 +163,7 @@ func testServerErrorsAreLogged(t *testing.T, st store.Store) {
 func newTestServerLogged(t *testing.T, st store.Store, buf *bytes.Buffer) *gin.Engine {
 	t.Helper()
 	r := gin.New()
-	if err := Register(r, store.NewRoles(st), NewDefaultConfig(), WithLogger(slog.New(slog.NewTextHandler(buf, nil)))); err != nil {
+	if err := Register(r, ReadersOf(store.NewRoles(st)), NewDefaultConfig(), WithLogger(slog.New(slog.NewTextHandler(buf, nil)))); err != nil {
 		t.Fatal(err)
 	}
 	return r

@@ -131,7 +131,7 @@ func newTestServer(t *testing.T, st store.Store, cfg Config) *gin.Engine {
 	t.Helper()
 	gin.SetMode(gin.TestMode)
 	r := gin.New()
-	if err := Register(r, store.NewRoles(st), cfg); err != nil {
+	if err := Register(r, ReadersOf(store.NewRoles(st)), cfg); err != nil {
 		t.Fatalf("Register: %v", err)
 	}
 	return r

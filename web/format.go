@@ -267,7 +267,7 @@ type traceQuery struct {
 	Seg       store.SegmentFilter
 }
 
-// searching reports whether q uses a filter only store.Analytics can apply.
+// searching reports whether q uses a filter beyond app, source and text.
 func (q traceQuery) searching() bool {
 	return q.Candidate != "" || q.Worker != "" || q.Status != "" || q.MinCost != 0 || q.MaxCost != 0 ||
 		q.MinMs != 0 || q.MaxMs != 0 || !q.From.IsZero() || !q.To.IsZero() || q.Grade != "" || !q.Seg.Empty()

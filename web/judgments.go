@@ -24,12 +24,13 @@ type judgmentsView struct {
 // figures when the trace is a suite case. A store without the role gives an
 // empty view (the page then has no judgment section); a failed read says so.
 func (s *server) judgmentsOf(c *gin.Context, tr store.Trace) judgmentsView {
-	rd, err := s.roles.JudgmentReader()
-	if err != nil {
+	rd := s.read.Judgments
+	if rd == nil {
 		return judgmentsView{}
 	}
 	ctx := c.Request.Context()
 	v := judgmentsView{SuiteRunID: tr.Request.Metadata["suite_run_id"]}
+	var err error
 	if v.Rows, err = rd.ListJudgments(ctx, store.JudgmentQuery{RequestID: tr.Request.RequestID}); err != nil {
 		_ = c.Error(fmt.Errorf("web: list judgments of %q: %w", tr.Request.RequestID, err))
 		return judgmentsView{Err: "The judgments of this trace could not be read from the store."}

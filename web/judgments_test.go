@@ -47,7 +47,7 @@ func TestJudgmentsOnTheSuiteRunAndTracePages(t *testing.T) {
 	}
 	inc := &judgetest.Pipeline{PipelineName: "single:gpt-5", Model: "gpt-5", Answers: answer(7)}
 	cand := &judgetest.Pipeline{PipelineName: "candidate", Model: "qwen3-32b", Answers: answer(8)}
-	rep, err := eval.RunSuite(context.Background(), store.NewRoles(st), set, inc, []shadow.Pipeline{cand},
+	rep, err := eval.RunSuite(context.Background(), eval.SuiteStoresOf(store.NewRoles(st)), set, inc, []shadow.Pipeline{cand},
 		eval.SuiteOptions{SuiteRunID: "suite-judged", Graders: resolve})
 	if err != nil {
 		t.Fatal(err)

@@ -310,16 +310,7 @@ func (s *server) overview(c *gin.Context) {
 		return
 	}
 	meta := s.meta("Overview", navOverview)
-	an, err := s.roles.OverviewReader()
-	if err != nil {
-		s.unsupported(c, "the overview", err)
-		return
-	}
-	sr, err := s.roles.SuiteReader()
-	if err != nil {
-		s.unsupported(c, "the overview's verdicts", err)
-		return
-	}
+	an, sr := s.read.Overview, s.read.Suites
 	bucket := bucketFor(q.To.Sub(q.From))
 	ov, err := an.Overview(c.Request.Context(), store.OverviewQuery{App: q.App, From: q.From, To: q.To, BucketSeconds: bucket, Segments: q.Seg})
 	if err != nil {

@@ -50,11 +50,7 @@ func (s *server) shift(c *gin.Context) {
 		}
 		v.Window, v.WindowArg = d, w
 	}
-	an, err := s.roles.SegmentReader()
-	if err != nil {
-		s.unsupported(c, "the shift page", err)
-		return
-	}
+	an := s.read.Segments
 	v.Supported = true
 	{
 		to := time.Now().UTC()

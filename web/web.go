@@ -1,12 +1,13 @@
 // Package web serves conductor-shadow's server-rendered UI (gin + templ) over the
-// roles of a store (store.Roles): the overview (traffic, cost and latency over time, agreement,
+// readers of a store (Readers): the overview (traffic, cost and latency over time, agreement,
 // latest verdicts), the traces list with search filters, a trace's drill-down
 // (answers side by side with text diffs, the plan, the workflow graph and the
 // timeline as inline SVG, every step's context and output), run and suite-run
 // comparisons, worker analytics, and suite runs with their reports. Each page
-// takes only the roles it shows (store.TraceReader, store.SuiteReader,
-// store.OverviewReader, store.RunComparer, store.WorkerReader); a page whose
-// role the store lacks answers 501 naming it, never a page with less. Pages need
+// reads only the roles it shows (store.TraceReader, store.SuiteReader,
+// store.OverviewReader, store.RunComparer, store.WorkerReader,
+// store.SegmentReader), handed over once at Register; a page whose role is
+// missing answers 501 naming it, never a page with less. Pages need
 // no JavaScript and load no third-party assets; all stored text is escaped, and
 // Markdown is rendered and sanitized before it is embedded. Auth.Middleware
 // guards the pages when they are reachable beyond loopback.
@@ -48,12 +49,35 @@ func traceSources() []string {
 	return []string{store.SourceTap, store.SourceReplay, store.SourceSuite}
 }
 
+// Readers are the store roles the pages read, resolved once where the
+// program is wired (ReadersOf(store.NewRoles(st))). Suites is required; a page
+// whose role is nil answers 501 naming it (store.NotSupported), decided at
+// Register.
+type Readers struct {
+	Suites   store.SuiteReader    // the suite-run pages, the overview's verdicts
+	Traces   store.TraceReader    // the traces list and a trace
+	Overview store.OverviewReader // the overview
+	Runs     store.RunComparer    // a suite run's cases, the comparison pages
+	Workers  store.WorkerReader   // the workers page
+	Segments store.SegmentReader  // the shift page
+	// Judgments is optional: without it a trace page has no judgment section.
+	Judgments store.JudgmentReader
+}
+
+// ReadersOf picks the pages' roles out of r.
+func ReadersOf(r store.Roles) Readers {
+	return Readers{Suites: r.SuiteReader, Traces: r.TraceReader, Overview: r.OverviewReader,
+		Runs: r.RunComparer, Workers: r.WorkerReader, Segments: r.SegmentReader, Judgments: r.JudgmentReader}
+}
+
 // server holds what the handlers share; it is read-only after Register.
 type server struct {
-	roles  store.Roles
+	read   Readers
 	cfg    Config
 	md     *markdown
 	static fs.FS
+	// suiteRunPage serves /suite-runs/{id}: suiteRun, or 501 without Runs.
+	suiteRunPage gin.HandlerFunc
 }
 
 // Register mounts the UI on r under cfg.BasePath:
@@ -83,20 +107,21 @@ type server struct {
 // sent as "%2F" or as "/": the id is the rest of the path. Every route answers
 // HEAD like GET, without a body.
 //
-// HTML pages answer 400 for bad query parameters, 501 naming the store role a
-// page needs when the store lacks it (store.ErrNotSupported; the traces pages
-// need store.TraceReader, the overview store.OverviewReader, the workers page
-// store.WorkerReader, a suite run and the comparisons store.RunComparer), and
-// 500 with a short message when the store fails; the cause is attached to the gin context, and with
-// WithLogger it is logged with the method and path (serve logs every 5xx
-// router-wide instead).
-// It returns an error for a nil router, roles without a store and an invalid cfg.
-func Register(r gin.IRouter, roles store.Roles, cfg Config, opts ...Option) error {
+// HTML pages answer 501 naming the store role a page needs when rd lacks it
+// (store.ErrNotSupported; the traces pages need Traces, the overview
+// Overview, the workers page Workers, a suite run and the comparisons Runs,
+// the shift page Segments), 400 for bad query parameters, and 500 with a
+// short message when the store fails; the cause is attached to the gin
+// context, and with WithLogger it is logged with the method and path (serve
+// logs every 5xx router-wide instead).
+// It returns an error for a nil router, readers without Suites (every store
+// has it) and an invalid cfg.
+func Register(r gin.IRouter, rd Readers, cfg Config, opts ...Option) error {
 	if r == nil {
 		return errors.New("web: register: nil router")
 	}
-	if _, err := roles.SuiteReader(); err != nil { // every store has it
-		return fmt.Errorf("web: register: %w", err)
+	if rd.Suites == nil {
+		return fmt.Errorf("web: register: %w", store.NotSupported("store.SuiteReader"))
 	}
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("web: register: %w", err)
@@ -109,7 +134,10 @@ func Register(r gin.IRouter, roles store.Roles, cfg Config, opts ...Option) erro
 	for _, opt := range opts {
 		opt(&o)
 	}
-	s := &server{roles: roles, cfg: cfg, md: newMarkdown(), static: static}
+	s := &server{read: rd, cfg: cfg, md: newMarkdown(), static: static}
+	traces := pageRole{"store.TraceReader", rd.Traces != nil}
+	runs := pageRole{"store.RunComparer", rd.Runs != nil}
+	s.suiteRunPage = s.needs("a suite run's cases", func(c *gin.Context) { s.suiteRun(c, pathID(c)) }, runs)
 
 	var mw []gin.HandlerFunc
 	if o.log != nil {
@@ -124,17 +152,35 @@ func Register(r gin.IRouter, roles store.Roles, cfg Config, opts ...Option) erro
 		get("", s.root)
 	}
 	get("/", s.root)
-	get("/overview", s.overview)
-	get("/workers", s.workers)
-	get("/traces", s.traces)
-	get("/shift", s.shift)
-	get("/traces/*id", s.trace)
+	get("/overview", s.needs("the overview", s.overview, pageRole{"store.OverviewReader", rd.Overview != nil}))
+	get("/workers", s.needs("worker usage", s.workers, pageRole{"store.WorkerReader", rd.Workers != nil}))
+	get("/traces", s.needs("traces", s.traces, traces))
+	get("/shift", s.needs("the shift page", s.shift, pageRole{"store.SegmentReader", rd.Segments != nil}))
+	get("/traces/*id", s.needs("a trace", s.trace, traces))
 	get("/suite-runs", s.suiteRuns)
 	get("/suite-runs/*id", s.suiteRunRoutes)
-	get("/compare/runs", s.compareRuns)
-	get("/compare/suite-runs", s.compareSuiteRuns)
+	get("/compare/runs", s.needs("comparisons", s.compareRuns, runs))
+	get("/compare/suite-runs", s.needs("comparisons", s.compareSuiteRuns, runs))
 	get("/static/*file", s.staticFile)
 	return nil
+}
+
+// pageRole is a store role a page reads and whether the readers have it.
+type pageRole struct {
+	name    string // "store.TraceReader"
+	present bool
+}
+
+// needs returns h, or, when one of roles is missing, a handler answering 501
+// naming it: what a page can show is decided once, at Register.
+func (s *server) needs(what string, h gin.HandlerFunc, roles ...pageRole) gin.HandlerFunc {
+	for _, r := range roles {
+		if !r.present {
+			err := store.NotSupported(r.name)
+			return func(c *gin.Context) { s.unsupported(c, what, err) }
+		}
+	}
+	return h
 }
 
 // Option adjusts Register.
@@ -190,7 +236,7 @@ func (s *server) suiteRunRoutes(c *gin.Context) {
 	case strings.HasSuffix(id, "/report.html"):
 		s.reportHTML(c, strings.TrimSuffix(id, "/report.html"))
 	default:
-		s.suiteRun(c, id)
+		s.suiteRunPage(c)
 	}
 }
 
@@ -266,16 +312,11 @@ func (s *server) traces(c *gin.Context) {
 		s.fail(c, http.StatusBadRequest, "Bad filter: "+err.Error()+".", nil)
 		return
 	}
-	tr, err := s.roles.TraceReader()
-	if err != nil {
-		s.unsupported(c, "traces", err)
-		return
-	}
 	limit := store.ClampLimit(q.Limit)
 	sq := q.search()
 	// Ask for one row more than shown to know whether an older page exists.
 	sq.Limit = min(limit+1, store.MaxListLimit)
-	rows, err := tr.SearchTraces(c.Request.Context(), sq)
+	rows, err := s.read.Traces.SearchTraces(c.Request.Context(), sq)
 	if err != nil {
 		s.storeFailed(c, "trace list", "", err)
 		return
@@ -301,12 +342,7 @@ func (s *server) traces(c *gin.Context) {
 
 func (s *server) trace(c *gin.Context) {
 	id := pathID(c)
-	rd, err := s.roles.TraceReader()
-	if err != nil {
-		s.unsupported(c, "a trace", err)
-		return
-	}
-	tr, err := rd.GetTrace(c.Request.Context(), id)
+	tr, err := s.read.Traces.GetTrace(c.Request.Context(), id)
 	if err != nil {
 		s.storeFailed(c, "trace", id, err)
 		return
@@ -317,12 +353,7 @@ func (s *server) trace(c *gin.Context) {
 }
 
 func (s *server) suiteRuns(c *gin.Context) {
-	sr, err := s.roles.SuiteReader()
-	if err != nil {
-		s.unsupported(c, "suite runs", err)
-		return
-	}
-	runs, err := sr.ListSuiteRuns(c.Request.Context(), 0)
+	runs, err := s.read.Suites.ListSuiteRuns(c.Request.Context(), 0)
 	if err != nil {
 		s.storeFailed(c, "suite run list", "", err)
 		return
@@ -335,16 +366,7 @@ func (s *server) suiteRuns(c *gin.Context) {
 }
 
 func (s *server) suiteRun(c *gin.Context, id string) {
-	sr, err := s.roles.SuiteReader()
-	if err != nil {
-		s.unsupported(c, "a suite run", err)
-		return
-	}
-	cs, err := s.roles.RunComparer()
-	if err != nil {
-		s.unsupported(c, "a suite run's cases", err)
-		return
-	}
+	sr, cs := s.read.Suites, s.read.Runs
 	run, err := sr.GetSuiteRun(c.Request.Context(), id)
 	if err != nil {
 		s.storeFailed(c, "suite run", id, err)
@@ -377,12 +399,7 @@ func (s *server) suiteRun(c *gin.Context, id string) {
 }
 
 func (s *server) reportJSON(c *gin.Context, id string) {
-	sr, err := s.roles.SuiteReader()
-	if err != nil {
-		c.JSON(http.StatusNotImplemented, gin.H{"error": err.Error()})
-		return
-	}
-	run, err := sr.GetSuiteRun(c.Request.Context(), id)
+	run, err := s.read.Suites.GetSuiteRun(c.Request.Context(), id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		c.JSON(http.StatusNotFound, gin.H{"error": fmt.Sprintf("no suite run with id %q", id)})
@@ -404,12 +421,7 @@ func (s *server) reportJSON(c *gin.Context, id string) {
 const reportHTMLPolicy = "sandbox; default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"
 
 func (s *server) reportHTML(c *gin.Context, id string) {
-	sr, err := s.roles.SuiteReader()
-	if err != nil {
-		s.unsupported(c, "a suite run's report", err)
-		return
-	}
-	run, err := sr.GetSuiteRun(c.Request.Context(), id)
+	run, err := s.read.Suites.GetSuiteRun(c.Request.Context(), id)
 	if err != nil {
 		s.storeFailed(c, "suite run", id, err)
 		return

@@ -574,16 +574,16 @@ func testRootStaticAndBasePath(t *testing.T, st store.Store) {
 
 func testRegisterRejectsBadInput(t *testing.T, st store.Store) {
 	r := newTestServer(t, st, NewDefaultConfig()) // a valid engine to pass
-	if err := Register(nil, store.NewRoles(st), NewDefaultConfig()); err == nil {
+	if err := Register(nil, ReadersOf(store.NewRoles(st)), NewDefaultConfig()); err == nil {
 		t.Error("nil router accepted")
 	}
-	if err := Register(r.Group("/x"), store.NewRoles(nil), NewDefaultConfig()); err == nil {
+	if err := Register(r.Group("/x"), ReadersOf(store.NewRoles(nil)), NewDefaultConfig()); err == nil {
 		t.Error("nil store accepted")
 	}
-	if err := Register(r.Group("/y"), store.Roles{}, NewDefaultConfig()); err == nil {
+	if err := Register(r.Group("/y"), Readers{}, NewDefaultConfig()); err == nil {
 		t.Error("roles without a store accepted")
 	}
-	if err := Register(r.Group("/z"), store.NewRoles(st), Config{BasePath: "ui"}); err == nil {
+	if err := Register(r.Group("/z"), ReadersOf(store.NewRoles(st)), Config{BasePath: "ui"}); err == nil {
 		t.Error("invalid config accepted")
 	}
 }

@@ -128,12 +128,7 @@ func (s *server) workers(c *gin.Context) {
 	}
 	v := workersView{Meta: s.meta("Workers", navWorkers), Query: q, Pipeline: strings.TrimSpace(c.Query("pipeline")),
 		Positions: []string{store.PositionFirst, store.PositionMiddle, store.PositionFinal, store.PositionOnly}}
-	an, err := s.roles.WorkerReader()
-	if err != nil {
-		s.unsupported(c, "worker usage", err)
-		return
-	}
-	uses, err := an.WorkerUsage(c.Request.Context(), store.WorkerQuery{App: q.App, Pipeline: v.Pipeline, From: q.From, To: q.To})
+	uses, err := s.read.Workers.WorkerUsage(c.Request.Context(), store.WorkerQuery{App: q.App, Pipeline: v.Pipeline, From: q.From, To: q.To})
 	if err != nil {
 		s.storeFailed(c, "worker usage", "", fmt.Errorf("web: workers: %w", err))
 		return

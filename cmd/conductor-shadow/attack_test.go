@@ -15,6 +15,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
 // syncBuffer is a bytes.Buffer safe for the server's logger and the test.
@@ -41,7 +43,7 @@ func (s *syncBuffer) String() string {
 // schema is still whole afterwards, the secrets are not in the environment or
 // any answer, and a runaway console query ends on a limit while pages answer.
 func TestServeRefusesAttacks(t *testing.T) {
-	requireEngine(t)
+	storetest.RequireEngine(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	var hits atomic.Int64

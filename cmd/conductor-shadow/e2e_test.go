@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/conductor-shadow/conductor-shadow/shadow/simpool"
+	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
 // TestMainJobEndToEnd runs the product as `make run` does, in one process: the
@@ -22,7 +23,7 @@ import (
 // exchanges through the tap, `query` through the server (the embedded engine has
 // one owner), a `suite run`, and the three web pages.
 func TestMainJobEndToEnd(t *testing.T) {
-	requireEngine(t)
+	storetest.RequireEngine(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 
@@ -142,21 +143,6 @@ func TestMainJobEndToEnd(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("serve did not stop after its context ended")
 	}
-}
-
-func requireEngine(t *testing.T) {
-	t.Helper()
-	for _, p := range []string{os.Getenv("CHDB_LIB_PATH"), "/usr/local/lib/libchdb.so", ".libchdb/libchdb.so"} {
-		if p != "" {
-			if _, err := os.Stat(p); err == nil {
-				return
-			}
-		}
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("libchdb is missing: `make test` installs it (make libchdb)")
-	}
-	t.Skip("libchdb is not installed (make libchdb)")
 }
 
 func freeAddr(t *testing.T) string {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/conductor-shadow/conductor-shadow/cmd/internal/platform"
 	"github.com/conductor-shadow/conductor-shadow/eval/rewards"
 	"github.com/conductor-shadow/conductor-shadow/eval/setbuild"
 	"github.com/conductor-shadow/conductor-shadow/store"
@@ -19,7 +20,7 @@ import (
 // setCmd is `conductor-shadow set build`: a regression set from captured
 // traffic. It opens the store directly (stop `serve` first when the store is
 // the embedded one).
-func setCmd(load loader) *cobra.Command {
+func setCmd(load platform.Loader) *cobra.Command {
 	set := &cobra.Command{Use: "set", Short: "Regression sets"}
 	var (
 		n      int
@@ -96,7 +97,7 @@ func setCmd(load loader) *cobra.Command {
 }
 
 // exportCmd is `conductor-shadow export rewards`.
-func exportCmd(load loader) *cobra.Command {
+func exportCmd(load platform.Loader) *cobra.Command {
 	export := &cobra.Command{Use: "export", Short: "Export stored data"}
 	var (
 		suiteRuns []string
@@ -193,18 +194,17 @@ func writeFileWith(path string, fn func(io.Writer) error) error {
 // openEvalHistory opens the store directly (these commands read many rows, so
 // they do not go through a running server: with the embedded store, stop `serve`
 // first) with its suite-run history queries; the caller closes st.
-func openEvalHistory(ctx context.Context, cfg Config) (st store.Store, h store.EvalHistory, err error) {
-	st, _, err = openStore(ctx, cfg)
+func openEvalHistory(ctx context.Context, cfg platform.Config) (st store.Store, h store.EvalHistory, err error) {
+	st, _, err = platform.OpenStore(ctx, cfg)
 	if err != nil {
 		if cfg.Store.DSN == "" {
 			return nil, nil, fmt.Errorf("%w\n(the embedded store in %s has one owner: stop `serve` first, or use a ClickHouse server)", err, cfg.Store.Path)
 		}
 		return nil, nil, err
 	}
-	h, err = store.NewRoles(st).EvalHistory()
-	if err != nil {
+	if h = store.NewRoles(st).EvalHistory; h == nil {
 		st.Close()
-		return nil, nil, err
+		return nil, nil, store.NotSupported("store.EvalHistory")
 	}
 	return st, h, nil
 }

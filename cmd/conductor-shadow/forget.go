@@ -12,6 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/spf13/cobra"
 
+	"github.com/conductor-shadow/conductor-shadow/cmd/internal/platform"
 	"github.com/conductor-shadow/conductor-shadow/ingest"
 	"github.com/conductor-shadow/conductor-shadow/store"
 )
@@ -31,7 +32,7 @@ type forgetResponse struct {
 // forgetter erases a data subject's rows: it hashes the subject with the PII
 // secret (as the tap does) and asks the store to delete that hash's rows.
 type forgetter struct {
-	roles      store.Roles // it takes the store.SubjectEraser
+	eraser     store.SubjectEraser // nil: the store cannot erase (501)
 	hash       func(subject string) string
 	sweepAfter time.Duration // wait before the second sweep (forgetSweepAfter)
 }
@@ -52,19 +53,18 @@ func forgetSweepAfter(w store.WriterConfig) time.Duration {
 // deployment use (ingest.LoadPIISecret: $<ingest.pii.secret_env>, else the key
 // kept in the data folder).
 // sweepAfter is the wait before the second sweep (see store.SubjectEraser).
-func newForgetter(st store.Store, secret []byte, sweepAfter time.Duration) *forgetter {
-	return &forgetter{roles: store.NewRoles(st), hash: func(s string) string { return ingest.SubjectHash(secret, s) }, sweepAfter: sweepAfter}
+func newForgetter(eraser store.SubjectEraser, secret []byte, sweepAfter time.Duration) *forgetter {
+	return &forgetter{eraser: eraser, hash: func(s string) string { return ingest.SubjectHash(secret, s) }, sweepAfter: sweepAfter}
 }
 
 func (f *forgetter) forget(ctx context.Context, subject, actor string) (forgetResponse, error) {
 	if strings.TrimSpace(subject) == "" {
 		return forgetResponse{}, errBadSubject
 	}
-	eraser, err := f.roles.SubjectEraser()
-	if err != nil {
-		return forgetResponse{}, fmt.Errorf("forget: %w", err)
+	if f.eraser == nil {
+		return forgetResponse{}, fmt.Errorf("forget: %w", store.NotSupported("store.SubjectEraser"))
 	}
-	rep, err := eraser.ForgetSubject(ctx, f.hash(subject), actor, f.sweepAfter)
+	rep, err := f.eraser.ForgetSubject(ctx, f.hash(subject), actor, f.sweepAfter)
 	if err != nil {
 		return forgetResponse{}, err
 	}
@@ -103,7 +103,7 @@ func printForget(w io.Writer, r forgetResponse) {
 	}
 }
 
-func forgetCmd(load loader) *cobra.Command {
+func forgetCmd(load platform.Loader) *cobra.Command {
 	var (
 		subject string
 		local   bool
@@ -139,12 +139,12 @@ sweeps again for rows that arrived meanwhile ("second sweep" in the printout).`,
 			if err != nil {
 				return fmt.Errorf("forget: %w", err)
 			}
-			st, _, err := openStore(ctx, cfg)
+			st, _, err := platform.OpenStore(ctx, cfg)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			res, err = newForgetter(st, secret.Key, forgetSweepAfter(cfg.Writer)).forget(ctx, subject, "cli")
+			res, err = newForgetter(store.NewRoles(st).SubjectEraser, secret.Key, forgetSweepAfter(cfg.Writer)).forget(ctx, subject, "cli")
 			if err != nil {
 				return err
 			}

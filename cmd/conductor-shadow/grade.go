@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/conductor-shadow/conductor-shadow/cmd/internal/platform"
 	"github.com/conductor-shadow/conductor-shadow/eval"
 	"github.com/conductor-shadow/conductor-shadow/eval/judge"
 	"github.com/conductor-shadow/conductor-shadow/shadow"
@@ -24,7 +25,7 @@ type gradeLine struct {
 
 // gradeCmd grades recorded outputs: FILE is a regression set (JSONL) whose
 // cases each carry an extra "output" key.
-func gradeCmd(load loader) *cobra.Command {
+func gradeCmd(load platform.Loader) *cobra.Command {
 	var casesPath string
 	cmd := &cobra.Command{
 		Use:   "grade --cases FILE",

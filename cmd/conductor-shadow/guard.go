@@ -88,19 +88,6 @@ func hostName(hostport string) string {
 	return strings.ToLower(strings.TrimSuffix(strings.Trim(host, "[]"), "."))
 }
 
-// validateAllowedHosts checks server.allowed_hosts: bare host names (no scheme,
-// port or path), optionally starting with "." for a whole domain.
-func validateAllowedHosts(hosts []string) error {
-	var errs []error
-	for i, h := range hosts {
-		name := strings.TrimPrefix(h, ".")
-		if name == "" || strings.ContainsAny(name, "/:@ *") || strings.HasPrefix(name, ".") {
-			errs = append(errs, fmt.Errorf("config: server.allowed_hosts[%d] %q: want a host name such as shadow.example.com, or .example.com for every name under it", i, h))
-		}
-	}
-	return errors.Join(errs...)
-}
-
 // allows reports whether a Host header names this server.
 func (r hostRules) allows(hostport string) bool {
 	host := hostName(hostport)

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/conductor-shadow/conductor-shadow/cmd/internal/platform"
 	"github.com/conductor-shadow/conductor-shadow/shadow"
 )
 
@@ -16,7 +17,7 @@ import (
 // family, so `serve` logs each at start; the suite reports name the models
 // the runs actually called. Empty when the judge's family is unknown or
 // shared by none.
-func judgeFamilyWarnings(cfg Config) []string {
+func judgeFamilyWarnings(cfg platform.Config) []string {
 	model := func(worker string) string {
 		if w, ok := cfg.Shadow.Worker(worker); ok && w.Model != "" {
 			return w.Model
@@ -41,23 +42,13 @@ func judgeFamilyWarnings(cfg Config) []string {
 		}
 	}
 	same("the incumbent "+cfg.Pipelines.Incumbent, []string{cfg.Pipelines.Incumbent})
-	var pool []string
-	for _, w := range cfg.Shadow.Workers {
-		pool = append(pool, w.Name)
-	}
-	for _, name := range cfg.Pipelines.Candidates {
-		if worker, ok := strings.CutPrefix(name, "single:"); ok {
-			same("the candidate "+name, []string{worker})
-			continue
+	candidates, _ := cfg.Pipelines.AllCandidates() // validated with the config
+	for _, c := range candidates {
+		who := "the candidate " + c.CandidateName()
+		if c.Kind == shadow.KindConductor {
+			who += " (a conductor may call any worker of the pool)"
 		}
-		same("the candidate "+name+" (a conductor may call any worker of the pool)", append([]string{cfg.Shadow.Conductor.Worker}, pool...))
-	}
-	for _, c := range cfg.Pipelines.CandidatePipelines {
-		ws := append(append([]string{}, c.Workers...), c.Aggregator)
-		for _, s := range c.Steps {
-			ws = append(ws, s.Worker)
-		}
-		same("the candidate "+c.CandidateName(), ws)
+		same(who, c.Callable(cfg.Shadow))
 	}
 	return out
 }

@@ -16,9 +16,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/caarlos0/env/v11"
 	"github.com/spf13/cobra"
 
+	"github.com/conductor-shadow/conductor-shadow/cmd/internal/platform"
+	"github.com/conductor-shadow/conductor-shadow/eval"
 	"github.com/conductor-shadow/conductor-shadow/store"
 )
 
@@ -32,39 +33,9 @@ func main() {
 	}
 }
 
-// globalFlags are shared by every subcommand; set flags override the config file
-// and the environment.
-type globalFlags struct {
-	configPath string
-	dataDir    string
-	dsn        string
-	addr       string
-	kafka      []string
-	role       string
-}
-
-// apply sets the flags given on the command line over the file and environment.
-func (gf *globalFlags) apply(cfg *Config) {
-	if gf.dataDir != "" {
-		cfg.Store.Path = gf.dataDir
-	}
-	if gf.dsn != "" {
-		cfg.Store.DSN = gf.dsn
-	}
-	if gf.addr != "" {
-		cfg.Server.Addr = gf.addr
-	}
-	if len(gf.kafka) > 0 {
-		cfg.Ingest.Kafka.Brokers = gf.kafka
-	}
-	if gf.role != "" {
-		cfg.Server.Role = gf.role
-	}
-}
-
 // run executes one command line; only main exits.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var gf globalFlags
+	var flags platform.Flags
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	root := &cobra.Command{
 		Use:           "conductor-shadow",
@@ -75,22 +46,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	pf := root.PersistentFlags()
-	pf.StringVar(&gf.configPath, "config", "", "YAML config file (defaults apply to what it leaves out)")
-	pf.StringVar(&gf.dataDir, "data", "", "embedded store folder (default ./data)")
-	pf.StringVar(&gf.dsn, "clickhouse-dsn", "", "ClickHouse server DSN, e.g. clickhouse://host:9000/db (replaces the embedded store)")
-	pf.StringVar(&gf.addr, "addr", "", "server listen address host:port (default 127.0.0.1:8080)")
-	pf.StringVar(&gf.role, "role", "", "what serve runs: all (default), tap (proxy + /v1/tap to Kafka) or shadow (Kafka consumer-group workers)")
-	pf.StringSliceVar(&gf.kafka, "kafka-brokers", nil, "Kafka brokers host:port,... carrying tapped exchanges to the shadow workers (default: in-process queue)")
-
-	load := func() (Config, error) {
-		cfg, err := LoadConfig(gf.configPath, env.ToMap(os.Environ()), gf.apply)
-		cfg.Store.Log = log // the store's own warnings (a repaired schema)
-		return cfg, err
-	}
+	flags.Register(root.PersistentFlags())
+	load := flags.Loader(log)
 	root.AddCommand(serveCmd(load, log), replayCmd(load, log), suiteCmd(load, log), queryCmd(load))
-	root.AddCommand(loadtestCmd(load, log))
-	root.AddCommand(generateCmd(load))
 	root.AddCommand(setCmd(load), exportCmd(load), shiftCmd(load))
 	root.AddCommand(forgetCmd(load))
 	root.AddCommand(gradeCmd(load), planCmd())
@@ -98,9 +56,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return root.ExecuteContext(ctx)
 }
 
-type loader func() (Config, error)
-
-func serveCmd(load loader, log *slog.Logger) *cobra.Command {
+func serveCmd(load platform.Loader, log *slog.Logger) *cobra.Command {
 	return &cobra.Command{
 		Use:   "serve",
 		Short: "Run the tap, the shadow workers, the web UI and the API until interrupted",
@@ -133,7 +89,7 @@ func serveCmd(load loader, log *slog.Logger) *cobra.Command {
 	}
 }
 
-func replayCmd(load loader, log *slog.Logger) *cobra.Command {
+func replayCmd(load platform.Loader, log *slog.Logger) *cobra.Command {
 	opts := replayOptions{Concurrency: 16}
 	cmd := &cobra.Command{
 		Use:   "replay FILE",
@@ -151,13 +107,13 @@ func replayCmd(load loader, log *slog.Logger) *cobra.Command {
 			opts.Token = os.Getenv(cfg.Server.APITokenEnv)
 			opts.Incumbent = cfg.Pipelines.Incumbent
 			opts.IsWorker = func(name string) bool { _, ok := cfg.Shadow.Worker(name); return ok }
-			pipes, err := buildPipelines(cfg)
+			pipes, err := platform.BuildPipelines(cfg)
 			if err != nil {
 				return err
 			}
 			defer pipes.Close()
 			start := time.Now()
-			counts, err := replay(cmd.Context(), opts, pipes.pool, log)
+			counts, err := replay(cmd.Context(), opts, pipes.Pool, log)
 			fmt.Fprintf(cmd.OutOrStdout(), "replay %s: %s in %s\n", opts.File, counts, time.Since(start).Round(time.Millisecond))
 			return err
 		},
@@ -167,7 +123,7 @@ func replayCmd(load loader, log *slog.Logger) *cobra.Command {
 	return cmd
 }
 
-func suiteCmd(load loader, log *slog.Logger) *cobra.Command {
+func suiteCmd(load platform.Loader, log *slog.Logger) *cobra.Command {
 	suite := &cobra.Command{Use: "suite", Short: "Regression suites"}
 	var (
 		set   string
@@ -213,12 +169,12 @@ func suiteCmd(load loader, log *slog.Logger) *cobra.Command {
 				}
 				note = "no server answering at " + cfg.Server.Addr
 			}
-			st, where, err := openStore(ctx, cfg)
+			st, where, err := platform.OpenStore(ctx, cfg)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			pipes, err := buildPipelines(cfg)
+			pipes, err := platform.BuildPipelines(cfg)
 			if err != nil {
 				return err
 			}
@@ -226,7 +182,7 @@ func suiteCmd(load loader, log *slog.Logger) *cobra.Command {
 			if note != "" {
 				log.Info(note+"; running the suite against the store directly", "store", where)
 			}
-			runner := &suiteRunner{cfg: cfg, roles: store.NewRoles(st), p: pipes, where: where}
+			runner := &suiteRunner{cfg: cfg, stores: eval.SuiteStoresOf(store.NewRoles(st)), p: pipes, where: where}
 			res, err = runner.run(ctx, set, limit, cmd.ErrOrStderr())
 			if err != nil {
 				return err
@@ -250,7 +206,7 @@ func printSuite(w io.Writer, res suiteResponse) {
 	fmt.Fprintf(w, "%s\nverdict: %s\nsuite run %s\nstore: %s\nreport: %s\n        %s\n        %s\n", res.Headline, verdict, res.SuiteRunID, res.Store, res.MarkdownPath, res.JSONPath, res.HTMLPath)
 }
 
-func queryCmd(load loader) *cobra.Command {
+func queryCmd(load platform.Loader) *cobra.Command {
 	var local bool
 	cmd := &cobra.Command{
 		Use:   `query "SQL"`,
@@ -269,7 +225,7 @@ func queryCmd(load loader) *cobra.Command {
 				}
 				return writeQueryResult(cmd.OutOrStdout(), cmd.ErrOrStderr(), res)
 			}
-			st, _, err := openStore(ctx, cfg)
+			st, _, err := platform.OpenStore(ctx, cfg)
 			if err != nil {
 				return err
 			}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/conductor-shadow/conductor-shadow/cmd/internal/platform"
 	"github.com/conductor-shadow/conductor-shadow/eval"
 	"github.com/conductor-shadow/conductor-shadow/eval/gate"
 	"github.com/conductor-shadow/conductor-shadow/eval/notify"
@@ -26,30 +27,30 @@ type notifyUnit struct {
 	versions map[string]string // candidate pipeline → version
 }
 
-// startNotify builds the notifier of cfg.Notify over st, reading its
-// secrets from the environment (before serve scrubs them), registers its
-// counters on reg and starts it. It returns nil without a sink or outside
-// the all-in-one role.
-func startNotify(ctx context.Context, cfg Config, st store.Store, pipes *pipelines, reg prometheus.Registerer, log *slog.Logger) (*notifyUnit, error) {
-	if !cfg.Notify.Enabled() || cfg.Server.Role != RoleAll {
+// newNotify builds the notifier of cfg.Notify over the store's roles, reading
+// its secrets from the environment (before serve scrubs them), and registers
+// its counters on reg; Start starts it. It returns nil without a sink or
+// outside the all-in-one role.
+func newNotify(cfg platform.Config, roles store.Roles, pipes *platform.Pipelines, reg prometheus.Registerer, log *slog.Logger) (*notifyUnit, error) {
+	if !cfg.Notify.Enabled() || cfg.Server.Role != platform.RoleAll {
 		return nil, nil
 	}
-	roles := store.NewRoles(st)
-	state, err := roles.VerdictNotices()
-	if err != nil {
-		return nil, fmt.Errorf("notify: %w", err)
+	state := roles.VerdictNotices
+	if state == nil {
+		return nil, fmt.Errorf("notify: %w", store.NotSupported("store.VerdictNotices"))
 	}
 	u := &notifyUnit{versions: map[string]string{}}
-	for _, c := range pipes.candidates {
+	for _, c := range pipes.Candidates {
 		u.versions[c.Name()] = c.Version()
 	}
 	opts := []notify.Option{notify.WithLogger(log), notify.WithEnv(os.Getenv)}
 	if cfg.Notify.LiveInterval > 0 {
-		la, err := roles.OverviewReader()
-		if err != nil {
-			return nil, fmt.Errorf("notify: live verdicts: %w", err)
+		la := roles.OverviewReader
+		if la == nil {
+			return nil, fmt.Errorf("notify: live verdicts: %w", store.NotSupported("store.OverviewReader"))
 		}
 		policy := gate.NewDefaultPolicy()
+		var err error
 		if cfg.Suite.Policy != "" {
 			if policy, err = gate.Load(cfg.Suite.Policy); err != nil {
 				return nil, fmt.Errorf("notify: %w", err)
@@ -57,17 +58,19 @@ func startNotify(ctx context.Context, cfg Config, st store.Store, pipes *pipelin
 		}
 		opts = append(opts, notify.WithLive(notify.LiveVerdictsFunc(la, cfg.Notify.LiveWindow, policy, u.version)))
 	}
-	if u.n, err = notify.New(cfg.Notify, state, opts...); err != nil {
+	n, err := notify.New(cfg.Notify, state, opts...)
+	if err != nil {
 		return nil, err
 	}
+	u.n = n
 	if err := reg.Register(notifyCollector{u.n}); err != nil {
 		return nil, fmt.Errorf("notify: metrics: %w", err)
 	}
-	if err := u.n.Start(ctx); err != nil {
-		return nil, err
-	}
 	return u, nil
 }
+
+// Start starts the notifier.
+func (u *notifyUnit) Start(ctx context.Context, _ *host) error { return u.n.Start(ctx) }
 
 func (u *notifyUnit) version(candidate string) string { return u.versions[candidate] }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/conductor-shadow/conductor-shadow/eval/notify"
 	"github.com/conductor-shadow/conductor-shadow/shadow/simpool"
+	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
 // On a running serve, a suite run's verdict reaches the webhook with a link to
@@ -24,7 +25,7 @@ import (
 // only when its verdict differs from the first. /metrics and /readyz show the
 // notifier's counters, and the live verdicts are read from the real store.
 func TestServeNotifiesVerdictChanges(t *testing.T) {
-	requireEngine(t)
+	storetest.RequireEngine(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	simCfg := simpool.NewDefaultConfig()

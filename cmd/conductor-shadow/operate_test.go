@@ -16,7 +16,9 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/conductor-shadow/conductor-shadow/cmd/internal/platform"
 	"github.com/conductor-shadow/conductor-shadow/shadow/simpool"
+	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
 // otlpSink is an OTLP/HTTP trace receiver: it decodes every protobuf export.
@@ -70,7 +72,7 @@ func spanAttr(s *tracepb.Span, key string) string {
 // the tap, writer, run and GenAI families, the tables carry the configured TTL,
 // and forget removes one subject's rows and keeps the others'.
 func TestOperableServe(t *testing.T) {
-	requireEngine(t)
+	storetest.RequireEngine(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	simCfg := simpool.NewDefaultConfig()
@@ -212,7 +214,7 @@ func TestOTLPEndpointForms(t *testing.T) {
 	srv := httptest.NewServer(sink)
 	defer srv.Close()
 	for _, endpoint := range []string{strings.TrimPrefix(srv.URL, "http://"), srv.URL, srv.URL + "/v1/traces"} {
-		tp, shutdown, err := newTracerProvider(context.Background(), TelemetryConfig{OTLPEndpoint: endpoint, ServiceName: "t"})
+		tp, shutdown, err := newTracerProvider(context.Background(), platform.TelemetryConfig{OTLPEndpoint: endpoint, ServiceName: "t"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/conductor-shadow/conductor-shadow/cmd/internal/platform"
 	"github.com/conductor-shadow/conductor-shadow/store"
 )
 
@@ -24,7 +25,7 @@ var errNoServer = errors.New("no server answering")
 // unless local is set or the store is a ClickHouse server (which any process may
 // open). answered is false when nothing answers at the server address, so the
 // caller opens the store itself.
-func askServer(ctx context.Context, cfg Config, local bool, path string, timeout time.Duration, req, res any) (answered bool, err error) {
+func askServer(ctx context.Context, cfg platform.Config, local bool, path string, timeout time.Duration, req, res any) (answered bool, err error) {
 	if local || cfg.Store.DSN != "" {
 		return false, nil
 	}

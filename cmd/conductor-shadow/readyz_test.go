@@ -14,6 +14,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/conductor-shadow/conductor-shadow/cmd/internal/platform"
 	"github.com/conductor-shadow/conductor-shadow/ingest"
 	"github.com/conductor-shadow/conductor-shadow/store"
 )
@@ -53,7 +54,7 @@ func (readOnlyStore) PendingWork(context.Context, store.WorkCursor, int) ([]stor
 func TestReadyzNamesTheStoreFailure(t *testing.T) {
 	ctx := context.Background()
 	st := readOnlyStore{}
-	cfg := NewDefaultConfig()
+	cfg := platform.NewDefaultConfig()
 	w, err := store.NewWriter(st, cfg.Writer, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)

@@ -21,7 +21,7 @@ type storeWithoutEraser struct{ store.Store }
 // the role; nothing pretends to have deleted.
 func TestForgetNamesTheMissingRole(t *testing.T) {
 	gin.SetMode(gin.TestMode)
-	a := &api{forget: newForgetter(storeWithoutEraser{}, []byte("pii-secret"), 0)}
+	a := &api{forget: newForgetter(store.NewRoles(storeWithoutEraser{}).SubjectEraser, []byte("pii-secret"), 0)}
 	r := gin.New()
 	r.POST("/api/forget", a.forgetHandler)
 	rec := httptest.NewRecorder()

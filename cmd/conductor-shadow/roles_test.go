@@ -24,6 +24,7 @@ import (
 	"github.com/conductor-shadow/conductor-shadow/ingest"
 	"github.com/conductor-shadow/conductor-shadow/shadow/simpool"
 	"github.com/conductor-shadow/conductor-shadow/store"
+	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
 // buildBinary compiles this command into a temporary folder.
@@ -114,7 +115,7 @@ func (p *osProcess) query(t *testing.T, sql string) [][]string {
 // (run ids are derived from request id and pipeline, so a re-delivered exchange
 // rewrites the same keys; a shared ClickHouse server collapses them with FINAL).
 func TestRolesOneTapTwoShadowWorkersKill9(t *testing.T) {
-	requireEngine(t)
+	storetest.RequireEngine(t)
 	if testing.Short() {
 		t.Skip("builds the binary and runs four processes")
 	}

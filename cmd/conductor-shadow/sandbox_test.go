@@ -11,13 +11,15 @@ import (
 	"testing"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/conductor-shadow/conductor-shadow/cmd/internal/platform"
 )
 
 // Without the sandbox's binary the start logs why code graders are refused,
 // and /readyz notes it while staying ready.
 func TestCodeSandboxRefusalIsLoggedAndNoted(t *testing.T) {
 	var logs bytes.Buffer
-	cfg := NewDefaultConfig()
+	cfg := platform.NewDefaultConfig()
 	cfg.Suite.Code.Bwrap = "no-such-bwrap-binary"
 	s := &server{cfg: cfg, log: slog.New(slog.NewTextHandler(&logs, nil))}
 	s.checkCodeSandbox(context.Background())

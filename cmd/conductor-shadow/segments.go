@@ -5,12 +5,13 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/conductor-shadow/conductor-shadow/cmd/internal/platform"
 	"github.com/conductor-shadow/conductor-shadow/ingest/segment"
 )
 
 // setsInUse are the regression-set files the configuration runs: the suite's
 // default set and every scheduled suite's set.
-func setsInUse(cfg Config) []string {
+func setsInUse(cfg platform.Config) []string {
 	var out []string
 	if cfg.Suite.Set != "" {
 		out = append(out, cfg.Suite.Set)
@@ -28,7 +29,7 @@ func setsInUse(cfg Config) []string {
 // this machine is logged and left out: the suite command reports it when it
 // runs) and of ingest.segments.vocabulary_sets (which must match files).
 // Without any set, novelty is stored as -1 and a warning says so.
-func newSegmenter(cfg Config, log *slog.Logger) (*segment.Segmenter, error) {
+func newSegmenter(cfg platform.Config, log *slog.Logger) (*segment.Segmenter, error) {
 	var patterns []string
 	for _, p := range setsInUse(cfg) {
 		if _, err := os.Stat(p); err != nil {

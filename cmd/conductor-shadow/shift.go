@@ -7,13 +7,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/conductor-shadow/conductor-shadow/cmd/internal/platform"
 	"github.com/conductor-shadow/conductor-shadow/eval"
 	"github.com/conductor-shadow/conductor-shadow/store"
 )
 
 // shiftCmd is `conductor-shadow shift`: the regression sets in use against the
 // live traffic's segment mix.
-func shiftCmd(load loader) *cobra.Command {
+func shiftCmd(load platform.Loader) *cobra.Command {
 	var (
 		sets   []string
 		window time.Duration
@@ -49,9 +50,9 @@ the output says which sets are flagged.`,
 				return fmt.Errorf("shift: %w", err)
 			}
 			defer st.Close()
-			an, err := store.NewRoles(st).SegmentReader()
-			if err != nil {
-				return fmt.Errorf("shift: %w", err)
+			an := store.NewRoles(st).SegmentReader
+			if an == nil {
+				return fmt.Errorf("shift: %w", store.NotSupported("store.SegmentReader"))
 			}
 			to := time.Now().UTC()
 			var reports []any

@@ -14,11 +14,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/conductor-shadow/conductor-shadow/cmd/internal/platform"
 	"github.com/conductor-shadow/conductor-shadow/eval"
 	"github.com/conductor-shadow/conductor-shadow/eval/gate"
 	"github.com/conductor-shadow/conductor-shadow/eval/judge"
 	"github.com/conductor-shadow/conductor-shadow/eval/schedule"
-	"github.com/conductor-shadow/conductor-shadow/store"
 )
 
 // errBadSet marks a regression set that cannot be loaded: the caller's mistake,
@@ -28,10 +28,10 @@ var errBadSet = errors.New("regression set not usable")
 // suiteRunner runs a regression set through the incumbent and the candidates and
 // writes the report; the server and the local CLI share it.
 type suiteRunner struct {
-	cfg   Config
-	roles store.Roles // the suite run takes the roles it writes and reads (eval.RunSuite)
-	p     *pipelines
-	where string // the store, as told to the user (openStore's description)
+	cfg    platform.Config
+	stores eval.SuiteStores // the roles the suite run writes and reads
+	p      *platform.Pipelines
+	where  string // the store, as told to the user (openStore's description)
 	// onReport, when set, is given every finished suite run's report (verdict
 	// notifications); it must not wait.
 	onReport func(*eval.Report)
@@ -68,11 +68,11 @@ func (s *suiteRunner) runScheduled(ctx context.Context, job schedule.Suite, prog
 	}
 	// The judge graders call the pool; every other grader (the code sandbox
 	// included) is built with the configured limits.
-	graders, err := judge.Graders(s.p.pool, s.cfg.Suite.Judge, s.cfg.Suite.Code)
+	graders, err := judge.Graders(s.p.Pool, s.cfg.Suite.Judge, s.cfg.Suite.Code)
 	if err != nil {
 		return suiteResponse{}, err
 	}
-	rep, err := eval.RunSuite(ctx, s.roles, set, s.p.incumbent, s.p.candidates, eval.SuiteOptions{
+	rep, err := eval.RunSuite(ctx, s.stores, set, s.p.Incumbent, s.p.Candidates, eval.SuiteOptions{
 		Graders:     graders,
 		Canaries:    s.cfg.Suite.Judge.Canaries,
 		Concurrency: s.cfg.Suite.Concurrency,
@@ -82,7 +82,7 @@ func (s *suiteRunner) runScheduled(ctx context.Context, job schedule.Suite, prog
 		NoiseRun:    job.NoiseRun,
 		ShiftWindow: s.cfg.Suite.ShiftWindow,
 		// The simulated pool says by what factor it scaled latencies; the report repeats it.
-		LatencyScales: s.p.pool.SimulatedLatencyScales,
+		LatencyScales: s.p.Pool.SimulatedLatencyScales,
 	})
 	if err != nil {
 		return suiteResponse{}, fmt.Errorf("suite run %s: %w", filepath.Base(setPath), err)
@@ -159,7 +159,7 @@ type serverHealth struct {
 
 // storeKind is serverHealth.Store for cfg (its role aside): the kind of
 // store without the folder or DSN.
-func storeKind(cfg Config) string {
+func storeKind(cfg platform.Config) string {
 	if cfg.Store.DSN != "" {
 		return "ClickHouse server"
 	}
@@ -191,7 +191,7 @@ func storeID(path string) string {
 //   - neither: the server when one answers, else the store here.
 //
 // note says why, for the log.
-func suiteTarget(ctx context.Context, cfg Config, local, explicitData, explicitAddr bool) (useServer bool, note string, err error) {
+func suiteTarget(ctx context.Context, cfg platform.Config, local, explicitData, explicitAddr bool) (useServer bool, note string, err error) {
 	if local || cfg.Store.DSN != "" {
 		return false, "", nil
 	}

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/conductor-shadow/conductor-shadow/cmd/internal/platform"
 )
 
 // TestSuiteTarget: an explicit --data or --addr wins over whatever server answers
@@ -46,7 +48,7 @@ func TestSuiteTarget(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := NewDefaultConfig()
+			cfg := platform.NewDefaultConfig()
 			cfg.Server.Addr, cfg.Store.Path, cfg.Store.DSN = tt.addr, tt.data, tt.dsn
 			useServer, note, err := suiteTarget(context.Background(), cfg, tt.local, tt.explData, tt.explAdr)
 			if tt.wantErr != "" {

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/conductor-shadow/conductor-shadow/cmd/internal/platform"
 )
 
 // errSetNotAllowed marks a regression set that POST /api/suite-runs refuses
@@ -17,7 +19,7 @@ var errSetNotAllowed = errors.New("regression set not allowed")
 // the folder of suite.set and of every scheduled suite's set (setsInUse),
 // absolute with symbolic links resolved. Folders missing on this machine are
 // left out.
-func setDirs(cfg Config) []string {
+func setDirs(cfg platform.Config) []string {
 	var dirs []string
 	for _, p := range setsInUse(cfg) {
 		dir, err := filepath.Abs(filepath.Dir(p))
@@ -70,7 +72,7 @@ func allowedSetNames(dirs []string) []string {
 //
 // Anything else is errSetNotAllowed with the allowed names; the error never
 // says whether the refused path exists.
-func resolveRequestedSet(cfg Config, set string) (string, error) {
+func resolveRequestedSet(cfg platform.Config, set string) (string, error) {
 	set = strings.TrimSpace(set)
 	if set == "" {
 		return "", nil

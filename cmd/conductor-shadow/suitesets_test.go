@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/conductor-shadow/conductor-shadow/cmd/internal/platform"
 	"github.com/conductor-shadow/conductor-shadow/eval/schedule"
 )
 
@@ -32,7 +33,7 @@ func TestSuiteSetGuard(t *testing.T) {
 	if err := os.Symlink(filepath.Join(nightly, "mmlu.jsonl"), filepath.Join(sets, "mmlu-link.jsonl")); err != nil {
 		t.Fatal(err)
 	}
-	cfg := NewDefaultConfig()
+	cfg := platform.NewDefaultConfig()
 	cfg.Suite.Set = filepath.Join(sets, "gsm8k.jsonl")
 	cfg.Schedules.Suites = append(cfg.Schedules.Suites, schedule.Suite{Name: "nightly", Set: filepath.Join(nightly, "mmlu.jsonl")})
 	real := func(p string) string {

@@ -12,6 +12,8 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/conductor-shadow/conductor-shadow/cmd/internal/platform"
 )
 
 // newTracerProvider returns a no-op provider unless cfg.OTLPEndpoint is set, in
@@ -19,7 +21,7 @@ import (
 // batches: host:port means plain HTTP, an http:// or https:// URL is used as
 // given (its path, when not empty, replacing /v1/traces). The returned shutdown
 // flushes and stops the exporter.
-func newTracerProvider(ctx context.Context, cfg TelemetryConfig) (trace.TracerProvider, func(context.Context) error, error) {
+func newTracerProvider(ctx context.Context, cfg platform.TelemetryConfig) (trace.TracerProvider, func(context.Context) error, error) {
 	if cfg.OTLPEndpoint == "" {
 		return noop.NewTracerProvider(), func(context.Context) error { return nil }, nil
 	}

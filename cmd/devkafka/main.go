@@ -1,5 +1,5 @@
 // Command devkafka serves a single-broker, in-memory Kafka (franz-go's kfake) on a
-// loopback TCP port (127.0.0.1), for local runs and for `conductor-shadow loadtest` (the
+// loopback TCP port (127.0.0.1), for local runs and for `loadtest` (cmd/loadtest; the
 // tap-only row). It keeps nothing on disk and is not a production broker: use a
 // real Kafka (docker-compose.yml) for that. It lives in its own binary so the
 // production binary carries no Kafka stand-in.

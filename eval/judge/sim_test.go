@@ -120,7 +120,7 @@ func (s simRun) run(t *testing.T, id string) *eval.Report {
 		n = simCases
 	}
 	st := engine.Open(t)
-	rep, err := eval.RunSuite(context.Background(), store.NewRoles(st), simSet(t, n, grader), inc, []shadow.Pipeline{cand},
+	rep, err := eval.RunSuite(context.Background(), eval.SuiteStoresOf(store.NewRoles(st)), simSet(t, n, grader), inc, []shadow.Pipeline{cand},
 		eval.SuiteOptions{SuiteRunID: id, Graders: resolve, Concurrency: 16, Policy: s.policy})
 	if err != nil {
 		t.Fatal(err)

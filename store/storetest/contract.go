@@ -30,7 +30,7 @@ func RunContract(t *testing.T, newStore NewStoreFunc) {
 	}{
 		{"TraceRoundTrip", contractTraceRoundTrip},
 		{"IdempotentWrites", contractIdempotent},
-		{"ListTracesPagingAndFilters", contractListTraces},
+		{"TracesPagingAndFilters", contractTracesPaging},
 		{"TraceSummaryFigures", contractSummary},
 		{"SuiteRuns", contractSuiteRuns},
 		{"NotFound", contractNotFound},
@@ -166,12 +166,12 @@ func contractIdempotent(t *testing.T, st store.Store) {
 			len(got.Runs), len(got.Steps), len(got.Scores))
 	}
 	assertEqual(t, "replaced run", got.Runs[2], changed)
-	list, err := st.ListTraces(ctx, store.TraceFilter{})
+	list, err := listTraces(t, st, store.TraceFilter{})
 	if err != nil {
-		t.Fatalf("ListTraces: %v", err)
+		t.Fatalf("SearchTraces: %v", err)
 	}
 	if len(list) != 1 || list[0].Runs != 3 {
-		t.Fatalf("ListTraces after re-delivery = %+v; want one trace with 3 runs", list)
+		t.Fatalf("SearchTraces after re-delivery = %+v; want one trace with 3 runs", list)
 	}
 	if want := []string{store.StatusOK}; !reflect.DeepEqual(list[0].Statuses, want) {
 		t.Fatalf("statuses = %v; want %v", list[0].Statuses, want)
@@ -181,7 +181,7 @@ func contractIdempotent(t *testing.T, st store.Store) {
 	}
 }
 
-func contractListTraces(t *testing.T, st store.Store) {
+func contractTracesPaging(t *testing.T, st store.Store) {
 	ctx := context.Background()
 	// 7 requests; r3 and r4 share an instant so the id breaks the tie.
 	type in struct {
@@ -231,9 +231,9 @@ func contractListTraces(t *testing.T, st store.Store) {
 		{"no match", store.TraceFilter{App: "nope"}, ""},
 	}
 	for _, tc := range tests {
-		got, err := st.ListTraces(ctx, tc.f)
+		got, err := listTraces(t, st, tc.f)
 		if err != nil {
-			t.Fatalf("%s: ListTraces: %v", tc.name, err)
+			t.Fatalf("%s: SearchTraces: %v", tc.name, err)
 		}
 		if ids(got) != tc.want {
 			t.Errorf("%s: got [%s]; want [%s]", tc.name, ids(got), tc.want)
@@ -243,7 +243,7 @@ func contractListTraces(t *testing.T, st store.Store) {
 	var all []string
 	f := store.TraceFilter{Limit: 3}
 	for range 10 {
-		page, err := st.ListTraces(ctx, f)
+		page, err := listTraces(t, st, f)
 		if err != nil {
 			t.Fatalf("page: %v", err)
 		}
@@ -271,9 +271,9 @@ func contractSummary(t *testing.T, st store.Store) {
 	if err := st.InsertRequests(ctx, []store.Request{bare}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := st.ListTraces(ctx, store.TraceFilter{})
+	got, err := listTraces(t, st, store.TraceFilter{})
 	if err != nil {
-		t.Fatalf("ListTraces: %v", err)
+		t.Fatalf("SearchTraces: %v", err)
 	}
 	if len(got) != 2 {
 		t.Fatalf("got %d summaries; want 2", len(got))
@@ -434,9 +434,9 @@ func contractHostileText(t *testing.T, st store.Store) {
 	}
 	// Text search must treat the needle as text, not SQL or a pattern.
 	for _, needle := range []string{"DROP TABLE runs;", `\\`, "%", "_", "'"} {
-		got, err := st.ListTraces(ctx, store.TraceFilter{Text: needle, Limit: store.MaxListLimit})
+		got, err := listTraces(t, st, store.TraceFilter{Text: needle, Limit: store.MaxListLimit})
 		if err != nil {
-			t.Fatalf("ListTraces(Text=%q): %v", needle, err)
+			t.Fatalf("SearchTraces(Text=%q): %v", needle, err)
 		}
 		want := 0
 		for _, s := range hostileStrings {
@@ -445,7 +445,7 @@ func contractHostileText(t *testing.T, st store.Store) {
 			}
 		}
 		if len(got) != want {
-			t.Errorf("ListTraces(Text=%q) = %d rows; want %d", needle, len(got), want)
+			t.Errorf("SearchTraces(Text=%q) = %d rows; want %d", needle, len(got), want)
 		}
 	}
 }
@@ -457,8 +457,8 @@ func contractClose(t *testing.T, st store.Store) {
 	if err := st.Close(); err != nil {
 		t.Fatalf("second Close: %v", err)
 	}
-	if _, err := st.ListTraces(context.Background(), store.TraceFilter{}); !errors.Is(err, store.ErrClosed) {
-		t.Errorf("ListTraces after Close: err = %v; want ErrClosed", err)
+	if _, err := listTraces(t, st, store.TraceFilter{}); !errors.Is(err, store.ErrClosed) {
+		t.Errorf("SearchTraces after Close: err = %v; want ErrClosed", err)
 	}
 	if err := st.InsertRuns(context.Background(), NewFixture("x", T0()).Runs); !errors.Is(err, store.ErrClosed) {
 		t.Errorf("InsertRuns after Close: err = %v; want ErrClosed", err)
@@ -478,8 +478,7 @@ func assertEqual(t *testing.T, what string, got, want any) {
 }
 
 // contractSearchEscaped: the input is stored as JSON, where a typed quote, tab,
-// backslash or newline is escaped; a search for the typed text still finds it,
-// through ListTraces and, when the store has it, SearchTraces.
+// backslash or newline is escaped; a search for the typed text still finds it.
 func contractSearchEscaped(t *testing.T, st store.Store) {
 	ctx := context.Background()
 	texts := map[string]string{
@@ -511,19 +510,8 @@ func contractSearchEscaped(t *testing.T, st store.Store) {
 		{"line\nsecond", "q-newline"},
 		{"special", "q-plain"},
 	}
-	an, searchable := st.(store.Analytics)
 	for _, tc := range tests {
-		got, err := st.ListTraces(ctx, store.TraceFilter{Text: tc.needle})
-		if err != nil {
-			t.Fatalf("ListTraces(%q): %v", tc.needle, err)
-		}
-		if len(got) != 1 || got[0].RequestID != tc.want {
-			t.Errorf("ListTraces(Text=%q) = %v; want [%s]", tc.needle, summaryIDs(got), tc.want)
-		}
-		if !searchable {
-			continue
-		}
-		got, err = an.SearchTraces(ctx, store.TraceSearch{TraceFilter: store.TraceFilter{Text: tc.needle}})
+		got, err := listTraces(t, st, store.TraceFilter{Text: tc.needle})
 		if err != nil {
 			t.Fatalf("SearchTraces(%q): %v", tc.needle, err)
 		}
@@ -531,6 +519,16 @@ func contractSearchEscaped(t *testing.T, st store.Store) {
 			t.Errorf("SearchTraces(Text=%q) = %v; want [%s]", tc.needle, summaryIDs(got), tc.want)
 		}
 	}
+}
+
+// listTraces is st's SearchTraces with only the filters of f.
+func listTraces(t *testing.T, st store.Store, f store.TraceFilter) ([]store.TraceSummary, error) {
+	t.Helper()
+	tr, ok := st.(store.TraceReader)
+	if !ok {
+		t.Fatalf("%T does not implement store.TraceReader", st)
+	}
+	return tr.SearchTraces(context.Background(), store.TraceSearch{TraceFilter: f})
 }
 
 func summaryIDs(rows []store.TraceSummary) []string {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/conductor-shadow/conductor-shadow/store"
+	"github.com/conductor-shadow/conductor-shadow/store/internal/chdb"
 )
 
 // Engine is the embedded ClickHouse engine (chDB) one test binary shares. The
@@ -153,4 +154,18 @@ func MustCountRows(t testing.TB, st store.Console) Counts {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// RequireEngine skips t when the embedded engine's library (libchdb.so) is
+// not installed, and fails it instead under CI: for tests that run binaries
+// that open the embedded store in their own processes.
+func RequireEngine(t testing.TB) {
+	t.Helper()
+	if _, err := chdb.FindLibrary(); err == nil {
+		return
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("libchdb is missing: `make test` installs it (make libchdb)")
+	}
+	t.Skip("libchdb is not installed (make libchdb)")
 }

@@ -25,7 +25,7 @@ func contractSegments(t *testing.T, st store.Store) {
 	if err := st.InsertRequests(ctx, reqs); err != nil {
 		t.Fatal(err)
 	}
-	mix, err := st.(store.SegmentAnalytics).SegmentMix(ctx, store.SegmentMixQuery{From: at, To: at.Add(time.Hour)})
+	mix, err := st.(store.SegmentReader).SegmentMix(ctx, store.SegmentMixQuery{From: at, To: at.Add(time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func contractSegments(t *testing.T, st store.Store) {
 	if got != want {
 		t.Errorf("segment mix\n got %s\nwant %s", got, want)
 	}
-	if _, err := st.(store.SegmentAnalytics).SegmentMix(ctx, store.SegmentMixQuery{From: at, To: at}); err == nil {
+	if _, err := st.(store.SegmentReader).SegmentMix(ctx, store.SegmentMixQuery{From: at, To: at}); err == nil {
 		t.Error("an empty window must be an error")
 	}
 	// The running verdict's agreement pairs follow the same filter.
@@ -79,7 +79,7 @@ func contractSegments(t *testing.T, st store.Store) {
 			t.Errorf("agreement pairs with segments\n got %+v\nwant %+v", all, wantPairs)
 		}
 	}
-	an := st.(store.Analytics)
+	an := st.(store.TraceReader)
 	for _, c := range []struct {
 		f    store.SegmentFilter
 		want []string

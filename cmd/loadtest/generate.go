@@ -13,6 +13,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/spf13/cobra"
 
+	"github.com/conductor-shadow/conductor-shadow/cmd/internal/platform"
 	"github.com/conductor-shadow/conductor-shadow/store"
 	"github.com/conductor-shadow/conductor-shadow/store/percentile"
 	"github.com/conductor-shadow/conductor-shadow/web"
@@ -20,7 +21,7 @@ import (
 
 // generateCmd fills the store with a synthetic data set and measures the web
 // pages' server time on it.
-func generateCmd(load loader) *cobra.Command {
+func generateCmd(load platform.Loader) *cobra.Command {
 	var (
 		requests    int
 		days        int
@@ -40,7 +41,7 @@ func generateCmd(load loader) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			st, where, err := openStore(cmd.Context(), cfg)
+			st, where, err := platform.OpenStore(cmd.Context(), cfg)
 			if err != nil {
 				return fmt.Errorf("generate: %w", err)
 			}
@@ -74,10 +75,14 @@ func generateCmd(load loader) *cobra.Command {
 func measurePages(ctx context.Context, out io.Writer, st store.Store, cfg web.Config, iterations int) error {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
-	if err := web.Register(r, store.NewRoles(st), cfg); err != nil {
+	roles := store.NewRoles(st)
+	if roles.TraceReader == nil {
+		return fmt.Errorf("generate: %w", store.NotSupported("store.TraceReader"))
+	}
+	if err := web.Register(r, web.ReadersOf(roles), cfg); err != nil {
 		return fmt.Errorf("generate: %w", err)
 	}
-	page, err := st.ListTraces(ctx, store.TraceFilter{Limit: store.MaxListLimit})
+	page, err := roles.TraceReader.SearchTraces(ctx, store.TraceSearch{TraceFilter: store.TraceFilter{Limit: store.MaxListLimit}})
 	if err != nil {
 		return fmt.Errorf("generate: pick traces: %w", err)
 	}

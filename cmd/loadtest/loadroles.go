@@ -21,6 +21,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/conductor-shadow/conductor-shadow/cmd/internal/platform"
 	"github.com/conductor-shadow/conductor-shadow/ingest"
 	"github.com/conductor-shadow/conductor-shadow/store/percentile"
 )
@@ -44,7 +45,7 @@ const (
 
 // roleLoadOptions drive the side-by-side run of `loadtest --roles`.
 type roleLoadOptions struct {
-	Roles    []string      // RoleAll and/or RoleTap
+	Roles    []string      // platform.RoleAll and/or platform.RoleTap
 	Rate     int           // requests/s on every path
 	Duration time.Duration // ≤ 30 s is plenty
 	Delay    time.Duration // the fake incumbent's answer time
@@ -55,6 +56,8 @@ type roleLoadOptions struct {
 	// KafkaBrokers of the tap-only server; empty: start bin/devkafka (found beside
 	// this binary or on PATH) as its own process.
 	KafkaBrokers []string
+	// ServerBin is the conductor-shadow binary whose `serve` each role runs.
+	ServerBin string
 }
 
 // bareProxyCmd is the hidden `loadtest bare-proxy`: a plain httputil.ReverseProxy
@@ -122,18 +125,19 @@ func loadIncumbentCmd() *cobra.Command {
 	return cmd
 }
 
-// devKafkaPath finds bin/devkafka: beside this binary, else on PATH.
-func devKafkaPath() (string, error) {
+// siblingBinary finds the binary name (built by `make build` into bin/):
+// beside this binary, else on PATH; flag is the flag that names it instead.
+func siblingBinary(name, flag string) (string, error) {
 	if exe, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(exe), "devkafka")
+		p := filepath.Join(filepath.Dir(exe), name)
 		if _, err := os.Stat(p); err == nil {
 			return p, nil
 		}
 	}
-	if p, err := exec.LookPath("devkafka"); err == nil {
+	if p, err := exec.LookPath(name); err == nil {
 		return p, nil
 	}
-	return "", errors.New("loadtest: the tap-only row needs a Kafka: pass --kafka-brokers, or build the in-memory broker beside this binary (make build: bin/devkafka)")
+	return "", fmt.Errorf("no %s binary beside this one or on $PATH: run `make build` (bin/%s) or pass %s", name, name, flag)
 }
 
 // child is one process of the role run.
@@ -237,7 +241,7 @@ func runRoleLoad(ctx context.Context, out io.Writer, o roleLoadOptions) error {
 	if err != nil {
 		return err
 	}
-	inc, err := startChild(ctx, "incumbent", addr, "", []string{"loadtest", "incumbent", "--addr", addr, "--delay", o.Delay.String()}, env)
+	inc, err := startChild(ctx, "incumbent", addr, "", []string{"incumbent", "--addr", addr, "--delay", o.Delay.String()}, env)
 	if err != nil {
 		return err
 	}
@@ -248,7 +252,7 @@ func runRoleLoad(ctx context.Context, out io.Writer, o roleLoadOptions) error {
 	if addr, err = loopbackAddr(); err != nil {
 		return err
 	}
-	bare, err := startChild(ctx, "bare proxy", addr, "", []string{"loadtest", "bare-proxy", "--target", incURL, "--addr", addr}, env)
+	bare, err := startChild(ctx, "bare proxy", addr, "", []string{"bare-proxy", "--target", incURL, "--addr", addr}, env)
 	if err != nil {
 		return err
 	}
@@ -264,13 +268,13 @@ func runRoleLoad(ctx context.Context, out io.Writer, o roleLoadOptions) error {
 			addr, role, filepath.Join(dir, "data-"+role), incURL)
 		name := "all-in-one"
 		switch role {
-		case RoleTap:
+		case platform.RoleTap:
 			name = "tap-only"
 			brokers := o.KafkaBrokers
 			if len(brokers) == 0 {
-				exe, err := devKafkaPath()
+				exe, err := siblingBinary("devkafka", "--kafka-brokers")
 				if err != nil {
-					return err
+					return fmt.Errorf("loadtest: the tap-only row needs a Kafka: %w", err)
 				}
 				kaddr, err := loopbackAddr()
 				if err != nil {
@@ -292,7 +296,7 @@ func runRoleLoad(ctx context.Context, out io.Writer, o roleLoadOptions) error {
 				cfg += fmt.Sprintf("%q", b)
 			}
 			cfg += "]\n"
-		case RoleAll:
+		case platform.RoleAll:
 			if err := poolAnswers(o.PoolURL); err != nil {
 				return err
 			}
@@ -303,7 +307,7 @@ func runRoleLoad(ctx context.Context, out io.Writer, o roleLoadOptions) error {
 		if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 			return fmt.Errorf("loadtest: %w", err)
 		}
-		c, err := startChild(ctx, name, addr, "", []string{"--config", path, "serve"}, env)
+		c, err := startChild(ctx, name, addr, o.ServerBin, []string{"--config", path, "serve"}, env)
 		if err != nil {
 			return err
 		}
@@ -479,7 +483,7 @@ func measureRoles(ctx context.Context, out io.Writer, rows []*roleRow, o roleLoa
 // verdict checks a role's added latency against its target.
 func verdict(role string, a95, a99, bare95, bare99 float64) string {
 	factor := allInOneFactor
-	if role == RoleTap {
+	if role == platform.RoleTap {
 		factor = tapOnlyFactor
 	}
 	ok := a95 <= factor*bare95+p95AllowanceMs && a99 <= factor*bare99+p99AllowanceMs

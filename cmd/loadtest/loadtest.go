@@ -16,13 +16,14 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 	"github.com/spf13/cobra"
 
+	"github.com/conductor-shadow/conductor-shadow/cmd/internal/platform"
 	"github.com/conductor-shadow/conductor-shadow/ingest"
 	"github.com/conductor-shadow/conductor-shadow/shadow"
 	"github.com/conductor-shadow/conductor-shadow/store"
 	"github.com/conductor-shadow/conductor-shadow/store/percentile"
 )
 
-// loadtestOptions drive `conductor-shadow loadtest`.
+// loadtestOptions drive `loadtest`.
 type loadtestOptions struct {
 	Rate        int           // requests/s sent directly and, at the same time, through the proxy
 	Duration    time.Duration // length of the proxy-overhead run
@@ -39,7 +40,7 @@ type loadtestOptions struct {
 	PoolURL     string        // worker pool of the all-in-one server; "" = the configured workers' base URL
 	Repeat      int           // rounds of the role run (medians printed when > 1)
 	Outstanding int           // most requests in flight per path; one due beyond it is counted unsent
-	Kafka       []string      // brokers of the tap-only server; empty: start bin/devkafka beside this binary
+	ServerBin   string        // conductor-shadow binary of the role run; "": beside this binary, then $PATH
 }
 
 // nopOfferer takes nothing.
@@ -49,9 +50,13 @@ func (nopOfferer) Offer(context.Context, ingest.Exchange) (int, ingest.TapRespon
 	return http.StatusOK, ingest.TapResponse{Status: "unsampled"}
 }
 
-func loadtestCmd(load loader, log *slog.Logger) *cobra.Command {
+// loadtestCmd is the root command: the proxy, role and tap-throughput runs,
+// with its subcommands. flags are the shared ones (--config, --data, ...);
+// their --kafka-brokers names the tap-only server's brokers here.
+func loadtestCmd(flags *platform.Flags, log *slog.Logger) *cobra.Command {
+	load := flags.Loader(log)
 	opts := loadtestOptions{Rate: 1000, Duration: 30 * time.Second, Delay: 50 * time.Millisecond, StopStoreAt: 0.5, Exchanges: 100000,
-		InProcess: true, Roles: []string{RoleAll, RoleTap}, Outstanding: 1000}
+		InProcess: true, Roles: []string{platform.RoleAll, platform.RoleTap}, Outstanding: 1000}
 	cmd := &cobra.Command{
 		Use:   "loadtest",
 		Short: "Measure the mirroring proxy's added latency by role against a bare reverse proxy, the tap's throughput, and behaviour with the store stopped",
@@ -117,8 +122,14 @@ A role round whose direct path shows a saturated machine gets no verdict.`,
 				if pool == "" && len(cfg.Shadow.Workers) > 0 {
 					pool = cfg.Shadow.Workers[0].BaseURL
 				}
+				server := opts.ServerBin
+				if server == "" {
+					if server, err = siblingBinary("conductor-shadow", "--server-bin"); err != nil {
+						return fmt.Errorf("loadtest: --roles: %w", err)
+					}
+				}
 				ro := roleLoadOptions{Roles: opts.Roles, Rate: opts.Rate, Duration: opts.Duration, Delay: opts.Delay, PoolURL: pool, Repeat: opts.Repeat,
-					Outstanding: opts.Outstanding, KafkaBrokers: opts.Kafka}
+					Outstanding: opts.Outstanding, KafkaBrokers: flags.Kafka, ServerBin: server}
 				if err := runRoleLoad(cmd.Context(), out, ro); err != nil {
 					return err
 				}
@@ -142,11 +153,10 @@ A role round whose direct path shows a saturated machine gets no verdict.`,
 	f.StringSliceVar(&opts.Roles, "roles", opts.Roles, "serve roles compared side by side with a bare reverse proxy: all, tap (empty: skip)")
 	f.IntVar(&opts.Repeat, "repeat", 1, "rounds of the role run, each --duration long; medians are printed when > 1")
 	f.IntVar(&opts.Outstanding, "outstanding", opts.Outstanding, "most requests in flight per path (keep-alive connections per target); a request due beyond it is counted unsent")
-	f.StringSliceVar(&opts.Kafka, "kafka-brokers", nil, "Kafka brokers of the tap-only server (default: start bin/devkafka, the in-memory broker built beside this binary)")
+	f.StringVar(&opts.ServerBin, "server-bin", "", "conductor-shadow binary whose serve the role run starts (default: beside this binary, then $PATH)")
 	f.StringVar(&opts.PoolURL, "pool", "", "worker pool base URL of the all-in-one server (default: the configured workers')")
 	f.StringVar(&opts.CPUProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	f.BoolVar(&opts.RealStore, "real-store", false, "tap throughput into the configured store (embedded chDB or ClickHouse) instead of memory")
-	_ = log
 	cmd.AddCommand(bareProxyCmd())
 	cmd.AddCommand(loadIncumbentCmd())
 	cmd.AddCommand(durabilityCmd())
@@ -315,11 +325,11 @@ func runProxyLoad(ctx context.Context, out io.Writer, o loadtestOptions) error {
 	return nil
 }
 
-func runTapThroughput(ctx context.Context, out io.Writer, cfg Config, o loadtestOptions) error {
+func runTapThroughput(ctx context.Context, out io.Writer, cfg platform.Config, o loadtestOptions) error {
 	var st store.Store
 	where := "counting store (keeps nothing)"
 	if o.RealStore {
-		s, w, err := openStore(ctx, cfg)
+		s, w, err := platform.OpenStore(ctx, cfg)
 		if err != nil {
 			return fmt.Errorf("loadtest: %w", err)
 		}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/conductor-shadow/conductor-shadow/cmd/internal/platform"
 	"github.com/conductor-shadow/conductor-shadow/ingest"
 	"github.com/conductor-shadow/conductor-shadow/shadow"
 	"github.com/conductor-shadow/conductor-shadow/shadow/simpool"
@@ -43,7 +44,7 @@ type usersOptions struct {
 
 // addUsersLoad adds the --users mode to the loadtest command: with --users set,
 // loadtest runs it instead of the proxy and tap measurements.
-func addUsersLoad(cmd *cobra.Command, load loader) {
+func addUsersLoad(cmd *cobra.Command, load platform.Loader) {
 	o := usersOptions{Level: 20 * time.Second, SimSets: "regression-sets", SimLatencyScale: 0.02, SimRPM: 600}
 	f := cmd.Flags()
 	f.StringVar(&o.Replay, "replay", "", "replay file (JSONL exchanges) whose prompts the users send, e.g. regression-sets/replay/production-350.jsonl")
@@ -147,7 +148,7 @@ func replayPrompts(path string) ([]shadow.Request, error) {
 	return out, nil
 }
 
-func runUsersLoad(ctx context.Context, out io.Writer, cfg Config, o usersOptions) error {
+func runUsersLoad(ctx context.Context, out io.Writer, cfg platform.Config, o usersOptions) error {
 	levels, err := parseLevels(o.Users)
 	if err != nil {
 		return err
@@ -183,13 +184,13 @@ func runUsersLoad(ctx context.Context, out io.Writer, cfg Config, o usersOptions
 		}
 		rep.SimRPM = o.SimRPM
 	}
-	pipes, err := buildPipelines(cfg)
+	pipes, err := platform.BuildPipelines(cfg)
 	if err != nil {
 		return fmt.Errorf("loadtest: %w", err)
 	}
 	defer pipes.Close()
 	var cand shadow.Pipeline
-	for _, c := range pipes.candidates {
+	for _, c := range pipes.Candidates {
 		if o.Candidate == "" || c.Name() == o.Candidate {
 			cand = c
 			break

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/conductor-shadow/conductor-shadow/cmd/internal/platform"
 )
 
 // usersRun runs `loadtest --users --json` against the in-process simulated
@@ -17,7 +19,7 @@ func usersRun(t *testing.T, o usersOptions) UsersReport {
 	o.Replay = filepath.Join("..", "..", "regression-sets", "replay", "production-350.jsonl")
 	o.SimPool, o.SimSets, o.JSON = true, filepath.Join("..", "..", "regression-sets"), true
 	var out bytes.Buffer
-	if err := runUsersLoad(context.Background(), &out, NewDefaultConfig(), o); err != nil {
+	if err := runUsersLoad(context.Background(), &out, platform.NewDefaultConfig(), o); err != nil {
 		t.Fatal(err)
 	}
 	var rep UsersReport
@@ -74,7 +76,7 @@ func TestLoadtestUsers(t *testing.T) {
 			t.Errorf("row %d = %q", i, lines[2+i])
 		}
 	}
-	cfg := NewDefaultConfig()
+	cfg := platform.NewDefaultConfig()
 	for _, bad := range []usersOptions{{Users: "1,x", Replay: "r", Level: time.Second}, {Users: "1", Level: time.Second}, {Users: "0", Replay: "r", Level: time.Second}} {
 		if err := runUsersLoad(context.Background(), &table, cfg, bad); err == nil {
 			t.Errorf("%+v: want an error", bad)

@@ -1,4 +1,4 @@
-package main
+package platform
 
 import (
 	"math"
@@ -15,7 +15,7 @@ func TestPriceTablePricesCacheWrites(t *testing.T) {
 	cfg.Workers = append(cfg.Workers, shadow.WorkerConfig{Name: "house-claude", Model: "claude-sonnet-4-20250514",
 		BaseURL: "https://api.anthropic.com/v1", InputUSDPerMTok: 3, OutputUSDPerMTok: 15,
 		CachedInputUSDPerMTok: 0.30, CacheWriteUSDPerMTok: 6}) // a 1-hour cache write, 2× input
-	table := newPriceTable(cfg)
+	table := NewPriceTable(cfg)
 	u := shadow.Usage{PromptTokens: 1000, CachedPromptTokens: 800, CacheWritePromptTokens: 100, CompletionTokens: 50}
 	tests := []struct {
 		model     string
@@ -47,7 +47,7 @@ func TestPriceTableResolvesProviderModelIDs(t *testing.T) {
 	cfg := shadow.NewDefaultConfig()
 	cfg.Workers = append(cfg.Workers, shadow.WorkerConfig{Name: "opus", Model: "claude-opus-4-1-20250805",
 		BaseURL: "https://api.anthropic.com/v1"}) // no prices set
-	table := newPriceTable(cfg)
+	table := NewPriceTable(cfg)
 	u := shadow.Usage{PromptTokens: 1000, CompletionTokens: 100}
 	tests := []struct {
 		model     string

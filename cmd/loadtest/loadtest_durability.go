@@ -27,11 +27,11 @@ import (
 	"github.com/conductor-shadow/conductor-shadow/store"
 )
 
-// durabilityOptions drive `conductor-shadow loadtest durability`.
+// durabilityOptions drive `loadtest durability`.
 type durabilityOptions struct {
 	Copies       int           // distinct exchanges posted over the three lives
 	Rate         int           // posts/s
-	Server       string        // conductor-shadow binary to run (default: this one)
+	Server       string        // conductor-shadow binary to run (default: beside this binary, then $PATH)
 	SimLLM       string        // simllm binary (default: next to Server, then $PATH)
 	LatencyScale float64       // simllm --latency-scale
 	Drain        time.Duration // server.shutdown_timeout of the lives stopped by SIGTERM
@@ -65,7 +65,7 @@ func durabilityCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "durability",
 		Short: "Kill -9 and SIGTERM a real server under load; count accepted copies without their runs",
-		Long: `Starts the simulated pool (simllm) and this binary's "serve" as OS processes on
+		Long: `Starts the simulated pool (simllm) and conductor-shadow's "serve" as OS processes on
 loopback, with a fresh embedded store, and posts --copies distinct exchanges to
 /v1/tap at --rate: the first server is killed with SIGKILL mid-stream, a second is
 stopped with SIGTERM while its shadow workers are busy, a third takes the rest and
@@ -83,7 +83,7 @@ twice.`,
 	f := cmd.Flags()
 	f.IntVar(&o.Copies, "copies", o.Copies, "distinct exchanges posted over the three lives")
 	f.IntVar(&o.Rate, "rate", o.Rate, "posts per second")
-	f.StringVar(&o.Server, "server-bin", "", "conductor-shadow binary to run (default: this one)")
+	f.StringVar(&o.Server, "server-bin", "", "conductor-shadow binary to run (default: beside this binary, then $PATH)")
 	f.StringVar(&o.SimLLM, "simllm-bin", "", "simllm binary (default: next to the server binary, then $PATH)")
 	f.Float64Var(&o.LatencyScale, "latency-scale", o.LatencyScale, "simulated latency multiplier (1 = realistic)")
 	f.DurationVar(&o.Drain, "drain", o.Drain, "shutdown deadline of the server stopped by SIGTERM")
@@ -132,7 +132,7 @@ func runDurability(ctx context.Context, o durabilityOptions, log io.Writer) (dur
 		return durabilityReport{}, errors.New("loadtest durability: --copies must be at least 20")
 	}
 	if o.Server == "" {
-		exe, err := os.Executable()
+		exe, err := siblingBinary("conductor-shadow", "--server-bin")
 		if err != nil {
 			return durabilityReport{}, fmt.Errorf("loadtest durability: %w", err)
 		}
@@ -374,7 +374,9 @@ func (d *durabilityRun) postOne(ctx context.Context, i int) {
 
 // query runs one read-only statement on the running server.
 func (d *durabilityRun) query(ctx context.Context, sql string) (store.QueryResult, error) {
-	body, _ := json.Marshal(queryRequest{SQL: sql})
+	body, _ := json.Marshal(struct {
+		SQL string `json:"sql"`
+	}{sql}) // the body of POST /api/query
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+d.addr+"/api/query", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := d.client.Do(req)

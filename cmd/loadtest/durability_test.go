@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
 // Accepted means kept, as real OS processes: the server is killed with SIGKILL
@@ -16,12 +18,12 @@ import (
 // incumbent run and exactly one finished candidate run, no run is stored as an
 // error because of the stop, and copies sent again are answered "duplicate".
 func TestDurabilityAcrossKillAndStop(t *testing.T) {
-	requireEngine(t)
+	storetest.RequireEngine(t)
 	if testing.Short() {
 		t.Skip("builds and runs the binaries")
 	}
 	bin := t.TempDir()
-	for pkg, out := range map[string]string{".": "conductor-shadow", "../simllm": "simllm"} {
+	for pkg, out := range map[string]string{"../conductor-shadow": "conductor-shadow", "../simllm": "simllm"} {
 		cmd := exec.Command("go", "build", "-o", filepath.Join(bin, out), pkg)
 		if b, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("go build %s: %v\n%s", pkg, err, b)

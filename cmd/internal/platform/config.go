@@ -1,4 +1,9 @@
-package main
+// Package platform is what every binary of the platform builds from one
+// configuration: the YAML file with its environment and flag overrides
+// (Config, LoadConfig, Flags), the pipelines (incumbent and candidates over one
+// worker pool), the incumbent's price table and the store. `conductor-shadow`
+// and `loadtest` share it.
+package platform
 
 import (
 	"bytes"
@@ -79,13 +84,27 @@ type PipelinesConfig struct {
 	// Incumbent is the worker that plays the incumbent in suite runs and answers
 	// replayed requests that were recorded without an answer.
 	Incumbent string `yaml:"incumbent"`
-	// Candidates run in shadow on every tapped request and in every suite run:
-	// "conductor" or "single:<worker>".
+	// Candidates run in shadow on every tapped request and in every suite run,
+	// in the short form of a candidate (shadow.ParseCandidate): "conductor" or
+	// "single:<worker>".
 	Candidates []string `yaml:"candidates"`
-	// CandidatePipelines are further candidates of the kinds single, moa,
-	// self_refine, chain and blackbox (see shadow.CandidateConfig); they shadow
-	// the same traffic next to Candidates.
+	// CandidatePipelines are further candidates of any kind
+	// (shadow.CandidateConfig); they shadow the same traffic next to
+	// Candidates.
 	CandidatePipelines []shadow.CandidateConfig `yaml:"candidate_pipelines"`
+}
+
+// AllCandidates are Candidates (parsed) then CandidatePipelines, in order.
+func (p PipelinesConfig) AllCandidates() ([]shadow.CandidateConfig, error) {
+	out := make([]shadow.CandidateConfig, 0, len(p.Candidates)+len(p.CandidatePipelines))
+	for i, name := range p.Candidates {
+		cc, err := shadow.ParseCandidate(name)
+		if err != nil {
+			return nil, fmt.Errorf("config: pipelines.candidates[%d]: %w", i, err)
+		}
+		out = append(out, cc)
+	}
+	return append(out, p.CandidatePipelines...), nil
 }
 
 // SuiteConfig sets the default suite run.
@@ -211,7 +230,7 @@ func (c Config) Validate() error {
 	if _, _, err := net.SplitHostPort(c.Server.Addr); err != nil {
 		errs = append(errs, fmt.Errorf("config: server.addr %q: want host:port", c.Server.Addr))
 	}
-	if err := validateAllowedHosts(c.Server.AllowedHosts); err != nil {
+	if err := ValidateAllowedHosts(c.Server.AllowedHosts); err != nil {
 		errs = append(errs, err)
 	}
 	if c.Server.ShutdownTimeout <= 0 {
@@ -235,17 +254,12 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("config: pipelines.incumbent %q is not a worker in shadow.workers", c.Pipelines.Incumbent))
 	}
 	for i, name := range c.Pipelines.Candidates {
-		switch {
-		case name == "conductor":
-			if c.Shadow.Conductor.Worker == "" {
-				errs = append(errs, fmt.Errorf("config: pipelines.candidates[%d] is conductor but shadow.conductor.worker is empty", i))
-			}
-		case strings.HasPrefix(name, "single:"):
-			if _, ok := c.Shadow.Worker(strings.TrimPrefix(name, "single:")); !ok {
-				errs = append(errs, fmt.Errorf("config: pipelines.candidates[%d] %q names no worker in shadow.workers", i, name))
-			}
-		default:
-			errs = append(errs, fmt.Errorf("config: pipelines.candidates[%d] %q: want \"conductor\" or \"single:<worker>\"", i, name))
+		cc, err := shadow.ParseCandidate(name)
+		if err == nil {
+			err = cc.CheckWorkers(c.Shadow)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("config: pipelines.candidates[%d] %q: %w", i, name, err))
 		}
 	}
 	if err := shadow.ValidateCandidates(c.Pipelines.CandidatePipelines, c.Pipelines.Candidates...); err != nil {
@@ -272,6 +286,19 @@ func (c Config) Validate() error {
 	}
 	if err := c.Schedules.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("config: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// ValidateAllowedHosts checks server.allowed_hosts: bare host names (no scheme,
+// port or path), optionally starting with "." for a whole domain.
+func ValidateAllowedHosts(hosts []string) error {
+	var errs []error
+	for i, h := range hosts {
+		name := strings.TrimPrefix(h, ".")
+		if name == "" || strings.ContainsAny(name, "/:@ *") || strings.HasPrefix(name, ".") {
+			errs = append(errs, fmt.Errorf("config: server.allowed_hosts[%d] %q: want a host name such as shadow.example.com, or .example.com for every name under it", i, h))
+		}
 	}
 	return errors.Join(errs...)
 }

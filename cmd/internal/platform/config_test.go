@@ -1,4 +1,4 @@
-package main
+package platform
 
 import (
 	"os"
@@ -81,14 +81,14 @@ func TestRedactDSN(t *testing.T) {
 		"clickhouse://u@host:9000/db":        "clickhouse://u@host:9000/db",
 	}
 	for in, want := range tests {
-		if got := redactDSN(in); got != want {
-			t.Errorf("redactDSN(%q) = %q, want %q", in, got, want)
+		if got := RedactDSN(in); got != want {
+			t.Errorf("RedactDSN(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
 
 func TestExampleConfigShowsTheDefaults(t *testing.T) {
-	cfg, err := LoadConfig("../../conductor-shadow.example.yaml", nil)
+	cfg, err := LoadConfig("../../../conductor-shadow.example.yaml", nil)
 	if err != nil {
 		t.Fatalf("the shipped example must load: %v", err)
 	}
@@ -106,8 +106,8 @@ func TestFlagsApplyBeforeValidation(t *testing.T) {
 	if _, err := LoadConfig(path, nil); err == nil {
 		t.Fatal("the file's bad addr must fail validation without a flag")
 	}
-	gf := globalFlags{addr: "127.0.0.1:9999"}
-	cfg, err := LoadConfig(path, nil, gf.apply)
+	gf := Flags{Addr: "127.0.0.1:9999"}
+	cfg, err := LoadConfig(path, nil, gf.Apply)
 	if err != nil {
 		t.Fatalf("--addr must fix the file's bad value: %v", err)
 	}
@@ -127,26 +127,20 @@ func TestSuiteCodeConfigIsValidated(t *testing.T) {
 	}
 }
 
-// The default config judges with the incumbent's model: serve warns at start,
-// naming the judge, its family and the pipelines that share it.
-func TestJudgeFamilyWarnings(t *testing.T) {
-	cfg := NewDefaultConfig()
-	ws := judgeFamilyWarnings(cfg)
-	if len(ws) != 2 || !strings.Contains(ws[0], "suite judge gpt-5 (gpt-5, family openai) shares its model family with the incumbent gpt-5 (gpt-5)") ||
-		!strings.Contains(ws[1], "the candidate conductor (a conductor may call any worker of the pool) (gpt-5") {
-		t.Errorf("default config: %q", ws)
-	}
-	cfg.Suite.Judge.Worker = "gemini-2.5-pro"
-	cfg.Pipelines.Candidates = []string{"single:claude-sonnet-4"}
-	if ws := judgeFamilyWarnings(cfg); len(ws) != 0 {
-		t.Errorf("a judge of another family: %q", ws)
-	}
-	cfg.Suite.Judge.Worker = "gemma-3-27b"
-	if ws := judgeFamilyWarnings(cfg); len(ws) != 0 {
-		t.Errorf("gemma judge, gpt-5 incumbent, claude candidate: %q", ws)
-	}
-	cfg.Pipelines.Candidates = []string{"single:gemini-2.5-pro"}
-	if ws := judgeFamilyWarnings(cfg); len(ws) != 1 || !strings.Contains(ws[0], "family google") {
-		t.Errorf("gemma judge, gemini candidate: %q", ws)
+func TestValidateAllowedHosts(t *testing.T) {
+	for _, tc := range []struct {
+		hosts []string
+		ok    bool
+	}{
+		{[]string{"shadow.example.com", ".example.com", "localhost"}, true},
+		{[]string{"http://shadow.example.com"}, false},
+		{[]string{"shadow.example.com:8080"}, false},
+		{[]string{""}, false},
+		{[]string{"."}, false},
+		{[]string{"*.example.com"}, false},
+	} {
+		if err := ValidateAllowedHosts(tc.hosts); (err == nil) != tc.ok {
+			t.Errorf("ValidateAllowedHosts(%q) = %v; want ok=%v", tc.hosts, err, tc.ok)
+		}
 	}
 }

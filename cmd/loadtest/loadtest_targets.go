@@ -117,9 +117,6 @@ func (s *sinkStore) StoredRequests(context.Context, []string) ([]string, error) 
 func (s *sinkStore) PendingWork(context.Context, store.WorkCursor, int) ([]store.PendingRequest, error) {
 	return nil, nil
 }
-func (s *sinkStore) ListTraces(context.Context, store.TraceFilter) ([]store.TraceSummary, error) {
-	return nil, errSinkReads
-}
 func (s *sinkStore) GetTrace(context.Context, string) (store.Trace, error) {
 	return store.Trace{}, errSinkReads
 }

@@ -1,4 +1,4 @@
-package main
+package platform
 
 import (
 	"context"
@@ -11,23 +11,23 @@ import (
 	"github.com/conductor-shadow/conductor-shadow/store"
 )
 
-// pipelines are the incumbent of suite runs and the candidates, built from config.
-type pipelines struct {
-	pool       *shadow.Pool
-	incumbent  shadow.Pipeline
-	candidates []shadow.Pipeline
-	spend      *shadow.SpendTracker // the daily shadow spending cap, shared by every candidate
+// Pipelines are the incumbent of suite runs and the candidates, built from config.
+type Pipelines struct {
+	Pool       *shadow.Pool
+	Incumbent  shadow.Pipeline
+	Candidates []shadow.Pipeline
+	Spend      *shadow.SpendTracker // the daily shadow spending cap, shared by every candidate
 }
 
-// buildPipelines connects the worker pool and builds every configured pipeline.
-func buildPipelines(cfg Config) (*pipelines, error) {
-	return buildInstrumentedPipelines(cfg, shadow.Telemetry{})
+// BuildPipelines connects the worker pool and builds every configured pipeline.
+func BuildPipelines(cfg Config) (*Pipelines, error) {
+	return BuildInstrumentedPipelines(cfg, shadow.Telemetry{})
 }
 
-// buildInstrumentedPipelines is buildPipelines reporting through tel: chat spans
+// BuildInstrumentedPipelines is BuildPipelines reporting through tel: chat spans
 // and GenAI client metrics from the pool, an invoke_workflow span and run
 // metrics per pipeline run.
-func buildInstrumentedPipelines(cfg Config, tel shadow.Telemetry) (*pipelines, error) {
+func BuildInstrumentedPipelines(cfg Config, tel shadow.Telemetry) (*Pipelines, error) {
 	pool, err := shadow.NewPool(cfg.Shadow, shadow.WithTelemetry(tel))
 	if err != nil {
 		return nil, fmt.Errorf("pipelines: %w", err)
@@ -44,30 +44,16 @@ func buildInstrumentedPipelines(cfg Config, tel shadow.Telemetry) (*pipelines, e
 		pool.Close()
 		return nil, fmt.Errorf("pipelines: incumbent: %w", err)
 	}
-	p := &pipelines{pool: pool, incumbent: inc, spend: shadow.NewSpendTracker(cfg.Shadow.Budget.DailyUSD, nil)}
-	for _, name := range cfg.Pipelines.Candidates {
-		var c shadow.Pipeline
-		if worker, ok := strings.CutPrefix(name, "single:"); ok {
-			c, err = shadow.NewSingle(pool, worker)
-		} else {
-			c, err = shadow.NewConductor(pool, cfg.Shadow.Conductor)
-		}
-		if err == nil {
-			c, err = shadow.NewBudgetedFromConfig(pool, c, p.spend)
-		}
-		if err == nil {
-			c, err = shadow.Instrument(c, tel)
-		}
-		if err != nil {
-			pool.Close()
-			return nil, fmt.Errorf("pipelines: candidate %q: %w", name, err)
-		}
-		p.candidates = append(p.candidates, c)
+	p := &Pipelines{Pool: pool, Incumbent: inc, Spend: shadow.NewSpendTracker(cfg.Shadow.Budget.DailyUSD, nil)}
+	candidates, err := cfg.Pipelines.AllCandidates()
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("pipelines: %w", err)
 	}
-	for _, cc := range cfg.Pipelines.CandidatePipelines {
+	for _, cc := range candidates {
 		c, err := shadow.NewPipeline(pool, cc)
 		if err == nil {
-			c, err = shadow.NewBudgetedFromConfig(pool, c, p.spend)
+			c, err = shadow.NewBudgetedFromConfig(pool, c, p.Spend)
 		}
 		if err == nil {
 			c, err = shadow.Instrument(c, tel)
@@ -76,32 +62,34 @@ func buildInstrumentedPipelines(cfg Config, tel shadow.Telemetry) (*pipelines, e
 			pool.Close()
 			return nil, fmt.Errorf("pipelines: candidate %q: %w", cc.CandidateName(), err)
 		}
-		p.candidates = append(p.candidates, c)
+		p.Candidates = append(p.Candidates, c)
 	}
 	return p, nil
 }
 
-func (p *pipelines) Close() { p.pool.Close() }
+// Close closes the worker pool.
+func (p *Pipelines) Close() { p.Pool.Close() }
 
-// workKeys names the candidate versions every tapped copy owes a run of.
-func (p *pipelines) workKeys() []store.WorkKey {
-	keys := make([]store.WorkKey, len(p.candidates))
-	for i, c := range p.candidates {
+// WorkKeys names the candidate versions every tapped copy owes a run of.
+func (p *Pipelines) WorkKeys() []store.WorkKey {
+	keys := make([]store.WorkKey, len(p.Candidates))
+	for i, c := range p.Candidates {
 		keys[i] = store.WorkKey{Pipeline: c.Name(), PipelineVersion: c.Version()}
 	}
 	return keys
 }
 
-// priceTable prices an incumbent's recorded usage: a configured worker whose model
+// PriceTable prices an incumbent's recorded usage: a configured worker whose model
 // or name matches first, then the shipped default prices. Model ids are resolved
 // by shadow.ResolvePrice (dated snapshots and Anthropic's dash spelling find
 // their list price).
-type priceTable struct {
+type PriceTable struct {
 	byModel map[string]shadow.Price
 }
 
-func newPriceTable(cfg shadow.Config) priceTable {
-	t := priceTable{byModel: map[string]shadow.Price{}}
+// NewPriceTable is the price table of cfg.
+func NewPriceTable(cfg shadow.Config) PriceTable {
+	t := PriceTable{byModel: map[string]shadow.Price{}}
 	for name, p := range shadow.DefaultPrices() {
 		t.byModel[name] = p
 	}
@@ -117,13 +105,13 @@ func newPriceTable(cfg shadow.Config) priceTable {
 }
 
 // Cost implements ingest.Pricer; USD.
-func (t priceTable) Cost(model string, promptTokens, completionTokens int64) (float64, bool) {
+func (t PriceTable) Cost(model string, promptTokens, completionTokens int64) (float64, bool) {
 	return t.CostUsage(model, shadow.Usage{PromptTokens: promptTokens, CompletionTokens: completionTokens})
 }
 
 // CostUsage implements ingest.UsagePricer: cached prompt tokens at the model's
 // cached rate (shadow.Price.Cost); USD.
-func (t priceTable) CostUsage(model string, u shadow.Usage) (float64, bool) {
+func (t PriceTable) CostUsage(model string, u shadow.Usage) (float64, bool) {
 	p, _, ok := shadow.ResolvePrice(t.byModel, model)
 	if !ok {
 		return 0, false
@@ -131,21 +119,21 @@ func (t priceTable) CostUsage(model string, u shadow.Usage) (float64, bool) {
 	return p.Cost(u), true
 }
 
-// openStore opens the configured store and says which transport it uses.
-func openStore(ctx context.Context, cfg Config) (store.Store, string, error) {
+// OpenStore opens the configured store and says which transport it uses.
+func OpenStore(ctx context.Context, cfg Config) (store.Store, string, error) {
 	st, err := store.Open(ctx, cfg.Store)
 	if err != nil {
 		return nil, "", err
 	}
 	where := "embedded chDB in " + cfg.Store.Path
 	if cfg.Store.DSN != "" {
-		where = "ClickHouse server " + redactDSN(cfg.Store.DSN)
+		where = "ClickHouse server " + RedactDSN(cfg.Store.DSN)
 	}
 	return st, where, nil
 }
 
-// redactDSN hides a password in a DSN for logs.
-func redactDSN(dsn string) string {
+// RedactDSN hides a password in a DSN for logs.
+func RedactDSN(dsn string) string {
 	at := strings.LastIndex(dsn, "@")
 	scheme := strings.Index(dsn, "://")
 	if at < 0 || scheme < 0 || at < scheme {

@@ -1,4 +1,4 @@
-package main
+package platform
 
 import (
 	"os"
@@ -35,13 +35,13 @@ shadow:
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := buildPipelines(cfg)
+	p, err := BuildPipelines(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p.Close()
 	var names []string
-	for _, c := range p.candidates {
+	for _, c := range p.Candidates {
 		names = append(names, c.Name())
 	}
 	want := "conductor,single:gpt-5,moa-3,self_refine:gemini-2.5-pro,chain:qwen3-32b>gpt-5,fugu"
