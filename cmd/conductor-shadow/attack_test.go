@@ -250,9 +250,10 @@ func TestServeRefusesAttacks(t *testing.T) {
 	schemaWhole("the runaway query")
 
 	// A statement that passes every console rule but is one call the engine
-	// cannot interrupt (hasAll comparing every pair of 200,000 elements): it
+	// may not interrupt (hasAll comparing every pair of 200,000 elements): it
 	// runs in its console worker, a tap copy is accepted and a page answers
-	// while it runs, and the worker is killed at the 2 s time limit.
+	// while it runs, and it is ended at the 2 s time limit (the worker is
+	// killed there, unless the engine's own timeout got to it first).
 	const bomb = "SELECT hasAll(a, arrayMap(x -> x + 1, a)) FROM (SELECT groupArray(number) AS a FROM numbers(200000))"
 	bombDone := make(chan answer, 1)
 	go func() { bombDone <- query(bomb, nil) }()
@@ -269,7 +270,8 @@ func TestServeRefusesAttacks(t *testing.T) {
 	if tapAnswer.status != http.StatusAccepted || pageAnswer.status != http.StatusOK {
 		t.Errorf("while the bomb ran: tap %d %s, /traces %d; want 202 and 200", tapAnswer.status, tapAnswer.body, pageAnswer.status)
 	}
-	if a := <-bombDone; a.status != http.StatusUnprocessableEntity || !strings.Contains(a.body, "ran to the console's time limit and was ended") {
+	if a := <-bombDone; a.status != http.StatusUnprocessableEntity ||
+		!strings.Contains(a.body, "ran to the console's time limit and was ended") && !strings.Contains(a.body, "TIMEOUT_EXCEEDED") {
 		t.Errorf("the bomb answered %d %s; want 422 saying it was ended at the time limit", a.status, a.body)
 	}
 	if a := query("SELECT count() FROM requests", nil); a.status != 200 || !strings.Contains(a.body, `"snapshot_at"`) || !strings.Contains(a.body, `"snapshot_age_ms"`) {
