@@ -21,7 +21,7 @@ const longConsoleQuery = "SELECT count() FROM system.numbers WHERE sipHash64(num
 
 // benchBomb is singleCallBomb at a size the store's own engine gets through
 // in a few seconds: one hasAll call over 120,000 elements, which the engine
-// cannot interrupt.
+// does not reliably interrupt.
 const benchBomb = "SELECT hasAll(a, arrayMap(x -> x + 1, a)) FROM (SELECT groupArray(number) AS a FROM numbers(120000))"
 
 // onEngine runs a console statement the way the console ran before it had
@@ -120,7 +120,7 @@ func TestTapWritesWhileConsoleQueryRuns(t *testing.T) {
 // (traces_p95_ms) while the statement runs back to back, with one accept and
 // one page read every 100 ms plus their own time. Statements: "scan"
 // (longConsoleQuery, which the engine interrupts at its time limit) and
-// "single-call" (benchBomb, one hasAll call the engine cannot interrupt;
+// "single-call" (benchBomb, one hasAll call the engine does not reliably interrupt;
 // it passes every console rule). "none" runs no statement (the machine's own
 // figures). Modes, with a 1 s time limit: "engine" runs
 // the statement on the store's own engine, as the console did before it had
