@@ -120,8 +120,8 @@ func TestTapWritesWhileConsoleQueryRuns(t *testing.T) {
 // (traces_p95_ms) while the statement runs back to back, with one accept and
 // one page read every 100 ms plus their own time. Statements: "scan"
 // (longConsoleQuery, which the engine interrupts at its time limit) and
-// "single-call" (benchBomb, one hasAll call the engine does not reliably interrupt;
-// it passes every console rule). "none" runs no statement (the machine's own
+// "single-call" (benchBomb, one hasAll call the engine does not reliably
+// interrupt; it passes every console rule). "none" runs no statement (the machine's own
 // figures). Modes, with a 1 s time limit: "engine" runs
 // the statement on the store's own engine, as the console did before it had
 // workers (bounded by max_execution_time only); "worker" as the store runs
