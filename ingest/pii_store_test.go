@@ -61,6 +61,8 @@ var textColumns = map[string]string{
 	"requests.input": "messages (textFields)", "requests.input_hash": "hash", "requests.subject_hash": "hash",
 	"requests.category": "metadata value (textFields)", "requests.metadata": "metadata keys and values (textFields)",
 	"requests.language": "segment", "requests.length_bucket": "segment",
+	"requests.tools": "JSON of the exchange's tools (textFields)", "requests.input_reduced": "text (textFields)",
+	"runs.input_reduced_reason": "text (textFields)", "steps.tool_calls": "JSON text (textFields)",
 
 	"runs.run_id": "id", "runs.request_id": "exchange id (textFields)", "runs.suite_run_id": "id", "runs.pipeline": "config name",
 	"runs.pipeline_version": "config version", "runs.mode": "enum", "runs.status": "enum", "runs.final_output": "text (textFields)",
@@ -107,6 +109,10 @@ var textColumns = map[string]string{
 	"judgments.raw_1": "judge reply on a regression-set case (a live judgment's reply must be covered by textFields)",
 	"judgments.raw_2": "judge reply on a regression-set case (a live judgment's reply must be covered by textFields)",
 	"judgments.error": "judge error on a regression-set case (a live judgment's error must be covered by textFields)",
+
+	"suite_looks.set_name": "config name", "suite_looks.incumbent": "config name", "suite_looks.candidate": "config name",
+	"suite_looks.candidate_version": "config version", "suite_looks.policy_version": "config version",
+	"suite_looks.suite_run_id": "id", "suite_looks.spending": "enum", "suite_looks.verdict": "enum",
 
 	"forgotten_subjects.subject_hash": "hash",
 	"schema_migrations.version":       "migration number", "schema_migrations.name": "migration name",
