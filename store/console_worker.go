@@ -501,6 +501,9 @@ func (s *sqlStore) queryInWorker(ctx context.Context, e *embedded, sql string) (
 		}
 		s.workers.discard(w)
 	}()
+	if s.onWorker != nil {
+		s.onWorker()
+	}
 	wt := &workerTransport{w: w, db: s.db, record: s.onWorkerSQL}
 	canon, reads, err := s.console.checkReads(wctx, wt, sql)
 	if err != nil {

@@ -26,7 +26,9 @@ type sqlStore struct {
 	stallAfter  time.Duration
 	closed      atomic.Bool
 
-	// Tests only: onStatement is called just before a console statement runs.
+	// Tests only: onWorker is called once a console statement has its worker
+	// (before its checks), onStatement just before the statement runs.
+	onWorker    func()
 	onStatement func()
 	onWorkerSQL func(sql string) // sees every statement sent to a console worker
 }
