@@ -440,6 +440,14 @@ ORDER BY (sink, kind, candidate, candidate_version, set_name);
 CREATE TABLE IF NOT EXISTS `shadow`.verdict_notices ON CLUSTER `shadow_cluster` AS `shadow`.verdict_notices_local
 ENGINE = Distributed('shadow_cluster', 'shadow', 'verdict_notices_local', cityHash64(sink, kind, candidate, candidate_version, set_name));
 
+-- migration 0200_live_judgments
+
+ALTER TABLE `shadow`.judgments_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS note String DEFAULT '' AFTER error;
+
+ALTER TABLE `shadow`.judgments ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS note String DEFAULT '' AFTER error;
+
+ALTER TABLE `shadow`.judgments_local ON CLUSTER `shadow_cluster` ADD INDEX IF NOT EXISTS idx_judged_at judged_at TYPE minmax GRANULARITY 1;
+
 -- retention: requests 90 days, bodies 30 days
 
 ALTER TABLE `shadow`.`requests_local` ON CLUSTER `shadow_cluster` MODIFY TTL toDateTime(received_at) + toIntervalSecond(7776000);
