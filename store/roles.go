@@ -130,6 +130,7 @@ var (
 	_ WorkerReader   = (*sqlStore)(nil)
 	_ EvalHistory    = (*sqlStore)(nil)
 	_ SubjectEraser  = (*sqlStore)(nil)
+	_ LookStore      = (*sqlStore)(nil)
 )
 
 // Roles are the roles of one opened store, resolved once by NewRoles (the
@@ -161,6 +162,10 @@ type Roles struct {
 	VerdictNotices VerdictNotices // the verdict notifications' state
 	JudgmentWriter JudgmentWriter // suite runs' pairwise judgments and canaries
 	JudgmentReader JudgmentReader // a trace's judgments, a judge's figures
+	LookStore      LookStore      // suite runs: the looks of group-sequential plans
+	// LiveJudgments: live judging's day spend (the judge budget across
+	// restarts) and live judges' figures (the trace list, the live verdict).
+	LiveJudgments LiveJudgmentReader
 }
 
 // NewRoles resolves the roles of st, once. A nil st gives Roles with every
@@ -182,6 +187,8 @@ func NewRoles(st Store) Roles {
 	r.VerdictNotices, _ = st.(VerdictNotices)
 	r.JudgmentWriter, _ = st.(JudgmentWriter)
 	r.JudgmentReader, _ = st.(JudgmentReader)
+	r.LookStore, _ = st.(LookStore)
+	r.LiveJudgments, _ = st.(LiveJudgmentReader)
 	return r
 }
 
