@@ -422,10 +422,9 @@ func newPartitionState(c *kafkaConsumer, g *generationState, id int, offset int6
 // offset not done is handed out (its run is going) and listing d's offsets
 // too would take the commit metadata past listLimit, then reserves d's
 // offsets as handed out; false once ctx ended (the generation is over: the
-// next owner gets d). Nothing waits on an
-// oldest offset that is not handed out (a claim-check set still gathering
-// its chunks, or an exchange about to be handed out), so the wait always
-// ends with a run or with the generation.
+// next owner gets d). Nothing waits on an oldest offset that is not handed
+// out (a claim-check set still gathering its chunks, or an exchange about to
+// be handed out), so the wait always ends with a run or with the generation.
 func (p *partitionState) waitForRoom(ctx context.Context, d kafkaDelivery) bool {
 	for {
 		p.mu.Lock()

@@ -291,6 +291,55 @@ type nopWriter struct{}
 
 func (nopWriter) Enqueue(store.Batch) error { return nil }
 
+// publishQuestions publishes one exchange per request id ("question i" for
+// the i-th) and fails t on any error.
+func publishQuestions(t *testing.T, kcfg KafkaConfig, ids ...string) {
+	t.Helper()
+	ctx := context.Background()
+	prod, err := NewKafkaQueue(kcfg, false, NewStats(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range ids {
+		if err := prod.Publish(ctx, exchange(id, fmt.Sprintf("question %d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := prod.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// numbered is prefix000, prefix001, … (n ids).
+func numbered(prefix string, n int) []string {
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("%s%03d", prefix, i)
+	}
+	return ids
+}
+
+// startRunner is a shadow-worker process without a store: its candidate
+// runs, nothing is written or looked up. edit adjusts the queue before it
+// joins (nil: as built).
+func startRunner(t *testing.T, kcfg KafkaConfig, stats *Stats, cand shadow.Pipeline, edit func(*KafkaQueue)) *consumer {
+	t.Helper()
+	q, err := NewKafkaQueue(kcfg, true, stats, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if edit != nil {
+		edit(q)
+	}
+	cfg := NewDefaultConfig()
+	cfg.Workers = 4
+	proc := NewProcessor(cfg, q, nopWriter{}, []shadow.Pipeline{cand}, flatPricer(0), stats, nil)
+	if err := proc.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return &consumer{q: q, proc: proc}
+}
+
 // slowEcho is the echo candidate taking a while per run, counting runs per
 // request across every consumer it serves.
 type slowEcho struct {
@@ -338,16 +387,7 @@ func TestKafkaRebalanceRunsEachExchangeOnce(t *testing.T) {
 			ctx := context.Background()
 			kcfg := newKafkaCluster(t, fmt.Sprintf("rebalance-%d", i), 6)
 			const n = 150
-			prod, err := NewKafkaQueue(kcfg, false, NewStats(), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i := range n {
-				if err := prod.Publish(ctx, exchange(fmt.Sprintf("rb-%03d", i), fmt.Sprintf("question %d", i))); err != nil {
-					t.Fatal(err)
-				}
-			}
-			_ = prod.Shutdown(ctx)
+			publishQuestions(t, kcfg, numbered("rb-", n)...)
 
 			cand := &slowEcho{delay: 150 * time.Millisecond, runs: map[string]int{}}
 			var stores []store.Store
@@ -357,17 +397,7 @@ func TestKafkaRebalanceRunsEachExchangeOnce(t *testing.T) {
 					stores = append(stores, st)
 					return startConsumer(t, kcfg, st, stats, cand)
 				}
-				q, err := NewKafkaQueue(kcfg, true, stats, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				cfg := NewDefaultConfig()
-				cfg.Workers = 4
-				proc := NewProcessor(cfg, q, nopWriter{}, []shadow.Pipeline{cand}, flatPricer(0), stats, nil)
-				if err := proc.Start(ctx); err != nil {
-					t.Fatal(err)
-				}
-				return &consumer{q: q, proc: proc}
+				return startRunner(t, kcfg, stats, cand, nil)
 			}
 			aStats, bStats := NewStats(), NewStats()
 			a := start(aStats)
@@ -405,8 +435,8 @@ func TestKafkaRebalanceRunsEachExchangeOnce(t *testing.T) {
 					held[r[0]]++
 				}
 			}
-			for i := range n {
-				if id := fmt.Sprintf("rb-%03d", i); held[id] != 1 {
+			for _, id := range numbered("rb-", n) {
+				if held[id] != 1 {
 					t.Errorf("%s is stored in %d of the 2 stores; want 1", id, held[id])
 				}
 			}
@@ -458,37 +488,14 @@ func (p *gateEcho) ran() (ids []string) {
 // every exchange the dead one finished, running only the one it had going.
 // Without the hold, the exchanges finished beyond the list would run again.
 func TestKafkaLongRunHoldsBackItsPartition(t *testing.T) {
-	ctx := context.Background()
 	kcfg := newKafkaCluster(t, "longrun", 1)
 	const others, limit = 40, 8
-	prod, err := NewKafkaQueue(kcfg, false, NewStats(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := prod.Publish(ctx, exchange("lr-stuck", "a long question")); err != nil {
-		t.Fatal(err)
-	}
-	for i := range others {
-		if err := prod.Publish(ctx, exchange(fmt.Sprintf("lr-%02d", i), fmt.Sprintf("question %d", i))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	_ = prod.Shutdown(ctx)
+	rest := numbered("lr-", others)
+	publishQuestions(t, kcfg, append([]string{"lr-stuck"}, rest...)...)
 
 	cand := &gateEcho{stuck: "lr-stuck", release: make(chan struct{}), runs: map[string]int{}}
 	start := func(stats *Stats) *consumer {
-		q, err := NewKafkaQueue(kcfg, true, stats, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		q.consumer.listLimit = limit
-		cfg := NewDefaultConfig()
-		cfg.Workers = 4
-		proc := NewProcessor(cfg, q, nopWriter{}, []shadow.Pipeline{cand}, flatPricer(0), stats, nil)
-		if err := proc.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		return &consumer{q: q, proc: proc}
+		return startRunner(t, kcfg, stats, cand, func(q *KafkaQueue) { q.consumer.listLimit = limit })
 	}
 	a := start(NewStats())
 	// What the group holds for the partition: the stuck exchange (offset 0)
@@ -514,8 +521,8 @@ func TestKafkaLongRunHoldsBackItsPartition(t *testing.T) {
 	b := start(bStats)
 	defer b.stop(t, 10*time.Second)
 	waitForD(t, 30*time.Second, "every exchange run", func() bool { return len(cand.ran()) == others+1 && cand.count("lr-stuck") == 2 })
-	for i := range others {
-		if id := fmt.Sprintf("lr-%02d", i); cand.count(id) != 1 {
+	for _, id := range rest {
+		if cand.count(id) != 1 {
 			t.Errorf("%s ran %d times; want once", id, cand.count(id))
 		}
 	}
@@ -533,34 +540,11 @@ func TestKafkaDrainTimeoutRunsTwiceCounted(t *testing.T) {
 	kcfg := newKafkaCluster(t, "draintimeout", 1)
 	kcfg.DrainTimeout = 0
 	const others = 10
-	prod, err := NewKafkaQueue(kcfg, false, NewStats(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := prod.Publish(ctx, exchange("dt-stuck", "a long question")); err != nil {
-		t.Fatal(err)
-	}
-	for i := range others {
-		if err := prod.Publish(ctx, exchange(fmt.Sprintf("dt-%02d", i), fmt.Sprintf("question %d", i))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	_ = prod.Shutdown(ctx)
+	rest := numbered("dt-", others)
+	publishQuestions(t, kcfg, append([]string{"dt-stuck"}, rest...)...)
 
 	cand := &gateEcho{stuck: "dt-stuck", release: make(chan struct{}), runs: map[string]int{}}
-	start := func(stats *Stats) *consumer {
-		q, err := NewKafkaQueue(kcfg, true, stats, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg := NewDefaultConfig()
-		cfg.Workers = 4
-		proc := NewProcessor(cfg, q, nopWriter{}, []shadow.Pipeline{cand}, flatPricer(0), stats, nil)
-		if err := proc.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		return &consumer{q: q, proc: proc}
-	}
+	start := func(stats *Stats) *consumer { return startRunner(t, kcfg, stats, cand, nil) }
 	aStats := NewStats()
 	a := start(aStats)
 	waitForD(t, 30*time.Second, "the others run by the first worker", func() bool { return len(cand.ran()) == others })
@@ -578,8 +562,8 @@ func TestKafkaDrainTimeoutRunsTwiceCounted(t *testing.T) {
 	close(cand.release)
 	waitForD(t, 30*time.Second, "the stuck exchange run by both", func() bool { return cand.count("dt-stuck") == 2 })
 	a.stop(t, 10*time.Second)
-	for i := range others {
-		if id := fmt.Sprintf("dt-%02d", i); cand.count(id) != 1 {
+	for _, id := range rest {
+		if cand.count(id) != 1 {
 			t.Errorf("%s ran %d times; want once", id, cand.count(id))
 		}
 	}

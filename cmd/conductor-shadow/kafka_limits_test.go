@@ -53,6 +53,7 @@ func TestKafkaOneKBCopiesAfterAThreeMBOneAllArrive(t *testing.T) {
 	writeFile(t, cfgPath, fmt.Sprintf(`ingest:
   proxy:
     incumbent_url: %s
+    trusted_networks: [127.0.0.1/32] # the test's request ids are kept
   kafka:
     brokers: [%q]
     topic: %s

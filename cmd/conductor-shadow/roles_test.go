@@ -151,6 +151,12 @@ func TestRolesOneTapTwoShadowWorkersKill9(t *testing.T) {
 	cfgPath := filepath.Join(dir, "config.yaml")
 	writeFile(t, cfgPath, fmt.Sprintf(`ingest:
   workers: 4
+  admission: # 4 runs at once per worker, whatever else the machine runs
+    initial_limit: 4
+    max_limit: 4
+    max_added_latency: 0s
+    max_sched_latency: 0s
+    max_cpu: 0
   kafka:
     brokers: [%q]
     topic: %s
@@ -217,7 +223,7 @@ writer:
 		}
 		return
 	}
-	waitForCond(t, 120*time.Second, "every exchange stored with its runs", func() bool {
+	waitForCond(t, 180*time.Second, "every exchange stored with its runs", func() bool {
 		requests, runs, _, _ := union()
 		return len(requests) == n && len(runs) == 2*n
 	})
