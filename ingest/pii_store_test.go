@@ -108,6 +108,12 @@ var textColumns = map[string]string{
 	"judgments.raw_2": "judge reply on a regression-set case (a live judgment's reply must be covered by textFields)",
 	"judgments.error": "judge error on a regression-set case (a live judgment's error must be covered by textFields)",
 
+	// Where a call went (host[:port] of a configured base URL): config, not exchange text.
+	"steps.endpoint_host": "config host", "judgments.judge_host": "config host",
+	"scores.judge_worker": "config name", "scores.judge_host": "config host",
+	"flow_exports.process_id": "id", "flow_exports.kind": "enum", "flow_exports.recipient": "config name",
+	"flow_exports.host": "config host", "flow_exports.pii_kind": "PII rule name",
+
 	"forgotten_subjects.subject_hash": "hash",
 	"schema_migrations.version":       "migration number", "schema_migrations.name": "migration name",
 }

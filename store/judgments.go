@@ -79,6 +79,15 @@ type Judgment struct {
 	TokensOut     int64   `json:"tokens_out"` // both orders' completion tokens
 	CostUSD       float64 `json:"cost_usd"`   // both calls, USD
 	Error         string  `json:"error"`      // why the outcome is JudgmentError
+	// JudgeHost is the host[:port] of the judge worker's base URL when it was
+	// called; JudgeCalls and JudgeRequests count the calls and their HTTP
+	// requests (attempts) of this judgment, both orders; SentBytes and
+	// ReceivedBytes their HTTP bodies.
+	JudgeHost     string `json:"judge_host"`
+	JudgeCalls    int32  `json:"judge_calls"`
+	JudgeRequests int32  `json:"judge_requests"`
+	SentBytes     int64  `json:"sent_bytes"`
+	ReceivedBytes int64  `json:"received_bytes"`
 }
 
 // JudgmentWriter stores pairwise judgments (suite runs, live judging).

@@ -130,6 +130,7 @@ var (
 	_ WorkerReader   = (*sqlStore)(nil)
 	_ EvalHistory    = (*sqlStore)(nil)
 	_ SubjectEraser  = (*sqlStore)(nil)
+	_ FlowReader     = (*sqlStore)(nil)
 )
 
 // Roles are the roles of one opened store, resolved once by NewRoles (the
@@ -161,6 +162,11 @@ type Roles struct {
 	VerdictNotices VerdictNotices // the verdict notifications' state
 	JudgmentWriter JudgmentWriter // suite runs' pairwise judgments and canaries
 	JudgmentReader JudgmentReader // a trace's judgments, a judge's figures
+	// FlowReader and FlowExportWriter keep the record of data flows: what
+	// left the platform, read by the data-flows page, report section and
+	// command; the exporters' counts written by store/dataflow.Meter.
+	FlowReader       FlowReader
+	FlowExportWriter FlowExportWriter
 }
 
 // NewRoles resolves the roles of st, once. A nil st gives Roles with every
@@ -182,6 +188,8 @@ func NewRoles(st Store) Roles {
 	r.VerdictNotices, _ = st.(VerdictNotices)
 	r.JudgmentWriter, _ = st.(JudgmentWriter)
 	r.JudgmentReader, _ = st.(JudgmentReader)
+	r.FlowReader, _ = st.(FlowReader)
+	r.FlowExportWriter, _ = st.(FlowExportWriter)
 	return r
 }
 
