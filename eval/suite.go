@@ -274,13 +274,12 @@ func newSuiteRunner(st SuiteStores, set *Set, incumbent shadow.Pipeline, candida
 		}
 		graders[c.Grader] = g
 	}
-	var judgments store.JudgmentWriter
+	// Pairwise judgments are stored in a table of their own (so are the
+	// rubric judge's canaries, when the store has it).
+	judgments := st.Judgments
 	for _, g := range graders {
 		if _, ok := g.(PairJudge); ok && judgments == nil {
-			// Pairwise judgments are stored in a table of their own.
-			if judgments = st.Judgments; judgments == nil {
-				return nil, fmt.Errorf("eval: run suite: %w", store.NotSupported("store.JudgmentWriter"))
-			}
+			return nil, fmt.Errorf("eval: run suite: %w", store.NotSupported("store.JudgmentWriter"))
 		}
 	}
 	return &suiteRunner{
@@ -627,6 +626,9 @@ func (r *suiteRunner) runCase(ctx context.Context, c Case) (*caseRecord, error) 
 			gr, excluded = applyTruncation(rule, gr)
 		}
 		sc.Value, sc.Passed, sc.Explanation = gr.Value, gr.Passed, gr.Explanation
+		if gr.Judge != nil { // the judge's own calls (rubric): the record of data flows counts them
+			gr.Judge.ScoreCalls(&sc)
+		}
 		if gr.Err != nil {
 			sc.Error, sc.Value, sc.Passed = gr.Err.Error(), 0, false
 		}
