@@ -54,6 +54,7 @@ type api struct {
 	// admission is the adaptive shadow-run limit's state; nil in the tap role.
 	admission func() ingest.AdmissionSnapshot
 	forget    *forgetter   // POST /api/forget; nil in the tap role (no store)
+	flows     *flowRecorder // POST /api/data-flows; nil in the tap role
 	log       *slog.Logger // console audit: every POST /api/query with its outcome; nil: none
 }
 
@@ -62,6 +63,7 @@ func (a *api) register(r gin.IRouter) {
 	r.GET("/api/stats", a.statsHandler)
 	r.POST("/api/suite-runs", a.runSuite)
 	r.POST("/api/forget", a.forgetHandler)
+	r.POST("/api/data-flows", a.flowsHandler)
 }
 
 // maxQueryBodyBytes bounds the body of POST /api/query (1 MiB of SQL).

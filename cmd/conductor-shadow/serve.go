@@ -19,6 +19,7 @@ import (
 	"github.com/conductor-shadow/conductor-shadow/ingest"
 	"github.com/conductor-shadow/conductor-shadow/ingest/segment"
 	"github.com/conductor-shadow/conductor-shadow/store"
+	"github.com/conductor-shadow/conductor-shadow/store/dataflow"
 	"github.com/conductor-shadow/conductor-shadow/web"
 )
 
@@ -55,11 +56,20 @@ type server struct {
 	notify    *notifyUnit        // nil without a sink, outside the all-in-one role
 	http      *http.Server
 	codeNote  string // /readyz detail when code graders are refused (sandbox.go)
+	// flows counts what the exporters send outside the platform (OTLP
+	// spans, Kafka messages, notices) for the record of data flows; its
+	// part writes the counts to the store.
+	flows *dataflow.Meter
+	// stopTracing flushes and stops the tracer provider (newTracerProvider):
+	// a part stopped after every other exporter and before the flow meter's
+	// last flush, so the last spans are counted. nil: serve's caller does it.
+	stopTracing func(context.Context) error
+	flowRec     *flowRecorder // the record of data flows; nil in the tap role
 }
 
 func newServer(cfg platform.Config, log *slog.Logger) *server {
 	return &server{cfg: cfg, log: log, serveErr: make(chan error, 1),
-		where: "none (tap role: copies go to Kafka)"}
+		where: "none (tap role: copies go to Kafka)", flows: dataflow.NewMeter(log)}
 }
 
 // Start builds the role's parts, starts them in order on one host (the

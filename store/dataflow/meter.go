@@ -1,6 +1,7 @@
 package dataflow
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -50,12 +51,13 @@ type Meter struct {
 
 	mu     sync.Mutex
 	w      store.FlowExportWriter
-	counts map[meterKey]store.FlowExport
+	counts map[meterKey]store.FlowExport // per hour, until written
 	dirty  map[meterKey]bool
-	failed int64 // flushes that failed
+	life   map[meterKey]store.FlowExport // since start, hour zero: what Totals and Snapshot read
+	failed int64                         // flushes that failed
 	since  time.Time
 
-	life    sync.Mutex
+	lc      sync.Mutex // Start and Shutdown
 	started bool
 	stopped bool
 	cancel  context.CancelFunc
@@ -83,7 +85,7 @@ func NewMeter(log *slog.Logger, opts ...MeterOption) *Meter {
 	var id [8]byte
 	_, _ = rand.Read(id[:])
 	m := &Meter{process: hex.EncodeToString(id[:]), interval: DefaultFlushInterval, log: log, now: time.Now,
-		counts: map[meterKey]store.FlowExport{}, dirty: map[meterKey]bool{}}
+		counts: map[meterKey]store.FlowExport{}, dirty: map[meterKey]bool{}, life: map[meterKey]store.FlowExport{}}
 	for _, o := range opts {
 		o(m)
 	}
@@ -111,26 +113,56 @@ func (m *Meter) Add(kind, recipient, host string, d Delta) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	k := meterKey{hour: hour, kind: kind, recipient: recipient, host: host}
-	row := m.counts[k]
+	lk := k
+	lk.hour = time.Time{}
+	m.counts[k] = addDelta(m.counts[k], d, now)
+	m.life[lk] = addDelta(m.life[lk], d, now)
+	m.dirty[k] = true
+	for _, p := range d.PII {
+		pk, plk := k, lk
+		pk.pii, plk.pii = p, p
+		m.counts[pk] = addDelta(m.counts[pk], Delta{Items: 1}, now)
+		m.life[plk] = addDelta(m.life[plk], Delta{Items: 1}, now)
+		m.dirty[pk] = true
+	}
+}
+
+// addDelta returns row with d's counts added.
+func addDelta(row store.FlowExport, d Delta, now time.Time) store.FlowExport {
 	row.Items += d.Items
 	row.ContentItems += d.ContentItems
 	row.Requests += d.Requests
 	row.SentBytes += d.SentBytes
 	row.FailedItems += d.FailedItems
 	row.UpdatedAt = now
-	m.counts[k], m.dirty[k] = row, true
-	for _, p := range d.PII {
-		pk := k
-		pk.pii = p
-		prow := m.counts[pk]
-		prow.Items++
-		prow.UpdatedAt = now
-		m.counts[pk], m.dirty[pk] = prow, true
-	}
+	return row
 }
 
-// Totals sums the counts of kind and recipient over every hour and host
-// since the process started (what /metrics and tests read).
+// Snapshot returns the counts since the process started, one row per
+// recipient (kind, recipient, host; PIIKind ""), by kind, recipient, host:
+// what /metrics exposes, also where no store keeps them (the tap role).
+func (m *Meter) Snapshot() []store.FlowExport {
+	if m == nil {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]store.FlowExport, 0, len(m.life))
+	for k, r := range m.life {
+		if k.pii != "" {
+			continue
+		}
+		r.Kind, r.Recipient, r.Host, r.ProcessID = k.kind, k.recipient, k.host, m.process
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b store.FlowExport) int {
+		return cmp.Or(cmp.Compare(a.Kind, b.Kind), cmp.Compare(a.Recipient, b.Recipient), cmp.Compare(a.Host, b.Host))
+	})
+	return out
+}
+
+// Totals sums the counts of kind over every recipient and host since the
+// process started; PII lists the kinds seen.
 func (m *Meter) Totals(kind string) Delta {
 	if m == nil {
 		return Delta{}
@@ -138,7 +170,7 @@ func (m *Meter) Totals(kind string) Delta {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var d Delta
-	for k, r := range m.counts {
+	for k, r := range m.life {
 		if k.kind != kind {
 			continue
 		}
@@ -223,8 +255,8 @@ func (m *Meter) Start(context.Context) error {
 	if m == nil {
 		return nil
 	}
-	m.life.Lock()
-	defer m.life.Unlock()
+	m.lc.Lock()
+	defer m.lc.Unlock()
 	if m.started || m.stopped {
 		return nil
 	}
@@ -255,14 +287,14 @@ func (m *Meter) Shutdown(ctx context.Context) error {
 	if m == nil {
 		return nil
 	}
-	m.life.Lock()
+	m.lc.Lock()
 	if m.stopped {
-		m.life.Unlock()
+		m.lc.Unlock()
 		return nil
 	}
 	m.stopped = true
 	cancel, done := m.cancel, m.done
-	m.life.Unlock()
+	m.lc.Unlock()
 	if cancel != nil {
 		cancel()
 		<-done
