@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -20,13 +19,6 @@ import (
 	"github.com/conductor-shadow/conductor-shadow/store"
 	"github.com/conductor-shadow/conductor-shadow/store/dataflow"
 )
-
-// defaultFlowWindow is the window of `data-flows` and POST /api/data-flows
-// when none is given: a week, as the scheduled report's.
-const defaultFlowWindow = 7 * 24 * time.Hour
-
-// maxFlowWindow bounds --since: ten years.
-const maxFlowWindow = 10 * 365 * 24 * time.Hour
 
 // flowSettings are what the record of data flows says about cfg: the
 // recipients it configures now (every pool worker, the suite judge, the
@@ -62,19 +54,6 @@ func flowSettings(cfg platform.Config, getenv func(string) string) dataflow.Sett
 		s.Configured = append(s.Configured, dataflow.Configured{Kind: dataflow.KindEmail, Name: dataflow.KindEmail, Host: fmt.Sprintf("%s:%d", e.SMTPHost, e.SMTPPort)})
 	}
 	return s
-}
-
-// flowWindow reads a window's length: a positive Go duration up to ten
-// years; "" is defaultFlowWindow.
-func flowWindow(since string) (time.Duration, error) {
-	if strings.TrimSpace(since) == "" {
-		return defaultFlowWindow, nil
-	}
-	d, err := time.ParseDuration(strings.TrimSpace(since))
-	if err != nil || d <= 0 || d > maxFlowWindow {
-		return 0, fmt.Errorf("since %q: want a positive duration up to %v, such as 24h or 168h", since, maxFlowWindow)
-	}
-	return d, nil
 }
 
 // flowsRequest is the body of POST /api/data-flows.
@@ -114,7 +93,7 @@ func (a *api) flowsHandler(c *gin.Context) {
 			return
 		}
 	}
-	since, err := flowWindow(req.Since)
+	since, err := dataflow.ParseWindow(req.Since)
 	if err != nil {
 		c.JSON(http.StatusBadRequest, gin.H{"error": err.Error()})
 		return
@@ -153,8 +132,8 @@ configuration; configured recipients that received nothing are listed as "config
 nothing sent". Prints Markdown, or JSON with --json.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if since <= 0 || since > maxFlowWindow {
-				return fmt.Errorf("data-flows: --since must be positive and at most %v, got %v", maxFlowWindow, since)
+			if since <= 0 || since > dataflow.MaxWindow {
+				return fmt.Errorf("data-flows: --since must be positive and at most %v, got %v", dataflow.MaxWindow, since)
 			}
 			cfg, err := load()
 			if err != nil {
@@ -186,7 +165,7 @@ nothing sent". Prints Markdown, or JSON with --json.`,
 			return err
 		},
 	}
-	cmd.Flags().DurationVar(&since, "since", defaultFlowWindow, "the window, up to now")
+	cmd.Flags().DurationVar(&since, "since", dataflow.DefaultWindow, "the window, up to now")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the record as JSON")
 	cmd.Flags().BoolVar(&local, "local", false, "open the store directly instead of asking a running server")
 	return cmd

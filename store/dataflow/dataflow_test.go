@@ -49,7 +49,7 @@ func TestAssemble(t *testing.T) {
 		Retention:  store.RetentionConfig{Steps: 90 * 24 * time.Hour, Bodies: 30 * 24 * time.Hour},
 		PIIEnabled: true, PIIRules: []string{"email", "person"},
 	}
-	rec := assemble(totals, s, from, to)
+	rec := Assemble(totals, s, from, to)
 	type row struct{ kind, name, host, status, provider string }
 	want := []row{
 		{KindWorker, "conductor", "127.0.0.1:9090", StatusSent, ProviderSimulated},

@@ -121,13 +121,14 @@ func Build(ctx context.Context, r store.FlowReader, s Settings, from, to time.Ti
 	if err != nil {
 		return Record{}, fmt.Errorf("dataflow: %w", err)
 	}
-	return assemble(totals, s, from, to), nil
+	return Assemble(totals, s, from, to), nil
 }
 
 type recipientKey struct{ kind, name, host string }
 
-// assemble merges the totals with the configured recipients into a Record.
-func assemble(t store.FlowTotals, s Settings, from, to time.Time) Record {
+// Assemble merges what a store.FlowReader summed for [from, to) with the
+// configured recipients of s into the Record (what Build does after reading).
+func Assemble(t store.FlowTotals, s Settings, from, to time.Time) Record {
 	rec := Record{From: from, To: to, ExportsFrom: from.Truncate(time.Hour), Kinds: Kinds(),
 		PIIEnabled: s.PIIEnabled, PIIRules: slices.Clone(s.PIIRules), Retention: retentionLines(s.Retention),
 		Deletion: "conductor-shadow forget --subject ID (POST /api/forget) deletes the subject's requests, runs, steps, scores and judgments here; " +
@@ -328,4 +329,25 @@ func retentionLines(r store.RetentionConfig) []string {
 		"texts (inputs, outputs, messages, replies): " + ttl(r.Bodies),
 		"done shadow work: " + ttl(r.Work),
 	}
+}
+
+// DefaultWindow is the window of the record when none is given: a week, as a
+// weekly report's.
+const DefaultWindow = 7 * 24 * time.Hour
+
+// MaxWindow bounds a window's length: ten years.
+const MaxWindow = 10 * 365 * 24 * time.Hour
+
+// ParseWindow reads a window's length as typed (the page's since, the API's):
+// a positive Go duration up to MaxWindow; "" is DefaultWindow.
+func ParseWindow(since string) (time.Duration, error) {
+	since = strings.TrimSpace(since)
+	if since == "" {
+		return DefaultWindow, nil
+	}
+	d, err := time.ParseDuration(since)
+	if err != nil || d <= 0 || d > MaxWindow {
+		return 0, fmt.Errorf("window %q: want a positive duration up to %v, such as 24h or 168h", since, MaxWindow)
+	}
+	return d, nil
 }
