@@ -85,6 +85,13 @@ func TestAssemble(t *testing.T) {
 	if w := rec.Recipients[7]; w.Received() != "nothing" || !strings.Contains(w.Content, "metadata only") {
 		t.Errorf("webhook: %+v", w)
 	}
+	// A configured host that is unknown here matches whatever host of that
+	// kind and name received data.
+	s.Configured = append(s.Configured, Configured{Kind: KindEmail, Name: "email"})
+	totals.Exports = append(totals.Exports, store.FlowExportTotal{Kind: KindEmail, Name: "email", Host: "smtp.example.com:587", Items: 1, Requests: 1, SentBytes: 900})
+	if again := Assemble(totals, s, from, to); len(again.Recipients) != len(want)+1 || again.Recipients[len(want)].Status != StatusSent {
+		t.Errorf("a configured recipient without a host: %+v", again.Recipients[len(want)-1:])
+	}
 	if rec.ExportsFrom != from.Truncate(time.Hour) || len(rec.Notes) != 1 || !strings.Contains(rec.Notes[0], "2 worker calls") {
 		t.Errorf("exports from %v, notes %q", rec.ExportsFrom, rec.Notes)
 	}

@@ -24,7 +24,11 @@ const (
 type Configured struct {
 	Kind string `json:"kind"` // Kind* constant
 	Name string `json:"name"` // worker name, "traces", the topic, the sink
-	Host string `json:"host"` // host[:port] (no credentials, path or query); the brokers joined by ","
+	// Host is host[:port] (no credentials, path or query), the brokers
+	// joined by ","; "" when not known here (the webhook's URL is not in
+	// this process's environment): it then stands for any host the
+	// recipient's kind and name received data at.
+	Host string `json:"host"`
 	// Models are the model ids it is configured with (workers, the judge).
 	Models []string `json:"models,omitempty"`
 }
@@ -170,6 +174,17 @@ func Assemble(t store.FlowTotals, s Settings, from, to time.Time) Record {
 	}
 	configured := map[recipientKey]bool{}
 	for _, c := range s.Configured {
+		if c.Host == "" { // host unknown here (a webhook URL not in this process's environment): any host of its name
+			matched := false
+			for k := range byKey {
+				if k.kind == c.Kind && k.name == c.Name {
+					configured[k], matched = true, true
+				}
+			}
+			if matched {
+				continue
+			}
+		}
 		k := recipientKey{c.Kind, c.Name, c.Host}
 		configured[k] = true
 		r := get(c.Kind, c.Name, c.Host)
