@@ -44,7 +44,7 @@ func TestFlowTotals(t *testing.T) {
 		step("cand-1", 0, "conductor", "pool.local:9090", at),
 		step("cand-1", 1, "gpt-5", "api.openai.com", at),
 		step("cand-2", 0, "conductor", "pool.local:9090", at),
-		step("cand-2", 1, "gpt-5", "", at),                              // refused before it was sent
+		step("cand-2", 1, "gpt-5", "", at),                                 // refused before it was sent
 		step("cand-2", 2, "gpt-5", "api.openai.com", at.Add(-2*time.Hour)), // before the window
 		step("suite-inc", 0, "gpt-5", "api.openai.com", at),
 	}

@@ -53,9 +53,9 @@ type api struct {
 	writer  func() store.WriterStats
 	// admission is the adaptive shadow-run limit's state; nil in the tap role.
 	admission func() ingest.AdmissionSnapshot
-	forget    *forgetter   // POST /api/forget; nil in the tap role (no store)
+	forget    *forgetter    // POST /api/forget; nil in the tap role (no store)
 	flows     *flowRecorder // POST /api/data-flows; nil in the tap role
-	log       *slog.Logger // console audit: every POST /api/query with its outcome; nil: none
+	log       *slog.Logger  // console audit: every POST /api/query with its outcome; nil: none
 }
 
 func (a *api) register(r gin.IRouter) {
