@@ -130,6 +130,7 @@ var (
 	_ WorkerReader   = (*sqlStore)(nil)
 	_ EvalHistory    = (*sqlStore)(nil)
 	_ SubjectEraser  = (*sqlStore)(nil)
+	_ LookStore      = (*sqlStore)(nil)
 	_ FlowReader     = (*sqlStore)(nil)
 )
 
@@ -162,6 +163,10 @@ type Roles struct {
 	VerdictNotices VerdictNotices // the verdict notifications' state
 	JudgmentWriter JudgmentWriter // suite runs' pairwise judgments and canaries
 	JudgmentReader JudgmentReader // a trace's judgments, a judge's figures
+	LookStore      LookStore      // suite runs: the looks of group-sequential plans
+	// LiveJudgments: live judging's day spend (the judge budget across
+	// restarts) and live judges' figures (the trace list, the live verdict).
+	LiveJudgments LiveJudgmentReader
 	// FlowReader and FlowExportWriter keep the record of data flows: what
 	// left the platform, read by the data-flows page, report section and
 	// command; the exporters' counts written by store/dataflow.Meter.
@@ -188,6 +193,8 @@ func NewRoles(st Store) Roles {
 	r.VerdictNotices, _ = st.(VerdictNotices)
 	r.JudgmentWriter, _ = st.(JudgmentWriter)
 	r.JudgmentReader, _ = st.(JudgmentReader)
+	r.LookStore, _ = st.(LookStore)
+	r.LiveJudgments, _ = st.(LiveJudgmentReader)
 	r.FlowReader, _ = st.(FlowReader)
 	r.FlowExportWriter, _ = st.(FlowExportWriter)
 	return r

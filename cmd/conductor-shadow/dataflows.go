@@ -21,8 +21,9 @@ import (
 )
 
 // flowSettings are what the record of data flows says about cfg: the
-// recipients it configures now (every pool worker, the suite judge, the
-// OTLP endpoint, the Kafka brokers, the notification sinks; hosts only,
+// recipients it configures now (every pool worker, the suite and live
+// judges, the OTLP endpoint (its log endpoint with live judging), the Kafka
+// brokers, the notification sinks; hosts only,
 // never credentials, paths or query strings), store.retention and the PII
 // rules. getenv reads the webhook's URL to name its host.
 func flowSettings(cfg platform.Config, getenv func(string) string) dataflow.Settings {
@@ -34,11 +35,20 @@ func flowSettings(cfg platform.Config, getenv func(string) string) dataflow.Sett
 	for _, w := range cfg.Shadow.Workers {
 		s.Configured = append(s.Configured, dataflow.Configured{Kind: dataflow.KindWorker, Name: w.Name, Host: w.Host(), Models: []string{w.Model}})
 	}
-	if w, ok := cfg.Shadow.Worker(cfg.Suite.Judge.Worker); ok {
-		s.Configured = append(s.Configured, dataflow.Configured{Kind: dataflow.KindJudge, Name: w.Name, Host: w.Host(), Models: []string{w.Model}})
+	judges := []string{cfg.Suite.Judge.Worker}
+	if cfg.Judge.Live.Enabled() && cfg.LiveJudgeWorker() != cfg.Suite.Judge.Worker {
+		judges = append(judges, cfg.LiveJudgeWorker())
+	}
+	for _, name := range judges {
+		if w, ok := cfg.Shadow.Worker(name); ok {
+			s.Configured = append(s.Configured, dataflow.Configured{Kind: dataflow.KindJudge, Name: w.Name, Host: w.Host(), Models: []string{w.Model}})
+		}
 	}
 	if e := cfg.Telemetry.OTLPEndpoint; e != "" {
 		s.Configured = append(s.Configured, dataflow.Configured{Kind: dataflow.KindOTLP, Name: otlpRecipient, Host: otlpHost(e)})
+		if cfg.Judge.Live.Enabled() { // live judging's evaluation events
+			s.Configured = append(s.Configured, dataflow.Configured{Kind: dataflow.KindOTLPLogs, Name: otlpLogsRecipient, Host: otlpHost(e)})
+		}
 	}
 	if k := cfg.Ingest.Kafka; k.Enabled() {
 		s.Configured = append(s.Configured, dataflow.Configured{Kind: dataflow.KindKafka, Name: k.Topic, Host: ingest.BrokersHost(k.Brokers)})

@@ -10,7 +10,9 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploghttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	sdklog "go.opentelemetry.io/otel/sdk/log"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
@@ -21,8 +23,11 @@ import (
 	"github.com/conductor-shadow/conductor-shadow/store/dataflow"
 )
 
-// otlpRecipient is the record of data flows' name of the OTLP receiver.
-const otlpRecipient = "traces"
+// The record of data flows' names of the OTLP receiver's two endpoints.
+const (
+	otlpRecipient     = "traces"
+	otlpLogsRecipient = "logs"
+)
 
 // otlpExportTimeout bounds one OTLP/HTTP export request (the exporter's own
 // default).
@@ -41,7 +46,7 @@ func newTracerProvider(ctx context.Context, cfg platform.TelemetryConfig, flows 
 	}
 	host := otlpHost(cfg.OTLPEndpoint)
 	tr := http.DefaultTransport.(*http.Transport).Clone()
-	client := &http.Client{Timeout: otlpExportTimeout, Transport: countingTransport{base: tr, flows: flows, host: host}}
+	client := &http.Client{Timeout: otlpExportTimeout, Transport: countingTransport{base: tr, flows: flows, kind: dataflow.KindOTLP, recipient: otlpRecipient, host: host}}
 	opts := []otlptracehttp.Option{otlptracehttp.WithEndpoint(cfg.OTLPEndpoint), otlptracehttp.WithInsecure(), otlptracehttp.WithHTTPClient(client)}
 	if strings.HasPrefix(cfg.OTLPEndpoint, "http://") || strings.HasPrefix(cfg.OTLPEndpoint, "https://") {
 		u, err := url.Parse(cfg.OTLPEndpoint)
@@ -62,6 +67,65 @@ func newTracerProvider(ctx context.Context, cfg platform.TelemetryConfig, flows 
 		sdktrace.WithResource(resource.NewWithAttributes(semconv.SchemaURL, semconv.ServiceName(cfg.ServiceName))),
 	)
 	return tp, tp.Shutdown, nil
+}
+
+// newLoggerProvider returns nil unless cfg.OTLPEndpoint is set, in which case
+// log events (live judging's gen_ai.evaluation.result) go to the same OTLP/HTTP
+// receiver as the spans (protobuf, POST /v1/logs) in batches: host:port means
+// plain HTTP, an http:// or https:// URL is used with /v1/logs as its path.
+// Every export is counted in flows (kind otlp_logs: events delivered, those
+// carrying the judge's replies with telemetry.capture_content, failed, HTTP
+// requests and bytes; nil counts nothing). The returned shutdown flushes and
+// stops the exporter.
+func newLoggerProvider(ctx context.Context, cfg platform.TelemetryConfig, flows *dataflow.Meter) (*sdklog.LoggerProvider, error) {
+	if cfg.OTLPEndpoint == "" {
+		return nil, nil
+	}
+	host := otlpHost(cfg.OTLPEndpoint)
+	client := &http.Client{Timeout: otlpExportTimeout,
+		Transport: countingTransport{base: http.DefaultTransport.(*http.Transport).Clone(), flows: flows, kind: dataflow.KindOTLPLogs, recipient: otlpLogsRecipient, host: host}}
+	opts := []otlploghttp.Option{otlploghttp.WithEndpoint(cfg.OTLPEndpoint), otlploghttp.WithInsecure(), otlploghttp.WithHTTPClient(client)}
+	if strings.HasPrefix(cfg.OTLPEndpoint, "http://") || strings.HasPrefix(cfg.OTLPEndpoint, "https://") {
+		u, err := url.Parse(cfg.OTLPEndpoint)
+		if err != nil {
+			return nil, fmt.Errorf("telemetry: otlp_endpoint %q: %w", cfg.OTLPEndpoint, err)
+		}
+		u.Path = "/v1/logs"
+		opts = []otlploghttp.Option{otlploghttp.WithEndpointURL(u.String()), otlploghttp.WithHTTPClient(client)}
+	}
+	exp, err := otlploghttp.New(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("telemetry: OTLP log exporter for %s: %w", cfg.OTLPEndpoint, err)
+	}
+	return sdklog.NewLoggerProvider(
+		sdklog.WithProcessor(sdklog.NewBatchProcessor(countingLogExporter{Exporter: exp, flows: flows, host: host, content: cfg.CaptureContent})),
+		sdklog.WithResource(resource.NewWithAttributes(semconv.SchemaURL, semconv.ServiceName(cfg.ServiceName))),
+	), nil
+}
+
+// countingLogExporter counts the log records each export delivered or
+// failed; with content (telemetry.capture_content) every record carries the
+// judge's replies.
+type countingLogExporter struct {
+	sdklog.Exporter
+	flows   *dataflow.Meter
+	host    string
+	content bool
+}
+
+func (e countingLogExporter) Export(ctx context.Context, records []sdklog.Record) error {
+	err := e.Exporter.Export(ctx, records)
+	d := dataflow.Delta{}
+	if err != nil {
+		d.FailedItems = int64(len(records))
+	} else {
+		d.Items = int64(len(records))
+		if e.content {
+			d.ContentItems = d.Items
+		}
+	}
+	e.flows.Add(dataflow.KindOTLPLogs, otlpLogsRecipient, e.host, d)
+	return err
 }
 
 // otlpHost is the host[:port] of an OTLP endpoint (host:port, or a URL whose
@@ -112,24 +176,24 @@ func hasContent(s sdktrace.ReadOnlySpan) bool {
 	return false
 }
 
-// countingTransport counts the OTLP exporter's HTTP requests (retries
-// included) and their body bytes.
+// countingTransport counts an OTLP exporter's HTTP requests (retries
+// included) and their body bytes for its recipient.
 type countingTransport struct {
-	base  http.RoundTripper
-	flows *dataflow.Meter
-	host  string
+	base                  http.RoundTripper
+	flows                 *dataflow.Meter
+	kind, recipient, host string
 }
 
 func (t countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.ContentLength >= 0 || r.Body == nil {
-		t.flows.Add(dataflow.KindOTLP, otlpRecipient, t.host, dataflow.Delta{Requests: 1, SentBytes: max(r.ContentLength, 0)})
+		t.flows.Add(t.kind, t.recipient, t.host, dataflow.Delta{Requests: 1, SentBytes: max(r.ContentLength, 0)})
 		return t.base.RoundTrip(r)
 	}
 	// A compressed body of unknown length: counted as the transport reads it.
-	t.flows.Add(dataflow.KindOTLP, otlpRecipient, t.host, dataflow.Delta{Requests: 1})
+	t.flows.Add(t.kind, t.recipient, t.host, dataflow.Delta{Requests: 1})
 	r = r.Clone(r.Context())
 	r.Body = &countedBody{ReadCloser: r.Body, done: func(n int64) {
-		t.flows.Add(dataflow.KindOTLP, otlpRecipient, t.host, dataflow.Delta{SentBytes: n})
+		t.flows.Add(t.kind, t.recipient, t.host, dataflow.Delta{SentBytes: n})
 	}}
 	return t.base.RoundTrip(r)
 }

@@ -17,12 +17,13 @@ import "github.com/conductor-shadow/conductor-shadow/store"
 // Recipient kinds (Recipient.Kind, store.FlowExport.Kind). Kinds lists
 // them in display order with what each receives.
 const (
-	KindWorker  = store.FlowWorker // a pool worker's endpoint: every worker call (steps)
-	KindJudge   = store.FlowJudge  // the LLM judge: suite and live judging (judgments, rubric scores)
-	KindOTLP    = "otlp"           // the OTLP/HTTP trace receiver (telemetry.otlp_endpoint)
-	KindKafka   = "kafka"          // the Kafka brokers the tap publishes exchanges to
-	KindWebhook = "webhook"        // the verdict notifications' webhook (notify.webhook)
-	KindEmail   = "email"          // the verdict notifications' mail server (notify.email)
+	KindWorker   = store.FlowWorker // a pool worker's endpoint: every worker call (steps)
+	KindJudge    = store.FlowJudge  // the LLM judge: suite and live judging (judgments, rubric scores)
+	KindOTLP     = "otlp"           // the OTLP/HTTP trace receiver (telemetry.otlp_endpoint)
+	KindOTLPLogs = "otlp_logs"      // the same receiver's log endpoint: live judging's evaluation events
+	KindKafka    = "kafka"          // the Kafka brokers the tap publishes exchanges to
+	KindWebhook  = "webhook"        // the verdict notifications' webhook (notify.webhook)
+	KindEmail    = "email"          // the verdict notifications' mail server (notify.email)
 )
 
 // Kind describes one kind of recipient.
@@ -56,6 +57,10 @@ func Kinds() []Kind {
 		{ID: KindOTLP, Label: "OTLP trace receiver", Item: "span",
 			Receives:    "spans of shadow runs, worker calls and HTTP requests: models, tokens, cost, status, timing; prompts and answers only with telemetry.capture_content",
 			CountedFrom: "the span exporter's counts (flow_exports), per hour",
+			AtRecipient: notReached},
+		{ID: KindOTLPLogs, Label: "OTLP log receiver", Item: "event",
+			Receives:    "live judging's gen_ai.evaluation.result events: outcome, judge, verdicts, cost; the judge's replies only with telemetry.capture_content",
+			CountedFrom: "the log exporter's counts (flow_exports), per hour",
 			AtRecipient: notReached},
 		{ID: KindKafka, Label: "Kafka brokers", Item: "message",
 			Receives:    "whole exchanges (request and the incumbent's answer, pseudonymized) on the exchanges topic",

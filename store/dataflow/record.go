@@ -245,7 +245,7 @@ func providerOf(r *Recipient, simulatedHost bool) string {
 		return Provider(r.Host, r.Items > 0 && r.SimulatedItems == r.Items)
 	case KindJudge:
 		return Provider(r.Host, simulatedHost)
-	case KindOTLP:
+	case KindOTLP, KindOTLPLogs:
 		return "OTLP/HTTP receiver (" + selfHosted(r.Host) + ")"
 	case KindKafka:
 		return "Kafka cluster (" + selfHosted(r.Host) + ")"
@@ -292,6 +292,11 @@ func contentOf(r *Recipient, s Settings) string {
 			return "metadata only in the window; prompts and answers are captured from now on (telemetry.capture_content: true)"
 		}
 		return "metadata only: models, tokens, cost, status, timing (telemetry.capture_content: false)"
+	case KindOTLPLogs:
+		if r.ContentItems > 0 {
+			return fmt.Sprintf("content: %d of %d events carried the judge's replies (telemetry.capture_content)", r.ContentItems, r.Items)
+		}
+		return "metadata only: outcomes, verdicts, judge, cost (telemetry.capture_content: false)"
 	case KindKafka:
 		if r.Items == 0 {
 			return "content (whole exchanges) when published"

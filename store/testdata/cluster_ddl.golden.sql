@@ -363,6 +363,59 @@ ENGINE = Distributed('shadow_cluster', 'shadow', 'judgments_local', cityHash64(r
 
 ALTER TABLE `shadow`.judgments_local ON CLUSTER `shadow_cluster` ADD INDEX IF NOT EXISTS idx_suite_run suite_run_id TYPE bloom_filter GRANULARITY 1;
 
+-- migration 0160_suite_looks
+
+CREATE TABLE IF NOT EXISTS `shadow`.suite_looks_local ON CLUSTER `shadow_cluster`
+(
+    set_name          String,
+    incumbent         String,
+    candidate         String,
+    candidate_version String,
+    policy_version    String,
+    look              Int32,
+    suite_run_id      String,
+    cases             Int32,
+    max_cases         Int32,
+    fraction          Float64,
+    boundary          Float64,
+    confidence        Float64,
+    spending          LowCardinality(String),
+    verdict           LowCardinality(String),
+    created_at        DateTime64(3, 'UTC'),
+    inserted_at       DateTime64(6, 'UTC') DEFAULT now64(6)
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/shadow/suite_looks_local', '{replica}', inserted_at)
+ORDER BY (set_name, incumbent, candidate, candidate_version, policy_version, look);
+
+CREATE TABLE IF NOT EXISTS `shadow`.suite_looks ON CLUSTER `shadow_cluster` AS `shadow`.suite_looks_local
+ENGINE = Distributed('shadow_cluster', 'shadow', 'suite_looks_local', cityHash64(set_name, candidate));
+
+-- migration 0170_input_reduced
+
+ALTER TABLE `shadow`.runs_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS input_reduced Bool DEFAULT false AFTER truncated_steps;
+
+ALTER TABLE `shadow`.runs ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS input_reduced Bool DEFAULT false AFTER truncated_steps;
+
+ALTER TABLE `shadow`.runs_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS input_reduced_reason String DEFAULT '' AFTER input_reduced;
+
+ALTER TABLE `shadow`.runs ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS input_reduced_reason String DEFAULT '' AFTER input_reduced;
+
+ALTER TABLE `shadow`.steps_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS cache_write_1h_input_tokens Int64 DEFAULT 0 AFTER cache_write_input_tokens;
+
+ALTER TABLE `shadow`.steps ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS cache_write_1h_input_tokens Int64 DEFAULT 0 AFTER cache_write_input_tokens;
+
+ALTER TABLE `shadow`.steps_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS tool_calls String DEFAULT '' AFTER output;
+
+ALTER TABLE `shadow`.steps ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS tool_calls String DEFAULT '' AFTER output;
+
+ALTER TABLE `shadow`.requests_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS tools String DEFAULT '' AFTER metadata;
+
+ALTER TABLE `shadow`.requests ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS tools String DEFAULT '' AFTER metadata;
+
+ALTER TABLE `shadow`.requests_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS input_reduced String DEFAULT '' AFTER tools;
+
+ALTER TABLE `shadow`.requests ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS input_reduced String DEFAULT '' AFTER tools;
+
 -- migration 0180_verdict_notices
 
 CREATE TABLE IF NOT EXISTS `shadow`.verdict_notices_local ON CLUSTER `shadow_cluster`
@@ -386,6 +439,14 @@ ORDER BY (sink, kind, candidate, candidate_version, set_name);
 
 CREATE TABLE IF NOT EXISTS `shadow`.verdict_notices ON CLUSTER `shadow_cluster` AS `shadow`.verdict_notices_local
 ENGINE = Distributed('shadow_cluster', 'shadow', 'verdict_notices_local', cityHash64(sink, kind, candidate, candidate_version, set_name));
+
+-- migration 0200_live_judgments
+
+ALTER TABLE `shadow`.judgments_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS note String DEFAULT '' AFTER error;
+
+ALTER TABLE `shadow`.judgments ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS note String DEFAULT '' AFTER error;
+
+ALTER TABLE `shadow`.judgments_local ON CLUSTER `shadow_cluster` ADD INDEX IF NOT EXISTS idx_judged_at judged_at TYPE minmax GRANULARITY 1;
 
 -- migration 0230_data_flows
 
@@ -500,6 +561,8 @@ ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `su
 ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `messages` TTL toDateTime(started_at) + toIntervalSecond(2592000);
 
 ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `output` TTL toDateTime(started_at) + toIntervalSecond(2592000);
+
+ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `tool_calls` TTL toDateTime(started_at) + toIntervalSecond(2592000);
 
 ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `reasoning` TTL toDateTime(started_at) + toIntervalSecond(2592000);
 
