@@ -64,7 +64,7 @@ type Readers struct {
 	Judgments store.JudgmentReader
 	// LiveJudgments is optional: without it the overview has no live judges.
 	LiveJudgments store.LiveJudgmentReader
-	Flows     store.FlowReader // the data-flows page
+	Flows         store.FlowReader // the data-flows page
 }
 
 // ReadersOf picks the pages' roles out of r.
