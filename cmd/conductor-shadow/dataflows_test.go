@@ -19,6 +19,8 @@ import (
 
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
+	collectorlogs "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/conductor-shadow/conductor-shadow/shadow/simpool"
 	"github.com/conductor-shadow/conductor-shadow/store/dataflow"
@@ -81,17 +83,40 @@ func (w *teeWriter) Flush() {
 	}
 }
 
-// countingOTLP is an OTLP/HTTP receiver that also counts requests, body bytes
-// and the spans carrying prompt or answer text.
+// countingOTLP is an OTLP/HTTP receiver of traces and logs that also counts
+// requests and body bytes per endpoint, the spans carrying prompt or answer
+// text, and the log records.
 type countingOTLP struct {
 	sink               otlpSink
 	mu                 sync.Mutex
-	requests, bytes    int64
+	requests, bytes    int64 // /v1/traces
 	spans, withContent int64
+	logRequests        int64 // /v1/logs
+	logBytes, records  int64
 }
 
 func (o *countingOTLP) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
+	if r.URL.Path == "/v1/logs" {
+		var req collectorlogs.ExportLogsServiceRequest
+		if proto.Unmarshal(body, &req) != nil {
+			http.Error(w, "bad export", http.StatusBadRequest)
+			return
+		}
+		o.mu.Lock()
+		o.logRequests++
+		o.logBytes += int64(len(body))
+		for _, rl := range req.ResourceLogs {
+			for _, sl := range rl.ScopeLogs {
+				o.records += int64(len(sl.LogRecords))
+			}
+		}
+		o.mu.Unlock()
+		out, _ := proto.Marshal(&collectorlogs.ExportLogsServiceResponse{})
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.Write(out)
+		return
+	}
 	o.mu.Lock()
 	o.requests++
 	o.bytes += int64(len(body))
@@ -141,7 +166,8 @@ func topicTally(t *testing.T, broker, topic string, partitions int) (messages, b
 // shadowed by the conductor on the simulated pool, a judged suite run
 // through the server, spans to an OTLP receiver with content, a verdict
 // notice to a webhook — then the record of data flows lists exactly those
-// recipients, with the counts each test receiver counted: the command
+// recipients (live judging's evaluation events included, when judge.live
+// judges), with the counts each test receiver counted: the command
 // (through the server and locally), and the page of a restarted server
 // configured without OTLP, Kafka and the webhook (which then shows them as
 // "sent, no longer configured").
@@ -181,7 +207,7 @@ func TestDataFlowsRecordWhatWasSent(t *testing.T) {
 {"id":"p1","category":"chat","input":"Write a haiku about rain.","grader":"pairwise"}
 `)
 	base := "suite:\n  set: " + setPath + "\n  report_dir: " + filepath.Join(dir, "reports") + "\n  concurrency: 2\n  judge:\n    worker: gpt-4-1106-preview\n" +
-		"writer:\n  flush_interval: 50ms\n"
+		"judge:\n  live:\n    share: 1\n" + "writer:\n  flush_interval: 50ms\n"
 	full := filepath.Join(dir, "full.yaml")
 	writeFile(t, full, base+"telemetry:\n  capture_content: true\n  otlp_endpoint: "+otlpSrv.URL+"\n"+
 		"notify:\n  base_url: https://shadow.example.com\n  live_interval: 0s\n  webhook:\n    url_env: FLOWS_TEST_HOOK\n"+
@@ -275,6 +301,14 @@ func TestDataFlowsRecordWhatWasSent(t *testing.T) {
 		}
 		return ""
 	}
+	// Live judging's evaluation events (judge.live.share 1: every live pair).
+	want[dataflow.KindOTLPLogs+"/logs@"+strings.TrimPrefix(otlpSrv.URL, "http://")] = func(r dataflow.Recipient) string {
+		if r.Items != otlp.records || r.ContentItems != otlp.records || r.Requests != otlp.logRequests || r.SentBytes != otlp.logBytes ||
+			r.FailedItems != 0 || otlp.records == 0 {
+			return fmt.Sprintf("%+v; the receiver got %d log records in %d requests of %d bytes", r, otlp.records, otlp.logRequests, otlp.logBytes)
+		}
+		return ""
+	}
 	want[dataflow.KindKafka+"/"+topic+"@"+broker] = func(r dataflow.Recipient) string {
 		if r.Items != messages || r.ContentItems != messages || r.SentBytes != kbytes || messages != 3 || r.PIIText() != "email 1" {
 			return fmt.Sprintf("%+v; the topic holds %d messages of %d bytes", r, messages, kbytes)
@@ -309,6 +343,9 @@ func TestDataFlowsRecordWhatWasSent(t *testing.T) {
 		}
 	}
 	conductor := sent[dataflow.KindWorker+"/conductor@"+poolHost]
+	if judge := sent[dataflow.KindJudge+"/gpt-4-1106-preview@"+poolHost]; judge.SuiteItems == judge.Items {
+		t.Errorf("judge: %d of %d calls on suite cases; want live judging's calls too", judge.SuiteItems, judge.Items)
+	}
 	if !strings.Contains(conductor.PIIText(), "email") || conductor.SuiteItems == 0 || conductor.SuiteItems == conductor.Items {
 		t.Errorf("conductor: PII %q, %d of %d calls on suite cases; want email pseudonymized and both live and suite calls", conductor.PIIText(), conductor.SuiteItems, conductor.Items)
 	}
@@ -331,15 +368,17 @@ func TestDataFlowsRecordWhatWasSent(t *testing.T) {
 	for key, r := range sent {
 		kind, rest, _ := strings.Cut(key, "/")
 		status := dataflow.StatusSent
-		if kind == dataflow.KindOTLP || kind == dataflow.KindKafka || kind == dataflow.KindWebhook {
+		if kind == dataflow.KindOTLP || kind == dataflow.KindOTLPLogs || kind == dataflow.KindKafka || kind == dataflow.KindWebhook {
 			status = dataflow.StatusNotConfigured
 		}
 		if w := fmt.Sprintf("%s %d", status, r.Items); got[kind+":"+rest] != w {
 			t.Errorf("page row %s:%s = %q, want %q", kind, rest, got[kind+":"+rest], w)
 		}
 	}
-	if len(rows) != len(rec.Recipients) {
-		t.Errorf("the page has %d recipient rows, the record %d", len(rows), len(rec.Recipients))
+	for id, v := range got { // every other row is a recipient configured now that got nothing
+		if kind, rest, _ := strings.Cut(id, ":"); sent[kind+"/"+rest].Items == 0 && v != dataflow.StatusNothingSent+" 0" {
+			t.Errorf("page row %s = %q, want %q", id, v, dataflow.StatusNothingSent+" 0")
+		}
 	}
 	cancel2()
 	if err := <-serveDone; err != nil {
