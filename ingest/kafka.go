@@ -13,6 +13,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/conductor-shadow/conductor-shadow/store"
+	"github.com/conductor-shadow/conductor-shadow/store/dataflow"
 )
 
 // KafkaConfig sets the Kafka transport between the tap and the shadow workers.
@@ -173,6 +174,8 @@ type KafkaQueue struct {
 
 	shutOnce sync.Once
 	shutErr  error
+
+	flows atomic.Pointer[dataflow.Meter] // counts what the brokers acknowledged (UseFlowMeter)
 }
 
 // DefaultMessageMaxBytes is a Kafka broker's default message.max.bytes (1 MiB
@@ -185,6 +188,15 @@ const DefaultMessageMaxBytes = 1048588
 // limit they report: the tap answers 413 too_large. It never means Kafka is
 // unavailable and never turns readiness.
 var ErrCopyTooLarge = errors.New("ingest: kafka: copy too large")
+
+// UseFlowMeter counts every message the brokers acknowledge in m (the record
+// of data flows: kind kafka, recipient the topic, host the brokers), with
+// the PII kinds pseudonymized in its exchange.
+func (q *KafkaQueue) UseFlowMeter(m *dataflow.Meter) { q.flows.Store(m) }
+
+// BrokersHost is how the record of data flows names brokers: their
+// host:port addresses joined by ",".
+func BrokersHost(brokers []string) string { return strings.Join(brokers, ",") }
 
 // NewKafkaQueue connects a producer and, when consume is true, a consumer-group
 // member. Nothing is dialed until first use.

@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/conductor-shadow/conductor-shadow/store/dataflow"
 )
 
 // kafkaProducer is the publish loop's writer: one segmentio/kafka-go Writer
@@ -135,8 +138,13 @@ func (p *kafkaProducer) write(ctx context.Context, encs []encodedOp, limit int64
 		msgs = append(msgs, e.msgs...)
 	}
 	err := p.writerFor(limit).WriteMessages(ctx, msgs...)
+	flow := dataflow.Delta{Requests: 1}
+	defer func() { p.q.countFlow(flow) }()
 	out := make([]error, len(encs))
 	if err == nil {
+		for _, e := range encs {
+			addAcked(&flow, e, e.msgs)
+		}
 		p.q.failing.Note(nil)
 		return out
 	}
@@ -145,7 +153,8 @@ func (p *kafkaProducer) write(ctx context.Context, encs []encodedOp, limit int64
 	ok := false
 	i := 0
 	for j, e := range encs {
-		for range e.msgs {
+		var acked []kafka.Message
+		for _, m := range e.msgs {
 			merr := err
 			if perMessage {
 				merr = werrs[i]
@@ -153,8 +162,14 @@ func (p *kafkaProducer) write(ctx context.Context, encs []encodedOp, limit int64
 			if merr != nil && out[j] == nil {
 				out[j] = merr
 			}
+			if merr == nil {
+				acked = append(acked, m)
+			} else {
+				flow.FailedItems++
+			}
 			i++
 		}
+		addAcked(&flow, e, acked)
 		if out[j] == nil {
 			ok = true
 		}
@@ -173,6 +188,31 @@ func (p *kafkaProducer) write(ctx context.Context, encs []encodedOp, limit int64
 		p.q.failing.Note(nil)
 	}
 	return out
+}
+
+// addAcked adds to d the messages of e the brokers acknowledged (all of e's,
+// or the chunks of a claim-check that got through) with their key and value
+// bytes, and e's pseudonymized PII kinds (MetadataPIIRules) once.
+func addAcked(d *dataflow.Delta, e encodedOp, msgs []kafka.Message) {
+	if len(msgs) == 0 {
+		return
+	}
+	for _, m := range msgs {
+		d.Items++
+		d.ContentItems++
+		d.SentBytes += int64(len(m.Key) + len(m.Value))
+	}
+	if rules := e.op.ex.Metadata[MetadataPIIRules]; rules != "" {
+		d.PII = append(d.PII, strings.Split(rules, ",")...)
+	}
+}
+
+// countFlow adds one produce call to the flow meter, if any (UseFlowMeter):
+// kind kafka, recipient the topic, host the brokers.
+func (q *KafkaQueue) countFlow(d dataflow.Delta) {
+	if m := q.flows.Load(); m != nil {
+		m.Add(dataflow.KindKafka, q.cfg.Topic, BrokersHost(q.cfg.Brokers), d)
+	}
 }
 
 // isSizeRefusal reports whether err refuses a message for its size (the
