@@ -131,6 +131,8 @@ var (
 	_ EvalHistory    = (*sqlStore)(nil)
 	_ SubjectEraser  = (*sqlStore)(nil)
 	_ LookStore      = (*sqlStore)(nil)
+	_ CoverageWriter = (*sqlStore)(nil)
+	_ CoverageReader = (*sqlStore)(nil)
 )
 
 // Roles are the roles of one opened store, resolved once by NewRoles (the
@@ -166,6 +168,10 @@ type Roles struct {
 	// LiveJudgments: live judging's day spend (the judge budget across
 	// restarts) and live judges' figures (the trace list, the live verdict).
 	LiveJudgments LiveJudgmentReader
+	// Coverage: the tap's offered counts (CoverageWriter) and what became of
+	// the exchanges (CoverageReader: the overview, the live verdict).
+	CoverageWriter CoverageWriter
+	CoverageReader CoverageReader
 }
 
 // NewRoles resolves the roles of st, once. A nil st gives Roles with every
@@ -189,6 +195,8 @@ func NewRoles(st Store) Roles {
 	r.JudgmentReader, _ = st.(JudgmentReader)
 	r.LookStore, _ = st.(LookStore)
 	r.LiveJudgments, _ = st.(LiveJudgmentReader)
+	r.CoverageWriter, _ = st.(CoverageWriter)
+	r.CoverageReader, _ = st.(CoverageReader)
 	return r
 }
 
