@@ -49,7 +49,8 @@ type server struct {
 	queue     ingest.Queue        // sq or kafka
 	sq        *ingest.StoreQueue
 	kafka     *ingest.KafkaQueue
-	tap       *ingest.Tap // nil in the shadow role
+	tap       *ingest.Tap      // nil in the shadow role
+	recorder  *ingest.Recorder // the exchanges not shadowed; nil in the shadow role
 	admission *ingest.Admission
 	segmenter *segment.Segmenter // nil in the tap role
 	suites    *suiteRunner       // nil in the tap role

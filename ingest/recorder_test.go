@@ -1,0 +1,249 @@
+package ingest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/conductor-shadow/conductor-shadow/store"
+)
+
+// sameIDIncumbent answers every chat completion with one id, as a gateway
+// answers its cache hits: streamed when the request asks, else one JSON body.
+type sameIDIncumbent struct{ served atomic.Int64 }
+
+func (h *sameIDIncumbent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	n := h.served.Add(1)
+	if bytes.Contains(body, []byte(`"stream":true`)) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		f := w.(http.Flusher)
+		for _, d := range []string{
+			`{"id":"chatcmpl-same","model":"gpt-4o","choices":[{"index":0,"delta":{"content":"Hello"}}]}`,
+			`{"id":"chatcmpl-same","model":"gpt-4o","choices":[{"index":0,"delta":{"content":" there"},"finish_reason":"stop"}]}`,
+			`{"id":"chatcmpl-same","model":"gpt-4o","choices":[],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}`,
+			`[DONE]`,
+		} {
+			fmt.Fprintf(w, "data: %s\n\n", d)
+			f.Flush()
+		}
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprintf(w, `{"id":"chatcmpl-same","object":"chat.completion","model":"gpt-4o","choices":[{"index":0,"message":{"role":"assistant","content":"answer %d"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7}}`, n)
+}
+
+// recordFixture is the all-in-one tap side on the real engine: a store-first
+// queue with its shadow workers, a recorder into the same store, the
+// admission in front of the tap (shedding when shed is set), and a proxy.
+type recordFixture struct {
+	st    store.Store
+	sf    *storeFirst
+	rec   *Recorder
+	adm   *Admission
+	proxy *Proxy
+	front *httptest.Server
+	inc   *httptest.Server
+}
+
+func newRecordFixture(t *testing.T, incumbent http.Handler, maxCapture int64) *recordFixture {
+	t.Helper()
+	ctx := context.Background()
+	f := &recordFixture{st: engine.Open(t)}
+	f.sf = startStoreFirst(t, f.st, storeFirstConfig(), &echoPipeline{}, nil)
+	rcfg := NewDefaultRecordConfig()
+	rcfg.Linger, rcfg.OfferedFlush = 10*time.Millisecond, 100*time.Millisecond
+	rec, err := NewRecorder(rcfg, StoreRecords{Store: f.st, Pricer: flatPricer(0.001), Stats: f.sf.stats}, f.st.(store.CoverageWriter), f.sf.stats, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.sf.tap.UseRecorder(rec)
+	if err := rec.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.rec = rec
+	if f.adm, err = NewAdmission(NewDefaultAdmissionConfig(), f.sf.stats, nil); err != nil {
+		t.Fatal(err)
+	}
+	f.inc = httptest.NewServer(incumbent)
+	pcfg := NewDefaultProxyConfig()
+	pcfg.IncumbentURL, pcfg.App = f.inc.URL, "bot"
+	if maxCapture > 0 {
+		pcfg.MaxCaptureBytes = maxCapture
+	}
+	p, err := NewProxy(pcfg, f.adm.Offerer(f.sf.tap, func() int { return 1 << 20 }), f.sf.stats, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.UseRecorder(rec)
+	if err := p.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.proxy = p
+	f.front = httptest.NewServer(p)
+	t.Cleanup(func() {
+		f.front.Close()
+		f.inc.Close()
+		_ = p.Shutdown(ctx)
+		_ = rec.Shutdown(ctx)
+		f.sf.stop(t, 5*time.Second)
+	})
+	return f
+}
+
+func (f *recordFixture) post(t *testing.T, body string) {
+	t.Helper()
+	resp, err := http.Post(f.front.URL+"/v1/chat/completions", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("production answer %d", resp.StatusCode)
+	}
+}
+
+// shed sets the admission's last reading: shedding under latency pressure,
+// or healthy.
+func (f *recordFixture) shed(on bool) {
+	p := Pressure{CPU: -1, OwnCPU: -1}
+	if on {
+		p.Reason = ShedLatency
+	}
+	f.adm.adjust(p)
+}
+
+// TestProxyRecordsEveryForwardedExchange: shedding takes the shadow run, never
+// the record. Ten exchanges shadowed, ten shed under pressure, one too large
+// to copy: all 21 leave a request row (the too-large one as metadata, with
+// its sizes and a copy id), the shed ones say why they were not shadowed, the
+// offered count is 21, and the coverage the store reads says so. Every answer
+// carries the same provider id, as a gateway's cache hits do: 21 rows, each
+// with that id in response_id.
+func TestProxyRecordsEveryForwardedExchange(t *testing.T) {
+	ctx := context.Background()
+	f := newRecordFixture(t, &sameIDIncumbent{}, 16<<10)
+	start := time.Now().UTC().Add(-time.Minute)
+	for i := range 10 {
+		f.post(t, fmt.Sprintf(`{"model":"gpt-4o","messages":[{"role":"user","content":"shadowed %d"}]}`, i))
+	}
+	offered := func(n int64) func() bool {
+		return func() bool { return f.sf.stats.Snapshot(0).Mirrored[ProxyOutcomeOffered] == n }
+	}
+	waitFor(t, "ten copies handed over", offered(10)) // copies are handed over after the answer
+	f.shed(true)
+	for i := range 10 {
+		f.post(t, fmt.Sprintf(`{"model":"gpt-4o","stream":true,"messages":[{"role":"user","content":"shed %d"}]}`, i))
+	}
+	waitFor(t, "ten more handed over", offered(20))
+	f.shed(false)
+	big := `{"model":"gpt-4o","messages":[{"role":"user","content":"` + strings.Repeat("x", 20<<10) + `"}]}`
+	f.post(t, big)
+	deadline := time.Now().Add(60 * time.Second)
+	for s := f.sf.stats.Snapshot(0); !(s.Processed == 10 && s.Recorded[ShedLatency] == 10 && s.Recorded[BodyTooLarge] == 1); s = f.sf.stats.Snapshot(0) {
+		if time.Now().After(deadline) {
+			t.Fatalf("not every exchange handled: %+v", s)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := f.rec.Shutdown(ctx); err != nil { // writes the offered counts
+		t.Fatal(err)
+	}
+	cov, err := f.st.(store.CoverageReader).TapCoverage(ctx, store.CoverageQuery{From: start, To: time.Now().UTC().Add(time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := store.CoverageStage{Offered: 21, Recorded: 21, NotShadowed: 11, BodyOmitted: 1, Shadowed: 10}
+	if cov.Total != want {
+		t.Errorf("coverage %+v; want %+v", cov.Total, want)
+	}
+	reasons := map[string]int64{}
+	for _, r := range cov.NotShadowed {
+		reasons[r.Reason] = r.Count
+	}
+	if reasons[ShedLatency] != 10 || reasons[BodyTooLarge] != 1 {
+		t.Errorf("not shadowed by reason %v; want shed_latency 10, too_large 1", reasons)
+	}
+	if len(cov.Windows) == 0 || cov.Windows[0].Route != "/v1/chat/completions" || cov.Windows[0].App != "bot" {
+		t.Errorf("windows %+v; want the route and app of the exchanges", cov.Windows)
+	}
+	res, err := f.st.Query(ctx, `SELECT request_id, input, body_omitted, route, response_id, request_bytes, response_bytes
+		FROM requests FINAL ORDER BY request_id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]bool{}
+	for _, r := range res.Rows {
+		id, input, omitted, route, respID := r[0], r[1], r[2], r[3], r[4]
+		ids[id] = true
+		switch {
+		case omitted == BodyTooLarge:
+			if input != "[]" || r[5] != strconv.Itoa(len(big)) || r[6] == "0" || route != "/v1/chat/completions" || !strings.HasPrefix(id, "proxy-") {
+				t.Errorf("too-large metadata row %v; want no text, its sizes, route and a copy id", r)
+			}
+		case respID != "chatcmpl-same":
+			t.Errorf("row %s keeps response id %q; want the provider's chatcmpl-same", id, respID)
+		}
+	}
+	if len(ids) != 21 {
+		t.Errorf("%d distinct stored requests; want 21 (exchanges answered with one provider id must not merge)", len(ids))
+	}
+}
+
+// TestProxyClientClosingAfterLastByteIsComplete: a client that closes its
+// connection right after reading the answer's last byte (the JSON body's
+// last byte, or a stream's [DONE] event before the final chunk) got the whole
+// answer: 0 of 200 copies may be partial or cancelled by the client.
+func TestProxyClientClosingAfterLastByteIsComplete(t *testing.T) {
+	tap := &recordingTap{}
+	f := newProxyFixture(t, &sameIDIncumbent{}, tap)
+	addr := strings.TrimPrefix(f.front.URL, "http://")
+	const n = 200
+	for i := range n {
+		stream := i%2 == 1
+		body := fmt.Sprintf(`{"model":"gpt-4o","stream":%v,"messages":[{"role":"user","content":"q %d"}]}`, stream, i)
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(conn, "POST /v1/chat/completions HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", addr, len(body), body)
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []byte
+		buf := make([]byte, 4096)
+		for {
+			k, err := resp.Body.Read(buf)
+			got = append(got, buf[:k]...)
+			if stream && bytes.HasSuffix(got, []byte("data: [DONE]\n\n")) || !stream && resp.ContentLength > 0 && int64(len(got)) == resp.ContentLength {
+				break // the last byte: close at once
+			}
+			if err != nil {
+				t.Fatalf("exchange %d: read %q: %v", i, got, err)
+			}
+		}
+		conn.Close()
+	}
+	waitFor(t, "every copy", func() bool { return len(tap.all()) == n })
+	bad := 0
+	for _, ex := range tap.all() {
+		if ex.Response.Partial || ex.Response.CancelledByClient {
+			bad++
+		}
+	}
+	if bad != 0 {
+		t.Errorf("%d of %d complete answers stored as partial or cancelled by the client", bad, n)
+	}
+}
