@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -245,5 +246,106 @@ func TestProxyClientClosingAfterLastByteIsComplete(t *testing.T) {
 	}
 	if bad != 0 {
 		t.Errorf("%d of %d complete answers stored as partial or cancelled by the client", bad, n)
+	}
+}
+
+// recordSink keeps what it is given, or fails every write while fail is set.
+type recordSink struct {
+	fail atomic.Bool
+	mu   chan struct{} // a one-slot lock
+	got  []Exchange
+}
+
+func newRecordSink() *recordSink { return &recordSink{mu: make(chan struct{}, 1)} }
+
+func (s *recordSink) WriteRecords(_ context.Context, exs []Exchange) error {
+	if s.fail.Load() {
+		return fmt.Errorf("disk full")
+	}
+	s.mu <- struct{}{}
+	s.got = append(s.got, exs...)
+	<-s.mu
+	return nil
+}
+
+func (s *recordSink) all() []Exchange {
+	s.mu <- struct{}{}
+	defer func() { <-s.mu }()
+	return append([]Exchange(nil), s.got...)
+}
+
+// TestRecorderLosesNothingQuietly: records beyond the text budget are kept
+// as metadata, beyond the metadata buffer dropped; records a failing store
+// never took are dropped at Shutdown; each loss counted by reason and in the
+// offered counts. Raw records are pseudonymized once, before the sink.
+func TestRecorderLosesNothingQuietly(t *testing.T) {
+	ctx := context.Background()
+	cfg := NewDefaultRecordConfig()
+	cfg.MetadataSlots, cfg.BodySlots = 2, 1
+	stats := NewStats()
+	sink := newRecordSink()
+	sink.fail.Store(true)
+	rec, err := NewRecorder(cfg, sink, nil, stats, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 { // before Start: they wait in the buffers
+		ex := exchange(fmt.Sprintf("r%d", i), "text")
+		ex.Metadata["source"] = "proxy"
+		rec.Record(ex, ShedLatency)
+	}
+	if got := stats.Snapshot(0).RecordDropped[ShedLatency]; got != 1 {
+		t.Errorf("record_dropped = %d; want 1 (one text slot, two metadata slots, four records)", got)
+	}
+	if got := rec.Buffered(); got != 3 {
+		t.Errorf("%d buffered; want 3", got)
+	}
+	if err := rec.Shutdown(ctx); err == nil {
+		t.Error("Shutdown with a failing store: want an error")
+	}
+	if err := rec.Shutdown(ctx); err != nil {
+		t.Errorf("second Shutdown: %v", err)
+	}
+	if got := stats.Snapshot(0).RecordDropped[ShedLatency]; got != 4 {
+		t.Errorf("record_dropped = %d after a stop the store refused; want 4", got)
+	}
+	var dropped int64
+	for _, c := range rec.Offered().changed(time.Now(), true) {
+		dropped += c.RecordDropped
+	}
+	if dropped != 4 {
+		t.Errorf("offered counts hold %d dropped records; want 4", dropped)
+	}
+
+	// A working store: text kept while it fits, metadata past it, each
+	// pseudonymized once.
+	sink = newRecordSink()
+	rec, err = NewRecorder(cfg, sink, nil, stats, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cleaned atomic.Int64
+	rec.clean = func(ex *Exchange) { cleaned.Add(1); ex.App = "clean-" + ex.App }
+	rec.Record(exchange("a", "first"), ReasonSampledOut)
+	rec.Record(exchange("b", "second"), ReasonSampledOut)
+	if err := rec.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "two records stored", func() bool { return len(sink.all()) == 2 })
+	if err := rec.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := sink.all()
+	slices.SortFunc(got, func(a, b Exchange) int { return strings.Compare(a.RequestID, b.RequestID) })
+	if got[0].BodyOmitted != "" || len(got[0].Request.Messages) != 1 || got[1].BodyOmitted != BodyRecordBudget || len(got[1].Request.Messages) != 0 {
+		t.Errorf("records %+v; want the first with its text, the second as metadata (record_budget)", got)
+	}
+	for _, ex := range got {
+		if ex.StoreOnly != ReasonSampledOut || ex.App != "clean-test-app" || ex.Response == nil || ex.Response.LatencyMs != 250 {
+			t.Errorf("record %s: store_only %q app %q response %+v", ex.RequestID, ex.StoreOnly, ex.App, ex.Response)
+		}
+	}
+	if cleaned.Load() != 2 || stats.Snapshot(0).Recorded[ReasonSampledOut] != 2 {
+		t.Errorf("cleaned %d, recorded %v; want 2 and 2", cleaned.Load(), stats.Snapshot(0).Recorded)
 	}
 }
