@@ -224,18 +224,18 @@ func queryCmd(load platform.Loader) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return writeTSV(cmd.OutOrStdout(), res)
+				return writeQueryResult(cmd.OutOrStdout(), cmd.ErrOrStderr(), res)
 			}
 			st, _, err := platform.OpenStore(ctx, cfg)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			res, err = st.Query(ctx, args[0])
+			res, err = st.Query(store.WithConsoleCaller(ctx, "cli"), args[0])
 			if err != nil {
 				return err
 			}
-			return writeTSV(cmd.OutOrStdout(), res)
+			return writeQueryResult(cmd.OutOrStdout(), cmd.ErrOrStderr(), res)
 		},
 	}
 	cmd.Flags().BoolVar(&local, "local", false, "open the store directly instead of asking a running server")

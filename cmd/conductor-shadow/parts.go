@@ -131,7 +131,9 @@ func (s *server) addStore(ctx context.Context) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	s.st, s.where, s.roles = st, where, store.NewRoles(st)
-	s.add("store", funcs(nil, func(context.Context) error { return st.Close() }))
+	// Within the drain deadline: a statement stuck inside the embedded engine
+	// is abandoned (logged, named in the error), not waited for.
+	s.add("store", funcs(nil, st.Shutdown))
 	s.checkCodeSandbox(ctx)
 	return nil
 }
@@ -301,11 +303,13 @@ func (s *server) stopWorkers(proc *ingest.Processor) func(context.Context) error
 
 // addAPI adds /api/* and /metrics: the tap role serves /api/stats only.
 func (s *server) addAPI(role string, piiKey []byte) {
+	stopping, stopConsole := context.WithCancel(context.Background())
+	s.stopConsole = stopConsole
 	a := &api{
-		console: s.roles.Console,
-		stats:   func() ingest.StatsSnapshot { return s.stats.Snapshot(s.queue.Len()) },
-		writer:  func() store.WriterStats { return store.WriterStats{} },
-		log:     s.log,
+		console:  s.roles.Console,
+		stats:    func() ingest.StatsSnapshot { return s.stats.Snapshot(s.queue.Len()) },
+		writer:   func() store.WriterStats { return store.WriterStats{} },
+		stopping: stopping,
 	}
 	if s.writer != nil {
 		a.writer = s.writer.Stats

@@ -64,6 +64,9 @@ type server struct {
 	hosts guard.Hosts
 	// bodies caps the request bodies the tap and the proxy hold in memory.
 	bodies *ingest.BodyBudget
+	// stopConsole ends the console statements still running when the server
+	// stops, so the HTTP drain does not wait for them; nil before addAPI.
+	stopConsole context.CancelFunc
 }
 
 func newServer(cfg platform.Config, log *slog.Logger) *server {
@@ -152,6 +155,9 @@ func (s *server) shutdownLocked(ctx context.Context) error {
 		return nil
 	}
 	s.stopped = true
+	if s.stopConsole != nil {
+		s.stopConsole() // before the listener drains: a console statement does not hold the drain
+	}
 	var errs []error
 	for i := len(s.parts) - 1; i >= 0; i-- {
 		if err := s.parts[i].Shutdown(ctx); err != nil {
@@ -177,6 +183,7 @@ const (
 	readyStoreUnavailable = "store_unavailable: writes failing (see server log)"
 	readyQueueFull        = "queue_full: the shadow queue is full"
 	readyKafkaUnavailable = "kafka_unavailable: brokers unreachable (see server log)"
+	readyStoreStalled     = "store_stalled: a statement has been inside the engine longer than store.stalled_after (see server log)"
 )
 
 // kafkaReason is the public /readyz reason of an unreachable Kafka: which
@@ -194,8 +201,9 @@ func kafkaReason(err error) string {
 }
 
 // readyz answers 200 while copies can be taken and stored, else 503 naming why:
-// the store cannot be written (its last write failed), the queue is full, or
-// Kafka is unreachable (readyStoreUnavailable, readyQueueFull,
+// the store cannot be written (its last write failed), its engine is stuck in
+// one statement, the queue is full, or Kafka is unreachable
+// (readyStoreUnavailable, readyStoreStalled, readyQueueFull,
 // readyKafkaUnavailable). The full causes are logged (logServerErrors).
 // /healthz stays a liveness check.
 func (s *server) readyz(c *gin.Context) {
@@ -221,6 +229,11 @@ func (s *server) readyz(c *gin.Context) {
 			} else {
 				note("store", readyStoreUnavailable, err)
 			}
+		}
+	}
+	if h, ok := s.st.(store.EngineHealth); ok { // the embedded engine runs one statement at a time
+		if err := h.Stalled(); err != nil {
+			note("store", readyStoreStalled, err)
 		}
 	}
 	if s.kafka != nil {
