@@ -372,8 +372,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// marked partial (unless it holds the whole answer: capture.exchange),
 		// then the abort goes on.
 		if rec := recover(); rec != nil {
-			p.stats.mirror(ProxyOutcomeClientGone)
-			copyOf(capt(time.Now(), brokenEnd(r, cw)))
+			copyOf(capt(time.Now(), brokenEnd(r, cw))) // client_gone is counted when the copy is read as partial
+			if overBudget || !complete || cw.overflow {
+				p.stats.mirror(ProxyOutcomeClientGone)
+			}
 			panic(rec)
 		}
 	}()
@@ -505,6 +507,9 @@ func (p *Proxy) offer(c capture) {
 			}
 			ex.Metadata[k] = v
 		}
+	}
+	if ex.Response != nil && ex.Response.Partial {
+		p.stats.mirror(ProxyOutcomeClientGone)
 	}
 	if ex.Request.InputReduced != "" {
 		p.stats.mirror(ProxyOutcomeInputReduced)
