@@ -349,3 +349,76 @@ func TestRecorderLosesNothingQuietly(t *testing.T) {
 		t.Errorf("cleaned %d, recorded %v; want 2 and 2", cleaned.Load(), stats.Snapshot(0).Recorded)
 	}
 }
+
+// TestRecordedCopiesArePseudonymized: a copy sampled out is recorded raw and
+// pseudonymized by the recorder's writer, with the tap's rules and secret;
+// the offered counts' app and route too. No planted value reaches requests,
+// runs, steps or tap_offered.
+func TestRecordedCopiesArePseudonymized(t *testing.T) {
+	ctx := context.Background()
+	st := engine.Open(t)
+	cfg := storeFirstConfig()
+	cfg.Sampling.Rate = 0 // every copy sampled out: recorded, not shadowed
+	cfg.PII = NewDefaultPIIConfig()
+	sf := startStoreFirst(t, st, cfg, nil, nil)
+	defer sf.stop(t, 5*time.Second)
+	rcfg := NewDefaultRecordConfig()
+	rcfg.Linger = 10 * time.Millisecond
+	rec, err := NewRecorder(rcfg, StoreRecords{Store: st, Pricer: flatPricer(0.001)}, st.(store.CoverageWriter), sf.stats, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sf.tap.UseRecorder(rec)
+	if err := rec.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ex, err := DecodeExchange([]byte(plantedExchange("planted-rec")), 100, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex.App = "support " + plantedPII[PIIEmail]
+	ex.Metadata["route"] = "/v1/" + plantedPII[PIIEmail] + "/chat/completions"
+	ex.ReceivedAt = time.Now().UTC()
+	if code, resp := sf.tap.Offer(ctx, ex); code != http.StatusOK || resp.Status != "unsampled" {
+		t.Fatalf("offer = %d %+v; want 200 unsampled", code, resp)
+	}
+	waitFor(t, "the record stored", func() bool { return sf.stats.Snapshot(0).Recorded[ReasonSampledOut] == 1 })
+	if err := rec.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	quoted := make([]string, 0)
+	for _, n := range rawNeedles() {
+		quoted = append(quoted, "'"+n+"'")
+	}
+	list := "[" + strings.Join(quoted, ",") + "]"
+	for tbl, cols := range map[string][]string{
+		"requests":    {"request_id", "app", "input", "metadata", "route", "response_id", "not_shadowed"},
+		"runs":        {"final_output", "reasoning", "choices", "tool_calls", "error", "pipeline"},
+		"steps":       {"messages", "output", "model"},
+		"tap_offered": {"app", "route"},
+	} {
+		var sel []string
+		for _, c := range cols {
+			sel = append(sel, fmt.Sprintf("countIf(multiSearchAnyCaseInsensitive(toString(`%s`), %s))", c, list))
+		}
+		res, err := st.Query(ctx, "SELECT count(), "+strings.Join(sel, ", ")+" FROM `"+tbl+"`")
+		if err != nil {
+			t.Fatalf("scan %s: %v", tbl, err)
+		}
+		if res.Rows[0][0] == "0" {
+			t.Errorf("%s holds no row: the record did not reach it", tbl)
+		}
+		for i, c := range cols {
+			if res.Rows[0][i+1] != "0" {
+				t.Errorf("%s.%s holds a raw planted value", tbl, c)
+			}
+		}
+	}
+	res, err := st.Query(ctx, "SELECT not_shadowed, input != '[]' FROM requests")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Rows) != 1 || res.Rows[0][0] != ReasonSampledOut || res.Rows[0][1] != "1" {
+		t.Errorf("request rows %v; want one, sampled_out, with its (pseudonymized) text", res.Rows)
+	}
+}
