@@ -548,16 +548,18 @@ func newCPUReader(path string) *cpuReader {
 
 func (r *cpuReader) busy() (float64, bool) {
 	b, all, ok := readProcStat(r.path)
-	if !ok || !r.ok {
-		r.prevBusy, r.prevAll, r.ok = b, all, ok
+	share, known := tickShare(b, all, r.prevBusy, r.prevAll, ok && r.ok)
+	r.prevBusy, r.prevAll, r.ok = b, all, ok
+	return share, known
+}
+
+// tickShare is (part − prevPart) / (all − prevAll) between two readings of
+// clock ticks; false when either reading failed or no tick passed.
+func tickShare(part, all, prevPart, prevAll uint64, ok bool) (float64, bool) {
+	if !ok || all == prevAll {
 		return 0, false
 	}
-	db, da := b-r.prevBusy, all-r.prevAll
-	r.prevBusy, r.prevAll = b, all
-	if da == 0 {
-		return 0, false
-	}
-	return float64(db) / float64(da), true
+	return float64(part-prevPart) / float64(all-prevAll), true
 }
 
 // ownCPUReader reads this process's share of the machine's CPU between
@@ -586,16 +588,9 @@ func (r *ownCPUReader) read() (own, all uint64, ok bool) {
 
 func (r *ownCPUReader) share() (float64, bool) {
 	own, all, ok := r.read()
-	if !ok || !r.ok {
-		r.prevOwn, r.prevAll, r.ok = own, all, ok
-		return 0, false
-	}
-	do, da := own-r.prevOwn, all-r.prevAll
-	r.prevOwn, r.prevAll = own, all
-	if da == 0 {
-		return 0, false
-	}
-	return float64(do) / float64(da), true
+	share, known := tickShare(own, all, r.prevOwn, r.prevAll, ok && r.ok)
+	r.prevOwn, r.prevAll, r.ok = own, all, ok
+	return share, known
 }
 
 // readProcSelfTicks parses utime and stime (fields 14 and 15, clock ticks)
