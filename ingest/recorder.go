@@ -188,6 +188,7 @@ type Recorder struct {
 	bodies    chan record
 	bodySlots atomic.Int64
 	bodyBytes atomic.Int64
+	failing   atomic.Pointer[error] // the last write's error while the store refuses; nil once a write succeeds
 
 	lifeMu  sync.Mutex
 	started bool
@@ -242,6 +243,23 @@ func (r *Recorder) take(ex Exchange, notShadowed string, raw bool) {
 
 // Buffered is how many records wait for the store now.
 func (r *Recorder) Buffered() int { return len(r.meta) + len(r.bodies) }
+
+// ErrRecordBufferFull is Ready's error when the metadata buffer is at least
+// 90% full: records are about to be dropped.
+var ErrRecordBufferFull = errors.New("ingest: recorder: the metadata buffer is 90% full")
+
+// Ready reports whether records reach the store: an error while its last
+// write failed (wrapping the store's error), or when the metadata buffer is
+// at least 90% full (ErrRecordBufferFull).
+func (r *Recorder) Ready() error {
+	if n := len(r.meta); n*10 >= cap(r.meta)*9 {
+		return fmt.Errorf("%w (%d of %d records wait; ingest.record.metadata_slots)", ErrRecordBufferFull, n, cap(r.meta))
+	}
+	if err := r.failing.Load(); err != nil {
+		return fmt.Errorf("ingest: recorder: the store does not take the records: %w", *err)
+	}
+	return nil
+}
 
 // fitsText reserves room for a record of size bytes of text; false when the
 // text buffers are full (the record is then kept as metadata). A reservation
@@ -420,8 +438,10 @@ func (r *Recorder) writeAll(ctx context.Context, batch []record) {
 	for {
 		err := r.write(ctx, batch)
 		if err == nil {
+			r.failing.Store(nil)
 			return
 		}
+		r.failing.Store(&err)
 		r.loss.log("record: the store did not take the records; retrying (new ones wait in the buffers)", "record_store_failing", err, 0)
 		wait := time.NewTimer(eb.NextBackOff())
 		select {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -300,6 +301,9 @@ func TestRecorderLosesNothingQuietly(t *testing.T) {
 	if got := rec.Buffered(); got != 3 {
 		t.Errorf("%d buffered; want 3", got)
 	}
+	if err := rec.Ready(); !errors.Is(err, ErrRecordBufferFull) {
+		t.Errorf("Ready with the metadata buffer full = %v; want ErrRecordBufferFull", err)
+	}
 	if err := rec.Shutdown(ctx); err == nil {
 		t.Error("Shutdown with a failing store: want an error")
 	}
@@ -315,6 +319,28 @@ func TestRecorderLosesNothingQuietly(t *testing.T) {
 	}
 	if dropped != 4 {
 		t.Errorf("offered counts hold %d dropped records; want 4", dropped)
+	}
+
+	// A store that fails, then recovers: readiness says so, and the record
+	// waits and is stored.
+	sink = newRecordSink()
+	sink.fail.Store(true)
+	rec, err = NewRecorder(cfg, sink, nil, stats, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rec.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rec.Record(exchange("w", "waits"), ShedCPU)
+	waitFor(t, "readiness to name the failing store", func() bool {
+		err := rec.Ready()
+		return err != nil && strings.Contains(err.Error(), "disk full")
+	})
+	sink.fail.Store(false)
+	waitFor(t, "the record stored once the store is back", func() bool { return len(sink.all()) == 1 && rec.Ready() == nil })
+	if err := rec.Shutdown(ctx); err != nil {
+		t.Fatal(err)
 	}
 
 	// A working store: text kept while it fits, metadata past it, each
@@ -345,7 +371,7 @@ func TestRecorderLosesNothingQuietly(t *testing.T) {
 			t.Errorf("record %s: store_only %q app %q response %+v", ex.RequestID, ex.StoreOnly, ex.App, ex.Response)
 		}
 	}
-	if cleaned.Load() != 2 || stats.Snapshot(0).Recorded[ReasonSampledOut] != 2 {
+	if cleaned.Load() != 2 || stats.Snapshot(0).Recorded[ReasonSampledOut] != 2 || stats.Snapshot(0).Recorded[ShedCPU] != 1 {
 		t.Errorf("cleaned %d, recorded %v; want 2 and 2", cleaned.Load(), stats.Snapshot(0).Recorded)
 	}
 }

@@ -231,6 +231,15 @@ func (s *server) readyz(c *gin.Context) {
 			}
 		}
 	}
+	if s.recorder != nil {
+		if err := s.recorder.Ready(); err != nil {
+			if errors.Is(err, ingest.ErrRecordBufferFull) {
+				note("recorder", "record_buffer_full: exchanges not shadowed are about to leave no row", err)
+			} else {
+				note("recorder", "record_store_failing: the records of exchanges not shadowed are not stored", err)
+			}
+		}
+	}
 	if h, ok := s.st.(store.EngineHealth); ok { // the embedded engine runs one statement at a time
 		if err := h.Stalled(); err != nil {
 			note("store", readyStoreStalled, err)
