@@ -448,3 +448,33 @@ func TestRecordedCopiesArePseudonymized(t *testing.T) {
 		t.Errorf("request rows %v; want one, sampled_out, with its (pseudonymized) text", res.Rows)
 	}
 }
+
+// TestTapCountsTheCopiesItTakes: POST /v1/tap and /v1/tap/batch count every
+// copy they take (queued) as offered, once: a duplicate or a rejected item
+// is not counted.
+func TestTapCountsTheCopiesItTakes(t *testing.T) {
+	tap, _, stats, h := newTestTap(t, NewDefaultConfig())
+	rec, err := NewRecorder(NewDefaultRecordConfig(), newRecordSink(), nil, stats, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tap.UseRecorder(rec)
+	items := []string{string(readFile(t, "good_minimal.json")), string(readFile(t, "good_full.json")),
+		string(readFile(t, "good_minimal.json")), string(readFile(t, "bad_empty_messages.json"))}
+	if code, resp := postBatch(h, []byte(`{"exchanges":[`+strings.Join(items, ",")+`]}`)); code.Code != http.StatusOK || resp.Counts["queued"] != 2 {
+		t.Fatalf("batch: %d %+v", code.Code, resp)
+	}
+	if code, _ := post(h, readFile(t, "good_full.json")); code.Code != http.StatusOK { // a duplicate
+		t.Fatalf("single: %d", code.Code)
+	}
+	var offered int64
+	for _, c := range rec.Offered().changed(time.Now(), true) {
+		if c.Source != store.OfferedTap {
+			t.Errorf("count %+v; want source tap", c)
+		}
+		offered += c.Offered
+	}
+	if offered != 2 {
+		t.Errorf("offered %d; want 2 (two copies taken; a duplicate twice, a rejected item once)", offered)
+	}
+}

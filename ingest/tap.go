@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"time"
 
 	"github.com/gin-gonic/gin"
 	lru "github.com/hashicorp/golang-lru/v2"
@@ -196,16 +197,30 @@ func (t *Tap) Register(r gin.IRouter) {
 // acknowledged by the brokers. ex is pseudonymized before anything is queued: the
 // raw values never leave this call.
 func (t *Tap) Offer(ctx context.Context, ex Exchange) (int, TapResponse) {
-	route, app, at := ex.Metadata["route"], ex.App, ex.ReceivedAt
 	p := t.begin(ctx, ex, true)
+	p.offered = offeredAs(ex)
 	wctx, cancel := context.WithTimeout(ctx, t.cfg.AcceptTimeout)
 	defer cancel()
-	code, resp := t.finish(wctx, p)
-	if t.rec != nil && code < http.StatusInternalServerError && resp.Status != "duplicate" {
-		// Taken (a 503 is sent again by the client, a duplicate was counted).
-		t.rec.Offered().Offer(store.OfferedTap, route, app, at)
+	return t.finish(wctx, p)
+}
+
+// offeredLabels are what the offered counts key a copy by.
+type offeredLabels struct {
+	route, app string
+	at         time.Time
+}
+
+func offeredAs(ex Exchange) *offeredLabels {
+	return &offeredLabels{route: ex.Metadata["route"], app: ex.App, at: ex.ReceivedAt}
+}
+
+// countOffered counts a copy POST /v1/tap took (source tap) once it is
+// answered: queued or unsampled, not a 503 (sent again) or a duplicate
+// (counted when first taken).
+func (t *Tap) countOffered(l *offeredLabels, code int, resp TapResponse) {
+	if t.rec != nil && l != nil && code < http.StatusInternalServerError && resp.Status != "duplicate" {
+		t.rec.Offered().Offer(store.OfferedTap, l.route, l.app, l.at)
 	}
-	return code, resp
 }
 
 // Mirror is Offer for a caller that answers nobody (the mirroring proxy): it
@@ -225,6 +240,7 @@ type offerState struct {
 	code    int
 	resp    TapResponse
 	res     chan error
+	offered *offeredLabels // counted once answered (POST /v1/tap); nil: not counted here
 }
 
 func answered(code int, resp TapResponse) offerState {
@@ -303,7 +319,8 @@ func (t *Tap) begin(ctx context.Context, ex Exchange, wait bool) offerState {
 // finish waits for p's durable outcome until ctx ends (the caller's, bounded by
 // accept_timeout); past that the caller is answered 503 and the outcome is still
 // counted when it comes.
-func (t *Tap) finish(ctx context.Context, p offerState) (int, TapResponse) {
+func (t *Tap) finish(ctx context.Context, p offerState) (code int, resp TapResponse) {
+	defer func() { t.countOffered(p.offered, code, resp) }()
 	if p.settled {
 		return p.code, p.resp
 	}
@@ -503,6 +520,7 @@ func (t *Tap) handleBatch(c *gin.Context) {
 				break
 			}
 			states[i] = t.begin(c.Request.Context(), ex, true)
+			states[i].offered = offeredAs(ex)
 			continue
 		}
 		states[i] = answered(http.StatusOK, r)
