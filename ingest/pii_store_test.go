@@ -120,6 +120,12 @@ var textColumns = map[string]string{
 	"suite_looks.candidate_version": "config version", "suite_looks.policy_version": "config version",
 	"suite_looks.suite_run_id": "id", "suite_looks.spending": "enum", "suite_looks.verdict": "enum",
 
+	// Where a call went (host[:port] of a configured base URL): config, not exchange text.
+	"steps.endpoint_host": "config host", "judgments.judge_host": "config host",
+	"scores.judge_worker": "config name", "scores.judge_host": "config host",
+	"flow_exports.process_id": "id", "flow_exports.kind": "enum", "flow_exports.recipient": "config name",
+	"flow_exports.host": "config host", "flow_exports.pii_kind": "PII rule name",
+
 	"forgotten_subjects.subject_hash": "hash",
 	"forget_keys.erasure_id":          "random id", "forget_keys.kind": "enum",
 	"forget_keys.id":            "request or run id (textFields), kept only while an erasure runs",

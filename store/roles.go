@@ -133,6 +133,7 @@ var (
 	_ LookStore      = (*sqlStore)(nil)
 	_ CoverageWriter = (*sqlStore)(nil)
 	_ CoverageReader = (*sqlStore)(nil)
+	_ FlowReader     = (*sqlStore)(nil)
 )
 
 // Roles are the roles of one opened store, resolved once by NewRoles (the
@@ -172,6 +173,11 @@ type Roles struct {
 	// the exchanges (CoverageReader: the overview, the live verdict).
 	CoverageWriter CoverageWriter
 	CoverageReader CoverageReader
+	// FlowReader and FlowExportWriter keep the record of data flows: what
+	// left the platform, read by the data-flows page, report section and
+	// command; the exporters' counts written by store/dataflow.Meter.
+	FlowReader       FlowReader
+	FlowExportWriter FlowExportWriter
 }
 
 // NewRoles resolves the roles of st, once. A nil st gives Roles with every
@@ -197,6 +203,8 @@ func NewRoles(st Store) Roles {
 	r.LiveJudgments, _ = st.(LiveJudgmentReader)
 	r.CoverageWriter, _ = st.(CoverageWriter)
 	r.CoverageReader, _ = st.(CoverageReader)
+	r.FlowReader, _ = st.(FlowReader)
+	r.FlowExportWriter, _ = st.(FlowExportWriter)
 	return r
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/conductor-shadow/conductor-shadow/eval/gate"
+	"github.com/conductor-shadow/conductor-shadow/store/dataflow"
 )
 
 // Config configures the web UI.
@@ -31,6 +32,10 @@ type Config struct {
 	// overview's running verdicts use; nil means gate.NewDefaultPolicy(). Not a
 	// config key: serve sets it from suite.policy.
 	GatePolicy *gate.Policy `yaml:"-"`
+	// DataFlows is what the data-flows page says about the configuration:
+	// the recipients it names, retention, PII. Not a config key: serve sets
+	// it from the whole configuration.
+	DataFlows dataflow.Settings `yaml:"-"`
 }
 
 // NewDefaultConfig returns the defaults: pages at the root, title
