@@ -205,11 +205,22 @@ func (s *sqlStore) JudgeStats(ctx context.Context, q JudgmentQuery) ([]JudgeStat
 		return nil, err
 	}
 	where, p := judgmentWhere(q)
+	rows, err := queryRows[JudgeStat](ctx, s.t, judgeStatsSQL(s.db, where), p)
+	if err != nil {
+		return nil, fmt.Errorf("store: judge stats: %w", err)
+	}
+	return rows, nil
+}
+
+// judgeStatsSQL is the statement of JudgeStats over the judgments of db
+// matching where: per (pipeline, judge) the real pairs' outcome counts and
+// position consistency (figure.PositionConsistencySQL) and the canaries.
+func judgeStatsSQL(db, where string) string {
 	real := "canary = ''"
 	judged := real + " AND outcome IN ('" + JudgmentWin + "', '" + JudgmentTie + "', '" + JudgmentLoss + "', '" + JudgmentInconsistent + "')"
 	consistent := "outcome IN ('" + JudgmentWin + "', '" + JudgmentTie + "', '" + JudgmentLoss + "')"
 	count := func(outcome string) string { return fmt.Sprintf("countIf(%s AND outcome = '%s')", real, outcome) }
-	rows, err := queryRows[JudgeStat](ctx, s.t, fmt.Sprintf(`SELECT
+	return fmt.Sprintf(`SELECT
     pipeline, judge,
     %s AS wins, %s AS ties, %s AS losses, %s AS inconsistent, %s AS errors,
     %s AS position_consistency,
@@ -221,11 +232,7 @@ WHERE %s
 GROUP BY pipeline, judge
 ORDER BY pipeline, judge`,
 		count(JudgmentWin), count(JudgmentTie), count(JudgmentLoss), count(JudgmentInconsistent), count(JudgmentError),
-		figure.PositionConsistencySQL(consistent, judged), s.db, where), p)
-	if err != nil {
-		return nil, fmt.Errorf("store: judge stats: %w", err)
-	}
-	return rows, nil
+		figure.PositionConsistencySQL(consistent, judged), db, where)
 }
 
 // The SQL stores judge: they have both roles.

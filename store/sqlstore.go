@@ -22,6 +22,7 @@ type sqlStore struct {
 	console     *consoleGuard
 	consoleT    transport // the console's own connection (console_dsn) or the embedded engine's low-priority view; nil: t
 	closed      atomic.Bool
+	starts      sequenceCache // the live sequence starts this store recorded
 }
 
 // mutationTarget is what an ALTER of table names: db.table, or on a cluster
@@ -116,8 +117,16 @@ func (s *sqlStore) InsertRequests(ctx context.Context, reqs []Request) error {
 }
 
 // InsertRuns implements Store.
+// The first live run of a candidate version also records the start of its
+// live sequence (live_sequences, recordSequenceStarts).
 func (s *sqlStore) InsertRuns(ctx context.Context, runs []Run) error {
-	return insert(ctx, s, "runs", runs)
+	if err := insert(ctx, s, "runs", runs); err != nil {
+		return err
+	}
+	if err := s.recordSequenceStarts(ctx, runs); err != nil {
+		return fmt.Errorf("store: insert runs: record live sequence starts: %w", err)
+	}
+	return nil
 }
 
 // InsertSteps implements Store.

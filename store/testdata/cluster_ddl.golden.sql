@@ -387,6 +387,28 @@ ORDER BY (sink, kind, candidate, candidate_version, set_name);
 CREATE TABLE IF NOT EXISTS `shadow`.verdict_notices ON CLUSTER `shadow_cluster` AS `shadow`.verdict_notices_local
 ENGINE = Distributed('shadow_cluster', 'shadow', 'verdict_notices_local', cityHash64(sink, kind, candidate, candidate_version, set_name));
 
+-- migration 0220_live_sequences
+
+CREATE TABLE IF NOT EXISTS `shadow`.live_sequences_local ON CLUSTER `shadow_cluster`
+(
+    pipeline         LowCardinality(String),
+    pipeline_version String,
+    started_at       DateTime64(3, 'UTC'),
+    first_run_id     String,
+    inserted_at      DateTime64(6, 'UTC') DEFAULT now64(6)
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/shadow/live_sequences_local', '{replica}', inserted_at)
+ORDER BY (pipeline, pipeline_version, started_at, first_run_id);
+
+CREATE TABLE IF NOT EXISTS `shadow`.live_sequences ON CLUSTER `shadow_cluster` AS `shadow`.live_sequences_local
+ENGINE = Distributed('shadow_cluster', 'shadow', 'live_sequences_local', cityHash64(pipeline, pipeline_version));
+
+-- migration 0221_requests_not_shadowed
+
+ALTER TABLE `shadow`.requests_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS not_shadowed LowCardinality(String) DEFAULT '' AFTER novelty;
+
+ALTER TABLE `shadow`.requests ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS not_shadowed LowCardinality(String) DEFAULT '' AFTER novelty;
+
 -- retention: requests 90 days, bodies 30 days
 
 ALTER TABLE `shadow`.`requests_local` ON CLUSTER `shadow_cluster` MODIFY TTL toDateTime(received_at) + toIntervalSecond(7776000);
