@@ -583,7 +583,7 @@ func (r *suiteRunner) runCase(ctx context.Context, c Case) (*caseRecord, error) 
 			CaseID: c.ID, Category: c.Category, Pipeline: run.Pipeline, Mode: run.Mode,
 			RunID: run.RunID, Status: run.Status, Error: run.Error, LatencyMs: run.LatencyMs, CostUSD: run.CostUSD,
 			TokensIn: run.TokensIn, TokensOut: run.TokensOut, Calls: int(run.Calls),
-			Simulated: run.Simulated, Truncated: run.Truncated,
+			Simulated: run.Simulated, Truncated: run.Truncated, InputReduced: run.InputReduced,
 			App: c.ExtraString("app"), Tags: c.Tags, Grader: g.Name(), Segments: segNames, Models: stepModels(results[i].Steps),
 		}
 		sc := store.Score{

@@ -20,6 +20,7 @@ var piiNotText = map[string]string{
 	"ChatMessagePart.Type":          "enum",
 	"ChatMessageImageURL.Detail":    "enum",
 	"ToolCall.Type":                 "enum",
+	"Tool.Type":                     "enum",
 	"ExchangeResponse.FinishReason": "enum",
 	"Choice.FinishReason":           "enum",
 	"Run.RunID":                     "id", "Run.RequestID": "the exchange's id, pseudonymized by the tap",
@@ -122,6 +123,7 @@ func TestEveryTextFieldIsListed(t *testing.T) {
 	// a message holds parts or a content, never both.
 	m := &ex.Request.Messages[0]
 	m.Role, m.Content, m.MultiContent[0].Type, m.MultiContent[0].ImageURL.Detail, m.ToolCalls[0].Type = "user", "", "text", "", "function"
+	ex.Request.Tools[0].Type = "function"
 	ex.SubjectHash = ""
 	req, err := RequestRecord(ex)
 	if err != nil {

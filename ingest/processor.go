@@ -282,7 +282,7 @@ func (p *Processor) owedRuns(ctx context.Context, d Delivery) (owed []shadow.Pip
 // left owed; forgotten: dropped; or the store did not take a run).
 func (p *Processor) runCandidates(ctx context.Context, d Delivery, owed []shadow.Pipeline) bool {
 	ex := d.Exchange
-	sreq := shadow.Request{RequestID: ex.RequestID, Messages: ex.Request.Messages}
+	sreq := ex.ShadowRequest()
 	runCtx := ContextWithTraceParent(ctx, ex.TraceParent)
 	interrupted := false
 	for _, c := range owed {

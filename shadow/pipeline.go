@@ -15,7 +15,15 @@ import (
 type Request struct {
 	RequestID  string                         // the trace this run belongs to
 	SuiteRunID string                         // set when a suite run sends it
-	Messages   []openai.ChatCompletionMessage // the user's chat, as production received it
+	Messages   []openai.ChatCompletionMessage // the user's chat, as production received it, media parts included
+	// Tools are the request's tool definitions. Candidates that answer the
+	// request as it is (single, blackbox) send them to their worker; workflow
+	// steps answer subtasks in text and get none.
+	Tools []openai.Tool
+	// InputReduced says what production received that Messages lack (a
+	// conversation the tap could not rebuild); "" when they are whole. Every
+	// run of the request is then marked input_reduced with this reason.
+	InputReduced string
 }
 
 // Result is what one pipeline run produced, ready to store: the run row and its

@@ -145,7 +145,8 @@ func (s *server) addMetrics() error {
 }
 
 func (s *server) addPipelines(tp trace.TracerProvider) error {
-	pipes, err := platform.BuildInstrumentedPipelines(s.cfg, shadow.Telemetry{Tracers: tp, Meters: s.metrics.meters, CaptureContent: s.cfg.Telemetry.CaptureContent})
+	pipes, err := platform.BuildInstrumentedPipelines(s.cfg, shadow.Telemetry{Tracers: tp, Meters: s.metrics.meters,
+		CaptureContent: s.cfg.Telemetry.CaptureContent, MaxContentBytes: s.cfg.Telemetry.MaxContentBytes})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}

@@ -5,4 +5,4 @@
 -- reason here (for example 'queue_full', 'admission', 'sampled_out',
 -- 'daily_cap'), and the live verdict's coverage check (store.LiveCoverage)
 -- counts it per segment as offered but not shadowed.
-ALTER TABLE ${DB}.requests ADD COLUMN IF NOT EXISTS not_shadowed LowCardinality(String) DEFAULT '' AFTER novelty;
+ALTER TABLE ${DB}.requests ADD COLUMN IF NOT EXISTS not_shadowed LowCardinality(String) DEFAULT '' AFTER input_reduced;

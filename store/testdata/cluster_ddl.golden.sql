@@ -363,6 +363,32 @@ ENGINE = Distributed('shadow_cluster', 'shadow', 'judgments_local', cityHash64(r
 
 ALTER TABLE `shadow`.judgments_local ON CLUSTER `shadow_cluster` ADD INDEX IF NOT EXISTS idx_suite_run suite_run_id TYPE bloom_filter GRANULARITY 1;
 
+-- migration 0170_input_reduced
+
+ALTER TABLE `shadow`.runs_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS input_reduced Bool DEFAULT false AFTER truncated_steps;
+
+ALTER TABLE `shadow`.runs ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS input_reduced Bool DEFAULT false AFTER truncated_steps;
+
+ALTER TABLE `shadow`.runs_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS input_reduced_reason String DEFAULT '' AFTER input_reduced;
+
+ALTER TABLE `shadow`.runs ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS input_reduced_reason String DEFAULT '' AFTER input_reduced;
+
+ALTER TABLE `shadow`.steps_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS cache_write_1h_input_tokens Int64 DEFAULT 0 AFTER cache_write_input_tokens;
+
+ALTER TABLE `shadow`.steps ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS cache_write_1h_input_tokens Int64 DEFAULT 0 AFTER cache_write_input_tokens;
+
+ALTER TABLE `shadow`.steps_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS tool_calls String DEFAULT '' AFTER output;
+
+ALTER TABLE `shadow`.steps ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS tool_calls String DEFAULT '' AFTER output;
+
+ALTER TABLE `shadow`.requests_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS tools String DEFAULT '' AFTER metadata;
+
+ALTER TABLE `shadow`.requests ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS tools String DEFAULT '' AFTER metadata;
+
+ALTER TABLE `shadow`.requests_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS input_reduced String DEFAULT '' AFTER tools;
+
+ALTER TABLE `shadow`.requests ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS input_reduced String DEFAULT '' AFTER tools;
+
 -- migration 0180_verdict_notices
 
 CREATE TABLE IF NOT EXISTS `shadow`.verdict_notices_local ON CLUSTER `shadow_cluster`
@@ -405,9 +431,9 @@ ENGINE = Distributed('shadow_cluster', 'shadow', 'live_sequences_local', cityHas
 
 -- migration 0221_requests_not_shadowed
 
-ALTER TABLE `shadow`.requests_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS not_shadowed LowCardinality(String) DEFAULT '' AFTER novelty;
+ALTER TABLE `shadow`.requests_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS not_shadowed LowCardinality(String) DEFAULT '' AFTER input_reduced;
 
-ALTER TABLE `shadow`.requests ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS not_shadowed LowCardinality(String) DEFAULT '' AFTER novelty;
+ALTER TABLE `shadow`.requests ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS not_shadowed LowCardinality(String) DEFAULT '' AFTER input_reduced;
 
 -- retention: requests 90 days, bodies 30 days
 
@@ -432,6 +458,8 @@ ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `su
 ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `messages` TTL toDateTime(started_at) + toIntervalSecond(2592000);
 
 ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `output` TTL toDateTime(started_at) + toIntervalSecond(2592000);
+
+ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `tool_calls` TTL toDateTime(started_at) + toIntervalSecond(2592000);
 
 ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `reasoning` TTL toDateTime(started_at) + toIntervalSecond(2592000);
 

@@ -134,6 +134,10 @@ type TelemetryConfig struct {
 	// (gen_ai.input.messages, gen_ai.output.messages). Off by default, as the
 	// OpenTelemetry GenAI conventions advise: they hold user text.
 	CaptureContent bool `yaml:"capture_content"`
+	// MaxContentBytes caps each captured content attribute (bytes of JSON);
+	// longer content is cut to valid JSON, each text ending in a marker with
+	// its original length. Media parts are shown by type, size and hash only.
+	MaxContentBytes int `yaml:"max_content_bytes"`
 }
 
 // envOverrides are the environment variables that override the file; empty ones
@@ -162,7 +166,7 @@ func NewDefaultConfig() Config {
 		Suite:     SuiteConfig{Set: "regression-sets/gsm8k-150.jsonl", ReportDir: "reports", Concurrency: 32, ShiftWindow: 7 * 24 * time.Hour, Judge: judge.NewDefaultConfig(), Code: eval.NewDefaultCodeConfig()},
 		Schedules: schedule.NewDefaultConfig(),
 		Web:       web.NewDefaultConfig(),
-		Telemetry: TelemetryConfig{ServiceName: "conductor-shadow"},
+		Telemetry: TelemetryConfig{ServiceName: "conductor-shadow", MaxContentBytes: shadow.DefaultMaxContentBytes},
 		Notify:    notify.NewDefaultConfig(),
 	}
 }
@@ -235,6 +239,9 @@ func (c Config) Validate() error {
 	}
 	if c.Server.ShutdownTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("config: server.shutdown_timeout must be > 0, got %v", c.Server.ShutdownTimeout))
+	}
+	if c.Telemetry.MaxContentBytes < 1024 {
+		errs = append(errs, fmt.Errorf("config: telemetry.max_content_bytes must be at least 1024, got %d", c.Telemetry.MaxContentBytes))
 	}
 	switch c.Server.Role {
 	case RoleAll:
