@@ -60,13 +60,9 @@ var textColumns = map[string]string{
 	"requests.request_id": "exchange id (textFields)", "requests.source": "enum", "requests.app": "exchange app (textFields)",
 	"requests.input": "messages (textFields)", "requests.input_hash": "hash", "requests.subject_hash": "hash",
 	"requests.category": "metadata value (textFields)", "requests.metadata": "metadata keys and values (textFields)",
-<<<<<<< HEAD
 	"requests.language": "segment", "requests.length_bucket": "segment", "requests.not_shadowed": "enum (why not shadowed)",
-=======
-	"requests.language": "segment", "requests.length_bucket": "segment",
 	"requests.tools": "JSON of the exchange's tools (textFields)", "requests.input_reduced": "text (textFields)",
 	"runs.input_reduced_reason": "text (textFields)", "steps.tool_calls": "JSON text (textFields)",
->>>>>>> main
 
 	"runs.run_id": "id", "runs.request_id": "exchange id (textFields)", "runs.suite_run_id": "id", "runs.pipeline": "config name",
 	"runs.pipeline_version": "config version", "runs.mode": "enum", "runs.status": "enum", "runs.final_output": "text (textFields)",
