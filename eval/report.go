@@ -147,6 +147,9 @@ type ReportMeta struct {
 	// latencies by (e.g. ["0.2"]: 5× faster than the profiles), as its answers
 	// reported them; empty when no answer was scaled or none said so.
 	LatencyScales []string `json:"latency_scales,omitempty"`
+	// Versions maps each pipeline name to its version (shadow.Pipeline's
+	// Version): a candidate's version names its group-sequential plan.
+	Versions map[string]string `json:"versions,omitempty"`
 }
 
 // LatencyNote says how the latencies of the report were scaled; "" when they

@@ -112,6 +112,10 @@ var textColumns = map[string]string{
 	"judgments.raw_2": "judge reply on a regression-set case (a live judgment's reply must be covered by textFields)",
 	"judgments.error": "judge error on a regression-set case (a live judgment's error must be covered by textFields)",
 
+	"suite_looks.set_name": "config name", "suite_looks.incumbent": "config name", "suite_looks.candidate": "config name",
+	"suite_looks.candidate_version": "config version", "suite_looks.policy_version": "config version",
+	"suite_looks.suite_run_id": "id", "suite_looks.spending": "enum", "suite_looks.verdict": "enum",
+
 	"forgotten_subjects.subject_hash": "hash",
 	"schema_migrations.version":       "migration number", "schema_migrations.name": "migration name",
 }

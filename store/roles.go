@@ -131,6 +131,7 @@ var (
 	_ EvalHistory    = (*sqlStore)(nil)
 	_ SubjectEraser  = (*sqlStore)(nil)
 	_ LiveReader     = (*sqlStore)(nil)
+	_ LookStore      = (*sqlStore)(nil)
 )
 
 // Roles are the roles of one opened store, resolved once by NewRoles (the
@@ -163,6 +164,7 @@ type Roles struct {
 	JudgmentWriter JudgmentWriter // suite runs' pairwise judgments and canaries
 	JudgmentReader JudgmentReader // a trace's judgments, a judge's figures
 	LiveReader     LiveReader     // the live verdicts: sequences, observations, coverage, the live judge's record
+	LookStore      LookStore      // suite runs: the looks of group-sequential plans
 }
 
 // NewRoles resolves the roles of st, once. A nil st gives Roles with every
@@ -185,6 +187,7 @@ func NewRoles(st Store) Roles {
 	r.JudgmentWriter, _ = st.(JudgmentWriter)
 	r.JudgmentReader, _ = st.(JudgmentReader)
 	r.LiveReader, _ = st.(LiveReader)
+	r.LookStore, _ = st.(LookStore)
 	return r
 }
 

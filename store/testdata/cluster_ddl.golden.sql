@@ -363,6 +363,33 @@ ENGINE = Distributed('shadow_cluster', 'shadow', 'judgments_local', cityHash64(r
 
 ALTER TABLE `shadow`.judgments_local ON CLUSTER `shadow_cluster` ADD INDEX IF NOT EXISTS idx_suite_run suite_run_id TYPE bloom_filter GRANULARITY 1;
 
+-- migration 0160_suite_looks
+
+CREATE TABLE IF NOT EXISTS `shadow`.suite_looks_local ON CLUSTER `shadow_cluster`
+(
+    set_name          String,
+    incumbent         String,
+    candidate         String,
+    candidate_version String,
+    policy_version    String,
+    look              Int32,
+    suite_run_id      String,
+    cases             Int32,
+    max_cases         Int32,
+    fraction          Float64,
+    boundary          Float64,
+    confidence        Float64,
+    spending          LowCardinality(String),
+    verdict           LowCardinality(String),
+    created_at        DateTime64(3, 'UTC'),
+    inserted_at       DateTime64(6, 'UTC') DEFAULT now64(6)
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/shadow/suite_looks_local', '{replica}', inserted_at)
+ORDER BY (set_name, incumbent, candidate, candidate_version, policy_version, look);
+
+CREATE TABLE IF NOT EXISTS `shadow`.suite_looks ON CLUSTER `shadow_cluster` AS `shadow`.suite_looks_local
+ENGINE = Distributed('shadow_cluster', 'shadow', 'suite_looks_local', cityHash64(set_name, candidate));
+
 -- migration 0170_input_reduced
 
 ALTER TABLE `shadow`.runs_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS input_reduced Bool DEFAULT false AFTER truncated_steps;
