@@ -255,8 +255,9 @@ type Report struct {
 	// ShiftWindow); ShiftError says why it is missing when it failed.
 	Shift      *shift.Report `json:"shift,omitempty"`
 	ShiftError string        `json:"shift_error,omitempty"`
-	// Live is the running verdict on the live shadow traffic of the same
-	// window (LiveVerdicts); LiveError says why it is missing when it failed.
+	// Live is the live verdict of each candidate version as of the run's end
+	// (LiveVerdicts: its one sequence since its shadowing started, not a
+	// window); LiveError says why it is missing when it failed.
 	Live      *LiveSection `json:"live,omitempty"`
 	LiveError string       `json:"live_error,omitempty"`
 }

@@ -104,11 +104,9 @@ type Console interface {
 }
 
 // OverviewReader computes the overview: counts, per-pipeline totals and
-// series (OverviewAnalytics) and the agreement sequence live verdicts are
-// computed from (LiveAgreement).
+// series, agreement (OverviewAnalytics).
 type OverviewReader interface {
 	OverviewAnalytics
-	LiveAgreement
 }
 
 // SubjectEraser (forget.go) is the role of `forget` and POST /api/forget;
