@@ -27,6 +27,7 @@ func addLiveFlags(f *pflag.FlagSet, days int) *liveFlags {
 	f.Float64Var(&l.mode.JudgedShare, "judged-share", l.mode.JudgedShare, "live: share of answered pairs judged (a Bernoulli sample, its inclusion probability)")
 	f.Float64Var(&l.mode.FailShare, "fail-share", 0, "live: share of candidate runs that fail (each a loss)")
 	f.IntVar(&l.mode.PassingCanaries, "canaries", l.mode.PassingCanaries, "live: live canaries the judge runs and passes per day")
+	f.IntVar(&l.mode.RestartEvery, "restart-every", 0, "live: replay the old sliding window: each daily look reads a sequence restarted on the last N days only (0: the one sequence)")
 	return l
 }
 

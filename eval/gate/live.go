@@ -88,9 +88,10 @@ type LiveQuality struct {
 	// (Hájek's ratio form of Horvitz–Thompson; failures have π = 1).
 	Estimate float64 `json:"estimate"`
 	// CS is the anytime-valid confidence sequence for the difference at the
-	// policy's confidence, read at 1-point steps (running intersection: its
-	// ends only move inwards); LowNow is its lower end from the evidence now
-	// (what the rollback rule reads).
+	// policy's confidence, read at the points of csGrid (1-point steps from
+	// −10 to +5 points, 5-point steps to ±30; −1 or +1 beyond), a running
+	// intersection whose ends only move inwards; LowNow is its lower end read
+	// from the evidence now (what the rollback rule reads).
 	CS     stats.Interval `json:"cs"`
 	LowNow float64        `json:"low_now"`
 	// PassP and FailP are the anytime-valid p-values of "worse by the margin
@@ -194,21 +195,30 @@ type qualityTests struct {
 	swd    float64 // Σ d/π
 }
 
-// csStep and csReach are the display grid of the confidence sequence: 1 point
-// from −csReach to +csReach.
-const (
-	csStep  = 0.01
-	csReach = 0.30
-)
+// csGrid is where the confidence sequence is read (differences, 0..1): every
+// point from −10 to +5 points, where margins, FAIL thresholds and rollback
+// margins sit, and every 5 points out to ±30 beyond. Each point costs one
+// pair of tests per observation, so the grid is no finer than a page needs.
+var csGrid = func() []float64 {
+	var g []float64
+	for _, p := range []int{-30, -25, -20, -15} {
+		g = append(g, float64(p)/100)
+	}
+	for p := -10; p <= 5; p++ {
+		g = append(g, float64(p)/100)
+	}
+	for _, p := range []int{10, 15, 20, 25, 30} {
+		g = append(g, float64(p)/100)
+	}
+	return g
+}()
 
 func newQualityTests(floor, conf float64, points ...float64) (*qualityTests, error) {
 	q := &qualityTests{floor: floor, conf: conf, tests: map[float64]*stats.BettingCS{}}
-	for k := -int(math.Round(csReach / csStep)); k <= int(math.Round(csReach/csStep)); k++ {
-		points = append(points, float64(k)*csStep)
-	}
+	points = append(points, csGrid...)
 	zero := 0.0
 	for _, t := range points {
-		t = math.Round(t*1e9) / 1e9
+		t = roundPoint(t)
 		if _, ok := q.tests[t]; ok {
 			continue
 		}
@@ -224,6 +234,10 @@ func newQualityTests(floor, conf float64, points ...float64) (*qualityTests, err
 	return q, nil
 }
 
+// roundPoint keys a test point so that −0.03 from a margin and −0.03 of the
+// grid are one test.
+func roundPoint(t float64) float64 { return math.Round(t*1e9) / 1e9 }
+
 func (q *qualityTests) observe(d, pi float64) {
 	q.n++
 	q.sw += 1 / pi
@@ -233,7 +247,7 @@ func (q *qualityTests) observe(d, pi float64) {
 	}
 }
 
-func (q *qualityTests) test(t float64) *stats.BettingCS { return q.tests[math.Round(t*1e9)/1e9] }
+func (q *qualityTests) test(t float64) *stats.BettingCS { return q.tests[roundPoint(t)] }
 
 // above: "θ ≤ t" rejected (the difference is shown above t); below: "θ ≥ t".
 func (q *qualityTests) above(t float64) bool     { return q.test(t).Above(0) }
@@ -248,45 +262,35 @@ func (q *qualityTests) estimate() float64 {
 	return q.swd / q.sw
 }
 
-// cs reads the confidence sequence off the grid: the largest t below which
-// every grid test showed the difference above, and the smallest above which
-// every one showed it below; lowNow is the low end from the capitals now.
+// cs reads the confidence sequence off csGrid: the largest grid point below
+// which every grid test showed the difference above, and the smallest above
+// which every one showed it below (−1 and +1 beyond the grid); lowNow is the
+// low end from the capitals now.
 func (q *qualityTests) cs() (iv stats.Interval, lowNow float64) {
 	a := (1 - q.conf) / 2
 	iv, lowNow = stats.Interval{Low: -1, High: 1}, -1
-	var grid []float64
-	for _, t := range q.points {
-		if isGrid(t) {
-			grid = append(grid, t)
-		}
-	}
-	for _, t := range grid {
+	for _, t := range csGrid {
 		if !q.test(t).Above(0) {
 			break
 		}
 		iv.Low = t
 	}
-	for _, t := range grid {
+	for _, t := range csGrid {
 		if q.test(t).PAboveNow(0) > a {
 			break
 		}
 		lowNow = t
 	}
-	for i := len(grid) - 1; i >= 0; i-- {
-		if !q.test(grid[i]).Below(0) {
+	for i := len(csGrid) - 1; i >= 0; i-- {
+		if !q.test(csGrid[i]).Below(0) {
 			break
 		}
-		iv.High = grid[i]
+		iv.High = csGrid[i]
 	}
 	if iv.Low > iv.High {
 		iv.Low, iv.High = q.estimate(), q.estimate()
 	}
 	return iv, lowNow
-}
-
-func isGrid(t float64) bool {
-	k := t / csStep
-	return math.Abs(k-math.Round(k)) < 1e-6 && math.Abs(t) <= csReach+1e-9
 }
 
 // LiveSequence is the live verdict of one candidate version: one sequence of

@@ -40,6 +40,12 @@ type LiveMode struct {
 	// ShedShares maps a language ("en", "ru", "de": each pair gets one at
 	// random) to the share of its exchanges shed before shadowing.
 	ShedShares map[string]float64
+	// RestartEvery > 0 replays what the overview did before the live
+	// sequence existed: each look reads a sequence started afresh on the
+	// last RestartEvery days only (a sliding window), not the one sequence
+	// since the start. It is how the defect is measured, never how the
+	// product reads its verdict.
+	RestartEvery int
 }
 
 // NewLiveMode returns the live scenario: 60 days of 200 pairs, a
@@ -63,8 +69,8 @@ func (m LiveMode) Check(cfg Config) error {
 		return fmt.Errorf("validity: live: judged share must be in (0, 1], got %g", m.JudgedShare)
 	case !(m.FailShare >= 0 && m.FailShare < 1):
 		return fmt.Errorf("validity: live: fail share must be in [0, 1), got %g", m.FailShare)
-	case m.PassingCanaries < 0:
-		return fmt.Errorf("validity: live: canaries must be >= 0, got %d", m.PassingCanaries)
+	case m.PassingCanaries < 0 || m.RestartEvery < 0:
+		return fmt.Errorf("validity: live: canaries and restart-every must be >= 0, got %d and %d", m.PassingCanaries, m.RestartEvery)
 	case cfg.Scores != ScoresPassFail:
 		return fmt.Errorf("validity: live: judged pairs are win/tie/loss; scores must be %s", ScoresPassFail)
 	case cfg.Policy.Quality == nil:
@@ -98,7 +104,9 @@ func (m LiveMode) Run(cfg Config, s uint64) Outcome {
 	judge.Judge, judge.Pipeline = "simulated judge", "candidate"
 	pairs, sum := 0, 0.0
 	step := 24 * time.Hour / time.Duration(m.PerDay)
+	var days [][]gate.LiveObs // per day, for RestartEvery
 	for day := range m.Days {
+		days = append(days, nil)
 		for k := range m.PerDay {
 			inc, cand := d.next()
 			lang := liveLanguages[d.rng.IntN(len(liveLanguages))]
@@ -130,14 +138,29 @@ func (m LiveMode) Run(cfg Config, s uint64) Outcome {
 			}
 			pairs++
 			sum += diff
-			seq.Observe(eval.LiveObs(o))
+			lo := eval.LiveObs(o)
+			seq.Observe(lo)
+			if m.RestartEvery > 0 {
+				days[day] = append(days[day], lo)
+			}
 		}
 		judge.Canaries += int64(m.PassingCanaries)
 		cov := []gate.CoverageCounts{*cells[""]}
 		for _, l := range liveLanguages {
 			cov = append(cov, *cells[l])
 		}
-		v, _ := eval.LiveLook(cfg.Policy, seq, []store.JudgeStat{judge}, cov, false, float64(pairs)/float64(day+1))
+		look := seq
+		if m.RestartEvery > 0 {
+			if look, err = gate.NewLiveSequence(cfg.Policy); err != nil {
+				return Outcome{Err: err}
+			}
+			for _, dayObs := range days[max(0, day+1-m.RestartEvery):] {
+				for _, lo := range dayObs {
+					look.Observe(lo)
+				}
+			}
+		}
+		v, _ := eval.LiveLook(cfg.Policy, look, []store.JudgeStat{judge}, cov, false, float64(pairs)/float64(day+1))
 		if v.Verdict != gate.Inconclusive {
 			return Outcome{Verdict: v.Verdict, Cases: pairs, Diff: sum / math.Max(1, float64(pairs))}
 		}
