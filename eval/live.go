@@ -41,10 +41,10 @@ type LiveCandidate struct {
 	StartedAt time.Time `json:"started_at"`
 	Through   time.Time `json:"through"`
 	gate.LiveVerdict
-	// Coverage is the coverage of the sequence so far, per dimension and
-	// cell (store.LiveCoverage), with its chi-square tests and the reasons
-	// of the shed exchanges; WindowCoverage the same counts over the
-	// query's window, when it set one.
+	// Coverage is the coverage of the sequence so far (from its start to its
+	// last run read), per dimension and cell (store.LiveCoverage), with its
+	// chi-square tests and the reasons of the shed exchanges; WindowCoverage
+	// the same counts over the query's window, when it set one.
 	Coverage       []gate.CoverageCounts `json:"coverage"`
 	CoverageChecks []gate.CoverageCheck  `json:"coverage_checks,omitempty"`
 	ShedReasons    []store.ReasonCount   `json:"shed_reasons,omitempty"`
@@ -133,7 +133,13 @@ func liveCandidate(ctx context.Context, lr store.LiveReader, s store.SequenceSta
 		for _, o := range obs {
 			seq.Observe(LiveObs(o))
 		}
-		cov, err := lr.LiveCoverage(ctx, lq)
+		// Coverage up to the sequence's last run: a version no longer
+		// shadowed is not losing the traffic after it.
+		cq := lq
+		if n := len(obs); n > 0 && obs[n-1].StartedAt.Add(time.Millisecond).Before(cq.To) {
+			cq.To = obs[n-1].StartedAt.Add(time.Millisecond)
+		}
+		cov, err := lr.LiveCoverage(ctx, cq)
 		if err != nil {
 			return c, err
 		}

@@ -568,7 +568,7 @@ func (r *Report) Markdown() string {
 	if r.Live != nil {
 		b.WriteString(r.Live.Markdown())
 	} else if r.LiveError != "" {
-		fmt.Fprintf(&b, "\n## Running verdict on live traffic\n\nThe live section could not be computed: %s\n", mdText(r.LiveError))
+		fmt.Fprintf(&b, "\n## Live verdict\n\nThe live section could not be computed: %s\n", mdText(r.LiveError))
 	}
 	return b.String()
 }
