@@ -264,7 +264,7 @@ func (l *LiveSection) Markdown() string {
 		c := v.Counts
 		fmt.Fprintf(&b, "- Sequence since %s, read through %s: %d requests (%d judged, %d failed runs, %d not sampled, %d non-response, %d without an incumbent answer)\n",
 			mdTime(v.StartedAt), mdTime(v.Through), c.Observed, c.Judged, c.Failed, c.Unjudged, c.Lost, c.Unpaired)
-		fmt.Fprintf(&b, "- Quality: %s, confidence sequence [%s, %s]\n", signedPts(v.Quality.Estimate), signedPts(v.Quality.CS.Low), signedPts(v.Quality.CS.High))
+		fmt.Fprintf(&b, "- Quality: %s, confidence sequence %s\n", signedPts(v.Quality.Estimate), gate.CSText(v.Quality.CS))
 		fmt.Fprintf(&b, "- Recommendation: %s\n", mdText(v.Recommendation))
 		fmt.Fprintf(&b, "- Rollback rule: %s\n", mdText(v.RollbackRule))
 		fmt.Fprintf(&b, "- Advice: %s\n", mdText(v.Advice))

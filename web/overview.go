@@ -107,11 +107,11 @@ func bucketFor(span time.Duration) int {
 // pipelineRow is one pipeline in the overview's table.
 type pipelineRow struct {
 	Total        store.PipelinePoint
-	Agreement    *store.Agreement  // nil for the incumbent or without pairs
-	Verdict      *suiteVerdict     // the latest suite run that evaluated this candidate, nil if none
+	Agreement    *store.Agreement    // nil for the incumbent or without pairs
+	Verdict      *suiteVerdict       // the latest suite run that evaluated this candidate, nil if none
 	Live         *eval.LiveCandidate // the live verdict of its newest version (eval.LiveVerdicts), nil when never shadowed live
-	SeriesClass  string            // colour class of its chart lines
-	AgreementPct string            // "87.5%" or "—"
+	SeriesClass  string              // colour class of its chart lines
+	AgreementPct string              // "87.5%" or "—"
 }
 
 // suiteVerdict is the latest verdict on a candidate.
@@ -142,8 +142,8 @@ func actionText(action string) string {
 // difference, its confidence sequence and what it rests on.
 func liveQualityText(c *eval.LiveCandidate) string {
 	q := c.Quality
-	return fmt.Sprintf("quality %+.1f pts [%+.1f, %+.1f] on %s judged pairs and %s failed runs",
-		100*q.Estimate, 100*q.CS.Low, 100*q.CS.High, fmtInt(c.Counts.Judged), fmtInt(c.Counts.Failed))
+	return fmt.Sprintf("quality %+.1f pts %s on %s judged pairs and %s failed runs",
+		100*q.Estimate, gate.CSText(q.CS), fmtInt(c.Counts.Judged), fmtInt(c.Counts.Failed))
 }
 
 // coverageCellLabel names a coverage cell: "all traffic", "lang:ru",

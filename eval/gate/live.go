@@ -234,6 +234,19 @@ func newQualityTests(floor, conf float64, points ...float64) (*qualityTests, err
 	return q, nil
 }
 
+// CSText renders a live confidence sequence as "[-4.0 pts, +1.0 pts]", an
+// end beyond csGrid as "below -30.0 pts" or "above +30.0 pts".
+func CSText(iv stats.Interval) string {
+	lo, hi := pts(iv.Low), pts(iv.High)
+	if iv.Low < csGrid[0] {
+		lo = "below " + pts(csGrid[0])
+	}
+	if iv.High > csGrid[len(csGrid)-1] {
+		hi = "above " + pts(csGrid[len(csGrid)-1])
+	}
+	return "[" + lo + ", " + hi + "]"
+}
+
 // roundPoint keys a test point so that −0.03 from a margin and −0.03 of the
 // grid are one test.
 func roundPoint(t float64) float64 { return math.Round(t*1e9) / 1e9 }
@@ -518,8 +531,8 @@ func (s *LiveSequence) Verdict(ev LiveEvidence) LiveVerdict {
 	minN := max(p.MinN, 1)
 	qr := Result{Gate: "quality", Figure: v.Quality.Estimate, Interval: &iv, Threshold: -m}
 	n := s.counts.Evidence
-	evidence := fmt.Sprintf("%d judged pairs (%d wins, %d ties, %d losses, %d inconsistent) and %d failed runs, weighted by 1/inclusion probability: diff %s, confidence sequence [%s, %s]",
-		s.counts.Judged, s.counts.Wins, s.counts.Ties, s.counts.Losses, s.counts.Inconsistent, s.counts.Failed, pts(v.Quality.Estimate), pts(iv.Low), pts(iv.High))
+	evidence := fmt.Sprintf("%d judged pairs (%d wins, %d ties, %d losses, %d inconsistent) and %d failed runs, weighted by 1/inclusion probability: diff %s, confidence sequence %s",
+		s.counts.Judged, s.counts.Wins, s.counts.Ties, s.counts.Losses, s.counts.Inconsistent, s.counts.Failed, pts(v.Quality.Estimate), CSText(iv))
 	sample := s.sampleCheck()
 	switch {
 	case sample != "":

@@ -105,8 +105,8 @@ func LiveStates(sec *eval.LiveSection) []VerdictState {
 	}
 	out := make([]VerdictState, 0, len(sec.Verdicts))
 	for _, v := range sec.Verdicts {
-		headline := fmt.Sprintf("%s on live traffic since %s: %s; quality %+.1f pts, confidence sequence [%+.1f, %+.1f] pts on %d judged pairs and %d failed runs. %s",
-			v.Candidate, v.StartedAt.UTC().Format(time.RFC3339), v.Verdict, 100*v.Quality.Estimate, 100*v.Quality.CS.Low, 100*v.Quality.CS.High,
+		headline := fmt.Sprintf("%s on live traffic since %s: %s; quality %+.1f pts, confidence sequence %s on %d judged pairs and %d failed runs. %s",
+			v.Candidate, v.StartedAt.UTC().Format(time.RFC3339), v.Verdict, 100*v.Quality.Estimate, gate.CSText(v.Quality.CS),
 			v.Counts.Judged, v.Counts.Failed, v.Recommendation)
 		var gates []Gate
 		for _, g := range v.Gates {
