@@ -137,7 +137,8 @@ discordance; a segment PASSes only when it shows non-inferiority on its own, so 
 Live plan (--live): the live verdict's tests are anytime-valid and read daily, so no formula gives their n; power
 simulates --suites candidates per target through the product's live sequence (validity.LiveMode: --per-day live pairs,
 a --judged-share judged, followed --days days) and gives the live pairs by which --power of them FAILed when worse by
---effect, and PASSed when equal (the order statistic reaching --power with 95% confidence over the simulation's error).
+--effect, and PASSed when equal (planned at --power + 5 points like the fixed plan: the order statistic reaching
+that share with 95% confidence over the simulation's error).
 
 Accuracies and differences are fractions: --effect -0.05 is five points worse. --margin, --fail-at, --alpha and
 --min-n override the policy's quality margin, FAIL threshold, level and min_n. The discordance is used as given, but

@@ -70,7 +70,7 @@ func runLivePlan(cmd *cobra.Command, cfg validity.Config, l *liveFlags, power fl
 				fmt.Fprintf(w, "  %s: not with %.0f%% within %d days\n", what, 100*pl.Power, pl.MaxDays)
 				return
 			}
-			fmt.Fprintf(w, "  %s with %.0f%%: by %d live pairs (%d days, about %d judged)\n", what, 100*pl.Power, n, days, judged)
+			fmt.Fprintf(w, "  %s with %.0f%% (planned at %.0f%%): by %d live pairs (%d days, about %d judged)\n", what, 100*pl.Power, 100*pl.PlannedPower, n, days, judged)
 		}
 		if pl.Effect < 0 {
 			target(fmt.Sprintf("FAIL a candidate %.1f pts worse", -100*pl.Effect), pl.FailN, pl.FailDays, pl.FailJudged)

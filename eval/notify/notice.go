@@ -18,7 +18,7 @@ import (
 const (
 	// KindSuite is a suite verdict: one per candidate version and regression set.
 	KindSuite = "suite"
-	// KindLive is the running verdict on live traffic: one per candidate version.
+	// KindLive is the live verdict on shadow traffic: one per candidate version.
 	KindLive = "live"
 )
 
@@ -176,7 +176,7 @@ func (n Notice) Subject() string {
 func (n Notice) change() string {
 	what, where := "suite verdict", "on "+n.Set
 	if n.Kind == KindLive {
-		what, where = "running verdict", "on live traffic"
+		what, where = "live verdict", "on live traffic"
 	}
 	who := n.Candidate
 	if n.Version != "" {

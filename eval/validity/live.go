@@ -173,15 +173,20 @@ func (m LiveMode) Run(cfg Config, s uint64) Outcome {
 // how many live pairs it takes for the verdict to FAIL a candidate worse by
 // the effect, and to PASS an equal one, each with the asked power.
 type LivePlan struct {
-	Power       float64 `json:"power"`
+	Power float64 `json:"power"` // asked
+	// PlannedPower is the share the plan aims at: Power + 5 points, at most
+	// halfway to 1 (gate.PlannedPower, as the fixed-n plan), so the
+	// sequence reaches the asked power by the planned n rather than sitting
+	// on it.
+	PlannedPower float64 `json:"planned_power"`
 	Effect      float64 `json:"effect"` // the drop planned for (0..1, negative: worse)
 	PerDay      int     `json:"per_day"`
 	JudgedShare float64 `json:"judged_share"`
 	Suites      int     `json:"suites"`   // simulated candidates per target
 	MaxDays     int     `json:"max_days"` // how long each was followed
-	// FailN is the live pairs by which at least Power of the simulated
-	// candidates worse by Effect had FAILed — the order statistic that
-	// reaches Power with 95% confidence over the simulation's own error,
+	// FailN is the live pairs by which at least PlannedPower of the
+	// simulated candidates worse by Effect had FAILed — the order statistic
+	// that reaches it with 95% confidence over the simulation's own error,
 	// so a fresh simulation reaches it at least as often — on a whole day
 	// of looks (FailDays; FailJudged ≈ the judged pairs among them); 0 when
 	// not reached within MaxDays. PassN, PassDays and PassJudged are the
@@ -204,10 +209,11 @@ func PlanLive(ctx context.Context, cfg Config, m LiveMode, power float64) (LiveP
 	}
 	cfg.defaults()
 	cfg.Mode = m
-	pl := LivePlan{Power: power, Effect: cfg.Effect, PerDay: m.PerDay, JudgedShare: m.JudgedShare, Suites: cfg.Suites, MaxDays: m.Days}
-	// The order statistic k of S runs reaching the asked power with 95%
-	// confidence: S·power + 1.645·√(S·power·(1 − power)).
-	k := int(math.Ceil(float64(cfg.Suites)*power + 1.645*math.Sqrt(float64(cfg.Suites)*power*(1-power))))
+	planned := gate.PlannedPower(power)
+	pl := LivePlan{Power: power, PlannedPower: planned, Effect: cfg.Effect, PerDay: m.PerDay, JudgedShare: m.JudgedShare, Suites: cfg.Suites, MaxDays: m.Days}
+	// The order statistic k of S runs reaching the planned power with 95%
+	// confidence: S·p + 1.645·√(S·p·(1 − p)).
+	k := int(math.Ceil(float64(cfg.Suites)*planned + 1.645*math.Sqrt(float64(cfg.Suites)*planned*(1-planned))))
 	at := func(effect float64, want gate.Status) (int, error) {
 		c := cfg
 		c.Effect = effect
