@@ -1,6 +1,7 @@
 package eval
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -29,6 +30,9 @@ type LiveQuery struct {
 	// that window (the overview's), shown next to the verdict; it changes
 	// no verdict.
 	WindowFrom, WindowTo time.Time
+	// PageSize is how many observations one store read returns (0:
+	// store.DefaultLivePage); it bounds memory, never the verdict.
+	PageSize int
 }
 
 // LiveCandidate is one candidate version's live verdict at one look, with
@@ -65,7 +69,8 @@ type LiveSection struct {
 }
 
 // LiveVerdicts reads, for each sequence q selects (lr.SequenceStarts), every
-// observation from its start to q.AsOf − live.settle, replays it through one
+// observation from its start to q.AsOf − live.settle, page by page
+// (store.LivePage), replays it through one
 // gate.LiveSequence under policy p and reads its verdict with the live
 // judge's trust rows (gate.CheckJudge) and the coverage check
 // (gate.CheckCoverage). It returns the store's error wrapped, or p's.
@@ -125,19 +130,33 @@ func liveCandidate(ctx context.Context, lr store.LiveReader, s store.SequenceSta
 	var ev gate.LiveEvidence
 	if c.Through.After(c.StartedAt) {
 		lq := store.LiveQuery{Pipeline: s.Pipeline, PipelineVersion: s.PipelineVersion, From: s.StartedAt, To: c.Through}
-		obs, truncated, err := lr.LiveObservations(ctx, lq)
-		if err != nil {
-			return c, err
-		}
-		ev.Truncated = truncated
-		for _, o := range obs {
-			seq.Observe(LiveObs(o))
+		// Replay the sequence page by page, in start order.
+		page := store.LivePage{Limit: cmp.Or(q.PageSize, store.DefaultLivePage)}
+		var last time.Time
+		n := 0
+		for {
+			obs, err := lr.LiveObservations(ctx, lq, page)
+			if err != nil {
+				return c, err
+			}
+			for _, o := range obs {
+				seq.Observe(LiveObs(o))
+			}
+			n += len(obs)
+			if len(obs) == 0 {
+				break
+			}
+			o := obs[len(obs)-1]
+			page.AfterAt, page.AfterID, last = o.StartedAt, o.RequestID, o.StartedAt
+			if len(obs) < page.Limit {
+				break
+			}
 		}
 		// Coverage up to the sequence's last run: a version no longer
 		// shadowed is not losing the traffic after it.
 		cq := lq
-		if n := len(obs); n > 0 && obs[n-1].StartedAt.Add(time.Millisecond).Before(cq.To) {
-			cq.To = obs[n-1].StartedAt.Add(time.Millisecond)
+		if n > 0 && last.Add(time.Millisecond).Before(cq.To) {
+			cq.To = last.Add(time.Millisecond)
 		}
 		cov, err := lr.LiveCoverage(ctx, cq)
 		if err != nil {
@@ -148,7 +167,7 @@ func liveCandidate(ctx context.Context, lr store.LiveReader, s store.SequenceSta
 			return c, err
 		}
 		if days := c.Through.Sub(c.StartedAt).Hours() / 24; days > 0 {
-			ev.PerDay = float64(len(obs)) / days
+			ev.PerDay = float64(n) / days
 		}
 	}
 	if !q.WindowFrom.IsZero() && q.WindowTo.After(q.WindowFrom) {
@@ -158,18 +177,18 @@ func liveCandidate(ctx context.Context, lr store.LiveReader, s store.SequenceSta
 		}
 		c.WindowCoverage = coverageCounts(cov.Cells)
 	}
-	c.LiveVerdict, c.CoverageChecks = LiveLook(p, seq, c.Judges, c.Coverage, ev.Truncated, ev.PerDay)
+	c.LiveVerdict, c.CoverageChecks = LiveLook(p, seq, c.Judges, c.Coverage, ev.PerDay)
 	return c, nil
 }
 
 // LiveLook reads seq's verdict with what a look adds to its own tests: the
 // live judges' trust rows (gate.CheckJudge on LiveJudgeEvidence of the
 // sequence's judged pairs and judges' canaries) and the coverage check
-// (gate.CheckCoverage on coverage). truncated and perDay are as in
-// gate.LiveEvidence. It is the one decision LiveVerdicts and `validity
+// (gate.CheckCoverage on coverage); perDay is the observations per day so
+// far, for the advice. It is the one decision LiveVerdicts and `validity
 // --live` take.
-func LiveLook(p gate.Policy, seq *gate.LiveSequence, judges []store.JudgeStat, coverage []gate.CoverageCounts, truncated bool, perDay float64) (gate.LiveVerdict, []gate.CoverageCheck) {
-	ev := gate.LiveEvidence{Truncated: truncated, PerDay: perDay}
+func LiveLook(p gate.Policy, seq *gate.LiveSequence, judges []store.JudgeStat, coverage []gate.CoverageCounts, perDay float64) (gate.LiveVerdict, []gate.CoverageCheck) {
+	ev := gate.LiveEvidence{PerDay: perDay}
 	ev.JudgeRows, ev.JudgeWithheld = gate.CheckJudge(p, LiveJudgeEvidence(seq.Counts(), judges))
 	var checks []gate.CoverageCheck
 	ev.CoverageRows, ev.CoverageWithheld, checks = gate.CheckCoverage(p, coverage, seq.ConstantInclusion())
@@ -268,9 +287,6 @@ func (l *LiveSection) Markdown() string {
 		fmt.Fprintf(&b, "- Recommendation: %s\n", mdText(v.Recommendation))
 		fmt.Fprintf(&b, "- Rollback rule: %s\n", mdText(v.RollbackRule))
 		fmt.Fprintf(&b, "- Advice: %s\n", mdText(v.Advice))
-		if v.Truncated {
-			fmt.Fprintf(&b, "- Only the sequence's first %d requests were read (a look at an earlier time).\n", c.Observed)
-		}
 		b.WriteString("\n| gate | status | reason |\n|---|---|---|\n")
 		for _, g := range v.Gates {
 			fmt.Fprintf(&b, "| %s | %s | %s |\n", mdText(g.Gate), g.Status, mdText(g.Reason))

@@ -148,6 +148,16 @@ func TestLiveVerdictsFromStore(t *testing.T) {
 		}
 	}
 
+	// Read in pages of 700 observations: the same verdict.
+	paged, err := LiveVerdicts(ctx, st, LiveQuery{Candidates: []string{"conductor"}, AsOf: asOf, PageSize: 700}, pol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := json.Marshal(paged.Verdicts[0].LiveVerdict)
+	b, _ := json.Marshal(c.LiveVerdict)
+	if string(a) != string(b) || paged.Verdicts[0].Counts.Observed != 3000 {
+		t.Errorf("paged read differs:\n%s\nvs\n%s", a, b)
+	}
 	// An earlier look reads the same sequence as it stood then.
 	early, err := LiveVerdicts(ctx, st, LiveQuery{Candidates: []string{"conductor"}, AsOf: liveAt.Add(11 * time.Hour)}, pol)
 	if err != nil {
@@ -203,7 +213,7 @@ func TestLiveLyingJudges(t *testing.T) {
 				seq.Observe(LiveObs(o))
 			}
 			stat := store.JudgeStat{Pipeline: "conductor", Judge: "judge-x", Canaries: canaries.n, CanariesFailed: canaries.failed}
-			v, _ := LiveLook(pol, seq, []store.JudgeStat{stat}, nil, false, 0)
+			v, _ := LiveLook(pol, seq, []store.JudgeStat{stat}, nil, 0)
 			trusted := name == "longer wins" && canaries.n > 0 && canaries.failed == 0
 			switch {
 			case trusted && v.Verdict != gate.Pass:

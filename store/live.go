@@ -77,11 +77,40 @@ type LiveObservation struct {
 	App          string `json:"app"`
 }
 
-// MaxLiveObservations caps the observations LiveObservations returns per
-// call: the earliest are kept and the caller is told (truncated). Reading a
-// sequence's first n observations is a look at the time of its n-th, so a
-// verdict on them keeps its error rates.
-const MaxLiveObservations = 500_000
+// LivePage is one page of a sequence's observations: those after the
+// observation (AfterAt, AfterID) in (start, request id) order, at most Limit
+// (0 gives DefaultLivePage, at most MaxLivePage). A reader replays a
+// sequence page by page, so its memory stays bounded however long it runs.
+type LivePage struct {
+	AfterAt time.Time
+	AfterID string
+	Limit   int
+}
+
+// Limits of LivePage.Limit.
+const (
+	DefaultLivePage = 50_000
+	MaxLivePage     = 100_000
+)
+
+func (p LivePage) limit() int {
+	switch {
+	case p.Limit <= 0:
+		return DefaultLivePage
+	case p.Limit > MaxLivePage:
+		return MaxLivePage
+	}
+	return p.Limit
+}
+
+// livePageSlack is how far before a page's cursor the runs of its requests
+// are read: a request's observation is its first run, so a page re-reads the
+// runs that started up to a day before the cursor to tell a request seen
+// already from a new one (a second live run of one request and version more
+// than a day after its first would be read as a new observation; the shadow
+// workers never start one: store-first work and RunLookup skip finished
+// runs).
+const livePageSlack = 24 * time.Hour
 
 // Coverage dimensions (CoverageCell.Dimension): one partition of the
 // requests each, so a chi-square test can compare its cells.
@@ -147,10 +176,10 @@ type LiveReader interface {
 	// SequenceStarts returns every recorded sequence, by pipeline, then
 	// start, then version.
 	SequenceStarts(ctx context.Context) ([]SequenceStart, error)
-	// LiveObservations returns q's observations ordered by the candidate
-	// run's start, then request id; at most MaxLiveObservations, truncated
-	// true when more exist. An invalid q returns its Validate error.
-	LiveObservations(ctx context.Context, q LiveQuery) (obs []LiveObservation, truncated bool, err error)
+	// LiveObservations returns one page of q's observations, ordered by the
+	// candidate run's start, then request id; fewer than the page's limit
+	// means the last page. An invalid q returns its Validate error.
+	LiveObservations(ctx context.Context, q LiveQuery, page LivePage) ([]LiveObservation, error)
 	// LiveCoverage counts what became of the production exchanges received
 	// in q's window, for q's candidate version. An invalid q returns its
 	// Validate error.
@@ -248,36 +277,46 @@ var answeredStatuses = "('" + StatusOK + "', '" + StatusPlanUnparsable + "')"
 // (owed, shadowed again) and a run skipped by the daily cap.
 var notObserved = "('" + StatusCancelled + "', '" + StatusSkipped + "')"
 
-// LiveObservations implements LiveReader with one statement.
-func (s *sqlStore) LiveObservations(ctx context.Context, q LiveQuery) ([]LiveObservation, bool, error) {
+// LiveObservations implements LiveReader with one statement per page.
+func (s *sqlStore) LiveObservations(ctx context.Context, q LiveQuery, page LivePage) ([]LiveObservation, error) {
 	if err := q.Validate(); err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	if err := s.check(ctx); err != nil {
-		return nil, false, fmt.Errorf("store: live observations: %w", err)
+		return nil, fmt.Errorf("store: live observations: %w", err)
 	}
-	rows, err := queryRows[LiveObservation](ctx, s.t, fmt.Sprintf(`SELECT c.request_id AS request_id, c.c_run AS candidate_run_id,
-    c.c_at AS started_at, c.c_status AS status, c.c_cost AS cost_usd, c.c_latency AS latency_ms,
-    toBool(i.found = 1) AS incumbent_found, i.i_status AS incumbent_status, i.i_cost AS incumbent_cost_usd,
-    i.i_latency AS incumbent_latency_ms,
-    j.j_outcome AS outcome, j.j_prob AS inclusion_prob, j.j_at AS judged_at, j.j_judge AS judge,
-    q.language AS language, q.has_table AS has_table, q.has_code AS has_code, q.length_bucket AS length_bucket, q.app AS app
-FROM (
+	p := liveParams(q)
+	from, having := "{from:DateTime64(3, 'UTC')}", ""
+	if !page.AfterAt.IsZero() {
+		p.Time("slack", page.AfterAt.Add(-livePageSlack)).Time("after", page.AfterAt).Str("after_id", page.AfterID)
+		from = "greatest({from:DateTime64(3, 'UTC')}, {slack:DateTime64(3, 'UTC')})"
+		having = "\n    HAVING (c_at, request_id) > ({after:DateTime64(3, 'UTC')}, {after_id:String})"
+	}
+	// The page first (the runs of the candidate version after the cursor);
+	// the incumbent runs, judgments and request rows of its requests only.
+	rows, err := queryRows[LiveObservation](ctx, s.t, fmt.Sprintf(`WITH page AS (
     SELECT request_id, argMin(run_id, (started_at, run_id)) AS c_run, min(started_at) AS c_at,
         argMin(status, (started_at, run_id)) AS c_status, argMin(cost_usd, (started_at, run_id)) AS c_cost,
         argMin(latency_ms, (started_at, run_id)) AS c_latency
     FROM %[1]s.runs FINAL
     WHERE %[2]s AND status NOT IN %[3]s
-        AND started_at >= {from:DateTime64(3, 'UTC')} AND started_at < {to:DateTime64(3, 'UTC')}
-    GROUP BY request_id
-) AS c
+        AND started_at >= %[5]s AND started_at < {to:DateTime64(3, 'UTC')}
+    GROUP BY request_id%[6]s
+    ORDER BY c_at, request_id
+    LIMIT %[4]d
+)
+SELECT c.request_id AS request_id, c.c_run AS candidate_run_id,
+    c.c_at AS started_at, c.c_status AS status, c.c_cost AS cost_usd, c.c_latency AS latency_ms,
+    toBool(i.found = 1) AS incumbent_found, i.i_status AS incumbent_status, i.i_cost AS incumbent_cost_usd,
+    i.i_latency AS incumbent_latency_ms,
+    j.j_outcome AS outcome, j.j_prob AS inclusion_prob, j.j_at AS judged_at, j.j_judge AS judge,
+    q.language AS language, q.has_table AS has_table, q.has_code AS has_code, q.length_bucket AS length_bucket, q.app AS app
+FROM page AS c
 LEFT JOIN (
     SELECT request_id, toUInt8(1) AS found, argMin(status, (started_at, run_id)) AS i_status,
         argMin(cost_usd, (started_at, run_id)) AS i_cost, argMin(latency_ms, (started_at, run_id)) AS i_latency
     FROM %[1]s.runs FINAL
-    WHERE mode = 'incumbent' AND suite_run_id = '' AND request_id IN (
-        SELECT request_id FROM %[1]s.runs WHERE %[2]s
-            AND started_at >= {from:DateTime64(3, 'UTC')} AND started_at < {to:DateTime64(3, 'UTC')})
+    WHERE mode = 'incumbent' AND suite_run_id = '' AND request_id IN (SELECT request_id FROM page)
     GROUP BY request_id
 ) AS i ON c.request_id = i.request_id
 LEFT JOIN (
@@ -285,25 +324,19 @@ LEFT JOIN (
         min(judged_at) AS j_at, argMin(judge, judged_at) AS j_judge
     FROM %[1]s.judgments FINAL
     WHERE suite_run_id = '' AND canary = '' AND pipeline = {pipeline:String} AND pipeline_version = {version:String}
-        AND judged_at >= {from:DateTime64(3, 'UTC')}
+        AND request_id IN (SELECT request_id FROM page)
     GROUP BY candidate_run_id
 ) AS j ON c.c_run = j.candidate_run_id
 LEFT JOIN (
     SELECT request_id, language, has_table, has_code, length_bucket, app
     FROM %[1]s.requests FINAL
-    WHERE request_id IN (SELECT request_id FROM %[1]s.runs WHERE %[2]s
-        AND started_at >= {from:DateTime64(3, 'UTC')} AND started_at < {to:DateTime64(3, 'UTC')})
+    WHERE request_id IN (SELECT request_id FROM page)
 ) AS q ON c.request_id = q.request_id
-ORDER BY started_at, request_id
-LIMIT %[4]d`, s.db, liveCandidateRuns, notObserved, MaxLiveObservations+1), liveParams(q))
+ORDER BY started_at, request_id`, s.db, liveCandidateRuns, notObserved, page.limit(), from, having), p)
 	if err != nil {
-		return nil, false, fmt.Errorf("store: live observations: %w", err)
+		return nil, fmt.Errorf("store: live observations: %w", err)
 	}
-	truncated := len(rows) > MaxLiveObservations
-	if truncated {
-		rows = rows[:MaxLiveObservations]
-	}
-	return nilIfEmpty(rows), truncated, nil
+	return nilIfEmpty(rows), nil
 }
 
 // LiveCoverage implements LiveReader with two statements: the cells, then

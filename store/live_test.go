@@ -125,12 +125,31 @@ func TestLiveObservations(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := LiveQuery{Pipeline: "conductor", PipelineVersion: "v1", From: at(0), To: at(60)}
-	obs, truncated, err := s.LiveObservations(ctx, q)
+	obs, err := s.LiveObservations(ctx, q, LivePage{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if truncated || len(obs) != 3 {
-		t.Fatalf("observations = %+v (truncated %v), want r0, r1, r2", obs, truncated)
+	if len(obs) != 3 {
+		t.Fatalf("observations = %+v, want r0, r1, r2", obs)
+	}
+	// Page by page: one at a time after a cursor gives the same sequence.
+	var paged []string
+	for page := (LivePage{Limit: 1}); ; {
+		got, err := s.LiveObservations(ctx, q, page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) == 0 {
+			break
+		}
+		if len(got) != 1 {
+			t.Fatalf("a page of 1 holds %d", len(got))
+		}
+		paged = append(paged, got[0].RequestID+"/"+got[0].CandidateRunID+"/"+got[0].Outcome)
+		page.AfterAt, page.AfterID = got[0].StartedAt, got[0].RequestID
+	}
+	if fmt.Sprint(paged) != "[r0/c0/win r1/c1/ r2/c2b/]" {
+		t.Errorf("pages: %v", paged)
 	}
 	o := obs[0]
 	if o.RequestID != "r0" || o.CandidateRunID != "c0" || o.Status != StatusOK || !o.IncumbentFound || o.IncumbentStatus != StatusOK ||
@@ -145,7 +164,7 @@ func TestLiveObservations(t *testing.T) {
 	if obs[2].RequestID != "r2" || obs[2].CandidateRunID != "c2b" || obs[2].Status != StatusBudgetExceeded || !obs[2].HasCode || obs[2].App != "ide" {
 		t.Errorf("r2 = %+v, want the budget_exceeded run after the cancelled one", obs[2])
 	}
-	if _, _, err := s.LiveObservations(ctx, LiveQuery{Pipeline: "conductor"}); err == nil {
+	if _, err := s.LiveObservations(ctx, LiveQuery{Pipeline: "conductor"}, LivePage{}); err == nil {
 		t.Error("a query without a window was accepted")
 	}
 }

@@ -144,9 +144,6 @@ type LiveVerdict struct {
 	// Advice is how close the verdict is to deciding: "decided", or the
 	// quality evidence still needed in observations and days.
 	Advice string `json:"advice"`
-	// Truncated: only the sequence's first observations were read (a look
-	// at an earlier time; the error rates hold).
-	Truncated bool `json:"truncated,omitempty"`
 }
 
 // LiveRule states how a live verdict is reached, for pages and reports.
@@ -156,12 +153,11 @@ const LiveRule = "INCONCLUSIVE when the judge is not trusted or coverage differs
 // LiveEvidence is what a look adds to the sequence's own tests: the trust
 // rows of the judges its judged pairs rest on (CheckJudge, one call per
 // judge) and the coverage rows (CheckCoverage), each with the reasons that
-// withhold the verdict; Truncated when only the first observations were read;
-// PerDay the observations per day so far (0: unknown), for the advice.
+// withhold the verdict; PerDay the observations per day so far (0:
+// unknown), for the advice.
 type LiveEvidence struct {
 	JudgeRows, CoverageRows         []Result
 	JudgeWithheld, CoverageWithheld []string
-	Truncated                       bool
 	PerDay                          float64
 }
 
@@ -519,7 +515,7 @@ func (s *LiveSequence) Verdict(ev LiveEvidence) LiveVerdict {
 	p := s.p
 	alpha := 1 - p.Confidence
 	m, f, d := p.Quality.MarginPoints/100, p.Quality.Fail()/100, s.rules.RollbackMarginPoints/100
-	v := LiveVerdict{PolicyVersion: p.Version, Counts: s.counts, Truncated: ev.Truncated}
+	v := LiveVerdict{PolicyVersion: p.Version, Counts: s.counts}
 	q := s.quality
 	iv, lowNow := q.cs()
 	v.Quality = LiveQuality{Estimate: q.estimate(), CS: iv, LowNow: lowNow, PassP: q.pAbove(-m), FailP: q.pBelow(-f)}

@@ -160,7 +160,7 @@ func (m LiveMode) Run(cfg Config, s uint64) Outcome {
 				}
 			}
 		}
-		v, _ := eval.LiveLook(cfg.Policy, look, []store.JudgeStat{judge}, cov, false, float64(pairs)/float64(day+1))
+		v, _ := eval.LiveLook(cfg.Policy, look, []store.JudgeStat{judge}, cov, float64(pairs)/float64(day+1))
 		if v.Verdict != gate.Inconclusive {
 			return Outcome{Verdict: v.Verdict, Cases: pairs, Diff: sum / math.Max(1, float64(pairs))}
 		}
@@ -179,11 +179,11 @@ type LivePlan struct {
 	// sequence reaches the asked power by the planned n rather than sitting
 	// on it.
 	PlannedPower float64 `json:"planned_power"`
-	Effect      float64 `json:"effect"` // the drop planned for (0..1, negative: worse)
-	PerDay      int     `json:"per_day"`
-	JudgedShare float64 `json:"judged_share"`
-	Suites      int     `json:"suites"`   // simulated candidates per target
-	MaxDays     int     `json:"max_days"` // how long each was followed
+	Effect       float64 `json:"effect"` // the drop planned for (0..1, negative: worse)
+	PerDay       int     `json:"per_day"`
+	JudgedShare  float64 `json:"judged_share"`
+	Suites       int     `json:"suites"`   // simulated candidates per target
+	MaxDays      int     `json:"max_days"` // how long each was followed
 	// FailN is the live pairs by which at least PlannedPower of the
 	// simulated candidates worse by Effect had FAILed — the order statistic
 	// that reaches it with 95% confidence over the simulation's own error,

@@ -53,7 +53,7 @@ func contractSegments(t *testing.T, st store.Store) {
 		t.Fatal(err)
 	}
 	if lr, ok := st.(store.LiveReader); ok {
-		obs, _, err := lr.LiveObservations(ctx, store.LiveQuery{Pipeline: "conductor", From: at, To: at.Add(time.Hour)})
+		obs, err := lr.LiveObservations(ctx, store.LiveQuery{Pipeline: "conductor", From: at, To: at.Add(time.Hour)}, store.LivePage{})
 		if err != nil {
 			t.Fatal(err)
 		}
