@@ -163,7 +163,7 @@ func liveCandidate(ctx context.Context, lr store.LiveReader, s store.SequenceSta
 			return c, err
 		}
 		c.Coverage, c.ShedReasons = coverageCounts(cov.Cells), cov.Reasons
-		if c.Judges, err = lr.LiveJudgeStats(ctx, lq); err != nil {
+		if c.Judges, err = lr.LiveJudgeStats(ctx, lq.Judgments()); err != nil {
 			return c, err
 		}
 		if days := c.Through.Sub(c.StartedAt).Hours() / 24; days > 0 {
@@ -199,7 +199,7 @@ func LiveLook(p gate.Policy, seq *gate.LiveSequence, judges []store.JudgeStat, c
 // candidate run (error, budget_exceeded) against an answered incumbent is a
 // loss; both answered (the candidate ok or answered by its fallback) it is
 // the pair's judgment (win +1, tie 0, inconsistent a tie, loss −1, error
-// non-response) or unjudged; without an incumbent answer it is unpaired.
+// and unjudged — sampled, never judged — non-response) or not sampled; without an incumbent answer it is unpaired.
 // Its segments are SegmentNames of the request and "app:<app>".
 func LiveObs(o store.LiveObservation) gate.LiveObs {
 	lo := gate.LiveObs{At: o.StartedAt, JudgedAt: o.JudgedAt, InclusionProb: o.InclusionProb,
@@ -222,6 +222,8 @@ func LiveObs(o store.LiveObservation) gate.LiveObs {
 			lo.Kind, lo.Inconsistent = gate.LiveJudged, true
 		case store.JudgmentError:
 			lo.Kind = gate.LiveJudgeError
+		case store.JudgmentUnjudged:
+			lo.Kind = gate.LiveNotJudged
 		default:
 			lo.Kind = gate.LiveUnjudged
 		}
@@ -231,8 +233,8 @@ func LiveObs(o store.LiveObservation) gate.LiveObs {
 
 // LiveJudgeEvidence is what the live judges showed on a sequence, for
 // gate.CheckJudge: the judged pairs and their position consistency as the
-// sequence counted them, its non-response (judge errors, judgments after the
-// settle time, pairs sampled below the floor) as the judge errors of both
+// sequence counted them, its non-response (judge errors, sampled pairs never
+// judged, judgments after the settle time, pairs sampled below the floor) as the judge errors of both
 // arms (a pair's failed judgment fails both), and the judges' live canaries.
 func LiveJudgeEvidence(c gate.LiveCounts, judges []store.JudgeStat) gate.JudgeEvidence {
 	var names []string
@@ -261,7 +263,7 @@ func coverageCounts(cells []store.CoverageCell) []gate.CoverageCounts {
 	out := make([]gate.CoverageCounts, len(cells))
 	for i, c := range cells {
 		out[i] = gate.CoverageCounts{Dimension: c.Dimension, Value: c.Value, Recorded: c.Recorded, Shed: c.Shed, Shadowed: c.Shadowed,
-			Skipped: c.Skipped, Owed: c.Owed, Missing: c.Missing, Answered: c.Answered, Judged: c.Judged, JudgeErrors: c.JudgeErrors}
+			Skipped: c.Skipped, Owed: c.Owed, Missing: c.Missing, Answered: c.Answered, Judged: c.Judged, JudgeErrors: c.JudgeErrors, NotJudged: c.NotJudged}
 	}
 	return out
 }

@@ -23,9 +23,9 @@ type SequenceStart struct {
 }
 
 // LiveQuery selects one candidate version's live traffic: its live runs
-// started in [From, To) (LiveObservations), the production requests received
-// in [From, To) (LiveCoverage) or its live judgments judged in [From, To)
-// (LiveJudgeStats).
+// started in [From, To) (LiveObservations) or the production requests
+// received in [From, To) (LiveCoverage). Judgments() is the query of its
+// live judgments judged in [From, To) (LiveJudgeStats).
 type LiveQuery struct {
 	Pipeline        string
 	PipelineVersion string
@@ -150,9 +150,12 @@ type CoverageCell struct {
 	// incumbent's ok.
 	Answered int64 `json:"answered"`
 	// Judged have a real live judgment with a verdict (win, tie, loss,
-	// inconsistent); JudgeErrors one whose outcome is error.
+	// inconsistent); JudgeErrors one whose outcome is error; NotJudged were
+	// sampled but never judged (JudgmentUnjudged: the daily judge budget, a
+	// full judging queue or a stop).
 	Judged      int64 `json:"judged"`
 	JudgeErrors int64 `json:"judge_errors"`
+	NotJudged   int64 `json:"not_judged"`
 }
 
 // ReasonCount is how many recorded exchanges one reason kept from shadowing.
@@ -170,9 +173,11 @@ type Coverage struct {
 }
 
 // LiveReader reads what the live verdicts are computed from: the sequences'
-// starts, each sequence's observations, its coverage and its judge's record.
-// The SQL stores (embedded and server) implement it.
+// starts, each sequence's observations, its coverage and its judge's record
+// (LiveJudgmentReader.LiveJudgeStats with LiveQuery.Judgments). The SQL
+// stores (embedded and server) implement it.
 type LiveReader interface {
+	LiveJudgmentReader
 	// SequenceStarts returns every recorded sequence, by pipeline, then
 	// start, then version.
 	SequenceStarts(ctx context.Context) ([]SequenceStart, error)
@@ -184,10 +189,6 @@ type LiveReader interface {
 	// in q's window, for q's candidate version. An invalid q returns its
 	// Validate error.
 	LiveCoverage(ctx context.Context, q LiveQuery) (Coverage, error)
-	// LiveJudgeStats is JudgmentReader.JudgeStats over the live judgments
-	// (suite_run_id "") of q's candidate version judged in q's window,
-	// canaries included. An invalid q returns its Validate error.
-	LiveJudgeStats(ctx context.Context, q LiveQuery) ([]JudgeStat, error)
 }
 
 var _ LiveReader = (*sqlStore)(nil)
@@ -359,7 +360,8 @@ func (s *sqlStore) LiveCoverage(ctx context.Context, q LiveQuery) (Coverage, err
     countIf(n_obs = 0 AND n_skip = 0 AND n_cancel = 0 AND is_pending = 0 AND NOT is_shed) AS missing,
     countIf(is_answered) AS answered,
     countIf(is_answered AND j_out IN ('%[5]s', '%[6]s', '%[7]s', '%[8]s')) AS judged,
-    countIf(is_answered AND j_out = '%[9]s') AS judge_errors
+    countIf(is_answered AND j_out = '%[9]s') AS judge_errors,
+    countIf(is_answered AND j_out = '%[22]s') AS not_judged
 FROM (
     SELECT q.language AS language, q.length_bucket AS length_bucket, q.has_table AS has_table, q.has_code AS has_code,
         q.app AS app, q.not_shadowed != '' AS is_shed,
@@ -402,7 +404,7 @@ ORDER BY dimension != '%[16]s', dimension, value`,
 		s.db, liveCandidateRuns, notObserved, answeredStatuses,
 		JudgmentWin, JudgmentTie, JudgmentLoss, JudgmentInconsistent, JudgmentError,
 		StatusOK, StatusSkipped, StatusCancelled, recorded, WorkPending, recordedQ,
-		CoverageAll, CoverageLang, CoverageLen, CoverageTable, CoverageCode, CoverageApp), liveParams(q))
+		CoverageAll, CoverageLang, CoverageLen, CoverageTable, CoverageCode, CoverageApp, JudgmentUnjudged), liveParams(q))
 	if err != nil {
 		return cov, fmt.Errorf("store: live coverage: %w", err)
 	}
@@ -425,20 +427,10 @@ func recordedCond(prefix string) string {
 		prefix, SourceTap, SourceReplay)
 }
 
-// LiveJudgeStats implements LiveReader.
-func (s *sqlStore) LiveJudgeStats(ctx context.Context, q LiveQuery) ([]JudgeStat, error) {
-	if err := q.Validate(); err != nil {
-		return nil, err
-	}
-	if err := s.check(ctx); err != nil {
-		return nil, fmt.Errorf("store: live judge stats: %w", err)
-	}
-	rows, err := queryRows[JudgeStat](ctx, s.t, judgeStatsSQL(s.db, "suite_run_id = '' AND pipeline = {pipeline:String} AND pipeline_version = {version:String}"+
-		" AND judged_at >= {from:DateTime64(3, 'UTC')} AND judged_at < {to:DateTime64(3, 'UTC')}"), liveParams(q))
-	if err != nil {
-		return nil, fmt.Errorf("store: live judge stats: %w", err)
-	}
-	return nilIfEmpty(rows), nil
+// Judgments is the query of q's live judgments: its candidate version's,
+// judged in q's window.
+func (q LiveQuery) Judgments() LiveJudgmentQuery {
+	return LiveJudgmentQuery{Pipeline: q.Pipeline, PipelineVersion: q.PipelineVersion, From: q.From, To: q.To}
 }
 
 // LatestSequences picks from starts, per pipeline, the sequence that started

@@ -193,6 +193,7 @@ func TestLiveCoverage(t *testing.T) {
 		{lang: "ru", shed: "queue_full"},
 		{lang: "ru", shed: "queue_full"},
 		{lang: "ru", shed: "admission"},
+		{lang: "en", cand: StatusOK, outcome: JudgmentUnjudged},
 	}
 	var reqs []Request
 	var runs []Run
@@ -239,11 +240,11 @@ func TestLiveCoverage(t *testing.T) {
 		t.Fatalf("cells = %+v, want the total first", cov.Cells)
 	}
 	for key, want := range map[string]CoverageCell{
-		"all=":      {Recorded: 11, Shed: 3, Shadowed: 4, Skipped: 1, Owed: 2, Missing: 1, Answered: 3, Judged: 1, JudgeErrors: 1},
-		"lang=en":   {Recorded: 4, Shadowed: 4, Answered: 3, Judged: 1, JudgeErrors: 1},
+		"all=":      {Recorded: 12, Shed: 3, Shadowed: 5, Skipped: 1, Owed: 2, Missing: 1, Answered: 4, Judged: 1, JudgeErrors: 1, NotJudged: 1},
+		"lang=en":   {Recorded: 5, Shadowed: 5, Answered: 4, Judged: 1, JudgeErrors: 1, NotJudged: 1},
 		"lang=ru":   {Recorded: 7, Shed: 3, Skipped: 1, Owed: 2, Missing: 1},
 		"table=yes": {Recorded: 6, Shed: 2, Shadowed: 2, Skipped: 1, Owed: 1, Answered: 2, Judged: 1},
-		"app=bot":   {Recorded: 11, Shed: 3, Shadowed: 4, Skipped: 1, Owed: 2, Missing: 1, Answered: 3, Judged: 1, JudgeErrors: 1},
+		"app=bot":   {Recorded: 12, Shed: 3, Shadowed: 5, Skipped: 1, Owed: 2, Missing: 1, Answered: 4, Judged: 1, JudgeErrors: 1, NotJudged: 1},
 	} {
 		got := cells[key]
 		got.Dimension, got.Value = "", ""
@@ -264,7 +265,8 @@ func TestLiveJudgeStats(t *testing.T) {
 	at := func(m int) time.Time { return liveT0.Add(time.Duration(m) * time.Minute) }
 	mk := func(req, suite, version, outcome, canary string, passed bool, m int) Judgment {
 		return Judgment{RequestID: req, SuiteRunID: suite, Pipeline: "conductor", PipelineVersion: version, CandidateRunID: "c-" + req + canary,
-			Judge: "claude-sonnet-4", Outcome: outcome, Canary: canary, CanaryPassed: passed, JudgedAt: at(m), InclusionProb: 0.25}
+			Judge: "claude-sonnet-4", Outcome: outcome, Canary: canary, CanaryPassed: passed, JudgedAt: at(m), InclusionProb: 0.25,
+			Verdict1: "A", Verdict2: "B"}
 	}
 	if err := s.InsertJudgments(ctx, []Judgment{
 		mk("a", "", "v1", JudgmentWin, "", false, 1), mk("b", "", "v1", JudgmentInconsistent, "", false, 2),
@@ -274,12 +276,15 @@ func TestLiveJudgeStats(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.LiveJudgeStats(ctx, LiveQuery{Pipeline: "conductor", PipelineVersion: "v1", From: at(0), To: at(100)})
+	got, err := s.LiveJudgeStats(ctx, LiveQuery{Pipeline: "conductor", PipelineVersion: "v1", From: at(0), To: at(100)}.Judgments())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 1 || got[0].Wins != 1 || got[0].Inconsistent != 1 || got[0].Errors != 1 || got[0].Losses != 0 ||
 		got[0].Canaries != 1 || got[0].CanariesFailed != 1 || got[0].PositionConsistency != 0.5 {
 		t.Errorf("live judge stats = %+v", got)
+	}
+	if _, err := s.LiveJudgeStats(ctx, LiveJudgmentQuery{PipelineVersion: "v1", From: at(0), To: at(100)}); err == nil {
+		t.Error("a version without its pipeline was accepted")
 	}
 }

@@ -13,21 +13,21 @@ import (
 // one-sided boundary Boundary (Confidence: the two-sided level of its
 // intervals) with spending function Spending, and giving Verdict.
 type SuiteLook struct {
-	SetName          string    `json:"set_name" ch:"set_name"`
-	Incumbent        string    `json:"incumbent" ch:"incumbent"`
-	Candidate        string    `json:"candidate" ch:"candidate"`
-	CandidateVersion string    `json:"candidate_version" ch:"candidate_version"`
-	PolicyVersion    string    `json:"policy_version" ch:"policy_version"`
-	Look             int32     `json:"look" ch:"look"`
-	SuiteRunID       string    `json:"suite_run_id" ch:"suite_run_id"`
-	Cases            int32     `json:"cases" ch:"cases"`
-	MaxCases         int32     `json:"max_cases" ch:"max_cases"`
-	Fraction         float64   `json:"fraction" ch:"fraction"`
-	Boundary         float64   `json:"boundary" ch:"boundary"`
-	Confidence       float64   `json:"confidence" ch:"confidence"`
-	Spending         string    `json:"spending" ch:"spending"`
-	Verdict          string    `json:"verdict" ch:"verdict"`
-	CreatedAt        time.Time `json:"created_at" ch:"created_at"`
+	SetName          string    `json:"set_name"`
+	Incumbent        string    `json:"incumbent"`
+	Candidate        string    `json:"candidate"`
+	CandidateVersion string    `json:"candidate_version"`
+	PolicyVersion    string    `json:"policy_version"`
+	Look             int32     `json:"look"`
+	SuiteRunID       string    `json:"suite_run_id"`
+	Cases            int32     `json:"cases"`
+	MaxCases         int32     `json:"max_cases"`
+	Fraction         float64   `json:"fraction"`
+	Boundary         float64   `json:"boundary"`
+	Confidence       float64   `json:"confidence"`
+	Spending         string    `json:"spending"`
+	Verdict          string    `json:"verdict"`
+	CreatedAt        time.Time `json:"created_at"`
 }
 
 // LookKey names one group-sequential plan: the set (by name: a set that grew

@@ -163,6 +163,9 @@ type Roles struct {
 	JudgmentReader JudgmentReader // a trace's judgments, a judge's figures
 	LiveReader     LiveReader     // the live verdicts: sequences, observations, coverage, the live judge's record
 	LookStore      LookStore      // suite runs: the looks of group-sequential plans
+	// LiveJudgments: live judging's day spend (the judge budget across
+	// restarts) and live judges' figures (the trace list, the live verdict).
+	LiveJudgments LiveJudgmentReader
 }
 
 // NewRoles resolves the roles of st, once. A nil st gives Roles with every
@@ -186,6 +189,7 @@ func NewRoles(st Store) Roles {
 	r.JudgmentReader, _ = st.(JudgmentReader)
 	r.LiveReader, _ = st.(LiveReader)
 	r.LookStore, _ = st.(LookStore)
+	r.LiveJudgments, _ = st.(LiveJudgmentReader)
 	return r
 }
 

@@ -206,6 +206,8 @@ type overviewView struct {
 	// version (eval.LiveVerdicts as of now: the window and filters change
 	// none), with the window's coverage; nil without a store read.
 	Live *eval.LiveSection
+	// LiveJudges is each live judge's record on the window's live judgments.
+	LiveJudges liveJudgesView
 }
 
 // newLineChart draws series of (bucket, value) per pipeline across [from, to).
@@ -379,6 +381,7 @@ func (s *server) overview(c *gin.Context) {
 	}
 	v := newOverviewView(meta, q, bucket, ov, runs, live)
 	v.ThisURL = s.urls().overviewWith(q)
+	v.LiveJudges = s.liveJudgesOf(c, q.From, q.To)
 	s.render(c, http.StatusOK, overviewPage(v))
 }
 

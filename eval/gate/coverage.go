@@ -15,11 +15,16 @@ import (
 // for one candidate version (store.CoverageCell).
 type CoverageCounts struct {
 	Dimension, Value string
-	// Recorded ⊇ Shadowed ⊇ Answered ⊇ Judged + JudgeErrors; Shed, Skipped,
-	// Owed and Missing are the recorded exchanges not shadowed, by why.
+	// Recorded ⊇ Shadowed ⊇ Answered ⊇ Judged + JudgeErrors + NotJudged
+	// (the sampled pairs); Shed, Skipped, Owed and Missing are the recorded
+	// exchanges not shadowed, by why; NotJudged were sampled but never
+	// judged (judge budget, full queue, stop).
 	Recorded, Shed, Shadowed, Skipped, Owed, Missing int64
-	Answered, Judged, JudgeErrors                    int64
+	Answered, Judged, JudgeErrors, NotJudged         int64
 }
+
+// sampled is the answered pairs sampled for judging.
+func (c CoverageCounts) sampled() int64 { return c.Judged + c.JudgeErrors + c.NotJudged }
 
 // Lost is the recorded exchanges not shadowed for good: shed, skipped and
 // missing (owed work is shadowed again and is left out).
@@ -47,7 +52,8 @@ type CoverageCheck struct {
 //     error) against not — only when every judged pair of the window had one
 //     inclusion probability (constantInclusion): a design that judges some
 //     segments more is weighted for (Horvitz–Thompson) and not a loss;
-//   - judged: of the sampled pairs, judged against judge errors.
+//   - judged: of the sampled pairs, judged against judge errors and pairs
+//     never judged (budget, full queue, stop).
 //
 // Each test runs at live.coverage_p divided by the number of tests run
 // (Bonferroni). Loss that differs by segment means the live pairs are not a
@@ -79,11 +85,11 @@ func CheckCoverage(p Policy, cells []CoverageCounts, constantInclusion bool) (ro
 	}
 	stages := []stage{
 		{"shadowed", func(c CoverageCounts) int64 { return c.Shadowed }, CoverageCounts.Lost},
-		{"judged", func(c CoverageCounts) int64 { return c.Judged }, func(c CoverageCounts) int64 { return c.JudgeErrors }},
+		{"judged", func(c CoverageCounts) int64 { return c.Judged }, func(c CoverageCounts) int64 { return c.JudgeErrors + c.NotJudged }},
 	}
 	if constantInclusion {
-		stages = slices.Insert(stages, 1, stage{"sampled for judging", func(c CoverageCounts) int64 { return c.Judged + c.JudgeErrors },
-			func(c CoverageCounts) int64 { return c.Answered - c.Judged - c.JudgeErrors }})
+		stages = slices.Insert(stages, 1, stage{"sampled for judging", CoverageCounts.sampled,
+			func(c CoverageCounts) int64 { return c.Answered - c.sampled() }})
 	}
 	for _, st := range stages {
 		for _, d := range dims {
@@ -111,8 +117,8 @@ func CheckCoverage(p Policy, cells []CoverageCounts, constantInclusion bool) (ro
 		}
 	}
 	r := Result{Gate: GateCoverage, Status: Pass, Figure: figure.Coverage(all.Shadowed, all.Recorded), Threshold: level}
-	summary := fmt.Sprintf("of %d production exchanges recorded, %d shadowed (%.1f%%), %d shed, %d skipped by the daily cap, %d missing, %d owed (shadowed again); %d answered pairs, %d judged, %d judge errors",
-		all.Recorded, all.Shadowed, 100*r.Figure, all.Shed, all.Skipped, all.Missing, all.Owed, all.Answered, all.Judged, all.JudgeErrors)
+	summary := fmt.Sprintf("of %d production exchanges recorded, %d shadowed (%.1f%%), %d shed, %d skipped by the daily cap, %d missing, %d owed (shadowed again); %d answered pairs, %d judged, %d judge errors, %d sampled but not judged",
+		all.Recorded, all.Shadowed, 100*r.Figure, all.Shed, all.Skipped, all.Missing, all.Owed, all.Answered, all.Judged, all.JudgeErrors, all.NotJudged)
 	var bad []string
 	if len(checks) > 0 {
 		each := level / float64(len(checks))

@@ -24,6 +24,10 @@ const (
 	// LiveJudgeError: sampled, but the judge failed (a call or reply it could
 	// not read): non-response, counted against judge.max_error_share.
 	LiveJudgeError
+	// LiveNotJudged: sampled, but never judged (store.JudgmentUnjudged: the
+	// daily judge budget, a full judging queue or a stop): non-response like
+	// a judge error, counted apart.
+	LiveNotJudged
 	// LiveFailed: the candidate run failed — error, budget_exceeded (its
 	// limit stopped it) — where the incumbent answered: a certain loss,
 	// judged or not.
@@ -71,11 +75,12 @@ type LiveCounts struct {
 	Inconsistent int `json:"inconsistent"`
 	Failed       int `json:"failed"`   // candidate runs that failed: losses
 	Unjudged     int `json:"unjudged"` // answered pairs not sampled for judging
-	// Lost is the sampled pairs left out as non-response: JudgeErrors, Late
-	// (judged after the settle time) and BelowFloor (sampled with
-	// π < live.min_inclusion_prob).
+	// Lost is the sampled pairs left out as non-response: JudgeErrors,
+	// NotJudged (sampled, never judged), Late (judged after the settle time)
+	// and BelowFloor (sampled with π < live.min_inclusion_prob).
 	Lost        int `json:"lost"`
 	JudgeErrors int `json:"judge_errors"`
+	NotJudged   int `json:"not_judged"`
 	Late        int `json:"late"`
 	BelowFloor  int `json:"below_floor"`
 	Unpaired    int `json:"unpaired"` // no incumbent answer
@@ -393,7 +398,7 @@ func (s *LiveSequence) Observe(o LiveObs) {
 		s.p95.Observe(o.IncumbentMs, o.CandidateMs)
 	}
 	kind := o.Kind
-	if (kind == LiveJudged || kind == LiveJudgeError) && o.InclusionProb > 0 {
+	if (kind == LiveJudged || kind == LiveJudgeError || kind == LiveNotJudged) && o.InclusionProb > 0 {
 		pi := math.Min(1, o.InclusionProb)
 		s.htSum += 1 / pi
 		s.htVar += (1 - pi) / (pi * pi)
@@ -421,6 +426,10 @@ func (s *LiveSequence) Observe(o LiveObs) {
 		return
 	case LiveJudgeError:
 		c.JudgeErrors++
+		c.Lost++
+		return
+	case LiveNotJudged:
+		c.NotJudged++
 		c.Lost++
 		return
 	case LiveFailed:

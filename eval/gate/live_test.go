@@ -205,27 +205,30 @@ func TestLiveInclusionWeights(t *testing.T) {
 }
 
 // Non-response never vanishes: judgments written after the settle time and
-// pairs sampled below the floor count as lost, like judge errors, and stay
+// pairs sampled below the floor count as lost, like judge errors and
+// sampled pairs never judged (a spent judge budget), and stay
 // out of the test; the judged sample's coverage check makes quality
 // INCONCLUSIVE when judging stopped for part of the time or never ran.
 func TestLiveNonResponseAndJudgeSample(t *testing.T) {
 	pol := NewDefaultPolicy()
 	seq := newSeq(t, pol)
 	d := newPairDraw(7, 0.85, 0.1, 0)
-	for i := range 30 {
+	for i := range 40 {
 		o := d.next(i, 1)
-		switch i % 3 {
+		switch i % 4 {
 		case 0:
 			o.JudgedAt = o.At.Add(2 * time.Hour) // settle is 1h
 		case 1:
 			o.InclusionProb = 0.05 // below the 0.1 floor
-		default:
+		case 2:
 			o.Kind = LiveJudgeError
+		default:
+			o.Kind = LiveNotJudged // sampled, the judge budget spent
 		}
 		seq.Observe(o)
 	}
 	c := seq.Counts()
-	if c.Late != 10 || c.BelowFloor != 10 || c.JudgeErrors != 10 || c.Lost != 30 || c.Evidence != 0 {
+	if c.Late != 10 || c.BelowFloor != 10 || c.JudgeErrors != 10 || c.NotJudged != 10 || c.Lost != 40 || c.Evidence != 0 {
 		t.Fatalf("counts %+v", c)
 	}
 
