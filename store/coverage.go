@@ -101,22 +101,16 @@ type CoverageSegment struct {
 	CoverageStage
 }
 
-// CoverageReason counts the recorded rows of one reason.
-type CoverageReason struct {
-	Reason string `json:"reason"`
-	Count  int64  `json:"count"`
-}
-
-// Coverage is what became of the production exchanges of a query window:
+// RecordCoverage is what became of the production exchanges of a query window:
 // per window, route and app (by window, route, app), per segment cell (by
 // dimension, value), the totals, and why rows were not shadowed
 // (NotShadowed) or kept without their text (BodyOmitted), most first.
-type Coverage struct {
+type RecordCoverage struct {
 	Total       CoverageStage     `json:"total"`
 	Windows     []CoverageWindow  `json:"windows"`
 	Segments    []CoverageSegment `json:"segments"`
-	NotShadowed []CoverageReason  `json:"not_shadowed"`
-	BodyOmitted []CoverageReason  `json:"body_omitted"`
+	NotShadowed []ReasonCount     `json:"not_shadowed"`
+	BodyOmitted []ReasonCount     `json:"body_omitted"`
 }
 
 // CoverageReader reads the stored coverage: the overview's coverage block,
@@ -125,7 +119,7 @@ type Coverage struct {
 type CoverageReader interface {
 	// TapCoverage counts what became of the production exchanges received
 	// in q's window. An invalid q returns its Validate error.
-	TapCoverage(ctx context.Context, q CoverageQuery) (Coverage, error)
+	TapCoverage(ctx context.Context, q CoverageQuery) (RecordCoverage, error)
 }
 
 // InsertOffered implements CoverageWriter.
@@ -186,8 +180,8 @@ const stageSums = `count() AS recorded, countIf(is_not_shadowed) AS not_shadowed
 // TapCoverage implements CoverageReader with four statements: the windows
 // (offered counts and request rows), the segment cells, and the two reason
 // lists.
-func (s *sqlStore) TapCoverage(ctx context.Context, q CoverageQuery) (Coverage, error) {
-	var cov Coverage
+func (s *sqlStore) TapCoverage(ctx context.Context, q CoverageQuery) (RecordCoverage, error) {
+	var cov RecordCoverage
 	if err := q.Validate(); err != nil {
 		return cov, err
 	}
@@ -225,8 +219,8 @@ ORDER BY dimension, value`, s.coverageRequests(q), stageSums, SegmentUnknown, Se
 	if err != nil {
 		return cov, fmt.Errorf("store: coverage: segments: %w", err)
 	}
-	reasons := func(col string) ([]CoverageReason, error) {
-		rows, err := queryRows[CoverageReason](ctx, s.t, fmt.Sprintf(`SELECT %[2]s AS reason, count() AS count
+	reasons := func(col string) ([]ReasonCount, error) {
+		rows, err := queryRows[ReasonCount](ctx, s.t, fmt.Sprintf(`SELECT %[2]s AS reason, count() AS count
 FROM %[1]s.requests FINAL
 WHERE %[3]s AND %[2]s != ''
 GROUP BY reason

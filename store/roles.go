@@ -104,11 +104,9 @@ type Console interface {
 }
 
 // OverviewReader computes the overview: counts, per-pipeline totals and
-// series (OverviewAnalytics) and the agreement sequence live verdicts are
-// computed from (LiveAgreement).
+// series, agreement (OverviewAnalytics).
 type OverviewReader interface {
 	OverviewAnalytics
-	LiveAgreement
 }
 
 // SubjectEraser (forget.go) is the role of `forget` and POST /api/forget;
@@ -130,6 +128,7 @@ var (
 	_ WorkerReader   = (*sqlStore)(nil)
 	_ EvalHistory    = (*sqlStore)(nil)
 	_ SubjectEraser  = (*sqlStore)(nil)
+	_ LiveReader     = (*sqlStore)(nil)
 	_ LookStore      = (*sqlStore)(nil)
 	_ CoverageWriter = (*sqlStore)(nil)
 	_ CoverageReader = (*sqlStore)(nil)
@@ -165,6 +164,7 @@ type Roles struct {
 	VerdictNotices VerdictNotices // the verdict notifications' state
 	JudgmentWriter JudgmentWriter // suite runs' pairwise judgments and canaries
 	JudgmentReader JudgmentReader // a trace's judgments, a judge's figures
+	LiveReader     LiveReader     // the live verdicts: sequences, observations, coverage, the live judge's record
 	LookStore      LookStore      // suite runs: the looks of group-sequential plans
 	// LiveJudgments: live judging's day spend (the judge budget across
 	// restarts) and live judges' figures (the trace list, the live verdict).
@@ -199,6 +199,7 @@ func NewRoles(st Store) Roles {
 	r.VerdictNotices, _ = st.(VerdictNotices)
 	r.JudgmentWriter, _ = st.(JudgmentWriter)
 	r.JudgmentReader, _ = st.(JudgmentReader)
+	r.LiveReader, _ = st.(LiveReader)
 	r.LookStore, _ = st.(LookStore)
 	r.LiveJudgments, _ = st.(LiveJudgmentReader)
 	r.CoverageWriter, _ = st.(CoverageWriter)
