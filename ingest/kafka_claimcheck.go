@@ -87,7 +87,7 @@ func encodeCopy(ex Exchange, copyID string, limit, maxCopy int64) (encodedOp, er
 		return encodedOp{msgs: []kafka.Message{one}, size: len(b)}, nil
 	}
 	if copyID == "" {
-		copyID = newCopyID()
+		copyID = newClaimCheckID()
 	}
 	sum := sha256.Sum256(b)
 	headers := func(i, n int) []kafka.Header {
@@ -112,8 +112,8 @@ func encodeCopy(ex Exchange, copyID string, limit, maxCopy int64) (encodedOp, er
 	return encodedOp{msgs: msgs, copyID: copyID, size: len(b)}, nil
 }
 
-// newCopyID is 16 random bytes as hex.
-func newCopyID() string {
+// newClaimCheckID is a claim-check set's id: 16 random bytes as hex.
+func newClaimCheckID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
