@@ -1,9 +1,11 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -30,6 +32,9 @@ type PlanQuery struct {
 	From, To time.Time
 	Scope    string
 	App      string
+	// MaxRuns bounds the candidate runs PlanAttribution reads (0:
+	// MaxAttributionRuns).
+	MaxRuns int
 }
 
 // Validate reports a missing pipeline, an empty or inverted window and an
@@ -178,18 +183,32 @@ type AttributionRow struct {
 // over Pairs, LatencyDeltaMs over LatencyPairs (the mean difference per request
 // is the total over the pairs).
 type Attribution struct {
-	Pairs          int64            `json:"pairs"`
-	LatencyPairs   int64            `json:"latency_pairs"`
-	CandidateUSD   float64          `json:"candidate_usd"`    // summed candidate cost of the pairs
-	IncumbentUSD   float64          `json:"incumbent_usd"`    // summed incumbent cost of the pairs
-	CostDeltaUSD   float64          `json:"cost_delta_usd"`   // CandidateUSD − IncumbentUSD
-	LatencyDeltaMs float64          `json:"latency_delta_ms"` // summed latency difference over LatencyPairs
-	CandidateMs    float64          `json:"candidate_ms"`     // summed candidate latency over LatencyPairs
-	IncumbentMs    float64          `json:"incumbent_ms"`     // summed incumbent latency over LatencyPairs
-	Incumbents     []string         `json:"incumbents"`       // the incumbent pipelines of the pairs, sorted
-	ByWorker       []AttributionRow `json:"by_worker"`        // by worker, largest cost part first
-	ByStep         []AttributionRow `json:"by_step"`          // by plan step, largest cost part first
+	Pairs          int64    `json:"pairs"`
+	LatencyPairs   int64    `json:"latency_pairs"`
+	CandidateUSD   float64  `json:"candidate_usd"`    // summed candidate cost of the pairs
+	IncumbentUSD   float64  `json:"incumbent_usd"`    // summed incumbent cost of the pairs
+	CostDeltaUSD   float64  `json:"cost_delta_usd"`   // CandidateUSD − IncumbentUSD
+	LatencyDeltaMs float64  `json:"latency_delta_ms"` // summed latency difference over LatencyPairs
+	CandidateMs    float64  `json:"candidate_ms"`     // summed candidate latency over LatencyPairs
+	IncumbentMs    float64  `json:"incumbent_ms"`     // summed incumbent latency over LatencyPairs
+	Incumbents     []string `json:"incumbents"`       // the incumbent pipelines of the pairs, sorted
+	// SampledFrom is, when the window held more than MaxAttributionRuns
+	// candidate runs, how many it held: the figures are then those of a
+	// uniform sample of its requests (by a hash of the request id); 0 when
+	// every run was read.
+	SampledFrom int64            `json:"sampled_from"`
+	ByWorker    []AttributionRow `json:"by_worker"` // by worker, largest cost part first
+	ByStep      []AttributionRow `json:"by_step"`   // by plan step, largest cost part first
 }
+
+// MaxAttributionRuns bounds the candidate runs PlanAttribution reads: past
+// it, a uniform sample of about that many (Attribution.SampledFrom), so the
+// page stays fast on a week of heavy traffic; the decomposition sums to the
+// sample's difference, an unbiased estimate of the whole window's mean.
+const MaxAttributionRuns = 20_000
+
+// attributionHashes is the modulus of the sample's request-id hash.
+const attributionHashes = 1_000_000
 
 // Attribution rows that are no step.
 const (
@@ -276,7 +295,7 @@ func (s *sqlStore) PlanShapes(ctx context.Context, q PlanQuery) ([]PlanShapeStat
     any(c.request_id) AS example_request_id
 FROM (
     SELECT run_id, request_id, cost_usd, latency_ms, status, final_output,
-        %[3]s AS shape, length(JSONExtractArrayRaw(plan, 'steps')) AS n_steps
+        plan_shape AS shape, if(empty(plan_shape), 0, countSubstrings(plan_shape, '%[3]s') + 1) AS n_steps
     FROM %[1]s.runs FINAL WHERE %[2]s
 ) AS c
 LEFT JOIN (
@@ -293,7 +312,7 @@ LEFT JOIN (
 ) AS j ON c.run_id = j.candidate_run_id
 GROUP BY shape
 ORDER BY runs DESC, shape
-LIMIT %[12]d`, s.db, cond, planShapeSQL("plan"),
+LIMIT %[12]d`, s.db, cond, PlanShapeSep,
 		figure.CostPerRequestSQL("c.cost_usd", "c.request_id"), figure.LatencySQL("c.latency_ms", 50), figure.LatencySQL("c.latency_ms", 95),
 		figure.WinRateSQL("j.jo = '"+JudgmentWin+"'", "j.judged = 1", "j.prob"),
 		fmt.Sprintf(normalizeSQL, "c.final_output"), JudgmentWin, fmt.Sprintf(normalizeSQL, "i.inc"), judgedOutcomes, MaxPlanShapes), p)
@@ -364,6 +383,20 @@ func (s *sqlStore) PlanAttribution(ctx context.Context, q PlanQuery) (Attributio
 	}
 	p := Params{}
 	cond := s.candCond(q, p, "version", true)
+	type count struct {
+		N int64 `json:"n"`
+	}
+	n, err := queryRows[count](ctx, s.t, fmt.Sprintf("SELECT count() AS n FROM %s.runs WHERE %s", s.db, cond), p)
+	if err != nil {
+		return out, fmt.Errorf("store: plan attribution: count: %w", err)
+	}
+	maxRuns := int64(cmp.Or(q.MaxRuns, MaxAttributionRuns))
+	if len(n) == 1 && n[0].N > maxRuns {
+		// A uniform sample of the requests: their hash below the share kept.
+		out.SampledFrom = n[0].N
+		p.Int("keep", int64(math.Ceil(attributionHashes*float64(maxRuns)/float64(n[0].N))))
+		cond += fmt.Sprintf(" AND cityHash64(request_id) %% %d < {keep:UInt64}", attributionHashes)
+	}
 	type row struct {
 		Set       string   `json:"set"` // "worker", "step" or "total"
 		Key       string   `json:"key"`
@@ -384,16 +417,17 @@ func (s *sqlStore) PlanAttribution(ctx context.Context, q PlanQuery) (Attributio
 	rows, err := queryRows[row](ctx, s.t, fmt.Sprintf(`SELECT
     multiIf(grouping(wkey) = 0, 'worker', grouping(skey) = 0, 'step', 'total') AS set,
     if(grouping(wkey) = 0, wkey, if(grouping(skey) = 0, skey, '')) AS key,
-    uniqExactIf(request_id, part.5) AS requests,
+    if(grouping(wkey) = 0, countIf(part.5 AND wfirst), countIf(part.5 AND sfirst)) AS requests,
     sum(part.3) AS cost_usd,
     sum(part.4) AS latency_ms,
-    uniqExact(request_id) AS pairs,
-    uniqExactIf(request_id, lat_known) AS lat_pairs,
+    countIf(k = 1) AS pairs,
+    countIf(k = 1 AND lat_known) AS lat_pairs,
     sumIf(cc, k = 1) AS cand_usd, sumIf(ic, k = 1) AS inc_usd,
     sumIf(cl, k = 1 AND lat_known) AS cand_ms, sumIf(il, k = 1 AND lat_known) AS inc_ms,
     arraySort(groupUniqArray(inc_pipeline)) AS incs
 FROM (
-    SELECT request_id, cc, ic, cl, il, inc_pipeline, lat_known, part, k, part.1 AS wkey, part.2 AS skey
+    SELECT request_id, cc, ic, cl, il, inc_pipeline, lat_known, part, k, part.1 AS wkey, part.2 AS skey,
+        wuniq[k] = 1 AS wfirst, suniq[k] = 1 AS sfirst
     FROM (
         SELECT c.request_id AS request_id, c.cost_usd AS cc, i.cost AS ic, c.latency_ms AS cl, i.lat AS il, i.pipeline AS inc_pipeline,
             c.latency_ms > 0 AND i.lat > 0 AS lat_known,
@@ -412,7 +446,9 @@ FROM (
                     multiIf(x.4 = 'conductor' AND x.5 = 0, 'planning (conductor)', x.4 = 'worker' AND x.5 = 0, concat('plan step ', toString(pos[j])),
                         x.5 > 0, 'nested workflow', x.4),
                     if(cc > 0, x.7 * f, 0.), lp.1[j] * g, true), steps, arrayEnumerate(steps))
-            ) AS parts
+            ) AS parts,
+            arrayEnumerateUniq(arrayMap(x -> x.1, parts)) AS wuniq,
+            arrayEnumerateUniq(arrayMap(x -> x.2, parts)) AS suniq
         FROM (SELECT run_id, request_id, cost_usd, latency_ms, toUnixTimestamp64Milli(started_at) AS start_ms
             FROM %[1]s.runs FINAL WHERE %[2]s) AS c
         INNER JOIN (
@@ -475,12 +511,13 @@ func (s *sqlStore) PlanDrift(ctx context.Context, q PlanQuery, bucketSeconds, to
 	if bucketSeconds == 7*86400 {
 		bucket = "toStartOfWeek(started_at, 1)" // ISO weeks, starting Monday
 	}
-	rows, err := queryRows[ShapeCount](ctx, s.t, fmt.Sprintf(`SELECT toDateTime64(%[4]s, 3, 'UTC') AS bucket, pipeline_version AS version,
-    if(shape0 IN (SELECT %[3]s AS sh FROM %[1]s.runs FINAL WHERE %[2]s GROUP BY sh ORDER BY count() DESC, sh LIMIT %[5]d), shape0, '%[6]s') AS shape,
+	rows, err := queryRows[ShapeCount](ctx, s.t, fmt.Sprintf(`SELECT toDateTime64(%[3]s, 3, 'UTC') AS bucket, pipeline_version AS version,
+    if(plan_shape IN (SELECT plan_shape FROM %[1]s.runs FINAL WHERE %[2]s GROUP BY plan_shape ORDER BY count() DESC, plan_shape LIMIT %[4]d),
+        plan_shape, '%[5]s') AS shape,
     count() AS runs
-FROM (SELECT started_at, pipeline_version, %[3]s AS shape0 FROM %[1]s.runs FINAL WHERE %[2]s)
+FROM %[1]s.runs FINAL WHERE %[2]s
 GROUP BY bucket, version, shape
-ORDER BY bucket, version, runs DESC, shape`, s.db, cond, planShapeSQL("plan"), bucket, top, ShapeOther), p)
+ORDER BY bucket, version, runs DESC, shape`, s.db, cond, bucket, top, ShapeOther), p)
 	if err != nil {
 		return nil, fmt.Errorf("store: plan drift: %w", err)
 	}
@@ -506,9 +543,9 @@ func (s *sqlStore) PlanDiff(ctx context.Context, q PlanQuery, a, b string) (Plan
 	condB := s.candCond(qb, p, "version_b", true)
 	// Version a: any time (the same requests may have been shadowed before).
 	condA := s.candCond(qa, p, "version_a", false)
-	pairs := fmt.Sprintf(`FROM (SELECT request_id, any(%[3]s) AS shape FROM %[1]s.runs FINAL WHERE %[2]s GROUP BY request_id) AS a
-INNER JOIN (SELECT request_id, any(%[3]s) AS shape FROM %[1]s.runs FINAL WHERE %[4]s GROUP BY request_id) AS b ON a.request_id = b.request_id`,
-		s.db, condA, planShapeSQL("plan"), condB)
+	pairs := fmt.Sprintf(`FROM (SELECT request_id, any(plan_shape) AS shape FROM %[1]s.runs FINAL WHERE %[2]s GROUP BY request_id) AS a
+INNER JOIN (SELECT request_id, any(plan_shape) AS shape FROM %[1]s.runs FINAL WHERE %[3]s GROUP BY request_id) AS b ON a.request_id = b.request_id`,
+		s.db, condA, condB)
 	type totals struct {
 		Requests int64 `json:"requests"`
 		Changed  int64 `json:"changed"`

@@ -32,8 +32,8 @@ func TestPlanShape(t *testing.T) {
 	}
 }
 
-// TestPlanShapeSQLMatchesGo computes the shape of stored plans in the engine
-// and in Go and requires the same text.
+// TestPlanShapeSQLMatchesGo reads the shape the engine computed for stored
+// plans (runs.plan_shape, migration 0260) and requires PlanShape's text.
 func TestPlanShapeSQLMatchesGo(t *testing.T) {
 	s := openTestStore(t)
 	ctx := context.Background()
@@ -54,7 +54,7 @@ func TestPlanShapeSQLMatchesGo(t *testing.T) {
 		RunID string `json:"run_id"`
 		Shape string `json:"shape"`
 	}
-	got, err := queryRows[row](ctx, s.t, fmt.Sprintf("SELECT run_id, %s AS shape FROM %s.runs FINAL ORDER BY run_id", planShapeSQL("plan"), s.db))
+	got, err := queryRows[row](ctx, s.t, fmt.Sprintf("SELECT run_id, plan_shape AS shape FROM %s.runs FINAL ORDER BY run_id", s.db))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -435,5 +435,27 @@ func TestPlanDriftAndDiff(t *testing.T) {
 	}
 	if _, err := s.PlanDiff(ctx, q, "v1", "v1"); err == nil {
 		t.Error("the same version twice: no error")
+	}
+}
+
+// TestPlanAttributionSample: past MaxRuns the attribution reads a sample of
+// the requests, says so, and still sums to the sample's difference.
+func TestPlanAttributionSample(t *testing.T) {
+	s := openTestStore(t)
+	f := newPlanFixture()
+	seedPlans(t, s, f)
+	a, err := s.PlanAttribution(context.Background(), PlanQuery{Pipeline: "conductor", Version: "v2", From: f.from, To: f.to, MaxRuns: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.SampledFrom != 50 || a.Pairs == 0 || a.Pairs >= 49 {
+		t.Fatalf("sampled from %d, %d pairs; want 50 and a sample", a.SampledFrom, a.Pairs)
+	}
+	var c float64
+	for _, r := range a.ByWorker {
+		c += r.CostUSD
+	}
+	if math.Abs(c-a.CostDeltaUSD) > 1e-9 || math.Abs(a.CandidateUSD-a.IncumbentUSD-a.CostDeltaUSD) > 1e-9 {
+		t.Errorf("sample parts %v, delta %v (cand %v, inc %v)", c, a.CostDeltaUSD, a.CandidateUSD, a.IncumbentUSD)
 	}
 }

@@ -20,8 +20,9 @@ const PlanShapeSep = " → "
 // "model N" (its model_id). "" for an empty or unreadable plan (no workflow:
 // the fallback answered, or the candidate is not a conductor).
 //
-// The SQL stores group runs by the same shape computed in the query
-// (planShapeSQL); TestPlanShapeSQLMatchesGo holds the two equal.
+// The SQL stores keep the same shape in runs.plan_shape, computed by the
+// engine from plan when a run is written (migration 0260);
+// TestPlanShapeSQLMatchesGo holds the two equal.
 func PlanShape(plan string) string {
 	var p struct {
 		Steps []map[string]json.RawMessage `json:"steps"`
@@ -58,16 +59,6 @@ func shapeAccess(raw json.RawMessage) string {
 		out[i] = strconv.FormatInt(n, 10)
 	}
 	return "[" + strings.Join(out, ",") + "]"
-}
-
-// planShapeSQL is PlanShape in SQL over the column expression col (a run's plan).
-func planShapeSQL(col string) string {
-	return `arrayStringConcat(arrayMap(s -> concat(
-        if(JSONExtractString(s, 'worker') = '', concat('model ', toString(JSONExtractInt(s, 'model_id'))), JSONExtractString(s, 'worker')),
-        multiIf(JSONType(s, 'access') = 'String', concat('[', JSONExtractString(s, 'access'), ']'),
-            JSONType(s, 'access') = 'Array' AND JSONLength(s, 'access') > 0,
-            concat('[', arrayStringConcat(arrayMap(x -> toString(x), JSONExtract(s, 'access', 'Array(Int64)')), ','), ']'), '')),
-    JSONExtractArrayRaw(` + col + `, 'steps')), '` + PlanShapeSep + `')`
 }
 
 // CriticalSlackMs is how far (ms) a step may end after another step started

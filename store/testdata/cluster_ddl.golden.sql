@@ -448,6 +448,24 @@ ALTER TABLE `shadow`.judgments ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXI
 
 ALTER TABLE `shadow`.judgments_local ON CLUSTER `shadow_cluster` ADD INDEX IF NOT EXISTS idx_judged_at judged_at TYPE minmax GRANULARITY 1;
 
+-- migration 0260_plan_shape
+
+ALTER TABLE `shadow`.runs_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS plan_shape LowCardinality(String) DEFAULT arrayStringConcat(arrayMap(s -> concat(
+        if(JSONExtractString(s, 'worker') = '', concat('model ', toString(JSONExtractInt(s, 'model_id'))), JSONExtractString(s, 'worker')),
+        multiIf(JSONType(s, 'access') = 'String', concat('[', JSONExtractString(s, 'access'), ']'),
+            JSONType(s, 'access') = 'Array' AND JSONLength(s, 'access') > 0,
+            concat('[', arrayStringConcat(arrayMap(x -> toString(x), JSONExtract(s, 'access', 'Array(Int64)')), ','), ']'), '')),
+    JSONExtractArrayRaw(plan, 'steps')), ' → ') AFTER plan;
+
+ALTER TABLE `shadow`.runs ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS plan_shape LowCardinality(String) DEFAULT arrayStringConcat(arrayMap(s -> concat(
+        if(JSONExtractString(s, 'worker') = '', concat('model ', toString(JSONExtractInt(s, 'model_id'))), JSONExtractString(s, 'worker')),
+        multiIf(JSONType(s, 'access') = 'String', concat('[', JSONExtractString(s, 'access'), ']'),
+            JSONType(s, 'access') = 'Array' AND JSONLength(s, 'access') > 0,
+            concat('[', arrayStringConcat(arrayMap(x -> toString(x), JSONExtract(s, 'access', 'Array(Int64)')), ','), ']'), '')),
+    JSONExtractArrayRaw(plan, 'steps')), ' → ') AFTER plan;
+
+ALTER TABLE `shadow`.runs_local ON CLUSTER `shadow_cluster` MATERIALIZE COLUMN plan_shape;
+
 -- retention: requests 90 days, bodies 30 days
 
 ALTER TABLE `shadow`.`requests_local` ON CLUSTER `shadow_cluster` MODIFY TTL toDateTime(received_at) + toIntervalSecond(7776000);
