@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -138,13 +137,23 @@ type ShapeTransition struct {
 	ExampleRequestID string `json:"example_request_id"`
 }
 
-// PlanDiff compares two versions of one conductor on the requests both ran:
-// Requests such requests, Changed those planned in another shape, and the
-// transitions between shapes, most frequent first (at most MaxTransitions).
+// PlanVersion names one candidate version.
+type PlanVersion struct {
+	Pipeline string `json:"pipeline"`
+	Version  string `json:"version"`
+}
+
+// String is "pipeline@version".
+func (v PlanVersion) String() string { return v.Pipeline + "@" + v.Version }
+
+// PlanDiff compares two candidate versions (of one conductor, or two
+// conductors) on the requests both ran: Requests such requests, Changed those
+// planned in another shape, and the transitions between shapes, most frequent
+// first (at most MaxTransitions).
 type PlanDiff struct {
-	VersionA, VersionB string
-	Requests, Changed  int64
-	Transitions        []ShapeTransition
+	A, B              PlanVersion
+	Requests, Changed int64
+	Transitions       []ShapeTransition
 }
 
 // MaxTransitions caps PlanDiff.Transitions.
@@ -193,22 +202,20 @@ type Attribution struct {
 	IncumbentMs    float64  `json:"incumbent_ms"`     // summed incumbent latency over LatencyPairs
 	Incumbents     []string `json:"incumbents"`       // the incumbent pipelines of the pairs, sorted
 	// SampledFrom is, when the window held more than MaxAttributionRuns
-	// candidate runs, how many it held: the figures are then those of a
-	// uniform sample of its requests (by a hash of the request id); 0 when
-	// every run was read.
+	// candidate runs, how many it held: the figures are then those of the
+	// sample (MaxAttributionRuns); 0 when every run was read.
 	SampledFrom int64            `json:"sampled_from"`
 	ByWorker    []AttributionRow `json:"by_worker"` // by worker, largest cost part first
 	ByStep      []AttributionRow `json:"by_step"`   // by plan step, largest cost part first
 }
 
 // MaxAttributionRuns bounds the candidate runs PlanAttribution reads: past
-// it, a uniform sample of about that many (Attribution.SampledFrom), so the
-// page stays fast on a week of heavy traffic; the decomposition sums to the
-// sample's difference, an unbiased estimate of the whole window's mean.
+// it, the window's first MaxAttributionRuns runs by run id
+// (Attribution.SampledFrom), so the page stays fast on a week of heavy
+// traffic. The shadow side's run ids are hashes (shadow.RunID), so that is a
+// uniform sample of the window's requests; the decomposition sums to the
+// sample's difference, an estimate of the whole window's mean.
 const MaxAttributionRuns = 20_000
-
-// attributionHashes is the modulus of the sample's request-id hash.
-const attributionHashes = 1_000_000
 
 // Attribution rows that are no step.
 const (
@@ -237,9 +244,10 @@ type PlanReader interface {
 	// shape, the shapes beyond the top most frequent ones counted as
 	// ShapeOther; by bucket, version, then runs (most first).
 	PlanDrift(ctx context.Context, q PlanQuery, bucketSeconds, top int) ([]ShapeCount, error)
-	// PlanDiff compares versions a and b of q.Pipeline on the requests both
-	// ran in q's scope, b's run started in q's window (q.Version is ignored).
-	PlanDiff(ctx context.Context, q PlanQuery, a, b string) (PlanDiff, error)
+	// PlanDiff compares candidate versions a and b on the requests both ran
+	// in q's scope, b's run started in q's window and of q.App's requests
+	// (q.Pipeline and q.Version are ignored).
+	PlanDiff(ctx context.Context, q PlanQuery, a, b PlanVersion) (PlanDiff, error)
 }
 
 var _ PlanReader = (*sqlStore)(nil)
@@ -391,11 +399,23 @@ func (s *sqlStore) PlanAttribution(ctx context.Context, q PlanQuery) (Attributio
 		return out, fmt.Errorf("store: plan attribution: count: %w", err)
 	}
 	maxRuns := int64(cmp.Or(q.MaxRuns, MaxAttributionRuns))
+	stepsCond := ""
 	if len(n) == 1 && n[0].N > maxRuns {
-		// A uniform sample of the requests: their hash below the share kept.
-		out.SampledFrom = n[0].N
-		p.Int("keep", int64(math.Ceil(attributionHashes*float64(maxRuns)/float64(n[0].N))))
-		cond += fmt.Sprintf(" AND cityHash64(request_id) %% %d < {keep:UInt64}", attributionHashes)
+		// The sample: the window's first maxRuns runs by run id (the table's
+		// order, so runs and steps read only its granules).
+		type cut struct {
+			RunID string `json:"run_id"`
+		}
+		c, err := queryRows[cut](ctx, s.t, fmt.Sprintf("SELECT run_id FROM %s.runs WHERE %s ORDER BY run_id LIMIT 1 OFFSET %d", s.db, cond, maxRuns-1), p)
+		if err != nil {
+			return out, fmt.Errorf("store: plan attribution: sample: %w", err)
+		}
+		if len(c) == 1 {
+			out.SampledFrom = n[0].N
+			p.Str("cut", c[0].RunID)
+			cond += " AND run_id <= {cut:String}"
+			stepsCond = "run_id <= {cut:String} AND "
+		}
 	}
 	type row struct {
 		Set       string   `json:"set"` // "worker", "step" or "total"
@@ -464,7 +484,7 @@ FROM (
 GROUP BY GROUPING SETS ((wkey), (skey), ())
 ORDER BY set, abs(cost_usd) DESC, key`, s.db, cond,
 		criticalPartsSQL("steps", "toFloat64(c.start_ms - st.base)", "c.latency_ms"), AttributionNotInSteps, AttributionWaiting, AttributionOutside,
-		stepTimelineSQL(s.db, fmt.Sprintf("run_id IN (SELECT run_id FROM %s.runs WHERE %s)", s.db, cond), "role, depth, worker, cost_usd")), p)
+		stepTimelineSQL(s.db, fmt.Sprintf("%srun_id IN (SELECT run_id FROM %s.runs WHERE %s)", stepsCond, s.db, cond), "role, depth, worker, cost_usd")), p)
 	if err != nil {
 		return out, fmt.Errorf("store: plan attribution: %w", err)
 	}
@@ -526,23 +546,24 @@ ORDER BY bucket, version, runs DESC, shape`, s.db, cond, bucket, top, ShapeOther
 
 // PlanDiff implements PlanReader with two statements: the totals and the top
 // transitions.
-func (s *sqlStore) PlanDiff(ctx context.Context, q PlanQuery, a, b string) (PlanDiff, error) {
-	out := PlanDiff{VersionA: a, VersionB: b}
+func (s *sqlStore) PlanDiff(ctx context.Context, q PlanQuery, a, b PlanVersion) (PlanDiff, error) {
+	out := PlanDiff{A: a, B: b}
 	if err := q.Validate(); err != nil {
 		return out, err
 	}
-	if a == "" || b == "" || a == b {
-		return out, fmt.Errorf("store: plan diff: name two different versions, got %q and %q", a, b)
+	if a.Pipeline == "" || b.Pipeline == "" || a == b {
+		return out, fmt.Errorf("store: plan diff: name two different candidate versions, got %v and %v", a, b)
 	}
 	if err := s.check(ctx); err != nil {
 		return out, fmt.Errorf("store: plan diff: %w", err)
 	}
-	qa, qb := q, q
-	qa.Version, qb.Version = a, b
+	qb := q
+	qb.Pipeline, qb.Version = b.Pipeline, b.Version
 	p := Params{}
-	condB := s.candCond(qb, p, "version_b", true)
-	// Version a: any time (the same requests may have been shadowed before).
-	condA := s.candCond(qa, p, "version_a", false)
+	condB := s.candCond(qb, p, "version", true)
+	// A's runs: any time (the same requests may have been shadowed before).
+	p.Str("pipeline_a", a.Pipeline).Str("version_a", a.Version)
+	condA := "mode = 'candidate' AND pipeline = {pipeline_a:String} AND pipeline_version = {version_a:String} AND " + scopeCond(q.Scope)
 	pairs := fmt.Sprintf(`FROM (SELECT request_id, any(plan_shape) AS shape FROM %[1]s.runs FINAL WHERE %[2]s GROUP BY request_id) AS a
 INNER JOIN (SELECT request_id, any(plan_shape) AS shape FROM %[1]s.runs FINAL WHERE %[3]s GROUP BY request_id) AS b ON a.request_id = b.request_id`,
 		s.db, condA, condB)

@@ -422,7 +422,8 @@ func TestPlanDriftAndDiff(t *testing.T) {
 	if want := map[string]int64{"v2 " + shapeCheap: 43, "v2 " + ShapeOther: 7, "v1 " + ShapeOther: 30}; fmt.Sprint(total) != fmt.Sprint(want) {
 		t.Errorf("drift totals %v, want %v", total, want)
 	}
-	d, err := s.PlanDiff(ctx, PlanQuery{Pipeline: "conductor", From: f.from, To: f.to}, "v1", "v2")
+	v1, v2 := PlanVersion{"conductor", "v1"}, PlanVersion{"conductor", "v2"}
+	d, err := s.PlanDiff(ctx, PlanQuery{Pipeline: "conductor", From: f.from, To: f.to}, v1, v2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -433,7 +434,7 @@ func TestPlanDriftAndDiff(t *testing.T) {
 	if tr := d.Transitions[0]; tr.From != shapeGPT5 || tr.To != shapeCheap || tr.Requests != 26 || tr.ExampleRequestID != "req-00" {
 		t.Errorf("top transition %+v", tr)
 	}
-	if _, err := s.PlanDiff(ctx, q, "v1", "v1"); err == nil {
+	if _, err := s.PlanDiff(ctx, q, v1, v1); err == nil {
 		t.Error("the same version twice: no error")
 	}
 }

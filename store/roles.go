@@ -131,6 +131,7 @@ var (
 	_ EvalHistory    = (*sqlStore)(nil)
 	_ SubjectEraser  = (*sqlStore)(nil)
 	_ LookStore      = (*sqlStore)(nil)
+	_ PlanReader     = (*sqlStore)(nil)
 )
 
 // Roles are the roles of one opened store, resolved once by NewRoles (the
@@ -166,6 +167,8 @@ type Roles struct {
 	// LiveJudgments: live judging's day spend (the judge budget across
 	// restarts) and live judges' figures (the trace list, the live verdict).
 	LiveJudgments LiveJudgmentReader
+	// PlanReader: the plans page (plan shapes, attribution, drift, diff).
+	PlanReader PlanReader
 }
 
 // NewRoles resolves the roles of st, once. A nil st gives Roles with every
@@ -189,6 +192,7 @@ func NewRoles(st Store) Roles {
 	r.JudgmentReader, _ = st.(JudgmentReader)
 	r.LookStore, _ = st.(LookStore)
 	r.LiveJudgments, _ = st.(LiveJudgmentReader)
+	r.PlanReader, _ = st.(PlanReader)
 	return r
 }
 
