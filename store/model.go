@@ -265,7 +265,8 @@ type TraceSummary struct {
 	InputReducedRuns int `json:"input_reduced_runs"`
 	// The pair: the trace's candidate (TraceSearch.Candidate, else the first
 	// candidate pipeline by name; its first run by id) against the
-	// incumbent's run. PairCandidates counts the trace's candidate pipelines.
+	// incumbent's run (PairIncumbent). PairCandidates counts the trace's
+	// candidate pipelines.
 	// Paired: both runs exist; the deltas are candidate minus incumbent, cost
 	// in USD, latency in ms (PairLatencyKnown: both latencies known).
 	// PairAgreement is 1 when both answered ok with equal answers after
@@ -275,6 +276,7 @@ type TraceSummary struct {
 	// judgment before a suite run's), "" when it was not judged.
 	PairCandidate      string  `json:"pair_candidate"`
 	PairCandidates     int     `json:"pair_candidates"`
+	PairIncumbent      string  `json:"pair_incumbent"` // the incumbent run's pipeline
 	Paired             bool    `json:"paired"`
 	PairCostDeltaUSD   float64 `json:"pair_cost_delta_usd"`
 	PairLatencyKnown   bool    `json:"pair_latency_known"`

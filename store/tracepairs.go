@@ -69,11 +69,11 @@ func (s *sqlStore) pairSQL(runCond, candidate string, withOutputs bool) string {
 	if candidate != "" {
 		pick = "arraySort(x -> x.5, arrayFilter(x -> x.1 = {candidate:String}, cands))[1]"
 	}
-	return fmt.Sprintf(`SELECT r.request_id AS request_id, r.candidate AS pair_candidate, r.candidates AS pair_candidates,
+	return fmt.Sprintf(`SELECT r.request_id AS request_id, r.candidate AS pair_candidate, r.candidates AS pair_candidates, r.inc_pipeline AS pair_incumbent,
     r.paired AS paired, r.cost_delta AS pair_cost_delta_usd, r.latency_known AS pair_latency_known,
     r.latency_delta AS pair_latency_delta_ms, r.agreement AS pair_agreement, j.jo AS pair_judgment
 FROM (
-    SELECT request_id, c.1 AS candidate, length(arrayDistinct(arrayMap(x -> x.1, cands))) AS candidates,
+    SELECT request_id, c.1 AS candidate, length(arrayDistinct(arrayMap(x -> x.1, cands))) AS candidates, inc_pipeline,
         notEmpty(c.1) AND has_inc AS paired,
         if(paired, c.2 - inc.1, 0) AS cost_delta,
         paired AND c.3 > 0 AND inc.2 > 0 AS latency_known,
@@ -82,6 +82,7 @@ FROM (
     FROM (
         SELECT request_id, countIf(mode = 'incumbent') > 0 AS has_inc,
             argMinIf((cost_usd, latency_ms, status%[3]s), run_id, mode = 'incumbent') AS inc,
+            argMinIf(pipeline, run_id, mode = 'incumbent') AS inc_pipeline,
             groupArrayIf((pipeline, cost_usd, latency_ms, status, run_id%[3]s), mode = 'candidate') AS cands,
             %[5]s AS c
         FROM %[1]s.runs FINAL
@@ -102,6 +103,7 @@ type pairRow struct {
 	RequestID      string  `json:"request_id"`
 	Candidate      string  `json:"pair_candidate"`
 	Candidates     int     `json:"pair_candidates"`
+	Incumbent      string  `json:"pair_incumbent"`
 	Paired         bool    `json:"paired"`
 	CostDeltaUSD   float64 `json:"pair_cost_delta_usd"`
 	LatencyKnown   bool    `json:"pair_latency_known"`
@@ -112,7 +114,7 @@ type pairRow struct {
 }
 
 func (r pairRow) setOn(t *TraceSummary) {
-	t.PairCandidate, t.PairCandidates, t.Paired = r.Candidate, r.Candidates, r.Paired
+	t.PairCandidate, t.PairCandidates, t.PairIncumbent, t.Paired = r.Candidate, r.Candidates, r.Incumbent, r.Paired
 	t.PairCostDeltaUSD, t.PairLatencyKnown, t.PairLatencyDeltaMs = r.CostDeltaUSD, r.LatencyKnown, r.LatencyDeltaMs
 	t.PairAgreement, t.PairJudgment, t.SortValue = r.Agreement, r.Judgment, r.SortValue
 }
