@@ -17,6 +17,7 @@ const (
 	navWorkers   = "workers"
 	navTraces    = "traces"
 	navSuiteRuns = "suite-runs"
+	navPlans     = "plans"
 )
 
 // pageMeta is what the layout needs from every page.
