@@ -264,7 +264,7 @@ type TraceSummary struct {
 	// request's input (Run.InputReduced).
 	InputReducedRuns int `json:"input_reduced_runs"`
 	// The pair: the trace's candidate (TraceSearch.Candidate, else the first
-	// candidate pipeline by name; its first run by id) against the
+	// candidate pipeline by name; its newest run, by start then run id) against the
 	// incumbent's run (PairIncumbent). PairCandidates counts the trace's
 	// candidate pipelines.
 	// Paired: both runs exist; the deltas are candidate minus incumbent, cost

@@ -53,27 +53,30 @@ func (q TraceSearch) validateSort() error {
 // pairSQL selects, per request of the runs where runCond holds, the pair
 // figures of TraceSummary: the trace's candidate is the pipeline named by
 // candidate (a bound {candidate:String} when not ""), else the first candidate
-// pipeline by name; its first run (by run id) is paired with the incumbent's.
+// pipeline by name; its newest run (by start, then run id) is paired with the
+// incumbent's.
 // withOutputs adds the agreement (it reads the answers). The judgment comes
-// from the judgments table: the real pair's (no canary) judged outcome, a live
+// from the judgments table: the real pair's (no canary, that candidate run's)
+// judged outcome, a live
 // one before a suite run's, the newest first.
 func (s *sqlStore) pairSQL(runCond, candidate string, withOutputs bool) string {
 	outputs, agree := "", "toInt8(-1)"
 	if withOutputs {
 		outputs = ", final_output"
-		agree = fmt.Sprintf("if(c.4 = 'ok' AND inc.3 = 'ok', toInt8(if(c.6 = inc.4, 1, %s = %s)), toInt8(-1))",
-			fmt.Sprintf(normalizeSQL, "c.6"), fmt.Sprintf(normalizeSQL, "inc.4"))
+		agree = fmt.Sprintf("if(c.4 = 'ok' AND inc.3 = 'ok', toInt8(if(c.7 = inc.4, 1, %s = %s)), toInt8(-1))",
+			fmt.Sprintf(normalizeSQL, "c.7"), fmt.Sprintf(normalizeSQL, "inc.4"))
 	}
-	// cands: (pipeline, cost, latency, status, run id[, answer]).
-	pick := "arraySort(x -> (x.1, x.5), cands)[1]"
+	// cands: (pipeline, cost, latency, status, run id, started ms[, answer]);
+	// a pipeline's newest run first (a newer version's), then by run id.
+	pick := "arraySort(x -> (x.1, -x.6, x.5), cands)[1]"
 	if candidate != "" {
-		pick = "arraySort(x -> x.5, arrayFilter(x -> x.1 = {candidate:String}, cands))[1]"
+		pick = "arraySort(x -> (-x.6, x.5), arrayFilter(x -> x.1 = {candidate:String}, cands))[1]"
 	}
 	return fmt.Sprintf(`SELECT r.request_id AS request_id, r.candidate AS pair_candidate, r.candidates AS pair_candidates, r.inc_pipeline AS pair_incumbent,
     r.paired AS paired, r.cost_delta AS pair_cost_delta_usd, r.latency_known AS pair_latency_known,
     r.latency_delta AS pair_latency_delta_ms, r.agreement AS pair_agreement, j.jo AS pair_judgment
 FROM (
-    SELECT request_id, c.1 AS candidate, length(arrayDistinct(arrayMap(x -> x.1, cands))) AS candidates, inc_pipeline,
+    SELECT request_id, c.1 AS candidate, c.5 AS cand_run, length(arrayDistinct(arrayMap(x -> x.1, cands))) AS candidates, inc_pipeline,
         notEmpty(c.1) AND has_inc AS paired,
         if(paired, c.2 - inc.1, 0) AS cost_delta,
         paired AND c.3 > 0 AND inc.2 > 0 AS latency_known,
@@ -83,7 +86,7 @@ FROM (
         SELECT request_id, countIf(mode = 'incumbent') > 0 AS has_inc,
             argMinIf((cost_usd, latency_ms, status%[3]s), run_id, mode = 'incumbent') AS inc,
             argMinIf(pipeline, run_id, mode = 'incumbent') AS inc_pipeline,
-            groupArrayIf((pipeline, cost_usd, latency_ms, status, run_id%[3]s), mode = 'candidate') AS cands,
+            groupArrayIf((pipeline, cost_usd, latency_ms, status, run_id, toUnixTimestamp64Milli(started_at)%[3]s), mode = 'candidate') AS cands,
             %[5]s AS c
         FROM %[1]s.runs FINAL
         WHERE %[2]s
@@ -91,11 +94,11 @@ FROM (
     )
 ) AS r
 LEFT JOIN (
-    SELECT request_id, pipeline, argMax(outcome, (suite_run_id = '', judged_at)) AS jo
+    SELECT request_id, candidate_run_id, argMax(outcome, (suite_run_id = '', judged_at)) AS jo
     FROM %[1]s.judgments FINAL
     WHERE canary = '' AND outcome IN %[6]s AND request_id IN (SELECT request_id FROM %[1]s.runs WHERE %[2]s)
-    GROUP BY request_id, pipeline
-) AS j ON r.request_id = j.request_id AND r.candidate = j.pipeline`, s.db, runCond, outputs, agree, pick, judgedOutcomes)
+    GROUP BY request_id, candidate_run_id
+) AS j ON r.request_id = j.request_id AND r.cand_run = j.candidate_run_id`, s.db, runCond, outputs, agree, pick, judgedOutcomes)
 }
 
 // pairRow is one request's pair figures (pairSQL).

@@ -229,10 +229,10 @@ type shapeRow struct {
 
 // attrRow is one row of an attribution table.
 type attrRow struct {
-	Key                string
-	Used               string  // share of the pairs whose candidate ran such a step, "14.0%", "" for no step
-	CostPerReq         float64 // its part of the mean difference per request, USD
-	LatPerReq          float64 // ms
+	Key                 string
+	Used                string  // share of the pairs whose candidate ran such a step, "14.0%", "" for no step
+	CostPerReq          float64 // its part of the mean difference per request, USD
+	LatPerReq           float64 // ms
 	CostShare, LatShare string  // of the total difference, "61%"
 }
 

@@ -124,6 +124,10 @@ type traceView struct {
 	Diffs    []answerDiff // each candidate's answer diffed against the incumbent's
 	// Judging is the trace's pairwise judgments (judgments.go).
 	Judging judgmentsView
+	// Pair is what the page opens with (tracepair.go); HasPair: the trace has
+	// an incumbent and a candidate run.
+	Pair    tracePair
+	HasPair bool
 }
 
 // incumbents and candidates split Runs by mode; a run of another mode counts as a candidate.

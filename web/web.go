@@ -365,6 +365,10 @@ func (s *server) trace(c *gin.Context) {
 	}
 	v := newTraceView(s.meta("Trace "+shortID(id, 24), navTraces), s.md, tr)
 	v.Judging = s.judgmentsOf(c, tr)
+	if v.Pair, v.HasPair, err = newTracePair(v, strings.TrimSpace(c.Query("candidate"))); err != nil {
+		s.fail(c, http.StatusBadRequest, "Bad query: "+err.Error()+".", nil)
+		return
+	}
 	s.render(c, http.StatusOK, tracePage(v))
 }
 
