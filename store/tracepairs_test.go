@@ -178,3 +178,45 @@ func TestTracesSortedByPairFigures(t *testing.T) {
 		t.Error("a sorted cursor without a sort: no error")
 	}
 }
+
+// A pipeline with two runs of one request (an older version and a newer one)
+// pairs its newest run, with that run's judgment only — whichever run id
+// sorts first, and with the candidate filter or without.
+func TestTracePairNewestRun(t *testing.T) {
+	s := openTestStore(t)
+	ctx := context.Background()
+	t0 := time.Date(2026, 5, 6, 8, 0, 0, 0, time.UTC)
+	if err := s.InsertRequests(ctx, []Request{{RequestID: "r", ReceivedAt: t0, Source: SourceTap, App: "bot", Input: `[]`}}); err != nil {
+		t.Fatal(err)
+	}
+	runs := []Run{
+		{RunID: "r/inc", RequestID: "r", Pipeline: "incumbent:x", Mode: ModeIncumbent, StartedAt: t0, LatencyMs: 1000, CostUSD: 0.002, Status: StatusOK, FinalOutput: "a"},
+		// "r/a-old" sorts before "r/b-new" but started a week earlier.
+		{RunID: "r/a-old", RequestID: "r", Pipeline: "conductor", PipelineVersion: "v1", Mode: ModeCandidate, StartedAt: t0.Add(-7 * 24 * time.Hour),
+			LatencyMs: 4000, CostUSD: 0.03, Status: StatusOK, FinalOutput: "a"},
+		{RunID: "r/b-new", RequestID: "r", Pipeline: "conductor", PipelineVersion: "v2", Mode: ModeCandidate, StartedAt: t0,
+			LatencyMs: 1500, CostUSD: 0.003, Status: StatusOK, FinalOutput: "b"},
+	}
+	if err := s.InsertRuns(ctx, runs); err != nil {
+		t.Fatal(err)
+	}
+	// Only the old run was judged: the new run's pair has no judgment.
+	if err := s.InsertJudgments(ctx, []Judgment{{RequestID: "r", Pipeline: "conductor", CandidateRunID: "r/a-old", Judge: "j",
+		JudgedAt: t0, Outcome: JudgmentWin, InclusionProb: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []TraceSearch{{}, {Candidate: "conductor"}, {Sort: TraceSortCost}, {Sort: TraceSortCost, Candidate: "conductor"}} {
+		page, err := s.SearchTraces(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) != 1 {
+			t.Fatalf("%+v: %d rows", q, len(page))
+		}
+		p := page[0]
+		if math.Abs(p.PairCostDeltaUSD-0.001) > 1e-12 || p.PairLatencyDeltaMs != 500 || p.PairAgreement != 0 || p.PairJudgment != "" ||
+			p.PairIncumbent != "incumbent:x" {
+			t.Errorf("%+v: pair %+v, want the v2 run (+0.001 USD, +500 ms, differs, not judged)", q, p)
+		}
+	}
+}
