@@ -144,16 +144,21 @@ func layoutDAG(nodes []dagNode, edges []dagEdge, w, h, gapX, gapY, pad float64) 
 		}
 		return h
 	}
-	bandH := make([]float64, len(groupRank))
-	for _, l := range byLayer {
+	// stackH is, per group, the height of a layer's vertices stacked with gapY between.
+	stackH := func(ids []int) []float64 {
 		sum := make([]float64, len(groupRank))
-		for _, i := range l {
+		for _, i := range ids {
 			g := groupRank[vs[i].group]
 			if sum[g] > 0 {
 				sum[g] += gapY
 			}
 			sum[g] += height(i)
 		}
+		return sum
+	}
+	bandH := make([]float64, len(groupRank))
+	for _, l := range byLayer {
+		sum := stackH(l)
 		for g := range sum {
 			bandH[g] = max(bandH[g], sum[g])
 		}
@@ -170,14 +175,7 @@ func layoutDAG(nodes []dagNode, edges []dagEdge, w, h, gapX, gapY, pad float64) 
 	vx := make([]float64, len(vs))
 	vy := make([]float64, len(vs)) // top of each vertex
 	for l, ids := range byLayer {
-		sum := make([]float64, len(groupRank))
-		for _, i := range ids {
-			g := groupRank[vs[i].group]
-			if sum[g] > 0 {
-				sum[g] += gapY
-			}
-			sum[g] += height(i)
-		}
+		sum := stackH(ids)
 		at := make([]float64, len(groupRank))
 		for _, i := range ids {
 			g := groupRank[vs[i].group]

@@ -67,24 +67,33 @@ func deltaClass(d float64) string {
 	return "delta"
 }
 
+// costDelta is a candidate's cost against the incumbent's (USD).
+func costDelta(inc, cand float64) deltaCell {
+	d := cand - inc
+	return deltaCell{Text: fmtDeltaUSD(d), Class: deltaClass(d), Title: "incumbent " + fmtUSD(inc) + ", candidate " + fmtUSD(cand)}
+}
+
+// latencyDelta is a candidate's latency against the incumbent's (ms), "—"
+// unless both are known.
+func latencyDelta(inc, cand float64, known bool) deltaCell {
+	if !known {
+		return deltaCell{Text: "—", Title: "a latency of the pair is unknown"}
+	}
+	d := cand - inc
+	return deltaCell{Text: fmtDeltaMs(d), Class: deltaClass(d), Title: "incumbent " + fmtLatency(inc) + ", candidate " + fmtLatency(cand)}
+}
+
 // pairCost is the pair's cost difference, "—" when unpaired.
 func pairCost(r store.TraceSummary) deltaCell {
 	if !r.Paired {
 		return deltaCell{Text: "—", Title: "no incumbent and candidate run to compare"}
 	}
-	inc := r.IncumbentCostUSD
-	return deltaCell{Text: fmtDeltaUSD(r.PairCostDeltaUSD), Class: deltaClass(r.PairCostDeltaUSD),
-		Title: "incumbent " + fmtUSD(inc) + ", candidate " + fmtUSD(inc+r.PairCostDeltaUSD)}
+	return costDelta(r.IncumbentCostUSD, r.IncumbentCostUSD+r.PairCostDeltaUSD)
 }
 
-// pairLatency is the pair's latency difference, "—" when a latency is unknown.
+// pairLatency is the pair's latency difference.
 func pairLatency(r store.TraceSummary) deltaCell {
-	if !r.PairLatencyKnown {
-		return deltaCell{Text: "—", Title: "a latency of the pair is unknown"}
-	}
-	inc := r.IncumbentMs
-	return deltaCell{Text: fmtDeltaMs(r.PairLatencyDeltaMs), Class: deltaClass(r.PairLatencyDeltaMs),
-		Title: "incumbent " + fmtLatency(inc) + ", candidate " + fmtLatency(inc+r.PairLatencyDeltaMs)}
+	return latencyDelta(r.IncumbentMs, r.IncumbentMs+r.PairLatencyDeltaMs, r.PairLatencyKnown)
 }
 
 // agreementCell is the pair's agreement: "agree", "differ" or "—" when not

@@ -63,14 +63,8 @@ func newTracePair(v traceView, candidateRunID string) (p tracePair, ok bool, err
 	}
 	p.Incumbent = inc[0]
 	a, b := p.Incumbent.Run, p.Candidate.Run
-	d := b.CostUSD - a.CostUSD
-	p.Cost = deltaCell{Text: fmtDeltaUSD(d), Class: deltaClass(d), Title: "incumbent " + fmtUSD(a.CostUSD) + ", candidate " + fmtUSD(b.CostUSD)}
-	if a.LatencyMs > 0 && b.LatencyMs > 0 {
-		d := b.LatencyMs - a.LatencyMs
-		p.Latency = deltaCell{Text: fmtDeltaMs(d), Class: deltaClass(d), Title: "incumbent " + fmtLatency(a.LatencyMs) + ", candidate " + fmtLatency(b.LatencyMs)}
-	} else {
-		p.Latency = deltaCell{Text: "—", Title: "a latency of the pair is unknown"}
-	}
+	p.Cost = costDelta(a.CostUSD, b.CostUSD)
+	p.Latency = latencyDelta(a.LatencyMs, b.LatencyMs, a.LatencyMs > 0 && b.LatencyMs > 0)
 	// The traces list's agreement (store.TraceSummary.PairAgreement).
 	agree := int8(-1)
 	if a.Status == store.StatusOK && b.Status == store.StatusOK {
