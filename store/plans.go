@@ -347,9 +347,11 @@ func criticalPartsSQL(st, runStart, latency string) string {
 		st, E("j"), I("j"), S("i"), slack, E("i"))
 	last := fmt.Sprintf(`toUInt64(arrayFirst(j -> 1, arrayReverseSort(j -> (%[2]s, %[3]s), arrayEnumerate(%[1]s))))`, st, E("j"), I("j"))
 	// The walk from the last-finishing step back through the blockers, then
-	// reversed into time order.
-	path := fmt.Sprintf(`arrayReverse(arrayFold((acc, k) -> if(acc.1 = 0, acc, (%[1]s[acc.1], arrayPushBack(acc.2, acc.1))),
-        range(length(%[2]s)), (%[3]s, CAST([], 'Array(UInt64)'))).2)`, blocker, st, last)
+	// reversed into time order. The blockers are computed once per run and
+	// handed to the walk as a lambda argument (inside the fold's lambda the
+	// expression would be computed again at every step of the walk).
+	path := fmt.Sprintf(`arrayMap(blk -> arrayReverse(arrayFold((acc, k) -> if(acc.1 = 0, acc, (blk[acc.1], arrayPushBack(acc.2, acc.1))),
+        range(length(%[2]s)), (%[3]s, CAST([], 'Array(UInt64)'))).2), [%[1]s])[1]`, blocker, st, last)
 	// prevEnd of path position k: the run's start, else the previous path step's end.
 	return fmt.Sprintf(`arrayMap(path -> (
         arrayMap(j -> if(indexOf(path, j) = 0, 0.,
@@ -454,10 +456,12 @@ FROM (
             if(cc > 0, 1 - ic / cc, 0) AS f,
             if(lat_known, 1 - il / cl, 0) AS g,
             st.steps AS steps,
-            %[3]s AS lp,
             arrayMap((x, j) -> if(x.4 = 'worker' AND x.5 = 0, arrayCount(y -> y.4 = 'worker' AND y.5 = 0, arraySlice(steps, 1, j - 1)), -1),
                 steps, arrayEnumerate(steps)) AS pos,
-            arrayConcat(
+            -- lp, the critical path's parts, is computed once per pair and
+            -- handed in as a lambda argument (the lambda over the steps below
+            -- would compute the expression again for every step).
+            arrayMap(lp -> arrayConcat(
                 [('%[4]s', '%[4]s', if(cc > 0, (cc - arraySum(x -> x.7, steps)) * f, cc - ic), 0., false),
                  ('%[5]s', '%[5]s', 0., lp.2 * g, false),
                  ('%[6]s', '%[6]s', 0., lp.3 * g, false)],
@@ -466,7 +470,7 @@ FROM (
                     multiIf(x.4 = 'conductor' AND x.5 = 0, 'planning (conductor)', x.4 = 'worker' AND x.5 = 0, concat('plan step ', toString(pos[j])),
                         x.5 > 0, 'nested workflow', x.4),
                     if(cc > 0, x.7 * f, 0.), lp.1[j] * g, true), steps, arrayEnumerate(steps))
-            ) AS parts,
+            ), [%[3]s])[1] AS parts,
             arrayEnumerateUniq(arrayMap(x -> x.1, parts)) AS wuniq,
             arrayEnumerateUniq(arrayMap(x -> x.2, parts)) AS suniq
         FROM (SELECT run_id, request_id, cost_usd, latency_ms, toUnixTimestamp64Milli(started_at) AS start_ms
