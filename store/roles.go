@@ -131,6 +131,8 @@ var (
 	_ LiveReader     = (*sqlStore)(nil)
 	_ LookStore      = (*sqlStore)(nil)
 	_ PlanReader     = (*sqlStore)(nil)
+	_ CoverageWriter = (*sqlStore)(nil)
+	_ CoverageReader = (*sqlStore)(nil)
 	_ FlowReader     = (*sqlStore)(nil)
 )
 
@@ -170,6 +172,10 @@ type Roles struct {
 	LiveJudgments LiveJudgmentReader
 	// PlanReader: the plans page (plan shapes, attribution, drift, diff).
 	PlanReader PlanReader
+	// Coverage: the tap's offered counts (CoverageWriter) and what became of
+	// the exchanges (CoverageReader: the overview, the live verdict).
+	CoverageWriter CoverageWriter
+	CoverageReader CoverageReader
 	// FlowReader and FlowExportWriter keep the record of data flows: what
 	// left the platform, read by the data-flows page, report section and
 	// command; the exporters' counts written by store/dataflow.Meter.
@@ -200,6 +206,8 @@ func NewRoles(st Store) Roles {
 	r.LookStore, _ = st.(LookStore)
 	r.LiveJudgments, _ = st.(LiveJudgmentReader)
 	r.PlanReader, _ = st.(PlanReader)
+	r.CoverageWriter, _ = st.(CoverageWriter)
+	r.CoverageReader, _ = st.(CoverageReader)
 	r.FlowReader, _ = st.(FlowReader)
 	r.FlowExportWriter, _ = st.(FlowExportWriter)
 	return r
