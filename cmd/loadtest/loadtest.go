@@ -137,12 +137,12 @@ A role round whose direct path shows a saturated machine gets no verdict.`,
 				}
 				ro := roleLoadOptions{Roles: opts.Roles, Rate: opts.Rate, Duration: opts.Duration, Delay: opts.Delay, PoolURL: pool, Repeat: opts.Repeat,
 					Outstanding: opts.Outstanding, KafkaBrokers: flags.Kafka, ServerBin: server}
-				if err := runRoleLoad(cmd.Context(), out, ro); err != nil {
+				if _, err := runRoleLoad(cmd.Context(), out, ro); err != nil {
 					return err
 				}
 			}
 			if opts.Exchanges > 0 {
-				return runTapThroughput(cmd.Context(), out, cfg, opts)
+				return runTapThroughput(cmd.Context(), out, cfg, opts, log)
 			}
 			return nil
 		},
@@ -170,6 +170,7 @@ A role round whose direct path shows a saturated machine gets no verdict.`,
 	cmd.AddCommand(bareProxyCmd())
 	cmd.AddCommand(loadIncumbentCmd())
 	cmd.AddCommand(durabilityCmd())
+	cmd.AddCommand(benchCmd(flags, log))
 	addUsersLoad(cmd, load) // --users: a candidate under concurrent users (loadtest_users.go)
 	return cmd
 }
@@ -335,7 +336,7 @@ func runProxyLoad(ctx context.Context, out io.Writer, o loadtestOptions) error {
 	return nil
 }
 
-func runTapThroughput(ctx context.Context, out io.Writer, cfg platform.Config, o loadtestOptions) error {
+func runTapThroughput(ctx context.Context, out io.Writer, cfg platform.Config, o loadtestOptions, log *slog.Logger) error {
 	if o.RealStore {
 		st, where, err := platform.OpenStore(ctx, cfg)
 		if err != nil {
@@ -344,7 +345,7 @@ func runTapThroughput(ctx context.Context, out io.Writer, cfg platform.Config, o
 		defer st.Close()
 		fmt.Fprintf(out, "durable intake: %d exchanges per path, zero-latency shadow workers, %s, store-first queue\n", o.Exchanges, where)
 		for _, path := range o.Intake {
-			r, err := runIntake(ctx, st, cfg.Writer, intakeOptions{Path: path, Exchanges: o.Exchanges, Senders: o.Senders, BatchSize: o.BatchItems})
+			r, err := runIntake(ctx, st, cfg.Writer, intakeOptions{Path: path, Exchanges: o.Exchanges, Senders: o.Senders, BatchSize: o.BatchItems}, log)
 			if err != nil {
 				return err
 			}
