@@ -179,16 +179,6 @@ func (w *Writer) loop(ctx context.Context) {
 		case b := <-w.queue:
 			w.mu.Lock()
 			w.pending.add(b)
-			// Take every batch that queued while the last flush ran: one
-			// flush writes them together instead of one queue slot each.
-			for drained := false; !drained && w.pending.Rows() < w.cfg.BatchSize; {
-				select {
-				case more := <-w.queue:
-					w.pending.add(more)
-				default:
-					drained = true
-				}
-			}
 			if w.pending.Rows() >= w.cfg.BatchSize {
 				_ = w.writeLocked(ctx)
 			}
