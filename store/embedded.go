@@ -23,8 +23,8 @@ type embedded struct {
 	scratch *insertScratch
 }
 
-func openEmbedded(path, db string) (*embedded, error) {
-	ref, err := chdb.Open(path)
+func openEmbedded(path, db string, nice int) (*embedded, error) {
+	ref, err := chdb.OpenWith(path, chdb.Options{Nice: nice})
 	if err != nil {
 		if errors.Is(err, chdb.ErrLibraryMissing) {
 			return nil, fmt.Errorf("%w: %v", ErrEngineMissing, err)
