@@ -119,7 +119,7 @@ func countText(s string) textCounts {
 
 // The built-in patterns find candidates; checksums and parsers decide.
 var builtinRules = map[string]piiRule{
-	PIIEmail: {name: PIIEmail, label: "EMAIL", re: regexp.MustCompile(`[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}`), hint: "@"},
+	PIIEmail: {name: PIIEmail, label: "EMAIL", re: emailRE, find: findEmails, hint: "@"},
 	PIIIBAN: {name: PIIIBAN, label: "IBAN", re: regexp.MustCompile(`\b[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b`), check: ibanValid, hint: digits,
 		need: func(c textCounts) bool { return c.digits >= 2 && c.upper >= 2 }},
 	PIICard: {name: PIICard, label: "CARD", re: regexp.MustCompile(`\b[0-9](?:[ \-]?[0-9]){12,18}\b`), check: cardValid, hint: digits,
@@ -136,6 +136,43 @@ var builtinRules = map[string]piiRule{
 }
 
 const digits = "0123456789"
+
+var emailRE = regexp.MustCompile(`[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}`)
+
+// findEmails finds what emailRE finds in s, running it only on the run of
+// address bytes around each '@' instead of from every byte of s: every byte of
+// a match is a local-part byte before its one '@' or a domain byte after it,
+// so no match reaches past that run, and runs around different '@'s share no
+// '@'.
+func findEmails(s string) [][2]int {
+	local := func(c byte) bool {
+		return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || strings.IndexByte("._%+-", c) >= 0
+	}
+	domain := func(c byte) bool {
+		return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.'
+	}
+	var out [][2]int
+	from := 0 // matches do not overlap: the next starts at or after the last's end
+	for i := from; i < len(s); i++ {
+		if s[i] != '@' {
+			continue
+		}
+		l := i
+		for l > from && local(s[l-1]) {
+			l--
+		}
+		r := i + 1
+		for r < len(s) && domain(s[r]) {
+			r++
+		}
+		if m := emailRE.FindStringIndex(s[l:r]); m != nil {
+			out = append(out, [2]int{l + m[0], l + m[1]})
+			from = l + m[1]
+			i = max(i, from-1)
+		}
+	}
+	return out
+}
 
 // builtinOrder applies the checksummed rules before the loose phone pattern, so a
 // card, IBAN or SSN is never half-eaten as a phone number, and addresses

@@ -45,12 +45,13 @@ type intakeOptions struct {
 type intakeResult struct {
 	Path                 string
 	Accepted             int64         // copies answered 202: rows in the store
-	Retries              int64         // offers answered 503 queue_full and sent again
+	Retries              int64         // offers answered 503 (queue full, store unavailable, not confirmed in time) and sent again
 	AcceptedIn, StoredIn time.Duration // from the first offer to the last 202; to the last candidate run stored
 	CPU                  time.Duration // process CPU (user+system, every thread: engine, tap, load generator)
 	Processed            int64
 	WriterRows           int64
-	Lost                 int64 // refused for another reason than queue_full, or not stored by the writer
+	Stored               int64 // request rows of the run in the store
+	Lost                 int64 // offered copies without a stored request row, plus rows the writer dropped
 }
 
 // AcceptedPerSecond is the durable intake rate: copies stored (202) per second.
@@ -121,7 +122,7 @@ func runIntake(ctx context.Context, st store.Store, wcfg store.WriterConfig, o i
 		return res, err
 	}
 	run := fmt.Sprintf("%s-%d", o.Path, time.Now().UnixNano())
-	var accepted, retries, refused atomic.Int64
+	var accepted, retries atomic.Int64
 	var lastAccept atomic.Int64   // UnixNano of the last 202
 	note := func(code int) bool { // true: answered for good
 		switch code {
@@ -135,8 +136,7 @@ func runIntake(ctx context.Context, st store.Store, wcfg store.WriterConfig, o i
 			retries.Add(1) // queue full: what is measured is what is sustained
 			return false
 		}
-		refused.Add(1)
-		return true
+		return true // a 4xx: not stored, counted as lost below
 	}
 	cpu0 := processCPU()
 	start := time.Now()
@@ -156,7 +156,7 @@ func runIntake(ctx context.Context, st store.Store, wcfg store.WriterConfig, o i
 			}
 		}
 	case intakeBatch, intakeSingle:
-		err = postIntake(ctx, tap, run, o, note)
+		err = postIntake(ctx, tap, icfg.QueueSize, run, o, note)
 	default:
 		err = fmt.Errorf("loadtest: intake path %q: want one of %v", o.Path, intakePaths)
 	}
@@ -203,14 +203,28 @@ func runIntake(ctx context.Context, st store.Store, wcfg store.WriterConfig, o i
 	if o.Path == intakeQueue {
 		res.Retries = snap.Dropped[ingest.ReasonQueueFull]
 	}
-	res.Lost = refused.Load() + snap.Dropped[ingest.ReasonStoreUnavailable] + ws.Dropped
+	// Every copy was offered until answered (a 503 is sent again): one whose
+	// request row is not in the store is lost, whatever it was answered.
+	for from := 0; from < o.Exchanges; from += 10000 {
+		ids := make([]string, 0, 10000)
+		for i := from; i < min(from+10000, o.Exchanges); i++ {
+			ids = append(ids, loadExchange(run, i).RequestID)
+		}
+		stored, err := st.StoredRequests(ctx, ids)
+		if err != nil {
+			return res, fmt.Errorf("loadtest: count the stored copies: %w", err)
+		}
+		res.Stored += int64(len(stored))
+	}
+	res.Lost = int64(o.Exchanges) - res.Stored + ws.Dropped
 	return res, nil
 }
 
 // postIntake posts the run's copies to the tap's HTTP routes on a loopback
-// listener: o.Senders clients at once, each exchange in a POST /v1/tap/batch of
-// o.BatchSize or a POST /v1/tap of its own; an item answered 503 is sent again.
-func postIntake(ctx context.Context, tap *ingest.Tap, run string, o intakeOptions, note func(int) bool) error {
+// listener: o.Senders clients at once (for batches, at most queueSize /
+// o.BatchSize), each exchange in a POST /v1/tap/batch of o.BatchSize or a POST
+// /v1/tap of its own; an item answered 503 is sent again.
+func postIntake(ctx context.Context, tap *ingest.Tap, queueSize int, run string, o intakeOptions, note func(int) bool) error {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	tap.Register(r)
@@ -220,13 +234,16 @@ func postIntake(ctx context.Context, tap *ingest.Tap, run string, o intakeOption
 	}
 	defer srv.Close()
 	senders := max(o.Senders, 1)
-	client := newLoadClient(senders)
-	defer client.CloseIdleConnections()
 	per := 1
 	route := base + "/v1/tap"
 	if o.Path == intakeBatch {
 		per, route = max(o.BatchSize, 1), base+"/v1/tap/batch"
+		// No more batches in flight than the queue holds copies: more would
+		// only be answered queue_full and sent again.
+		senders = max(1, min(senders, queueSize/per))
 	}
+	client := newLoadClient(senders)
+	defer client.CloseIdleConnections()
 	var next atomic.Int64
 	var firstErr error
 	var errOnce sync.Once
@@ -320,7 +337,7 @@ func postItems(ctx context.Context, client *http.Client, route string, batch boo
 
 // printIntake prints one intake run's figures.
 func printIntake(out io.Writer, r intakeResult) {
-	fmt.Fprintf(out, "intake %-6s accepted %d in %s = %.0f/s durable; candidate runs stored %d in %s = %.0f/s; %.3f CPU s per 1,000; %d sent again (queue full), %d lost; writer rows %d\n",
+	fmt.Fprintf(out, "intake %-6s accepted %d in %s = %.0f/s durable; candidate runs stored %d in %s = %.0f/s; %.3f CPU s per 1,000; %d sent again (503), %d lost; writer rows %d\n",
 		r.Path, r.Accepted, r.AcceptedIn.Round(time.Millisecond), r.AcceptedPerSecond(), r.Processed, r.StoredIn.Round(time.Millisecond), r.StoredPerSecond(),
 		r.CPUPer1000(), r.Retries, r.Lost, r.WriterRows)
 }

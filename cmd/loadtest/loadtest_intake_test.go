@@ -34,8 +34,8 @@ func TestIntakePaths(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
-		if r.Accepted != n || r.Processed != n || r.Lost != 0 || r.WriterRows != 3*n {
-			t.Errorf("%s: %+v; want %d accepted and shadowed, 0 lost, %d writer rows (run, step, work mark each)", path, r, n, 3*n)
+		if r.Accepted != n || r.Stored != n || r.Processed != n || r.Lost != 0 || r.WriterRows != 3*n {
+			t.Errorf("%s: %+v; want %d accepted, stored and shadowed, 0 lost, %d writer rows (run, step, work mark each)", path, r, n, 3*n)
 		}
 		if r.AcceptedPerSecond() <= 0 || r.CPUPer1000() <= 0 {
 			t.Errorf("%s: figures %.0f/s, %.3f CPU s per 1,000; want both counted", path, r.AcceptedPerSecond(), r.CPUPer1000())
