@@ -119,14 +119,8 @@ func runBench(ctx context.Context, out io.Writer, cfg platform.Config, flags *pl
 			fmt.Fprintln(out)
 		}
 		if o.Exchanges > 0 {
-			fmt.Fprintf(out, "durable intake: %d exchanges per path, zero-latency shadow workers, %s, store-first queue\n", o.Exchanges, where)
-			for _, path := range o.Intake {
-				r, err := runIntake(ctx, st, cfg.Writer, intakeOptions{Path: path, Exchanges: o.Exchanges, Senders: o.Senders, BatchSize: o.BatchItems}, log)
-				if err != nil {
-					return err
-				}
-				printIntake(out, r)
-				intake = append(intake, r)
+			if intake, err = runIntakePaths(ctx, out, st, where, cfg.Writer, o.Intake, intakeOptions{Exchanges: o.Exchanges, Senders: o.Senders, BatchSize: o.BatchItems}, log); err != nil {
+				return err
 			}
 			fmt.Fprintln(out)
 		}

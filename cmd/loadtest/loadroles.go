@@ -382,16 +382,16 @@ func runRoleLoad(ctx context.Context, out io.Writer, o roleLoadOptions) ([]roleF
 	if n := max(1, o.Repeat); len(rounds) < n {
 		fmt.Fprintf(out, "%d of %d rounds were sound\n", len(rounds), n)
 	}
-	if len(rounds) > 1 {
-		// Medians over the rounds (nearest rank), then the same target check.
-		med := func(name string, i int) float64 {
-			v := make([]float64, 0, len(rounds))
-			for _, m := range rounds {
-				v = append(v, m[name][i])
-			}
-			slices.Sort(v)
-			return percentile.NearestRank(v, 50)
+	// Medians over the sound rounds (nearest rank), then the same target check.
+	med := func(name string, i int) float64 {
+		v := make([]float64, 0, len(rounds))
+		for _, m := range rounds {
+			v = append(v, m[name][i])
 		}
+		slices.Sort(v)
+		return percentile.NearestRank(v, 50)
+	}
+	if len(rounds) > 1 {
 		fmt.Fprintf(out, "medians over %d rounds (ms added over direct):\n", len(rounds))
 		b95, b99 := med("bare proxy", 0), med("bare proxy", 1)
 		fmt.Fprintf(out, "%-11s %11s %11s %9s %9s\n", "path", "added p95", "added p99", "×bare p95", "×bare p99")
@@ -403,15 +403,6 @@ func runRoleLoad(ctx context.Context, out io.Writer, o roleLoadOptions) ([]roleF
 	}
 	var figs []roleFigures
 	if len(rounds) > 0 {
-		// Medians over the sound rounds (nearest rank), then the same target check.
-		med := func(name string, i int) float64 {
-			v := make([]float64, 0, len(rounds))
-			for _, m := range rounds {
-				v = append(v, m[name][i])
-			}
-			slices.Sort(v)
-			return percentile.NearestRank(v, 50)
-		}
 		b95, b99, bcpu := med("bare proxy", 0), med("bare proxy", 1), med("bare proxy", 2)
 		for _, r := range rows[1:] {
 			f := roleFigures{Path: r.name, Role: r.role, Rate: o.Rate, AddedP95: med(r.name, 0), AddedP99: med(r.name, 1), CPUPer1000: med(r.name, 2),

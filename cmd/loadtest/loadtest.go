@@ -343,15 +343,8 @@ func runTapThroughput(ctx context.Context, out io.Writer, cfg platform.Config, o
 			return fmt.Errorf("loadtest: %w", err)
 		}
 		defer st.Close()
-		fmt.Fprintf(out, "durable intake: %d exchanges per path, zero-latency shadow workers, %s, store-first queue\n", o.Exchanges, where)
-		for _, path := range o.Intake {
-			r, err := runIntake(ctx, st, cfg.Writer, intakeOptions{Path: path, Exchanges: o.Exchanges, Senders: o.Senders, BatchSize: o.BatchItems}, log)
-			if err != nil {
-				return err
-			}
-			printIntake(out, r)
-		}
-		return nil
+		_, err = runIntakePaths(ctx, out, st, where, cfg.Writer, o.Intake, intakeOptions{Exchanges: o.Exchanges, Senders: o.Senders, BatchSize: o.BatchItems}, log)
+		return err
 	}
 	st := &sinkStore{}
 	icfg := ingest.NewDefaultConfig()

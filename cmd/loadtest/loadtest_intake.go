@@ -335,6 +335,23 @@ func postItems(ctx context.Context, client *http.Client, route string, batch boo
 	return again, nil
 }
 
+// runIntakePaths runs o on each of paths into st (described by where) and
+// prints each run's figures as it ends.
+func runIntakePaths(ctx context.Context, out io.Writer, st store.Store, where string, wcfg store.WriterConfig, paths []string, o intakeOptions, log *slog.Logger) ([]intakeResult, error) {
+	fmt.Fprintf(out, "durable intake: %d exchanges per path, zero-latency shadow workers, %s, store-first queue\n", o.Exchanges, where)
+	var results []intakeResult
+	for _, path := range paths {
+		o.Path = path
+		r, err := runIntake(ctx, st, wcfg, o, log)
+		if err != nil {
+			return results, err
+		}
+		printIntake(out, r)
+		results = append(results, r)
+	}
+	return results, nil
+}
+
 // printIntake prints one intake run's figures.
 func printIntake(out io.Writer, r intakeResult) {
 	fmt.Fprintf(out, "intake %-6s accepted %d in %s = %.0f/s durable; candidate runs stored %d in %s = %.0f/s; %.3f CPU s per 1,000; %d sent again (503), %d lost; writer rows %d\n",
