@@ -59,6 +59,7 @@ type api struct {
 	// stopping ends when the server starts to stop: console statements still
 	// running are ended then, so they do not hold the drain.
 	stopping context.Context
+	flows    *flowRecorder // POST /api/data-flows; nil in the tap role
 }
 
 func (a *api) register(r gin.IRouter) {
@@ -66,6 +67,7 @@ func (a *api) register(r gin.IRouter) {
 	r.GET("/api/stats", a.statsHandler)
 	r.POST("/api/suite-runs", a.runSuite)
 	r.POST("/api/forget", a.forgetHandler)
+	r.POST("/api/data-flows", a.flowsHandler)
 }
 
 // maxQueryBodyBytes bounds the body of POST /api/query (1 MiB of SQL).
