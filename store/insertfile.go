@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"github.com/conductor-shadow/conductor-shadow/store/internal/chdb"
 )
@@ -24,7 +23,6 @@ const scratchDir = "insert-scratch"
 // the rows are stored text. Safe for concurrent use.
 type insertScratch struct {
 	dir  string
-	seq  atomic.Int64
 	pool sync.Pool // *[]byte encode buffers
 
 	mu    sync.Mutex
@@ -32,7 +30,8 @@ type insertScratch struct {
 }
 
 // newInsertScratch prepares dataDir's scratch folder, emptied of what an
-// earlier process left.
+// earlier process left (files are named by the pid that staged them; this
+// process's are another store's INSERTs in flight).
 func newInsertScratch(dataDir string) (*insertScratch, error) {
 	dir := filepath.Join(dataDir, scratchDir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -45,7 +44,11 @@ func newInsertScratch(dataDir string) (*insertScratch, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: insert scratch folder: %w", err)
 	}
+	own := strconv.Itoa(os.Getpid()) + "-"
 	for _, f := range left {
+		if strings.HasPrefix(f.Name(), own) {
+			continue // another store of this process is inserting it
+		}
 		if err := os.Remove(filepath.Join(dir, f.Name())); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("store: insert scratch folder: remove %s: %w", f.Name(), err)
 		}
@@ -101,13 +104,23 @@ func (s *insertScratch) insert(ctx context.Context, ref *chdb.Ref, db, table str
 		return err
 	}
 	*bp = b
-	// The pid keeps two processes on one folder apart (the engine refuses a
-	// second anyway); seq keeps this process's concurrent INSERTs apart.
-	path := filepath.Join(s.dir, strconv.Itoa(os.Getpid())+"-"+strconv.FormatInt(s.seq.Add(1), 10)+".rowbinary")
-	if err := os.WriteFile(path, b, 0o600); err != nil {
+	// A name no other INSERT has: every store of the process (one per
+	// database, or per role) stages into the same folder, so a counter of
+	// its own would repeat another store's names and its INSERT could read
+	// the other's rows into the wrong table.
+	f, err := os.CreateTemp(s.dir, strconv.Itoa(os.Getpid())+"-*.rowbinary")
+	if err != nil {
 		return fmt.Errorf("stage rows: %w", err)
 	}
+	path := f.Name()
 	defer os.Remove(path)
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return fmt.Errorf("stage rows: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("stage rows: %w", err)
+	}
 	quoted := make([]string, len(columns))
 	for i, c := range columns {
 		quoted[i] = quoteIdent(c)
