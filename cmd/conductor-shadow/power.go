@@ -12,6 +12,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/conductor-shadow/conductor-shadow/cmd/internal/platform"
+	"github.com/conductor-shadow/conductor-shadow/cmd/internal/progress"
 	"github.com/conductor-shadow/conductor-shadow/eval/gate"
 	"github.com/conductor-shadow/conductor-shadow/eval/stats"
 	"github.com/conductor-shadow/conductor-shadow/eval/validity"
@@ -237,7 +239,7 @@ never below the effect + 0.1 point (a drop of e needs that share of discordant p
 	f.Float64Var(&segShare, "segment-share", 0.25, "share of the cases in each segment the policy's segments.must_not_regress lists")
 	modelFlags(f, &model)
 	f.BoolVar(&asJSON, "json", false, "print JSON")
-	return c
+	return withStore(c, platform.AccessNone)
 }
 
 // qualityPlan is the quality gate alone (the exact plan for pass/fail
@@ -342,9 +344,10 @@ func (r powerResult) text(w io.Writer, s stats.Scenario, e float64) {
 // validityCmd simulates suites under a gate policy.
 func validityCmd() *cobra.Command {
 	var (
-		cfg    validity.Config
-		policy string
-		asJSON bool
+		cfg      validity.Config
+		policy   string
+		asJSON   bool
+		forceBar bool
 	)
 	c := &cobra.Command{
 		Use:   "validity",
@@ -386,7 +389,13 @@ Each share is read against the truth: P(FAIL | equal) is a false alarm, P(PASS |
 				return fmt.Errorf("validity: %w", err)
 			}
 			cfg.Policy = p
+			// The bar goes to stderr only: --json output stays JSON.
+			bar := progress.New(cmd.ErrOrStderr(), progress.Wanted(cmd.ErrOrStderr(), forceBar), int64(cfg.Suites), "simulated suites")
+			if bar != nil {
+				cfg.Progress = func() { bar.Add(1) }
+			}
 			r, err := validity.Simulate(cmd.Context(), cfg)
+			bar.Finish()
 			if err != nil {
 				return err
 			}
@@ -407,7 +416,8 @@ Each share is read against the truth: P(FAIL | equal) is a false alarm, P(PASS |
 	f.StringVar(&policy, "policy", "", "gate policy: a YAML file or a shipped version (default "+gate.DefaultVersion+")")
 	modelFlags(f, &cfg.Model)
 	f.BoolVar(&asJSON, "json", false, "print JSON")
-	return c
+	f.BoolVar(&forceBar, "progress", false, progress.FlagUsage)
+	return withStore(c, platform.AccessNone)
 }
 
 // printResult writes v as indented JSON or with text.
