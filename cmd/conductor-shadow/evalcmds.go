@@ -91,7 +91,7 @@ func setCmd(load platform.Loader) *cobra.Command {
 	build.Flags().DurationVar(&since, "since", 0, "only requests received within this long (0: all)")
 	build.Flags().StringVar(&strat, "stratify-by", "app,category", "columns of the strata, from "+strings.Join(setbuild.StratifyColumns, ",")+
 		"; e.g. language,has_table draws a set with the live segment mix")
-	set.AddCommand(withStore(build, platform.AccessHere))
+	set.AddCommand(platform.WithStore(build, platform.AccessHere))
 	return set
 }
 
@@ -163,7 +163,7 @@ func exportCmd(load platform.Loader) *cobra.Command {
 	}
 	rw.Flags().StringSliceVar(&suiteRuns, "suite-run", nil, "suite run id (repeatable)")
 	rw.Flags().StringVar(&out, "out", "", "JSONL file to write (default: stdout)")
-	export.AddCommand(withStore(rw, platform.AccessHere))
+	export.AddCommand(platform.WithStore(rw, platform.AccessHere))
 	return export
 }
 

@@ -166,5 +166,5 @@ sweeps again for rows that arrived meanwhile ("second sweep" in the printout).`,
 	}
 	cmd.Flags().StringVar(&subject, "subject", "", "the data subject's value (as sent in the exchange's subject field or the X-Conductor-Shadow-Subject header)")
 	cmd.Flags().BoolVar(&local, "local", false, "open the store here instead of asking the running server (refused while a server holds it)")
-	return withStore(cmd, platform.AccessEither)
+	return platform.WithStore(cmd, platform.AccessEither)
 }

@@ -65,7 +65,7 @@ func rootCmd(stdout, stderr io.Writer) *cobra.Command {
 }
 
 func serveCmd(load platform.Loader, log *slog.Logger) *cobra.Command {
-	return withStore(&cobra.Command{
+	return platform.WithStore(&cobra.Command{
 		Use:   "serve",
 		Short: "Run the tap, the shadow workers, the web UI and the API until interrupted",
 		Args:  cobra.NoArgs,
@@ -149,7 +149,7 @@ accepted makes the exit status non-zero.`,
 	cmd.Flags().StringVar(&opts.TapURL, "tap", "", "tap URL (default http://<server.addr>/v1/tap)")
 	cmd.Flags().IntVar(&opts.Concurrency, "concurrency", opts.Concurrency, "exchanges in flight at once")
 	cmd.Flags().BoolVar(&forceBar, "progress", false, progress.FlagUsage)
-	return withStore(cmd, platform.AccessServer)
+	return platform.WithStore(cmd, platform.AccessServer)
 }
 
 func suiteCmd(load platform.Loader) *cobra.Command {
@@ -223,7 +223,7 @@ func suiteCmd(load platform.Loader) *cobra.Command {
 	runCmd.Flags().IntVar(&limit, "limit", 0, "run only the first N cases (0: all)")
 	runCmd.Flags().BoolVar(&local, "local", false, "open the store here instead of asking the running server (refused while a server holds it)")
 	runCmd.Flags().BoolVar(&forceBar, "progress", false, progress.FlagUsage)
-	suite.AddCommand(withStore(runCmd, platform.AccessEither))
+	suite.AddCommand(platform.WithStore(runCmd, platform.AccessEither))
 	return suite
 }
 
@@ -300,5 +300,5 @@ func queryCmd(load platform.Loader) *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&local, "local", false, "open the store here instead of asking the running server (refused while a server holds it)")
-	return withStore(cmd, platform.AccessEither)
+	return platform.WithStore(cmd, platform.AccessEither)
 }

@@ -54,7 +54,7 @@ and for syntax errors the offset with its line and column.`,
 		},
 	}
 	parse.Flags().IntVar(&workers, "workers", 0, "check model ids against a pool of N workers (0: structure only)")
-	plan.AddCommand(withStore(parse, platform.AccessNone))
+	plan.AddCommand(platform.WithStore(parse, platform.AccessNone))
 	return plan
 }
 

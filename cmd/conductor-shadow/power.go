@@ -239,7 +239,7 @@ never below the effect + 0.1 point (a drop of e needs that share of discordant p
 	f.Float64Var(&segShare, "segment-share", 0.25, "share of the cases in each segment the policy's segments.must_not_regress lists")
 	modelFlags(f, &model)
 	f.BoolVar(&asJSON, "json", false, "print JSON")
-	return withStore(c, platform.AccessNone)
+	return platform.WithStore(c, platform.AccessNone)
 }
 
 // qualityPlan is the quality gate alone (the exact plan for pass/fail
@@ -417,7 +417,7 @@ Each share is read against the truth: P(FAIL | equal) is a false alarm, P(PASS |
 	modelFlags(f, &cfg.Model)
 	f.BoolVar(&asJSON, "json", false, "print JSON")
 	f.BoolVar(&forceBar, "progress", false, progress.FlagUsage)
-	return withStore(c, platform.AccessNone)
+	return platform.WithStore(c, platform.AccessNone)
 }
 
 // printResult writes v as indented JSON or with text.

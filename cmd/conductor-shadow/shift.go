@@ -94,7 +94,7 @@ the output says which sets are flagged.`,
 	cmd.Flags().DurationVar(&window, "window", 7*24*time.Hour, "live traffic received within this long")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the reports as JSON")
 	cmd.Flags().Bool("local", false, "open the store here instead of asking the running server (refused while a server holds it)")
-	return withStore(cmd, platform.AccessEither)
+	return platform.WithStore(cmd, platform.AccessEither)
 }
 
 // remoteSegments reads the live segment mix from a running server's

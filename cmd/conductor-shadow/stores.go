@@ -9,24 +9,11 @@ import (
 	"github.com/conductor-shadow/conductor-shadow/cmd/internal/platform"
 )
 
-// storeAnnotation is the cobra annotation holding a command's
-// platform.StoreAccess.
-const storeAnnotation = "store"
-
-// withStore declares how c reaches the store; resolveStore reads it.
-func withStore(c *cobra.Command, a platform.StoreAccess) *cobra.Command {
-	if c.Annotations == nil {
-		c.Annotations = map[string]string{}
-	}
-	c.Annotations[storeAnnotation] = string(a)
-	return c
-}
-
 // resolveStore is platform.ResolveStore for cmd: its declared access, the
 // flags given on its command line (--data, --addr, --tap, --local), and the
 // store line printed on stderr. Errors start with the command's name.
 func resolveStore(cmd *cobra.Command, cfg platform.Config) (platform.StoreTarget, error) {
-	access := platform.StoreAccess(cmd.Annotations[storeAnnotation])
+	access := platform.StoreOf(cmd)
 	if access == "" {
 		return platform.StoreTarget{}, fmt.Errorf("%s: declares no store access", commandName(cmd))
 	}

@@ -43,7 +43,7 @@ func TestEveryCommandDeclaresItsStore(t *testing.T) {
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		if c.Runnable() && c.HasParent() {
-			got[commandName(c)] = platform.StoreAccess(c.Annotations[storeAnnotation])
+			got[commandName(c)] = platform.StoreOf(c)
 		}
 		for _, sub := range c.Commands() {
 			walk(sub)

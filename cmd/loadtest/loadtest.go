@@ -32,6 +32,7 @@ type loadtestOptions struct {
 	Stream      bool          // stream every answer (SSE)
 	Exchanges   int           // exchanges offered in the tap-throughput run; 0 skips it
 	RealStore   bool          // tap throughput into the configured store instead of an in-memory one
+	DefaultData bool          // with RealStore and no --data: the configured folder (it must be new or empty)
 	CPUProfile  string        // write a CPU profile of the whole run here
 	Sequential  bool          // run the direct load, then the proxied one, instead of both at once
 	NoMirror    bool          // the proxy forwards but offers nothing to the tap (isolates the hop's cost)
@@ -135,6 +136,17 @@ A role round whose direct path shows a saturated machine gets no verdict.`,
 				}
 			}
 			if opts.Exchanges > 0 {
+				if opts.RealStore {
+					// The copies are load-test data: a new folder only.
+					if err := platform.CheckNewFolder(cfg, cmd.Flags().Changed("data"), opts.DefaultData, defaultDataFlag); err != nil {
+						return fmt.Errorf("loadtest: --real-store: %w", err)
+					}
+					t, err := platform.ResolveStore(cmd.Context(), cfg, platform.AccessNew, platform.Explicit{Data: cmd.Flags().Changed("data")})
+					if err != nil {
+						return fmt.Errorf("loadtest: --real-store: %w", err)
+					}
+					fmt.Fprintln(cmd.ErrOrStderr(), t.Line)
+				}
 				return runTapThroughput(cmd.Context(), out, cfg, opts)
 			}
 			return nil
@@ -156,12 +168,15 @@ A role round whose direct path shows a saturated machine gets no verdict.`,
 	f.StringVar(&opts.ServerBin, "server-bin", "", "conductor-shadow binary whose serve the role run starts (default: beside this binary, then $PATH)")
 	f.StringVar(&opts.PoolURL, "pool", "", "worker pool base URL of the all-in-one server (default: the configured workers')")
 	f.StringVar(&opts.CPUProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
-	f.BoolVar(&opts.RealStore, "real-store", false, "tap throughput into the configured store (embedded chDB or ClickHouse) instead of memory")
-	cmd.AddCommand(bareProxyCmd())
-	cmd.AddCommand(loadIncumbentCmd())
-	cmd.AddCommand(durabilityCmd())
+	f.BoolVar(&opts.RealStore, "real-store", false, "tap throughput into a new store (--data NEW_FOLDER, or an empty ClickHouse database) instead of memory")
+	f.BoolVar(&opts.DefaultData, defaultDataFlag, false, "with --real-store and no --data, fill the configured data folder (default ./data); it must be new or empty")
+	// The servers of the role run and of durability keep their stores in
+	// folders of their own; --real-store fills a new folder only.
+	cmd.AddCommand(platform.WithStore(bareProxyCmd(), platform.AccessNone))
+	cmd.AddCommand(platform.WithStore(loadIncumbentCmd(), platform.AccessNone))
+	cmd.AddCommand(platform.WithStore(durabilityCmd(), platform.AccessNone))
 	addUsersLoad(cmd, load) // --users: a candidate under concurrent users (loadtest_users.go)
-	return cmd
+	return platform.WithStore(cmd, platform.AccessNone)
 }
 
 // instantPipeline is a zero-latency candidate: it answers at once with one step.
@@ -335,6 +350,11 @@ func runTapThroughput(ctx context.Context, out io.Writer, cfg platform.Config, o
 		}
 		st, where = s, w
 		defer st.Close()
+		if cfg.Store.DSN != "" {
+			if err := platform.CheckEmptyStore(ctx, st, where); err != nil {
+				return fmt.Errorf("loadtest: --real-store: %w", err)
+			}
+		}
 	} else {
 		st = &sinkStore{}
 	}

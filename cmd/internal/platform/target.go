@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/conductor-shadow/conductor-shadow/store"
 )
 
@@ -281,4 +283,63 @@ func OpenExistingStore(ctx context.Context, cfg Config) (store.Store, string, er
 		return nil, "", err
 	}
 	return OpenStore(ctx, cfg)
+}
+
+// CheckNewFolder is the rule of the commands that fill a store with
+// generated load-test data (AccessNew): the embedded store's folder must be
+// new — missing, or an empty folder — so generated rows never mix with
+// recorded traffic. Without an explicit --data the configured folder
+// (default ./data) is refused too unless defaultOK, the command's flag
+// (named flag) saying the default folder is for load testing. A ClickHouse
+// DSN is checked once opened (CheckEmptyStore).
+func CheckNewFolder(cfg Config, explicitData, defaultOK bool, flag string) error {
+	if cfg.Store.DSN != "" {
+		return nil
+	}
+	abs := AbsPath(cfg.Store.Path)
+	if !explicitData && !defaultOK {
+		return fmt.Errorf("generated load-test data goes into a new folder: give --data NEW_FOLDER, or --%s to fill the configured folder %s (it must be new or empty too)", flag, abs)
+	}
+	entries, err := os.ReadDir(abs)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("data folder %s: %w", abs, err)
+	case len(entries) > 0:
+		return fmt.Errorf("data folder %s is not empty (%d entries): generated load-test data goes into a new folder only, never beside recorded traffic; give --data NEW_FOLDER", abs, len(entries))
+	}
+	return nil
+}
+
+// CheckEmptyStore refuses a store that already holds requests (the
+// ClickHouse-server side of CheckNewFolder): generated load-test data never
+// goes beside recorded traffic.
+func CheckEmptyStore(ctx context.Context, st store.Store, where string) error {
+	res, err := st.Query(ctx, "SELECT count() FROM requests")
+	if err != nil {
+		return fmt.Errorf("count the requests of %s: %w", where, err)
+	}
+	if len(res.Rows) != 1 || len(res.Rows[0]) != 1 || res.Rows[0][0] != "0" {
+		return fmt.Errorf("%s already holds requests: generated load-test data goes into an empty database only", where)
+	}
+	return nil
+}
+
+// storeAnnotation is the cobra annotation holding a command's StoreAccess.
+const storeAnnotation = "store"
+
+// WithStore declares how c reaches the store (StoreOf reads it back); the
+// binaries' table tests list every command's.
+func WithStore(c *cobra.Command, a StoreAccess) *cobra.Command {
+	if c.Annotations == nil {
+		c.Annotations = map[string]string{}
+	}
+	c.Annotations[storeAnnotation] = string(a)
+	return c
+}
+
+// StoreOf is the StoreAccess c declared with WithStore, "" for none.
+func StoreOf(c *cobra.Command) StoreAccess {
+	return StoreAccess(c.Annotations[storeAnnotation])
 }
