@@ -15,8 +15,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/spf13/cobra"
-
 	"github.com/conductor-shadow/conductor-shadow/cmd/internal/platform"
 	"github.com/conductor-shadow/conductor-shadow/store"
 )
@@ -26,38 +24,32 @@ import (
 // added here, and a command cannot change its access unnoticed.
 func TestEveryCommandDeclaresItsStore(t *testing.T) {
 	want := map[string]platform.StoreAccess{
-		"serve":          platform.AccessOwn,
-		"replay":         platform.AccessServer,
-		"suite run":      platform.AccessEither,
-		"query":          platform.AccessEither,
-		"forget":         platform.AccessEither,
-		"shift":          platform.AccessEither,
-		"set build":      platform.AccessHere,
-		"export rewards": platform.AccessHere,
-		"grade":          platform.AccessNone,
-		"plan parse":     platform.AccessNone,
-		"power":          platform.AccessNone,
-		"validity":       platform.AccessNone,
+		"conductor-shadow serve":          platform.AccessOwn,
+		"conductor-shadow replay":         platform.AccessServer,
+		"conductor-shadow suite run":      platform.AccessEither,
+		"conductor-shadow query":          platform.AccessEither,
+		"conductor-shadow forget":         platform.AccessEither,
+		"conductor-shadow shift":          platform.AccessEither,
+		"conductor-shadow set build":      platform.AccessHere,
+		"conductor-shadow export rewards": platform.AccessHere,
+		"conductor-shadow grade":          platform.AccessNone,
+		"conductor-shadow plan parse":     platform.AccessNone,
+		"conductor-shadow power":          platform.AccessNone,
+		"conductor-shadow validity":       platform.AccessNone,
 	}
-	got := map[string]platform.StoreAccess{}
-	var walk func(c *cobra.Command)
-	walk = func(c *cobra.Command) {
-		if c.Runnable() && c.HasParent() {
-			got[commandName(c)] = platform.StoreOf(c)
-		}
-		for _, sub := range c.Commands() {
-			walk(sub)
-		}
-	}
-	walk(rootCmd(io.Discard, io.Discard))
+	got := platform.DeclaredStores(rootCmd(io.Discard, io.Discard))
 	if !maps.Equal(got, want) {
 		t.Fatalf("commands and their store access:\n got %v\nwant %v", got, want)
 	}
-	// Every command that reads a store opens it through resolveStore, whose
-	// Either/Here commands take --local only where the server can be skipped.
+	// The commands that may go through the server take --local to skip it.
+	root := rootCmd(io.Discard, io.Discard)
 	for name, a := range got {
-		if a == platform.AccessEither && !slices.Contains([]string{"query", "suite run", "forget", "shift"}, name) {
-			t.Errorf("%s: through the server, else here, but not in the list of commands with --local", name)
+		if a != platform.AccessEither {
+			continue
+		}
+		c, _, err := root.Find(strings.Fields(name)[1:])
+		if err != nil || c.Flags().Lookup("local") == nil {
+			t.Errorf("%s: through the server, else here, but no --local (%v)", name, err)
 		}
 	}
 }

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/spf13/cobra"
-
 	"github.com/conductor-shadow/conductor-shadow/cmd/internal/platform"
 	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
@@ -26,17 +24,7 @@ func TestEveryLoadtestCommandDeclaresItsStore(t *testing.T) {
 		"loadtest durability": platform.AccessNone,
 		"loadtest generate":   platform.AccessNew,
 	}
-	got := map[string]platform.StoreAccess{}
-	var walk func(c *cobra.Command)
-	walk = func(c *cobra.Command) {
-		if c.Runnable() {
-			got[c.CommandPath()] = platform.StoreOf(c)
-		}
-		for _, sub := range c.Commands() {
-			walk(sub)
-		}
-	}
-	walk(rootCmd(io.Discard, io.Discard))
+	got := platform.DeclaredStores(rootCmd(io.Discard, io.Discard))
 	if !maps.Equal(got, want) {
 		t.Fatalf("commands and their store access:\n got %v\nwant %v", got, want)
 	}

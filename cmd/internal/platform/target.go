@@ -343,3 +343,21 @@ func WithStore(c *cobra.Command, a StoreAccess) *cobra.Command {
 func StoreOf(c *cobra.Command) StoreAccess {
 	return StoreAccess(c.Annotations[storeAnnotation])
 }
+
+// DeclaredStores walks root's command tree: every runnable command by its
+// CommandPath ("conductor-shadow suite run") with the StoreAccess it
+// declared ("" for none), for the binaries' table tests.
+func DeclaredStores(root *cobra.Command) map[string]StoreAccess {
+	got := map[string]StoreAccess{}
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Runnable() {
+			got[c.CommandPath()] = StoreOf(c)
+		}
+		for _, sub := range c.Commands() {
+			walk(sub)
+		}
+	}
+	walk(root)
+	return got
+}
