@@ -16,6 +16,7 @@ var piiNotText = map[string]string{
 	"Exchange.Subject":              "replaced by its hash before anything else",
 	"Exchange.SubjectHash":          "keyed hash",
 	"Exchange.TraceParent":          "W3C trace id",
+	"Exchange.StoreOnly":            "enum, set by the tap",
 	"ChatCompletionMessage.Role":    "enum",
 	"ChatMessagePart.Type":          "enum",
 	"ChatMessageImageURL.Detail":    "enum",
@@ -31,6 +32,12 @@ var piiNotText = map[string]string{
 	"Step.Status": "enum", "Step.FinishReason": "enum", "Step.PriceVersion": "price table version",
 	"Score.SuiteRunID": "id", "Score.RunID": "id", "Score.RequestID": "the exchange's id, pseudonymized by the tap",
 	"Score.CaseID": "id", "Score.Pipeline": "configured name", "Score.Grader": "configured name",
+	"Judgment.RequestID": "the exchange's id, pseudonymized by the tap", "Judgment.SuiteRunID": "id", "Judgment.CaseID": "id",
+	"Judgment.Pipeline": "configured name", "Judgment.PipelineVersion": "configured version", "Judgment.CandidateRunID": "id",
+	"Judgment.IncumbentPipeline": "configured name, or the exchange's model, pseudonymized by the tap", "Judgment.IncumbentRunID": "id",
+	"Judgment.Judge": "the judge worker's model", "Judgment.JudgeWorker": "configured name", "Judgment.PromptVersion": "configured version",
+	"Judgment.Canary": "enum", "Judgment.Labels": "judge prompt labels", "Judgment.Outcome": "enum",
+	"Judgment.Verdict1": "enum", "Judgment.Verdict2": "enum",
 }
 
 // fillStrings sets every string (and every key and value of every string
@@ -134,6 +141,7 @@ func TestEveryTextFieldIsListed(t *testing.T) {
 		rawStrings(reflect.ValueOf(b.Runs), "Run", raw, report)
 		rawStrings(reflect.ValueOf(b.Steps), "Step", raw, report)
 		rawStrings(reflect.ValueOf(b.Scores), "Score", raw, report)
+		rawStrings(reflect.ValueOf(b.Judgments), "Judgment", raw, report)
 		rawStrings(reflect.ValueOf(req), "Request", raw, report)
 	}
 	for path := range piiNotText {

@@ -37,7 +37,9 @@ type textVisitor interface {
 //
 // Records: every run's final output, reasoning, choices, tool calls, plan,
 // raw plan, error and input-reduced reason; every step's subtask, messages,
-// output, tool calls, reasoning and error; every score's explanation and error. Ids, enums (status, mode, role,
+// output, tool calls, reasoning and error; every score's explanation and
+// error; every live judgment's raw replies (both orders), error and note (a
+// judge can echo the answers it compares). Ids, enums (status, mode, role,
 // finish reason), worker and pipeline names, access lists and numbers are not
 // text and are left alone.
 //
@@ -111,6 +113,14 @@ func textFields(ex *Exchange, b *store.Batch, v textVisitor) {
 		for i := range b.Scores {
 			v.text(&b.Scores[i].Explanation)
 			v.text(&b.Scores[i].Error)
+		}
+		b.Judgments = slices.Clone(b.Judgments)
+		for i := range b.Judgments {
+			j := &b.Judgments[i]
+			v.text(&j.Raw1)
+			v.text(&j.Raw2)
+			v.text(&j.Error)
+			v.text(&j.Note)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 
 	openai "github.com/sashabaranov/go-openai"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/conductor-shadow/conductor-shadow/store"
 )
@@ -31,6 +32,10 @@ type Request struct {
 type Result struct {
 	Run   store.Run
 	Steps []store.Step
+	// Span is the run's "invoke_workflow" span (Instrument); invalid when the
+	// pipeline is not instrumented. Live judging parents its evaluation
+	// events to it.
+	Span trace.SpanContext
 }
 
 // Pipeline is anything that answers a request: the conductor, a single model, or a

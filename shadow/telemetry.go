@@ -275,6 +275,7 @@ func (p *instrumentedPipeline) Run(ctx context.Context, req Request, mode string
 		span.SetStatus(codes.Error, r.Status+": "+r.Error)
 	}
 	span.End()
+	res.Span = span.SpanContext()
 	set := metric.WithAttributes(AttrCandidate.String(name), AttrMode.String(r.Mode), AttrRunStatus.String(r.Status))
 	p.in.runs.Add(ctx, 1, set)
 	p.in.cost.Add(ctx, r.CostUSD, metric.WithAttributes(AttrCandidate.String(name), AttrMode.String(r.Mode)))

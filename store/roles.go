@@ -163,6 +163,9 @@ type Roles struct {
 	JudgmentWriter JudgmentWriter // suite runs' pairwise judgments and canaries
 	JudgmentReader JudgmentReader // a trace's judgments, a judge's figures
 	LookStore      LookStore      // suite runs: the looks of group-sequential plans
+	// LiveJudgments: live judging's day spend (the judge budget across
+	// restarts) and live judges' figures (the trace list, the live verdict).
+	LiveJudgments LiveJudgmentReader
 }
 
 // NewRoles resolves the roles of st, once. A nil st gives Roles with every
@@ -185,6 +188,7 @@ func NewRoles(st Store) Roles {
 	r.JudgmentWriter, _ = st.(JudgmentWriter)
 	r.JudgmentReader, _ = st.(JudgmentReader)
 	r.LookStore, _ = st.(LookStore)
+	r.LiveJudgments, _ = st.(LiveJudgmentReader)
 	return r
 }
 

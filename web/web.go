@@ -62,12 +62,14 @@ type Readers struct {
 	Segments store.SegmentReader  // the shift page
 	// Judgments is optional: without it a trace page has no judgment section.
 	Judgments store.JudgmentReader
+	// LiveJudgments is optional: without it the overview has no live judges.
+	LiveJudgments store.LiveJudgmentReader
 }
 
 // ReadersOf picks the pages' roles out of r.
 func ReadersOf(r store.Roles) Readers {
 	return Readers{Suites: r.SuiteReader, Traces: r.TraceReader, Overview: r.OverviewReader,
-		Runs: r.RunComparer, Workers: r.WorkerReader, Segments: r.SegmentReader, Judgments: r.JudgmentReader}
+		Runs: r.RunComparer, Workers: r.WorkerReader, Segments: r.SegmentReader, Judgments: r.JudgmentReader, LiveJudgments: r.LiveJudgments}
 }
 
 // server holds what the handlers share; it is read-only after Register.

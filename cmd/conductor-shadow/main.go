@@ -26,6 +26,7 @@ import (
 )
 
 func main() {
+	restrictUmask()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
@@ -197,7 +198,7 @@ func suiteCmd(load platform.Loader) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				printSuite(out, res)
+				printSuite(out, fromServer(cfg, res))
 				return nil
 			}
 			st, where, err := platform.OpenExistingStore(ctx, cfg)
@@ -285,18 +286,18 @@ func queryCmd(load platform.Loader) *cobra.Command {
 				if err := serverAPI(cfg, t, 5*time.Minute).post(ctx, "/api/query", queryRequest{SQL: args[0]}, &res); err != nil {
 					return err
 				}
-				return writeTSV(cmd.OutOrStdout(), res)
+				return writeQueryResult(cmd.OutOrStdout(), cmd.ErrOrStderr(), res)
 			}
 			st, _, err := platform.OpenExistingStore(ctx, cfg)
 			if err != nil {
 				return fmt.Errorf("query: %w", err)
 			}
 			defer st.Close()
-			res, err = st.Query(ctx, args[0])
+			res, err = st.Query(store.WithConsoleCaller(ctx, "cli"), args[0])
 			if err != nil {
 				return err
 			}
-			return writeTSV(cmd.OutOrStdout(), res)
+			return writeQueryResult(cmd.OutOrStdout(), cmd.ErrOrStderr(), res)
 		},
 	}
 	cmd.Flags().BoolVar(&local, "local", false, "open the store here instead of asking the running server (refused while a server holds it)")
