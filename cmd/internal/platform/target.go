@@ -241,13 +241,11 @@ func heldStore(h ServerHealth) string {
 	return "a store it does not name"
 }
 
-// describeStore is cfg's store for people: "embedded chDB in /abs/data" or
-// "ClickHouse server clickhouse://user:***@host:9000/db".
+// describeStore is StoreWhere with the folder absolute: "embedded chDB in
+// /abs/data" or "ClickHouse server clickhouse://user:***@host:9000/db".
 func describeStore(cfg Config) string {
-	if cfg.Store.DSN != "" {
-		return "ClickHouse server " + RedactDSN(cfg.Store.DSN)
-	}
-	return "embedded chDB in " + AbsPath(cfg.Store.Path)
+	cfg.Store.Path = AbsPath(cfg.Store.Path)
+	return StoreWhere(cfg)
 }
 
 // ErrNoStore: the data folder holds no store, and the command may not create one.
