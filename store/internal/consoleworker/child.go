@@ -192,7 +192,12 @@ func (c *child) attach(ctx context.Context, tables []Table) error {
 
 // detach takes every attached part out of the tables (DETACH PARTITION ALL)
 // and deletes it, so the worker holds no snapshot any more and can take the
-// next one.
+// next one. DETACH leaves the table's own copy of a part on disk, as an
+// outdated part, when something in the engine still holds it (the pipeline
+// of the statement that just answered may not have let go yet); the engine
+// would delete it only minutes later. So a table that still lists a part
+// after the DETACH is dropped (DROP TABLE … SYNC waits until nothing holds
+// it and deletes its folder) and made again by the next attach.
 func (c *child) detach(ctx context.Context) error {
 	for name, m := range c.tables {
 		if !m.attached {
@@ -204,6 +209,21 @@ func (c *child) detach(ctx context.Context) error {
 		detached := filepath.Join(m.data, "detached")
 		if err := os.RemoveAll(detached); err != nil {
 			return fmt.Errorf("detach %s: %w", name, err)
+		}
+		out, err := c.ref.QueryAfter(ctx, []string{"USE " + c.db, "SET param_t = " + quoteString(name)},
+			"SELECT count() FROM system.parts WHERE database = currentDatabase() AND table = {t:String}", "TabSeparatedRaw")
+		if err != nil {
+			return fmt.Errorf("detach %s: count parts left: %w", name, err)
+		}
+		if strings.TrimSpace(string(out)) != "0" {
+			if _, err := c.ref.Query(ctx, "DROP TABLE "+c.db+"."+quoteIdent(name)+" SYNC", "TabSeparated"); err != nil {
+				return fmt.Errorf("detach %s: drop: %w", name, err)
+			}
+			if err := os.RemoveAll(m.data); err != nil {
+				return fmt.Errorf("detach %s: %w", name, err)
+			}
+			delete(c.tables, name)
+			continue
 		}
 		m.attached = false
 		c.tables[name] = m
