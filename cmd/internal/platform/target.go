@@ -190,10 +190,12 @@ func ResolveStore(ctx context.Context, cfg Config, access StoreAccess, ex Explic
 			why = "no server answering at " + addr
 		}
 		switch {
-		case ex.Addr:
-			return StoreTarget{}, fmt.Errorf("%s (--addr %s): start `conductor-shadow serve` there, or drop --addr to open %s here", why, addr, describeStore(cfg))
+		case access == AccessServer && ex.Addr: // nothing to open here instead
+			return StoreTarget{}, fmt.Errorf("%s: start `conductor-shadow serve` there, or give the address of a running server", why)
 		case access == AccessServer:
 			return StoreTarget{}, fmt.Errorf("%s: start `conductor-shadow serve` first, or give --addr of a running server", why)
+		case ex.Addr:
+			return StoreTarget{}, fmt.Errorf("%s (--addr %s): start `conductor-shadow serve` there, or drop --addr to open %s here", why, addr, describeStore(cfg))
 		}
 		here.Line += " (opened here; " + why + ")"
 		return here, nil

@@ -90,6 +90,7 @@ func TestResolveStore(t *testing.T) {
 			wantLine: "store: ClickHouse server clickhouse://u:***@127.0.0.1:9000/db"},
 
 		{name: "server only, nobody answers", access: AccessServer, addr: nobody, data: serverData, wantErr: "no server answering at " + nobody + ": start `conductor-shadow serve` first"},
+		{name: "server only, --addr where nobody answers", access: AccessServer, addr: nobody, data: serverData, ex: Explicit{Addr: true}, wantErr: "no server answering at " + nobody + ": start `conductor-shadow serve` there, or give the address of a running server"},
 		{name: "server only, no flags", access: AccessServer, addr: holding, data: otherData, want: server},
 		{name: "server only, --data of another folder", access: AccessServer, addr: holding, data: otherData, ex: Explicit{Data: true}, wantErr: "not the --data folder " + otherData},
 		{name: "server only, --data of the server's folder", access: AccessServer, addr: holding, data: serverData, ex: Explicit{Data: true}, want: server},
