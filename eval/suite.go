@@ -16,6 +16,7 @@ import (
 	"github.com/conductor-shadow/conductor-shadow/ingest/segment"
 	"github.com/conductor-shadow/conductor-shadow/shadow"
 	"github.com/conductor-shadow/conductor-shadow/store"
+	"github.com/conductor-shadow/conductor-shadow/store/dataflow"
 )
 
 // DefaultConcurrency is the number of cases a suite run works on at once.
@@ -80,12 +81,12 @@ type SuiteOptions struct {
 	// NoiseRun runs the incumbent a second time per case (A′, pipeline name
 	// incumbent name + RerunSuffix, mode incumbent) for the noise floor.
 	NoiseRun bool
-	// ShiftWindow, when positive, is the report's live window, the
-	// ShiftWindow before the run finished. It adds a shift section (the set's
+	// ShiftWindow, when positive, is the report's shift window, the
+	// ShiftWindow before the run finished: it adds a shift section (the set's
 	// segment mix against the live traffic received in it; eval/shift, needs a
-	// store with store.SegmentReader) and a live section (Report.Live: the
-	// candidates' running verdicts on the window's shadow traffic, overall
-	// and per segment, LiveVerdicts).
+	// store with store.SegmentReader). The report's live section (Report.Live,
+	// with SuiteStores.Live) does not depend on it: each candidate version's
+	// live verdict covers its sequence since its shadowing started.
 	ShiftWindow time.Duration
 	// Canaries is how many canaries of each kind check the LLM judge of the
 	// suite's judged cases, per candidate: identical answers (must tie), an
@@ -94,6 +95,12 @@ type SuiteOptions struct {
 	// agree). Each pairwise canary costs two judge calls (both orders), a
 	// rubric canary one; 0 means DefaultCanaries.
 	Canaries int
+	// DataFlows, when set with a positive ShiftWindow, adds the record of
+	// data flows of the report's live window (Report.DataFlows): every party
+	// outside the platform that received data in it, this suite run's calls
+	// included (dataflow.Build, which serve and the CLI hand in with the
+	// configured recipients).
+	DataFlows func(ctx context.Context, from, to time.Time) (*dataflow.Record, error)
 	// LatencyScales, when set, is asked once the cases are done for the factors
 	// the simulated pool scaled latencies by (shadow.Pool.SimulatedLatencyScales);
 	// the report says so.
@@ -167,7 +174,7 @@ type SuiteStores struct {
 	Traces   store.TraceWriter    // the cases' requests, runs, steps and scores
 	Suites   store.SuiteWriter    // the suite run row and the case snapshot
 	History  store.EvalHistory    // the previous suite run of the set and candidate
-	Overview store.OverviewReader // shadow traffic per day for the sample-size advice; live pairs of the live section
+	Overview store.OverviewReader // shadow traffic per day for the sample-size advice
 	// Segments is optional: without it a report asked for a shift section
 	// says why it has none.
 	Segments store.SegmentReader
@@ -176,12 +183,15 @@ type SuiteStores struct {
 	// Looks is optional: it keeps the looks of each candidate's
 	// group-sequential plan; without it every run is its plan's first look.
 	Looks store.LookStore
+	// Live is optional: without it the report's live section says why it
+	// is missing.
+	Live store.LiveReader
 }
 
 // SuiteStoresOf picks a suite run's roles out of r.
 func SuiteStoresOf(r store.Roles) SuiteStores {
 	return SuiteStores{Traces: r.TraceWriter, Suites: r.SuiteWriter, History: r.EvalHistory,
-		Overview: r.OverviewReader, Segments: r.SegmentReader, Judgments: r.JudgmentWriter, Looks: r.LookStore}
+		Overview: r.OverviewReader, Segments: r.SegmentReader, Judgments: r.JudgmentWriter, Looks: r.LookStore, Live: r.LiveReader}
 }
 
 // check names the first required role st lacks.
@@ -204,6 +214,7 @@ type suiteRunner struct {
 	suites    store.SuiteWriter
 	history   store.EvalHistory
 	overview  store.OverviewReader
+	live      store.LiveReader // the report's live section; nil: the section says why it is missing
 	set       *Set
 	cases     []Case
 	pipelines []shadow.Pipeline // incumbent first
@@ -290,17 +301,16 @@ func newSuiteRunner(st SuiteStores, set *Set, incumbent shadow.Pipeline, candida
 		}
 		graders[c.Grader] = g
 	}
-	var judgments store.JudgmentWriter
+	// Pairwise judgments are stored in a table of their own (so are the
+	// rubric judge's canaries, when the store has it).
+	judgments := st.Judgments
 	for _, g := range graders {
 		if _, ok := g.(PairJudge); ok && judgments == nil {
-			// Pairwise judgments are stored in a table of their own.
-			if judgments = st.Judgments; judgments == nil {
-				return nil, fmt.Errorf("eval: run suite: %w", store.NotSupported("store.JudgmentWriter"))
-			}
+			return nil, fmt.Errorf("eval: run suite: %w", store.NotSupported("store.JudgmentWriter"))
 		}
 	}
 	return &suiteRunner{
-		traces: &caseWriter{traces: st.Traces, judgments: judgments}, judgments: judgments, suites: st.Suites, history: st.History, overview: st.Overview, set: set, cases: cases, pipelines: pipelines, graders: graders, opts: opts, segmenter: segment.New(nil),
+		traces: &caseWriter{traces: st.Traces, judgments: judgments}, judgments: judgments, suites: st.Suites, history: st.History, overview: st.Overview, live: st.Live, set: set, cases: cases, pipelines: pipelines, graders: graders, opts: opts, segmenter: segment.New(nil),
 		segments: st.Segments, looks: st.Looks,
 		row: store.SuiteRun{
 			SuiteRunID: opts.SuiteRunID,
@@ -444,14 +454,22 @@ feed:
 			rep.ShiftError = err.Error()
 		}
 	}
-	if r.opts.ShiftWindow > 0 {
-		if rep.Policy != nil {
-			pol = *rep.Policy
-		}
+	// The live verdicts of the run's candidate versions as of its end: each
+	// version's one sequence since its shadowing started (no window).
+	if rep.Policy != nil {
+		pol = *rep.Policy
+	}
+	if pol.Quality != nil {
 		var err error
-		rep.Live, err = LiveVerdicts(ctx, r.overview, store.OverviewQuery{From: r.row.FinishedAt.Add(-r.opts.ShiftWindow), To: r.row.FinishedAt, BucketSeconds: liveDayBucket}, pol)
+		rep.Live, err = LiveVerdicts(ctx, r.live, LiveQuery{Candidates: rep.Candidates, Versions: rep.Versions, AsOf: r.row.FinishedAt}, pol)
 		if err != nil {
 			rep.LiveError = err.Error()
+		}
+	}
+	if r.opts.ShiftWindow > 0 && r.opts.DataFlows != nil {
+		var err error
+		if rep.DataFlows, err = r.opts.DataFlows(ctx, r.row.FinishedAt.Add(-r.opts.ShiftWindow), r.row.FinishedAt); err != nil {
+			rep.DataFlowsError = err.Error()
 		}
 	}
 	js, err := rep.JSON()
@@ -706,6 +724,9 @@ func (r *suiteRunner) runCase(ctx context.Context, c Case) (*caseRecord, error) 
 			gr, excluded = applyTruncation(rule, gr)
 		}
 		sc.Value, sc.Passed, sc.Explanation = gr.Value, gr.Passed, gr.Explanation
+		if gr.Judge != nil { // the judge's own calls (rubric): the record of data flows counts them
+			gr.Judge.ScoreCalls(&sc)
+		}
 		if gr.Err != nil {
 			sc.Error, sc.Value, sc.Passed = gr.Err.Error(), 0, false
 		}

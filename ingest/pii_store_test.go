@@ -62,7 +62,7 @@ var textColumns = map[string]string{
 	"requests.request_id": "exchange id (textFields)", "requests.source": "enum", "requests.app": "exchange app (textFields)",
 	"requests.input": "messages (textFields)", "requests.input_hash": "hash", "requests.subject_hash": "hash",
 	"requests.category": "metadata value (textFields)", "requests.metadata": "metadata keys and values (textFields)",
-	"requests.language": "segment", "requests.length_bucket": "segment",
+	"requests.language": "segment", "requests.length_bucket": "segment", "requests.not_shadowed": "enum (why not shadowed)",
 	"requests.tools": "JSON of the exchange's tools (textFields)", "requests.input_reduced": "text (textFields)",
 	"runs.input_reduced_reason": "text (textFields)", "steps.tool_calls": "JSON text (textFields)",
 
@@ -97,6 +97,8 @@ var textColumns = map[string]string{
 	"audit_log.audit_id": "id", "audit_log.action": "enum", "audit_log.actor": "operator name", "audit_log.subject_hash": "hash",
 	"audit_log.detail": "operator action",
 
+	"live_sequences.pipeline": "config name", "live_sequences.pipeline_version": "config version", "live_sequences.first_run_id": "id",
+
 	"verdict_notices.sink": "enum", "verdict_notices.kind": "enum", "verdict_notices.candidate": "config name",
 	"verdict_notices.candidate_version": "config version", "verdict_notices.set_name": "config name",
 	"verdict_notices.verdict": "enum", "verdict_notices.previous": "enum", "verdict_notices.status": "enum",
@@ -115,6 +117,12 @@ var textColumns = map[string]string{
 	"suite_looks.set_name": "config name", "suite_looks.incumbent": "config name", "suite_looks.candidate": "config name",
 	"suite_looks.candidate_version": "config version", "suite_looks.policy_version": "config version",
 	"suite_looks.suite_run_id": "id", "suite_looks.spending": "enum", "suite_looks.verdict": "enum",
+
+	// Where a call went (host[:port] of a configured base URL): config, not exchange text.
+	"steps.endpoint_host": "config host", "judgments.judge_host": "config host",
+	"scores.judge_worker": "config name", "scores.judge_host": "config host",
+	"flow_exports.process_id": "id", "flow_exports.kind": "enum", "flow_exports.recipient": "config name",
+	"flow_exports.host": "config host", "flow_exports.pii_kind": "PII rule name",
 
 	"forgotten_subjects.subject_hash": "hash",
 	"forget_keys.erasure_id":          "random id", "forget_keys.kind": "enum",

@@ -104,11 +104,9 @@ type Console interface {
 }
 
 // OverviewReader computes the overview: counts, per-pipeline totals and
-// series (OverviewAnalytics) and the agreement sequence live verdicts are
-// computed from (LiveAgreement).
+// series, agreement (OverviewAnalytics).
 type OverviewReader interface {
 	OverviewAnalytics
-	LiveAgreement
 }
 
 // SubjectEraser (forget.go) is the role of `forget` and POST /api/forget;
@@ -130,7 +128,9 @@ var (
 	_ WorkerReader   = (*sqlStore)(nil)
 	_ EvalHistory    = (*sqlStore)(nil)
 	_ SubjectEraser  = (*sqlStore)(nil)
+	_ LiveReader     = (*sqlStore)(nil)
 	_ LookStore      = (*sqlStore)(nil)
+	_ FlowReader     = (*sqlStore)(nil)
 )
 
 // Roles are the roles of one opened store, resolved once by NewRoles (the
@@ -162,10 +162,16 @@ type Roles struct {
 	VerdictNotices VerdictNotices // the verdict notifications' state
 	JudgmentWriter JudgmentWriter // suite runs' pairwise judgments and canaries
 	JudgmentReader JudgmentReader // a trace's judgments, a judge's figures
+	LiveReader     LiveReader     // the live verdicts: sequences, observations, coverage, the live judge's record
 	LookStore      LookStore      // suite runs: the looks of group-sequential plans
 	// LiveJudgments: live judging's day spend (the judge budget across
 	// restarts) and live judges' figures (the trace list, the live verdict).
 	LiveJudgments LiveJudgmentReader
+	// FlowReader and FlowExportWriter keep the record of data flows: what
+	// left the platform, read by the data-flows page, report section and
+	// command; the exporters' counts written by store/dataflow.Meter.
+	FlowReader       FlowReader
+	FlowExportWriter FlowExportWriter
 }
 
 // NewRoles resolves the roles of st, once. A nil st gives Roles with every
@@ -187,8 +193,11 @@ func NewRoles(st Store) Roles {
 	r.VerdictNotices, _ = st.(VerdictNotices)
 	r.JudgmentWriter, _ = st.(JudgmentWriter)
 	r.JudgmentReader, _ = st.(JudgmentReader)
+	r.LiveReader, _ = st.(LiveReader)
 	r.LookStore, _ = st.(LookStore)
 	r.LiveJudgments, _ = st.(LiveJudgmentReader)
+	r.FlowReader, _ = st.(FlowReader)
+	r.FlowExportWriter, _ = st.(FlowExportWriter)
 	return r
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/conductor-shadow/conductor-shadow/eval"
 	"github.com/conductor-shadow/conductor-shadow/eval/gate"
 	"github.com/conductor-shadow/conductor-shadow/store"
+	"github.com/conductor-shadow/conductor-shadow/store/dataflow"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden.html from the current output")
@@ -92,6 +93,7 @@ func TestGolden(t *testing.T) {
 			Rows: newWorkerRows([]store.WorkerUse{{Worker: "gpt-5", Category: "math", Position: store.PositionFinal, Steps: 3, CostUSD: 0.06, LatencyMs: 600},
 				{Worker: "<b>qwen</b>", Category: "qa", Position: store.PositionFirst, Steps: 1, CostUSD: 0.02, LatencyMs: 200}})})},
 		{"error_page", errorPage(errorView{Meta: meta("Not Found", ""), Status: 404, Message: `No trace with id "<x>".`})},
+		{"data_flows_page", dataFlowsPage(newDataFlowsView(meta("Data flows", navDataFlows), 7*24*time.Hour, goldenDataFlows()))},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -130,6 +132,46 @@ func firstDiff(want, got string) string {
 	return "line " + strconv.Itoa(line) + ":\n want …" + want[lo:min(len(want), i+80)] + "…\n  got …" + got[lo:min(len(got), i+80)] + "…"
 }
 
+// goldenDataFlows is a week's record: the simulated pool's workers, a real
+// provider, a worker no longer configured, the judge, OTLP with and
+// without content, Kafka, and a webhook that got nothing; a host name
+// holding markup is escaped.
+func goldenDataFlows() dataflow.Record {
+	to := t0.Truncate(time.Hour)
+	totals := store.FlowTotals{
+		Calls: []store.FlowCalls{
+			{Kind: dataflow.KindWorker, Name: "conductor", Host: "127.0.0.1:9090", Models: []string{"conductor"}, Calls: 6, Requests: 6, SimulatedCalls: 6, InputTokens: 2400, OutputTokens: 600, SentBytes: 18000, ReceivedBytes: 9000},
+			{Kind: dataflow.KindWorker, Name: "gpt-5", Host: "api.openai.com", Models: []string{"gpt-5", "gpt-5-2025-08-07"}, Calls: 9, Requests: 11, SuiteCalls: 4, InputTokens: 5100, OutputTokens: 1200, SentBytes: 41000, ReceivedBytes: 22000},
+			{Kind: dataflow.KindWorker, Name: "qwen3-32b", Host: "gw.<b>internal</b>:8000", Calls: 1, Requests: 1, SentBytes: 900, ReceivedBytes: 300},
+			{Kind: dataflow.KindJudge, Name: "claude-sonnet-4", Host: "api.anthropic.com", Models: []string{"claude-sonnet-4-20250514"}, Calls: 12, Requests: 12, SuiteCalls: 12, InputTokens: 9000, OutputTokens: 400, SentBytes: 60000, ReceivedBytes: 5000},
+		},
+		Exports: []store.FlowExportTotal{
+			{Kind: dataflow.KindOTLP, Name: "traces", Host: "otel-collector:4318", Items: 48, ContentItems: 12, Requests: 4, SentBytes: 30500},
+			{Kind: dataflow.KindKafka, Name: "conductor-shadow.exchanges", Host: "kafka:9092", Items: 5, ContentItems: 5, Requests: 3, SentBytes: 14000, FailedItems: 1},
+		},
+		PII: []store.FlowPII{
+			{Kind: dataflow.KindWorker, Name: "gpt-5", Host: "api.openai.com", PIIKind: "email", Items: 2},
+			{Kind: dataflow.KindWorker, Name: "gpt-5", Host: "api.openai.com", PIIKind: "person", Items: 1},
+			{Kind: dataflow.KindKafka, Name: "conductor-shadow.exchanges", Host: "kafka:9092", PIIKind: "email", Items: 2},
+		},
+		UnrecordedCalls: 3,
+	}
+	s := dataflow.Settings{
+		Configured: []dataflow.Configured{
+			{Kind: dataflow.KindWorker, Name: "conductor", Host: "127.0.0.1:9090"},
+			{Kind: dataflow.KindWorker, Name: "gpt-5", Host: "api.openai.com"},
+			{Kind: dataflow.KindWorker, Name: "gemma-3-27b", Host: "127.0.0.1:9090", Models: []string{"gemma-3-27b"}},
+			{Kind: dataflow.KindJudge, Name: "claude-sonnet-4", Host: "api.anthropic.com"},
+			{Kind: dataflow.KindOTLP, Name: "traces", Host: "otel-collector:4318"},
+			{Kind: dataflow.KindKafka, Name: "conductor-shadow.exchanges", Host: "kafka:9092"},
+			{Kind: dataflow.KindWebhook, Name: "webhook", Host: "hooks.slack.com"},
+		},
+		Retention:  store.RetentionConfig{Requests: 90 * 24 * time.Hour, Steps: 90 * 24 * time.Hour, Bodies: 30 * 24 * time.Hour, Work: 7 * 24 * time.Hour},
+		PIIEnabled: true, PIIRules: []string{"email", "phone", "person"},
+	}
+	return dataflow.Assemble(totals, s, to.Add(-7*24*time.Hour), to)
+}
+
 // goldenOverview is the overview of the two fixture traces with a PASS verdict.
 func goldenOverview(meta pageMeta) overviewView {
 	ov := store.Overview{
@@ -150,13 +192,20 @@ func goldenOverview(meta pageMeta) overviewView {
 	sr := fixtureSuiteRun()
 	sr.Verdict = "PASS"
 	q := overviewQuery{App: "support-bot", From: t0.Truncate(time.Hour).Add(-time.Hour), To: t0.Truncate(time.Hour).Add(2 * time.Hour)}
-	pairs := []store.AgreementPair{{Candidate: "conductor", RequestID: "r1", StartedAt: t0, Agree: true, Language: "en", LengthBucket: "0-127"},
-		{Candidate: "conductor", RequestID: "r2", StartedAt: t0.Add(time.Minute), Agree: false, Language: "ru", HasTable: true, LengthBucket: "128-511"}}
-	vs, err := gate.LiveVerdicts(eval.LivePairs(pairs), q.To.Sub(q.From), false, gate.NewDefaultPolicy())
+	// The conductor's live sequence: two judged pairs, a tie and a loss.
+	seq, err := gate.NewLiveSequence(gate.NewDefaultPolicy())
 	if err != nil {
 		panic(err)
 	}
-	live := &eval.LiveSection{From: q.From, To: q.To, Correction: gate.LiveCorrection, Verdicts: vs}
+	for i, score := range []float64{0, -1} {
+		seq.Observe(gate.LiveObs{Kind: gate.LiveJudged, Score: score, InclusionProb: 0.25, At: t0.Add(time.Duration(i) * time.Minute),
+			IncumbentUSD: 0.002, CandidateUSD: 0.015, IncumbentMs: 1500, CandidateMs: 3800})
+	}
+	cov := []gate.CoverageCounts{{Dimension: store.CoverageAll, Recorded: 3, Shadowed: 2, Missing: 1, Answered: 2, Judged: 2},
+		{Dimension: store.CoverageLang, Value: "en", Recorded: 2, Shadowed: 2, Answered: 2, Judged: 2}, {Dimension: store.CoverageLang, Value: "ru", Recorded: 1, Missing: 1}}
+	lv, _ := eval.LiveLook(gate.NewDefaultPolicy(), seq, []store.JudgeStat{{Pipeline: "conductor", Judge: "judge-x", Canaries: 3}}, cov, 48)
+	live := &eval.LiveSection{AsOf: q.To, Rule: gate.LiveRule, Verdicts: []eval.LiveCandidate{{Candidate: "conductor", Version: "3f9a0b1c2d3e4f50",
+		StartedAt: t0, Through: q.To.Add(-time.Hour), LiveVerdict: lv, Coverage: cov, WindowCoverage: cov}}}
 	v := newOverviewView(meta, q, 3600, ov, []store.SuiteRun{sr}, live)
 	v.ThisURL = urls{meta.Base}.overviewWith(q)
 	return v

@@ -57,6 +57,7 @@ type Readers struct {
 	Suites   store.SuiteReader    // the suite-run pages, the overview's verdicts
 	Traces   store.TraceReader    // the traces list and a trace
 	Overview store.OverviewReader // the overview
+	Live     store.LiveReader     // the overview's live verdicts
 	Runs     store.RunComparer    // a suite run's cases, the comparison pages
 	Workers  store.WorkerReader   // the workers page
 	Segments store.SegmentReader  // the shift page
@@ -64,12 +65,14 @@ type Readers struct {
 	Judgments store.JudgmentReader
 	// LiveJudgments is optional: without it the overview has no live judges.
 	LiveJudgments store.LiveJudgmentReader
+	Flows         store.FlowReader // the data-flows page
 }
 
 // ReadersOf picks the pages' roles out of r.
 func ReadersOf(r store.Roles) Readers {
-	return Readers{Suites: r.SuiteReader, Traces: r.TraceReader, Overview: r.OverviewReader,
-		Runs: r.RunComparer, Workers: r.WorkerReader, Segments: r.SegmentReader, Judgments: r.JudgmentReader, LiveJudgments: r.LiveJudgments}
+	return Readers{Suites: r.SuiteReader, Traces: r.TraceReader, Overview: r.OverviewReader, Live: r.LiveReader,
+		Runs: r.RunComparer, Workers: r.WorkerReader, Segments: r.SegmentReader, Judgments: r.JudgmentReader, LiveJudgments: r.LiveJudgments,
+		Flows: r.FlowReader}
 }
 
 // server holds what the handlers share; it is read-only after Register.
@@ -104,6 +107,8 @@ type server struct {
 //	                                 requests); 404 when absent or empty
 //	GET /compare/runs                two runs side by side; query: a, b (run ids)
 //	GET /compare/suite-runs          two suite runs case by case; query: a, b (suite run ids), pipeline, changed=1
+//	GET /data-flows                  every party outside the platform that received data in a window, with what it
+//	                                 received and the retention that applies (store/dataflow); query: since (default 168h)
 //	GET /static/*file                the embedded stylesheet
 //
 // An {id} may hold "/" (suite-case request ids such as "suite-…/gsm8k-test-0"),
@@ -112,7 +117,7 @@ type server struct {
 //
 // HTML pages answer 501 naming the store role a page needs when rd lacks it
 // (store.ErrNotSupported; the traces pages need Traces, the overview
-// Overview, the workers page Workers, a suite run and the comparisons Runs,
+// Overview and Live, the workers page Workers, a suite run and the comparisons Runs,
 // the shift page Segments), 400 for bad query parameters, and 500 with a
 // short message when the store fails; the cause is attached to the gin
 // context, and with WithLogger it is logged with the method and path (serve
@@ -155,10 +160,11 @@ func Register(r gin.IRouter, rd Readers, cfg Config, opts ...Option) error {
 		get("", s.root)
 	}
 	get("/", s.root)
-	get("/overview", s.needs("the overview", s.overview, pageRole{"store.OverviewReader", rd.Overview != nil}))
+	get("/overview", s.needs("the overview", s.overview, pageRole{"store.OverviewReader", rd.Overview != nil}, pageRole{"store.LiveReader", rd.Live != nil}))
 	get("/workers", s.needs("worker usage", s.workers, pageRole{"store.WorkerReader", rd.Workers != nil}))
 	get("/traces", s.needs("traces", s.traces, traces))
 	get("/shift", s.needs("the shift page", s.shift, pageRole{"store.SegmentReader", rd.Segments != nil}))
+	get("/data-flows", s.needs("the data flows", s.dataFlows, pageRole{"store.FlowReader", rd.Flows != nil}))
 	get("/traces/*id", s.needs("a trace", s.trace, traces))
 	get("/suite-runs", s.suiteRuns)
 	get("/suite-runs/*id", s.suiteRunRoutes)

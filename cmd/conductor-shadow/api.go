@@ -87,6 +87,7 @@ type api struct {
 	// stopping ends when the server starts to stop: console statements still
 	// running are ended then, so they do not hold the drain.
 	stopping context.Context
+	flows    *flowRecorder // POST /api/data-flows; nil in the tap role
 }
 
 func (a *api) register(r gin.IRouter) {
@@ -95,6 +96,7 @@ func (a *api) register(r gin.IRouter) {
 	r.POST("/api/suite-runs", a.runSuite)
 	r.POST("/api/forget", a.forgetHandler)
 	r.POST("/api/segment-mix", a.segmentMix)
+	r.POST("/api/data-flows", a.flowsHandler)
 }
 
 // segmentMix answers the live traffic's segment mix of a window, for `shift`

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/conductor-shadow/conductor-shadow/cmd/internal/platform"
 	"github.com/conductor-shadow/conductor-shadow/eval"
 	"github.com/conductor-shadow/conductor-shadow/eval/gate"
 	"github.com/conductor-shadow/conductor-shadow/eval/judge"
 	"github.com/conductor-shadow/conductor-shadow/eval/schedule"
+	"github.com/conductor-shadow/conductor-shadow/store/dataflow"
 )
 
 // errBadSet marks a regression set that cannot be loaded: the caller's mistake,
@@ -28,6 +30,9 @@ type suiteRunner struct {
 	// onReport, when set, is given every finished suite run's report (verdict
 	// notifications); it must not wait.
 	onReport func(*eval.Report)
+	// flows, when set, adds the record of data flows of the report's live
+	// window to every report.
+	flows *flowRecorder
 }
 
 // run loads setPath (empty: the configured set), runs at most limit cases (0: all),
@@ -77,6 +82,7 @@ func (s *suiteRunner) runScheduled(ctx context.Context, job schedule.Suite, prog
 		ShiftWindow: s.cfg.Suite.ShiftWindow,
 		// The simulated pool says by what factor it scaled latencies; the report repeats it.
 		LatencyScales: s.p.Pool.SimulatedLatencyScales,
+		DataFlows:     s.dataFlows(),
 	})
 	if err != nil {
 		return suiteResponse{}, fmt.Errorf("suite run %s: %w", filepath.Base(setPath), err)
@@ -91,6 +97,14 @@ func (s *suiteRunner) runScheduled(ctx context.Context, job schedule.Suite, prog
 	md, js = platform.AbsPath(md), platform.AbsPath(js)
 	return suiteResponse{SuiteRunID: rep.SuiteRunID, Headline: rep.Headline, Markdown: rep.Markdown(), MarkdownPath: md, JSONPath: js,
 		HTMLPath: strings.TrimSuffix(md, ".md") + ".html", Verdict: rep.Verdict, VerdictDetail: verdictDetail(rep), Store: s.where}, nil
+}
+
+// dataFlows is the report's data-flows section, nil without a recorder.
+func (s *suiteRunner) dataFlows() func(context.Context, time.Time, time.Time) (*dataflow.Record, error) {
+	if s.flows == nil {
+		return nil
+	}
+	return s.flows.between
 }
 
 // public is res as POST /api/suite-runs answers it, naming no folder of the
