@@ -127,6 +127,16 @@ func seed(t *testing.T, ctx context.Context, st store.Store) fixture {
 				StartedAt: t0, LatencyMs: 99999, Status: store.StatusOK, CostUSD: 50})
 		}
 	}
+	// Generated load-test rows (loadtest generate) in the same window: no
+	// suite run, and not production either.
+	for i := range 4 {
+		id := fmt.Sprintf("gen-%09d", i)
+		reqs = append(reqs, store.Request{RequestID: id, ReceivedAt: t0, Source: store.SourceGenerated, App: "support", Input: `[]`})
+		for _, p := range []string{"incumbent:gpt-5", "conductor", "single:gpt-5"} {
+			runs = append(runs, store.Run{RunID: id + p, RequestID: id, Pipeline: p, Mode: map[bool]string{true: store.ModeIncumbent, false: store.ModeCandidate}[strings.HasPrefix(p, "incumbent")],
+				StartedAt: t0, LatencyMs: 88888, Status: store.StatusError, CostUSD: 40})
+		}
+	}
 	if err := st.InsertRequests(ctx, reqs); err != nil {
 		t.Fatal(err)
 	}
@@ -261,6 +271,22 @@ func TestDashboardPanelsRun(t *testing.T) {
 		if got, want := num(t, row[col["p50_ms"]]), percentile.NearestRank(f.latencies[name], 50); got != want {
 			t.Errorf("%s: p50 %v on the dashboard, nearest rank %v", name, got, want)
 		}
+	}
+	// The requests stat counts production requests only (23: not the suite
+	// cases nor the generated rows), as the overview does.
+	found := false
+	for _, p := range d.Panels {
+		if p.Title != "Production requests" {
+			continue
+		}
+		found = true
+		res, err := st.Query(ctx, expand(t, p.Targets[0].RawSQL, f.from, f.to, all))
+		if err != nil || len(res.Rows) != 1 || res.Rows[0][0] != "23" || ov.Counts.Requests != 23 {
+			t.Errorf("requests panel %v (%v), overview %d; want 23", res.Rows, err, ov.Counts.Requests)
+		}
+	}
+	if !found {
+		t.Error("no Production requests panel")
 	}
 	// The app and candidate variables narrow the figures.
 	res, err = st.Query(ctx, expand(t, table, f.from, f.to, map[string]string{"app": "support", "candidate": "single:gpt-5"}))

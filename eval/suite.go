@@ -68,6 +68,10 @@ type SuiteOptions struct {
 	Progress io.Writer
 	// progressBar forces (tests) the bar on or off; nil decides by terminal.
 	progressBar *bool
+	// OnProgress, when set, gets the run's state after every finished case,
+	// in order (the suite-run API streams it); it is called from the case
+	// workers one at a time and must not wait long.
+	OnProgress func(SuiteProgress)
 	// Graders resolves a case's grader name; default GraderFor.
 	Graders func(name string) (Grader, error)
 	// Policy is the gate policy for the verdict; nil uses gate.NewDefaultPolicy().
@@ -351,7 +355,7 @@ func (r *suiteRunner) run(ctx context.Context) (*Report, error) {
 		return nil, r.finishWithError(ctx, fmt.Errorf("eval: run suite %s: insert cases: %w", r.row.SuiteRunID, err))
 	}
 
-	prog := newProgress(r.opts.Progress, r.row.SuiteRunID, len(r.cases), r.opts.progressBar)
+	prog := newProgress(r.opts.Progress, r.row.SuiteRunID, len(r.cases), r.opts.progressBar, r.opts.OnProgress)
 	runCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	results := make([]*caseRecord, len(r.cases))

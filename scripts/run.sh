@@ -71,7 +71,8 @@ echo "run: waiting until all $want replayed requests have an incumbent and a can
 q="SELECT count() FROM (SELECT request_id FROM shadow.runs FINAL WHERE request_id IN (SELECT request_id FROM shadow.requests FINAL WHERE source = 'replay') GROUP BY request_id HAVING countIf(mode = 'incumbent') >= 1 AND countIf(mode = 'candidate') >= 1)"
 for i in $(seq 1 600); do
   kill -0 "${pids[1]}" 2>/dev/null || { echo "run: the server stopped (see logs/serve.log)" >&2; exit 1; }
-  got=$(bin/conductor-shadow --config "$CONFIG" query "$q" | tail -n 1)
+  # Its store line (stderr) goes to the log, not once a second to the terminal.
+  got=$(bin/conductor-shadow --config "$CONFIG" query "$q" 2>>logs/run-query.log | tail -n 1)
   [ "$got" -ge "$want" ] && break
   (( i % 10 == 0 )) && echo "run: $got / $want stored"
   sleep 1

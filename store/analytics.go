@@ -253,9 +253,10 @@ func (s *sqlStore) SearchTraces(ctx context.Context, q TraceSearch) ([]TraceSumm
 	return page, nil
 }
 
-// OverviewQuery selects the overview's window: traffic requests (not suite
-// cases) received in [From, To) and their runs started in it (suite runs'
-// runs are left out: the suite-run pages show those), optionally of one App. BucketSeconds is the width of
+// OverviewQuery selects the overview's window: production requests
+// (LiveSources: not suite cases, not generated rows) received in [From, To)
+// and their runs started in it (suite runs' runs are left out: the suite-run
+// pages show those), optionally of one App. BucketSeconds is the width of
 // the series' time buckets (aligned to the Unix epoch); it must divide a day.
 type OverviewQuery struct {
 	App           string
@@ -264,6 +265,9 @@ type OverviewQuery struct {
 	// Segments limits the window to requests (and their runs) with these
 	// segment values.
 	Segments SegmentFilter
+	// Generated selects the generated load-test rows (SourceGenerated)
+	// instead of production traffic: what `loadtest generate` measures.
+	Generated bool
 }
 
 // Validate reports an empty or inverted window and a bucket width that is not a
@@ -366,8 +370,8 @@ func (s *sqlStore) Overview(ctx context.Context, q OverviewQuery) (Overview, err
 		return ov, fmt.Errorf("store: overview: %w", err)
 	}
 	p := Params{}.Time("from", q.From).Time("to", q.To)
-	reqCond := "received_at >= {from:DateTime64(3, 'UTC')} AND received_at < {to:DateTime64(3, 'UTC')} AND source != 'suite'"
-	runCond := "started_at >= {from:DateTime64(3, 'UTC')} AND started_at < {to:DateTime64(3, 'UTC')} AND suite_run_id = ''"
+	reqCond := "received_at >= {from:DateTime64(3, 'UTC')} AND received_at < {to:DateTime64(3, 'UTC')} AND " + liveRequests(q.Generated)
+	runCond := "started_at >= {from:DateTime64(3, 'UTC')} AND started_at < {to:DateTime64(3, 'UTC')} AND " + s.liveRunSQL(q.Generated)
 	if q.App != "" {
 		p.Str("app", q.App)
 		reqCond += " AND app = {app:String}"

@@ -155,7 +155,7 @@ func (s *sqlStore) ListSetSources(ctx context.Context, q SetSourceQuery) ([]SetS
 	if err := s.check(ctx); err != nil {
 		return nil, fmt.Errorf("store: list set sources: %w", err)
 	}
-	where := "source IN ('tap', 'replay')"
+	where := liveRequestSQL
 	p := Params{}
 	if !q.Since.IsZero() {
 		where += " AND received_at >= {since:DateTime64(3, 'UTC')}"

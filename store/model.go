@@ -7,6 +7,9 @@ const (
 	SourceTap    = "tap"    // copied from production traffic
 	SourceReplay = "replay" // replayed from a recorded file through the tap
 	SourceSuite  = "suite"  // a regression-set case sent by a suite run
+	// SourceGenerated marks the synthetic rows of `loadtest generate`
+	// (Generate): never production (LiveSources).
+	SourceGenerated = "generated"
 )
 
 // Run modes.
@@ -42,7 +45,7 @@ const (
 type Request struct {
 	RequestID   string    `json:"request_id"`
 	ReceivedAt  time.Time `json:"received_at"` // UTC, ms precision
-	Source      string    `json:"source"`      // SourceTap, SourceReplay or SourceSuite
+	Source      string    `json:"source"`      // SourceTap, SourceReplay, SourceSuite or SourceGenerated
 	App         string    `json:"app"`         // the production app or route that sent it
 	Input       string    `json:"input"`       // the chat messages as JSON: [{"role":..,"content":..}]
 	InputHash   string    `json:"input_hash"`  // hex sha256 of Input

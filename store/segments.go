@@ -74,8 +74,8 @@ func (f SegmentFilter) sqlCond() string {
 	return strings.Join(c, " AND ")
 }
 
-// SegmentMixQuery selects the live traffic (sources tap and replay, not suite
-// cases) received in [From, To), optionally of one App.
+// SegmentMixQuery selects the live traffic (LiveSources: not suite cases,
+// not generated rows) received in [From, To), optionally of one App.
 type SegmentMixQuery struct {
 	From, To time.Time
 	App      string
@@ -123,7 +123,7 @@ func (s *sqlStore) SegmentMix(ctx context.Context, q SegmentMixQuery) ([]Segment
 		return nil, fmt.Errorf("store: segment mix: %w", err)
 	}
 	p := Params{}.Time("from", q.From).Time("to", q.To)
-	cond := "received_at >= {from:DateTime64(3, 'UTC')} AND received_at < {to:DateTime64(3, 'UTC')} AND source != 'suite'"
+	cond := "received_at >= {from:DateTime64(3, 'UTC')} AND received_at < {to:DateTime64(3, 'UTC')} AND " + liveRequestSQL
 	if q.App != "" {
 		p.Str("app", q.App)
 		cond += " AND app = {app:String}"

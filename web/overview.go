@@ -43,6 +43,9 @@ type overviewQuery struct {
 	App      string
 	From, To time.Time // UTC; zero in the URL means the default window
 	Seg      store.SegmentFilter
+	// Generated shows the generated load-test rows (source=generated)
+	// instead of production traffic.
+	Generated bool
 }
 
 func (q overviewQuery) values() url.Values {
@@ -57,6 +60,9 @@ func (q overviewQuery) values() url.Values {
 		v.Set("to", fmtFormTime(q.To))
 	}
 	setSegmentValues(v, q.Seg)
+	if q.Generated {
+		v.Set("source", store.SourceGenerated)
+	}
 	return v
 }
 
@@ -65,6 +71,13 @@ func (q overviewQuery) values() url.Values {
 // Missing bounds default to the 24 h before to (to defaults to now).
 func parseOverviewQuery(v url.Values, now time.Time) (overviewQuery, error) {
 	q := overviewQuery{App: strings.TrimSpace(v.Get("app"))}
+	switch src := strings.TrimSpace(v.Get("source")); src {
+	case "":
+	case store.SourceGenerated:
+		q.Generated = true
+	default:
+		return q, fmt.Errorf("source %q: the overview shows production traffic, or %q for the generated load-test rows", src, store.SourceGenerated)
+	}
 	seg, err := parseSegmentFilter(v)
 	if err != nil {
 		return q, fmt.Errorf("filter: %w", err)
@@ -346,9 +359,12 @@ func (s *server) overview(c *gin.Context) {
 		return
 	}
 	meta := s.meta("Overview", navOverview)
+	if q.Generated {
+		meta.Title = "Overview of generated load-test data (not production)"
+	}
 	an, sr := s.read.Overview, s.read.Suites
 	bucket := bucketFor(q.To.Sub(q.From))
-	ov, err := an.Overview(c.Request.Context(), store.OverviewQuery{App: q.App, From: q.From, To: q.To, BucketSeconds: bucket, Segments: q.Seg})
+	ov, err := an.Overview(c.Request.Context(), store.OverviewQuery{App: q.App, From: q.From, To: q.To, BucketSeconds: bucket, Segments: q.Seg, Generated: q.Generated})
 	if err != nil {
 		s.storeFailed(c, "overview", "", fmt.Errorf("web: overview: %w", err))
 		return
@@ -369,7 +385,9 @@ func (s *server) overview(c *gin.Context) {
 		}
 	}
 	live := &eval.LiveSection{}
-	if len(cands) > 0 {
+	// Generated load-test rows have no live verdict: they are no production
+	// traffic.
+	if len(cands) > 0 && !q.Generated {
 		// The live verdict of each candidate shown: its sequence since its
 		// newest version's shadowing started, as of now; the window only
 		// picks the coverage shown next to it.

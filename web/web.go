@@ -46,7 +46,7 @@ func runStatuses() []string {
 
 // traceSources returns the choices of the traces list's source filter.
 func traceSources() []string {
-	return []string{store.SourceTap, store.SourceReplay, store.SourceSuite}
+	return []string{store.SourceTap, store.SourceReplay, store.SourceSuite, store.SourceGenerated}
 }
 
 // Readers are the store roles the pages read, resolved once where the
@@ -91,10 +91,11 @@ type server struct {
 //
 //	GET /                            302 to /traces
 //	GET /overview                    counts, per-pipeline cost/latency/agreement/verdict and charts for a
-//	                                 window; query: app, from, to (UTC; default the last 24 h)
+//	                                 window of production traffic; query: app, from, to (UTC; default the
+//	                                 last 24 h), source=generated (the generated load-test rows instead)
 //	GET /workers                     worker usage by plan position and category with shares of steps,
 //	                                 cost and latency; query: app, pipeline, from, to (default the last 24 h)
-//	GET /traces                      traces list; query: app, source (tap|replay|suite), q (input text),
+//	GET /traces                      traces list; query: app, source (tap|replay|suite|generated), q (input text),
 //	                                 limit (1..store.MaxListLimit, default store.DefaultListLimit),
 //	                                 before (RFC 3339, received_at of the previous page's last row)
 //	                                 and before_id (its request_id), candidate, worker, status, grade,

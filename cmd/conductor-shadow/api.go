@@ -3,13 +3,16 @@ package main
 import (
 	"context"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/conductor-shadow/conductor-shadow/eval"
 	"github.com/conductor-shadow/conductor-shadow/ingest"
 	"github.com/conductor-shadow/conductor-shadow/store"
 	"github.com/conductor-shadow/conductor-shadow/web"
@@ -46,6 +49,30 @@ type suiteResponse struct {
 	Store         string `json:"store"` // the store the suite run was written to
 }
 
+// suiteStreamLine is one line of POST /api/suite-runs answered as NDJSON
+// (asked with "Accept: application/x-ndjson"): the run's state after every
+// finished case, then one line with the result or the error that ended it.
+// The status is 200 once the run has started; a bad request is refused
+// before, with its status and a JSON error as without NDJSON.
+type suiteStreamLine struct {
+	Progress *eval.SuiteProgress `json:"progress,omitempty"`
+	Result   *suiteResponse      `json:"result,omitempty"`
+	Error    string              `json:"error,omitempty"`
+}
+
+// segmentMixRequest is the body of POST /api/segment-mix: the live traffic's
+// window [from, to) (RFC 3339) and optionally one app.
+type segmentMixRequest struct {
+	From time.Time `json:"from"`
+	To   time.Time `json:"to"`
+	App  string    `json:"app,omitempty"`
+}
+
+// segmentMixResponse answers POST /api/segment-mix (store.SegmentReader).
+type segmentMixResponse struct {
+	Segments []store.SegmentCount `json:"segments"`
+}
+
 // api serves the read-only query endpoint, tap statistics and suite runs for the
 // CLI, which cannot open the embedded store while the server holds it.
 type api struct {
@@ -55,7 +82,8 @@ type api struct {
 	writer  func() store.WriterStats
 	// admission is the adaptive shadow-run limit's state; nil in the tap role.
 	admission func() ingest.AdmissionSnapshot
-	forget    *forgetter // POST /api/forget; nil in the tap role (no store)
+	forget    *forgetter          // POST /api/forget; nil in the tap role (no store)
+	segments  store.SegmentReader // POST /api/segment-mix; nil: 501
 	// stopping ends when the server starts to stop: console statements still
 	// running are ended then, so they do not hold the drain.
 	stopping context.Context
@@ -67,7 +95,34 @@ func (a *api) register(r gin.IRouter) {
 	r.GET("/api/stats", a.statsHandler)
 	r.POST("/api/suite-runs", a.runSuite)
 	r.POST("/api/forget", a.forgetHandler)
+	r.POST("/api/segment-mix", a.segmentMix)
 	r.POST("/api/data-flows", a.flowsHandler)
+}
+
+// segmentMix answers the live traffic's segment mix of a window, for `shift`
+// while the server holds the store.
+func (a *api) segmentMix(c *gin.Context) {
+	var req segmentMixRequest
+	if err := c.ShouldBindJSON(&req); err != nil {
+		c.JSON(http.StatusBadRequest, gin.H{"error": "want a JSON body {\"from\": \"2026-01-01T00:00:00Z\", \"to\": \"2026-01-08T00:00:00Z\"}"})
+		return
+	}
+	if a.segments == nil {
+		c.JSON(http.StatusNotImplemented, gin.H{"error": store.NotSupported("store.SegmentReader").Error()})
+		return
+	}
+	q := store.SegmentMixQuery{From: req.From, To: req.To, App: req.App}
+	if err := q.Validate(); err != nil {
+		c.JSON(http.StatusBadRequest, gin.H{"error": err.Error()})
+		return
+	}
+	mix, err := a.segments.SegmentMix(c.Request.Context(), q)
+	if err != nil {
+		_ = c.Error(err)
+		c.JSON(http.StatusInternalServerError, gin.H{"error": err.Error()})
+		return
+	}
+	c.JSON(http.StatusOK, segmentMixResponse{Segments: mix})
 }
 
 // maxQueryBodyBytes bounds the body of POST /api/query (1 MiB of SQL).
@@ -149,6 +204,10 @@ func (a *api) runSuite(c *gin.Context) {
 		c.JSON(http.StatusBadRequest, gin.H{"error": err.Error()})
 		return
 	}
+	if strings.Contains(c.GetHeader("Accept"), ndjson) {
+		a.streamSuite(c, set, req.Limit)
+		return
+	}
 	res, err := a.suites.run(c.Request.Context(), set, req.Limit, nil)
 	if err != nil {
 		code := http.StatusInternalServerError
@@ -162,6 +221,41 @@ func (a *api) runSuite(c *gin.Context) {
 	}
 	c.JSON(http.StatusOK, a.suites.public(res))
 }
+
+// streamSuite runs the suite answering NDJSON (suiteStreamLine): a line per
+// finished case, flushed at once, then the result or the error. Each write
+// gets a deadline of its own (streamWriteTimeout), so a long run is not cut
+// by a server-wide write timeout and a caller that stops reading does not
+// hold the run's workers for longer.
+func (a *api) streamSuite(c *gin.Context, set string, limit int) {
+	c.Header("Content-Type", ndjson)
+	c.Status(http.StatusOK)
+	rc := http.NewResponseController(c.Writer)
+	enc := json.NewEncoder(c.Writer)
+	var mu sync.Mutex
+	write := func(l suiteStreamLine) {
+		mu.Lock()
+		defer mu.Unlock()
+		_ = rc.SetWriteDeadline(time.Now().Add(streamWriteTimeout))
+		if enc.Encode(l) == nil {
+			_ = rc.Flush()
+		}
+	}
+	write(suiteStreamLine{Progress: &eval.SuiteProgress{}}) // the headers, at once
+	res, err := a.suites.run(c.Request.Context(), set, limit, func(p eval.SuiteProgress) { write(suiteStreamLine{Progress: &p}) })
+	if err != nil {
+		if !errors.Is(err, errBadSet) && !errors.Is(err, context.Canceled) {
+			_ = c.Error(err)
+		}
+		write(suiteStreamLine{Error: err.Error()})
+		return
+	}
+	pub := a.suites.public(res)
+	write(suiteStreamLine{Result: &pub})
+}
+
+// streamWriteTimeout bounds one write of a streamed answer.
+const streamWriteTimeout = time.Minute
 
 // requireToken lets loopback callers through and asks every other caller for
 // "Authorization: Bearer <token>". An empty token refuses every non-loopback call.

@@ -150,15 +150,19 @@ nothing sent". Prints Markdown, or JSON with --json.`,
 				return err
 			}
 			ctx := cmd.Context()
-			var rec dataflow.Record
-			answered, err := askServer(ctx, cfg, local, "/api/data-flows", 5*time.Minute, flowsRequest{Since: since.String()}, &rec)
+			t, err := resolveStore(cmd, cfg)
 			if err != nil {
-				return fmt.Errorf("data-flows: %w", err)
+				return err
 			}
-			if !answered {
-				st, _, err := platform.OpenStore(ctx, cfg)
+			var rec dataflow.Record
+			if t.Server {
+				if err := serverAPI(cfg, t, 5*time.Minute).post(ctx, "/api/data-flows", flowsRequest{Since: since.String()}, &rec); err != nil {
+					return fmt.Errorf("data-flows: %w", err)
+				}
+			} else {
+				st, _, err := platform.OpenExistingStore(ctx, cfg)
 				if err != nil {
-					return err
+					return fmt.Errorf("data-flows: %w", err)
 				}
 				defer st.Close()
 				f := &flowRecorder{reader: store.NewRoles(st).FlowReader, settings: flowSettings(cfg, os.Getenv)}
@@ -177,8 +181,8 @@ nothing sent". Prints Markdown, or JSON with --json.`,
 	}
 	cmd.Flags().DurationVar(&since, "since", dataflow.DefaultWindow, "the window, up to now")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the record as JSON")
-	cmd.Flags().BoolVar(&local, "local", false, "open the store directly instead of asking a running server")
-	return cmd
+	cmd.Flags().BoolVar(&local, "local", false, "open the store here instead of asking the running server (refused while a server holds it)")
+	return platform.WithStore(cmd, platform.AccessEither)
 }
 
 var (

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -18,7 +17,7 @@ import (
 )
 
 // setCmd is `conductor-shadow set build`: a regression set from captured
-// traffic. It opens the store directly (stop `serve` first when the store is
+// traffic. It opens the store here (stop `serve` first when the store is
 // the embedded one).
 func setCmd(load platform.Loader) *cobra.Command {
 	set := &cobra.Command{Use: "set", Short: "Regression sets"}
@@ -43,9 +42,9 @@ func setCmd(load platform.Loader) *cobra.Command {
 				return errors.New("set build: --out is required")
 			}
 			ctx := cmd.Context()
-			st, h, err := openEvalHistory(ctx, cfg)
+			st, h, err := openEvalHistory(cmd, cfg)
 			if err != nil {
-				return fmt.Errorf("set build: %w", err)
+				return err
 			}
 			defer st.Close()
 			q := store.SetSourceQuery{Limit: store.MaxSetSourceLimit}
@@ -92,7 +91,7 @@ func setCmd(load platform.Loader) *cobra.Command {
 	build.Flags().DurationVar(&since, "since", 0, "only requests received within this long (0: all)")
 	build.Flags().StringVar(&strat, "stratify-by", "app,category", "columns of the strata, from "+strings.Join(setbuild.StratifyColumns, ",")+
 		"; e.g. language,has_table draws a set with the live segment mix")
-	set.AddCommand(build)
+	set.AddCommand(platform.WithStore(build, platform.AccessHere))
 	return set
 }
 
@@ -116,9 +115,9 @@ func exportCmd(load platform.Loader) *cobra.Command {
 				return errors.New("export rewards: name at least one --suite-run")
 			}
 			ctx := cmd.Context()
-			st, h, err := openEvalHistory(ctx, cfg)
+			st, h, err := openEvalHistory(cmd, cfg)
 			if err != nil {
-				return fmt.Errorf("export rewards: %w", err)
+				return err
 			}
 			defer st.Close()
 			var rows []rewards.Row
@@ -164,7 +163,7 @@ func exportCmd(load platform.Loader) *cobra.Command {
 	}
 	rw.Flags().StringSliceVar(&suiteRuns, "suite-run", nil, "suite run id (repeatable)")
 	rw.Flags().StringVar(&out, "out", "", "JSONL file to write (default: stdout)")
-	export.AddCommand(rw)
+	export.AddCommand(platform.WithStore(rw, platform.AccessHere))
 	return export
 }
 
@@ -191,20 +190,21 @@ func writeFileWith(path string, fn func(io.Writer) error) error {
 	return nil
 }
 
-// openEvalHistory opens the store directly (these commands read many rows, so
-// they do not go through a running server: with the embedded store, stop `serve`
-// first) with its suite-run history queries; the caller closes st.
-func openEvalHistory(ctx context.Context, cfg platform.Config) (st store.Store, h store.EvalHistory, err error) {
-	st, _, err = platform.OpenStore(ctx, cfg)
-	if err != nil {
-		if cfg.Store.DSN == "" {
-			return nil, nil, fmt.Errorf("%w\n(the embedded store in %s has one owner: stop `serve` first, or use a ClickHouse server)", err, cfg.Store.Path)
-		}
+// openEvalHistory opens the store here for cmd (these commands read many
+// rows, so they do not go through a running server: platform.AccessHere
+// refuses a server that holds the store) with its suite-run history
+// queries; the caller closes st.
+func openEvalHistory(cmd *cobra.Command, cfg platform.Config) (st store.Store, h store.EvalHistory, err error) {
+	if _, err := resolveStore(cmd, cfg); err != nil {
 		return nil, nil, err
+	}
+	st, _, err = platform.OpenExistingStore(cmd.Context(), cfg)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", commandName(cmd), err)
 	}
 	if h = store.NewRoles(st).EvalHistory; h == nil {
 		st.Close()
-		return nil, nil, store.NotSupported("store.EvalHistory")
+		return nil, nil, fmt.Errorf("%s: %w", commandName(cmd), store.NotSupported("store.EvalHistory"))
 	}
 	return st, h, nil
 }

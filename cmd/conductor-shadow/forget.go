@@ -128,20 +128,32 @@ sweeps again for rows that arrived meanwhile ("second sweep" in the printout).`,
 				return err
 			}
 			ctx := cmd.Context()
-			var res forgetResponse
-			if answered, err := askServer(ctx, cfg, local, "/api/forget", 5*time.Minute, forgetRequest{Subject: subject}, &res); answered {
-				if err == nil {
-					printForget(cmd.OutOrStdout(), res)
-				}
+			// The subject is erased from the store the flags name, never from
+			// whatever server answers (platform.ResolveStore).
+			t, err := resolveStore(cmd, cfg)
+			if err != nil {
 				return err
+			}
+			var res forgetResponse
+			if t.Server {
+				if err := serverAPI(cfg, t, 5*time.Minute).post(ctx, "/api/forget", forgetRequest{Subject: subject}, &res); err != nil {
+					return err
+				}
+				printForget(cmd.OutOrStdout(), res)
+				return nil
+			}
+			// The folder is checked before LoadPIISecret, which would
+			// create a key in it.
+			if err := platform.CheckStoreFolder(cfg); err != nil {
+				return fmt.Errorf("forget: %w", err)
 			}
 			secret, err := ingest.LoadPIISecret(cfg.Ingest.PII.SecretEnv, cfg.Store.Path)
 			if err != nil {
 				return fmt.Errorf("forget: %w", err)
 			}
-			st, _, err := platform.OpenStore(ctx, cfg)
+			st, _, err := platform.OpenExistingStore(ctx, cfg)
 			if err != nil {
-				return err
+				return fmt.Errorf("forget: %w", err)
 			}
 			defer st.Close()
 			res, err = newForgetter(store.NewRoles(st).SubjectEraser, secret.Key, forgetSweepAfter(cfg.Writer)).forget(ctx, subject, "cli")
@@ -153,6 +165,6 @@ sweeps again for rows that arrived meanwhile ("second sweep" in the printout).`,
 		},
 	}
 	cmd.Flags().StringVar(&subject, "subject", "", "the data subject's value (as sent in the exchange's subject field or the X-Conductor-Shadow-Subject header)")
-	cmd.Flags().BoolVar(&local, "local", false, "open the store directly instead of asking a running server")
-	return cmd
+	cmd.Flags().BoolVar(&local, "local", false, "open the store here instead of asking the running server (refused while a server holds it)")
+	return platform.WithStore(cmd, platform.AccessEither)
 }

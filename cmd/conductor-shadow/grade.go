@@ -65,7 +65,7 @@ reason says why); every other case is still printed.`,
 		},
 	}
 	cmd.Flags().StringVar(&casesPath, "cases", "", "JSONL file of regression-set cases, each with an extra \"output\"")
-	return cmd
+	return platform.WithStore(cmd, platform.AccessNone)
 }
 
 // gradeCases grades every case of set and writes one gradeLine per case.

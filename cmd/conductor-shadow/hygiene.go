@@ -92,7 +92,7 @@ func (s pathScrubber) middleware() gin.HandlerFunc {
 			c.Next()
 			return
 		}
-		bw := &bufferedWriter{ResponseWriter: c.Writer}
+		bw := &bufferedWriter{ResponseWriter: c.Writer, scrub: s.scrub}
 		c.Writer = bw
 		defer func() {
 			if rec := recover(); rec != nil {
@@ -102,21 +102,45 @@ func (s pathScrubber) middleware() gin.HandlerFunc {
 		}()
 		c.Next()
 		c.Writer = bw.ResponseWriter
-		body := s.scrub(bw.buf.Bytes())
-		if bw.Header().Get("Content-Length") != "" {
-			bw.Header().Del("Content-Length")
-		}
-		bw.ResponseWriter.WriteHeader(bw.status())
-		_, _ = bw.ResponseWriter.Write(body)
+		bw.emit(bw.buf.Len())
 	}
 }
 
-// bufferedWriter keeps an answer's body and status until the handler is done.
+// bufferedWriter keeps an answer's body and status until the handler is done,
+// or until it flushes: a streamed answer (the NDJSON of a suite run's
+// progress) is scrubbed and sent chunk by chunk, each chunk the whole lines
+// written since the last flush; a line not yet ended waits for the next flush
+// or the end, so no folder is cut in two and missed.
 type bufferedWriter struct {
 	gin.ResponseWriter
-	buf  bytes.Buffer
-	code int
+	buf     bytes.Buffer
+	code    int
+	scrub   func([]byte) []byte
+	started bool // the status went out
+	sent    int  // body bytes sent, scrubbed
 }
+
+// emit sends the status (once) and the first n bytes buffered, scrubbed.
+func (w *bufferedWriter) emit(n int) {
+	if !w.started {
+		w.ResponseWriter.Header().Del("Content-Length")
+		w.ResponseWriter.WriteHeader(w.status())
+		w.started = true
+	}
+	if n > 0 {
+		k, _ := w.ResponseWriter.Write(w.scrub(w.buf.Next(n)))
+		w.sent += k
+	}
+}
+
+// Flush sends the whole lines buffered so far, scrubbed, and flushes them.
+func (w *bufferedWriter) Flush() {
+	w.emit(bytes.LastIndexByte(w.buf.Bytes(), '\n') + 1)
+	w.ResponseWriter.Flush()
+}
+
+// Unwrap lets http.ResponseController reach the connection (write deadlines).
+func (w *bufferedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func (w *bufferedWriter) WriteHeader(code int) {
 	if w.code == 0 {
@@ -127,9 +151,8 @@ func (w *bufferedWriter) WriteHeaderNow()                   {}
 func (w *bufferedWriter) Write(b []byte) (int, error)       { return w.buf.Write(b) }
 func (w *bufferedWriter) WriteString(s string) (int, error) { return w.buf.WriteString(s) }
 func (w *bufferedWriter) Status() int                       { return w.status() }
-func (w *bufferedWriter) Written() bool                     { return w.code != 0 || w.buf.Len() > 0 }
-func (w *bufferedWriter) Size() int                         { return w.buf.Len() }
-func (w *bufferedWriter) Flush()                            {}
+func (w *bufferedWriter) Written() bool                     { return w.started || w.code != 0 || w.buf.Len() > 0 }
+func (w *bufferedWriter) Size() int                         { return w.sent + w.buf.Len() }
 func (w *bufferedWriter) status() int {
 	if w.code == 0 {
 		return http.StatusOK

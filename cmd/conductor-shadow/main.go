@@ -6,13 +6,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/conductor-shadow/conductor-shadow/cmd/internal/platform"
+	"github.com/conductor-shadow/conductor-shadow/cmd/internal/progress"
 	"github.com/conductor-shadow/conductor-shadow/eval"
 	"github.com/conductor-shadow/conductor-shadow/store"
 )
@@ -37,6 +39,13 @@ func main() {
 
 // run executes one command line; only main exits.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	root := rootCmd(stdout, stderr)
+	root.SetArgs(args)
+	return root.ExecuteContext(ctx)
+}
+
+// rootCmd is the command tree, writing to stdout and stderr.
+func rootCmd(stdout, stderr io.Writer) *cobra.Command {
 	var flags platform.Flags
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	root := &cobra.Command{
@@ -45,21 +54,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	flags.Register(root.PersistentFlags())
 	load := flags.Loader(log)
-	root.AddCommand(serveCmd(load, log), replayCmd(load, log), suiteCmd(load, log), queryCmd(load))
+	root.AddCommand(serveCmd(load, log), replayCmd(load, log), suiteCmd(load), queryCmd(load))
 	root.AddCommand(setCmd(load), exportCmd(load), shiftCmd(load))
 	root.AddCommand(forgetCmd(load), dataFlowsCmd(load))
 	root.AddCommand(gradeCmd(load), planCmd())
 	root.AddCommand(powerCmd(), validityCmd())
-	return root.ExecuteContext(ctx)
+	return root
 }
 
 func serveCmd(load platform.Loader, log *slog.Logger) *cobra.Command {
-	return &cobra.Command{
+	return platform.WithStore(&cobra.Command{
 		Use:   "serve",
 		Short: "Run the tap, the shadow workers, the web UI and the API until interrupted",
 		Args:  cobra.NoArgs,
@@ -92,15 +100,25 @@ func serveCmd(load platform.Loader, log *slog.Logger) *cobra.Command {
 			defer cancel()
 			return errors.Join(serveErr, srv.Shutdown(shutdownCtx), stopTracing(shutdownCtx))
 		},
-	}
+	}, platform.AccessOwn)
 }
 
 func replayCmd(load platform.Loader, log *slog.Logger) *cobra.Command {
 	opts := replayOptions{Concurrency: 16}
+	var forceBar bool
 	cmd := &cobra.Command{
 		Use:   "replay FILE",
 		Short: "Send recorded exchanges (JSONL) to a tap; lines without an answer get one from the incumbent",
-		Args:  cobra.ExactArgs(1),
+		Long: `Send recorded exchanges (JSONL, one ingest exchange a line) to the tap of a running server;
+lines without an answer get one from the incumbent worker first.
+
+The server is asked first (GET /healthz): none answering is an error at once. A tap
+answering 503 (its queue is full) or a dropped connection is retried a few times
+with backoff (the retries are counted); a server that stops answering ends the
+replay. The last line counts the lines sent, accepted (queued or duplicate),
+refused (unreadable, or 4xx from the tap), failed and not sent; any line not
+accepted makes the exit status non-zero.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := load()
 			if err != nil {
@@ -108,11 +126,18 @@ func replayCmd(load platform.Loader, log *slog.Logger) *cobra.Command {
 			}
 			opts.File = args[0]
 			if opts.TapURL == "" {
-				opts.TapURL = "http://" + cfg.Server.Addr + "/v1/tap"
+				opts.TapURL = platform.BaseURL(cfg.Server.Addr) + "/v1/tap"
+			}
+			// The server checked is the tap's.
+			cfg.Server.Addr = strings.TrimSuffix(strings.TrimRight(opts.TapURL, "/"), "/v1/tap")
+			if _, err := resolveStore(cmd, cfg); err != nil {
+				return fmt.Errorf("%w; 0 lines sent", err)
 			}
 			opts.Token = os.Getenv(cfg.Server.APITokenEnv)
 			opts.Incumbent = cfg.Pipelines.Incumbent
 			opts.IsWorker = func(name string) bool { _, ok := cfg.Shadow.Worker(name); return ok }
+			opts.Bar = progress.Wanted(cmd.ErrOrStderr(), forceBar)
+			opts.BarTo = cmd.ErrOrStderr()
 			pipes, err := platform.BuildPipelines(cfg)
 			if err != nil {
 				return err
@@ -121,20 +146,24 @@ func replayCmd(load platform.Loader, log *slog.Logger) *cobra.Command {
 			start := time.Now()
 			counts, err := replay(cmd.Context(), opts, pipes.Pool, log)
 			fmt.Fprintf(cmd.OutOrStdout(), "replay %s: %s in %s\n", opts.File, counts, time.Since(start).Round(time.Millisecond))
+			if err == nil {
+				err = counts.loss()
+			}
 			return err
 		},
 	}
 	cmd.Flags().StringVar(&opts.TapURL, "tap", "", "tap URL (default http://<server.addr>/v1/tap)")
 	cmd.Flags().IntVar(&opts.Concurrency, "concurrency", opts.Concurrency, "exchanges in flight at once")
-	return cmd
+	cmd.Flags().BoolVar(&forceBar, "progress", false, progress.FlagUsage)
+	return platform.WithStore(cmd, platform.AccessServer)
 }
 
-func suiteCmd(load platform.Loader, log *slog.Logger) *cobra.Command {
+func suiteCmd(load platform.Loader) *cobra.Command {
 	suite := &cobra.Command{Use: "suite", Short: "Regression suites"}
 	var (
-		set   string
-		limit int
-		local bool
+		set             string
+		limit           int
+		local, forceBar bool
 	)
 	runCmd := &cobra.Command{
 		Use:   "run",
@@ -155,29 +184,31 @@ func suiteCmd(load platform.Loader, log *slog.Logger) *cobra.Command {
 			// the scheduled suites' sets; --local runs any file).
 			// A name that is no file here ("gsm8k-150") goes as it is.
 			if _, statErr := os.Stat(set); set != "" && statErr == nil {
-				if abs, err := filepath.Abs(set); err == nil {
-					set = abs
-				}
+				set = platform.AbsPath(set)
 			}
 			// The embedded store has one owner: a running server that holds the
-			// store asked for runs the suite; an explicit --data or --addr wins.
-			useServer, note, err := suiteTarget(ctx, cfg, local, cmd.Flags().Changed("data"), cmd.Flags().Changed("addr"))
+			// store runs the suite (platform.ResolveStore).
+			t, err := resolveStore(cmd, cfg)
 			if err != nil {
 				return err
 			}
+			var bar *bool
+			if forceBar {
+				bar = &forceBar
+			}
+			printer := eval.NewProgressPrinter(cmd.ErrOrStderr(), bar)
 			var res suiteResponse
-			if useServer {
-				if answered, err := askServer(ctx, cfg, false, "/api/suite-runs", 0, suiteRequest{Set: set, Limit: limit}, &res); answered {
-					if err == nil {
-						printSuite(out, fromServer(cfg, res))
-					}
+			if t.Server {
+				res, err = suiteThroughServer(ctx, serverAPI(cfg, t, 0), suiteRequest{Set: set, Limit: limit}, printer.Update)
+				if err != nil {
 					return err
 				}
-				note = "no server answering at " + cfg.Server.Addr
+				printSuite(out, fromServer(cfg, res))
+				return nil
 			}
-			st, where, err := platform.OpenStore(ctx, cfg)
+			st, where, err := platform.OpenExistingStore(ctx, cfg)
 			if err != nil {
-				return err
+				return fmt.Errorf("suite run: %w", err)
 			}
 			defer st.Close()
 			pipes, err := platform.BuildPipelines(cfg)
@@ -185,13 +216,10 @@ func suiteCmd(load platform.Loader, log *slog.Logger) *cobra.Command {
 				return err
 			}
 			defer pipes.Close()
-			if note != "" {
-				log.Info(note+"; running the suite against the store directly", "store", where)
-			}
 			roles := store.NewRoles(st)
 			runner := &suiteRunner{cfg: cfg, stores: eval.SuiteStoresOf(roles), p: pipes, where: where,
 				flows: &flowRecorder{reader: roles.FlowReader, settings: flowSettings(cfg, os.Getenv)}}
-			res, err = runner.run(ctx, set, limit, cmd.ErrOrStderr())
+			res, err = runner.run(ctx, set, limit, printer.Update)
 			if err != nil {
 				return err
 			}
@@ -201,9 +229,39 @@ func suiteCmd(load platform.Loader, log *slog.Logger) *cobra.Command {
 	}
 	runCmd.Flags().StringVar(&set, "set", "", "regression-set JSONL file (default: suite.set of the config); through a running server only its sets (beside suite.set and the schedules' sets), by name or path")
 	runCmd.Flags().IntVar(&limit, "limit", 0, "run only the first N cases (0: all)")
-	runCmd.Flags().BoolVar(&local, "local", false, "open the store directly instead of asking a running server")
-	suite.AddCommand(runCmd)
+	runCmd.Flags().BoolVar(&local, "local", false, "open the store here instead of asking the running server (refused while a server holds it)")
+	runCmd.Flags().BoolVar(&forceBar, "progress", false, progress.FlagUsage)
+	suite.AddCommand(platform.WithStore(runCmd, platform.AccessEither))
 	return suite
+}
+
+// suiteThroughServer runs a suite on the server (POST /api/suite-runs,
+// answered as NDJSON: suiteStreamLine) and hands every progress line to
+// progress.
+func suiteThroughServer(ctx context.Context, c *apiClient, req suiteRequest, progress func(eval.SuiteProgress)) (suiteResponse, error) {
+	var res *suiteResponse
+	err := c.postStream(ctx, "/api/suite-runs", req, func(b []byte) error {
+		var l suiteStreamLine
+		if err := json.Unmarshal(b, &l); err != nil {
+			return fmt.Errorf("suite run: the server's answer: %w", err)
+		}
+		switch {
+		case l.Error != "":
+			return fmt.Errorf("server: %s", l.Error)
+		case l.Result != nil:
+			res = l.Result
+		case l.Progress != nil:
+			progress(*l.Progress)
+		}
+		return nil
+	})
+	if err != nil {
+		return suiteResponse{}, err
+	}
+	if res == nil {
+		return suiteResponse{}, errors.New("suite run: the server's answer ended before the suite run did (see the server's log)")
+	}
+	return *res, nil
 }
 
 func printSuite(w io.Writer, res suiteResponse) {
@@ -226,16 +284,20 @@ func queryCmd(load platform.Loader) *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
+			t, err := resolveStore(cmd, cfg)
+			if err != nil {
+				return err
+			}
 			var res store.QueryResult
-			if answered, err := askServer(ctx, cfg, local, "/api/query", 5*time.Minute, queryRequest{SQL: args[0]}, &res); answered {
-				if err != nil {
+			if t.Server {
+				if err := serverAPI(cfg, t, 5*time.Minute).post(ctx, "/api/query", queryRequest{SQL: args[0]}, &res); err != nil {
 					return err
 				}
 				return writeQueryResult(cmd.OutOrStdout(), cmd.ErrOrStderr(), res)
 			}
-			st, _, err := platform.OpenStore(ctx, cfg)
+			st, _, err := platform.OpenExistingStore(ctx, cfg)
 			if err != nil {
-				return err
+				return fmt.Errorf("query: %w", err)
 			}
 			defer st.Close()
 			res, err = st.Query(store.WithConsoleCaller(ctx, "cli"), args[0])
@@ -245,6 +307,6 @@ func queryCmd(load platform.Loader) *cobra.Command {
 			return writeQueryResult(cmd.OutOrStdout(), cmd.ErrOrStderr(), res)
 		},
 	}
-	cmd.Flags().BoolVar(&local, "local", false, "open the store directly instead of asking a running server")
-	return cmd
+	cmd.Flags().BoolVar(&local, "local", false, "open the store here instead of asking the running server (refused while a server holds it)")
+	return platform.WithStore(cmd, platform.AccessEither)
 }

@@ -349,6 +349,7 @@ func (s *server) addAPI(role string, piiKey []byte) {
 		s.suites = &suiteRunner{cfg: s.cfg, stores: eval.SuiteStoresOf(s.roles), p: s.pipes, where: s.where + " (through the server at " + s.cfg.Server.Addr + ")"}
 		a.suites = s.suites
 		a.forget = newForgetter(s.roles.SubjectEraser, piiKey, forgetSweepAfter(s.cfg.Writer))
+		a.segments = s.roles.SegmentReader
 		a.flows = s.flowRec
 		s.suites.flows = s.flowRec
 	}

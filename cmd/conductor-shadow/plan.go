@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/conductor-shadow/conductor-shadow/cmd/internal/platform"
 	"github.com/conductor-shadow/conductor-shadow/shadow"
 )
 
@@ -53,7 +54,7 @@ and for syntax errors the offset with its line and column.`,
 		},
 	}
 	parse.Flags().IntVar(&workers, "workers", 0, "check model ids against a pool of N workers (0: structure only)")
-	plan.AddCommand(parse)
+	plan.AddCommand(platform.WithStore(parse, platform.AccessNone))
 	return plan
 }
 

@@ -12,6 +12,8 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/conductor-shadow/conductor-shadow/cmd/internal/platform"
+	"github.com/conductor-shadow/conductor-shadow/cmd/internal/progress"
 	"github.com/conductor-shadow/conductor-shadow/eval/gate"
 	"github.com/conductor-shadow/conductor-shadow/eval/stats"
 	"github.com/conductor-shadow/conductor-shadow/eval/validity"
@@ -257,7 +259,7 @@ never below the effect + 0.1 point (a drop of e needs that share of discordant p
 	f.Uint64Var(&liveSeed, "seed", 7, "live: simulation seed")
 	modelFlags(f, &model)
 	f.BoolVar(&asJSON, "json", false, "print JSON")
-	return c
+	return platform.WithStore(c, platform.AccessNone)
 }
 
 // qualityPlan is the quality gate alone (the exact plan for pass/fail
@@ -362,10 +364,11 @@ func (r powerResult) text(w io.Writer, s stats.Scenario, e float64) {
 // validityCmd simulates suites under a gate policy.
 func validityCmd() *cobra.Command {
 	var (
-		cfg    validity.Config
-		policy string
-		asJSON bool
-		live   *liveFlags
+		cfg      validity.Config
+		policy   string
+		asJSON   bool
+		forceBar bool
+		live     *liveFlags
 	)
 	c := &cobra.Command{
 		Use:   "validity",
@@ -413,7 +416,13 @@ Each share is read against the truth: P(FAIL | equal) is a false alarm, P(PASS |
 			if live.on {
 				return runLiveValidity(cmd, cfg, live, asJSON)
 			}
+			// The bar goes to stderr only: --json output stays JSON.
+			bar := progress.New(cmd.ErrOrStderr(), progress.Wanted(cmd.ErrOrStderr(), forceBar), int64(cfg.Suites), "simulated suites")
+			if bar != nil {
+				cfg.Progress = func() { bar.Add(1) }
+			}
 			r, err := validity.Simulate(cmd.Context(), cfg)
+			bar.Finish()
 			if err != nil {
 				return err
 			}
@@ -435,7 +444,8 @@ Each share is read against the truth: P(FAIL | equal) is a false alarm, P(PASS |
 	f.StringVar(&policy, "policy", "", "gate policy: a YAML file or a shipped version (default "+gate.DefaultVersion+")")
 	modelFlags(f, &cfg.Model)
 	f.BoolVar(&asJSON, "json", false, "print JSON")
-	return c
+	f.BoolVar(&forceBar, "progress", false, progress.FlagUsage)
+	return platform.WithStore(c, platform.AccessNone)
 }
 
 // printResult writes v as indented JSON or with text.

@@ -135,11 +135,11 @@ func (s *server) newHost(tp trace.TracerProvider) *host {
 	router.Use(gin.Recovery(), otelgin.Middleware(s.cfg.Telemetry.ServiceName, otelgin.WithTracerProvider(tp),
 		otelgin.WithPropagators(propagation.TraceContext{})),
 		logServerErrors(s.log), browserGuard(s.hosts, s.log), securityHeaders(), newPathScrubber(s.cfg).middleware())
-	health := serverHealth{Status: "ok", Role: s.cfg.Server.Role, Store: "none (tap role)"}
+	health := platform.ServerHealth{Status: "ok", Role: s.cfg.Server.Role, Store: "none (tap role)"}
 	if s.st != nil {
-		health.Store = storeKind(s.cfg)
+		health.Store = platform.StoreKind(s.cfg)
 		if s.cfg.Store.DSN == "" {
-			health.StoreID = storeID(s.cfg.Store.Path)
+			health.StoreID = platform.StoreID(s.cfg.Store.Path)
 		}
 	}
 	router.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, health) })

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -45,14 +46,24 @@ the output says which sets are flagged.`,
 				return fmt.Errorf("shift: no regression set: give --set or configure suite.set")
 			}
 			ctx := cmd.Context()
-			st, _, err := openEvalHistory(ctx, cfg)
+			// While a server holds the store, the live mix comes from it
+			// (POST /api/segment-mix); the sets are read here.
+			t, err := resolveStore(cmd, cfg)
 			if err != nil {
-				return fmt.Errorf("shift: %w", err)
+				return err
 			}
-			defer st.Close()
-			an := store.NewRoles(st).SegmentReader
-			if an == nil {
-				return fmt.Errorf("shift: %w", store.NotSupported("store.SegmentReader"))
+			var an store.SegmentReader
+			if t.Server {
+				an = remoteSegments{serverAPI(cfg, t, 5*time.Minute)}
+			} else {
+				st, _, err := platform.OpenExistingStore(ctx, cfg)
+				if err != nil {
+					return fmt.Errorf("shift: %w", err)
+				}
+				defer st.Close()
+				if an = store.NewRoles(st).SegmentReader; an == nil {
+					return fmt.Errorf("shift: %w", store.NotSupported("store.SegmentReader"))
+				}
 			}
 			to := time.Now().UTC()
 			var reports []any
@@ -82,5 +93,18 @@ the output says which sets are flagged.`,
 	cmd.Flags().StringArrayVar(&sets, "set", nil, "regression-set JSONL file (repeatable; default: the sets in use)")
 	cmd.Flags().DurationVar(&window, "window", 7*24*time.Hour, "live traffic received within this long")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the reports as JSON")
-	return cmd
+	cmd.Flags().Bool("local", false, "open the store here instead of asking the running server (refused while a server holds it)")
+	return platform.WithStore(cmd, platform.AccessEither)
+}
+
+// remoteSegments reads the live segment mix from a running server's
+// POST /api/segment-mix: store.SegmentReader over the API.
+type remoteSegments struct{ c *apiClient }
+
+func (r remoteSegments) SegmentMix(ctx context.Context, q store.SegmentMixQuery) ([]store.SegmentCount, error) {
+	var res segmentMixResponse
+	if err := r.c.post(ctx, "/api/segment-mix", segmentMixRequest{From: q.From, To: q.To, App: q.App}, &res); err != nil {
+		return nil, fmt.Errorf("shift: segment mix: %w", err)
+	}
+	return res.Segments, nil
 }

@@ -2,14 +2,8 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"path/filepath"
 	"strings"
 	"time"
@@ -43,14 +37,15 @@ type suiteRunner struct {
 
 // run loads setPath (empty: the configured set), runs at most limit cases (0: all),
 // stores everything and writes the report as Markdown, JSON and HTML under the
-// report dir, with the configured gate policy and noise run.
-func (s *suiteRunner) run(ctx context.Context, setPath string, limit int, progress io.Writer) (suiteResponse, error) {
+// report dir, with the configured gate policy and noise run. progress, when
+// set, gets the run's state after every finished case.
+func (s *suiteRunner) run(ctx context.Context, setPath string, limit int, progress func(eval.SuiteProgress)) (suiteResponse, error) {
 	return s.runScheduled(ctx, schedule.Suite{Set: setPath, Limit: limit, Policy: s.cfg.Suite.Policy, NoiseRun: s.cfg.Suite.NoiseRun}, progress)
 }
 
 // runScheduled is run with the set, limit, gate policy file ("" = built-in
 // default) and noise run of job.
-func (s *suiteRunner) runScheduled(ctx context.Context, job schedule.Suite, progress io.Writer) (suiteResponse, error) {
+func (s *suiteRunner) runScheduled(ctx context.Context, job schedule.Suite, progress func(eval.SuiteProgress)) (suiteResponse, error) {
 	if err := checkLimit(job.Limit); err != nil {
 		return suiteResponse{}, fmt.Errorf("%w: %w", errBadSet, err)
 	}
@@ -81,7 +76,7 @@ func (s *suiteRunner) runScheduled(ctx context.Context, job schedule.Suite, prog
 		Canaries:    s.cfg.Suite.Judge.Canaries,
 		Concurrency: s.cfg.Suite.Concurrency,
 		Limit:       job.Limit,
-		Progress:    progress,
+		OnProgress:  progress,
 		Policy:      policy,
 		NoiseRun:    job.NoiseRun,
 		ShiftWindow: s.cfg.Suite.ShiftWindow,
@@ -99,7 +94,7 @@ func (s *suiteRunner) runScheduled(ctx context.Context, job schedule.Suite, prog
 	if err != nil {
 		return suiteResponse{}, err
 	}
-	md, js = absPath(md), absPath(js)
+	md, js = platform.AbsPath(md), platform.AbsPath(js)
 	return suiteResponse{SuiteRunID: rep.SuiteRunID, Headline: rep.Headline, Markdown: rep.Markdown(), MarkdownPath: md, JSONPath: js,
 		HTMLPath: strings.TrimSuffix(md, ".md") + ".html", Verdict: rep.Verdict, VerdictDetail: verdictDetail(rep), Store: s.where}, nil
 }
@@ -114,9 +109,9 @@ func (s *suiteRunner) dataFlows() func(context.Context, time.Time, time.Time) (*
 
 // public is res as POST /api/suite-runs answers it, naming no folder of the
 // server: the report files relative to suite.report_dir and the store by its
-// kind (storeKind) and the server's address.
+// kind (platform.StoreKind) and the server's address.
 func (s *suiteRunner) public(res suiteResponse) suiteResponse {
-	dir := absPath(s.cfg.Suite.ReportDir)
+	dir := platform.AbsPath(s.cfg.Suite.ReportDir)
 	for _, p := range []*string{&res.MarkdownPath, &res.JSONPath, &res.HTMLPath} {
 		if rel, err := filepath.Rel(dir, *p); err == nil && !strings.HasPrefix(rel, "..") {
 			*p = filepath.ToSlash(rel)
@@ -124,15 +119,15 @@ func (s *suiteRunner) public(res suiteResponse) suiteResponse {
 			*p = filepath.Base(*p)
 		}
 	}
-	res.Store = storeKind(s.cfg) + " (through the server at " + s.cfg.Server.Addr + ")"
+	res.Store = platform.StoreKind(s.cfg) + " (through the server at " + s.cfg.Server.Addr + ")"
 	return res
 }
 
 // fromServer is a server's answer (public) as the CLI prints it: the report
 // files in this configuration's suite.report_dir and the store it names,
-// which suiteTarget checked the server holds.
+// which platform.ResolveStore checked the server holds.
 func fromServer(cfg platform.Config, res suiteResponse) suiteResponse {
-	dir := absPath(cfg.Suite.ReportDir)
+	dir := platform.AbsPath(cfg.Suite.ReportDir)
 	for _, p := range []*string{&res.MarkdownPath, &res.JSONPath, &res.HTMLPath} {
 		if *p != "" && !filepath.IsAbs(*p) {
 			*p = filepath.Join(dir, filepath.FromSlash(*p))
@@ -179,117 +174,4 @@ func verdictDetail(rep *eval.Report) string {
 		parts = append(parts, "truncated runs: "+strings.Join(trunc, ", "))
 	}
 	return strings.Join(parts, "; ")
-}
-
-// absPath makes a report path absolute, so a CLI in another folder finds it.
-func absPath(p string) string {
-	if abs, err := filepath.Abs(p); err == nil {
-		return abs
-	}
-	return p
-}
-
-// serverHealth is the body of GET /healthz: the server's store, so a CLI can tell
-// whether a running server holds the store it was pointed at. /healthz answers
-// any caller under any Host without a token, so it names no folder: the
-// embedded store is told by StoreID, a digest of its absolute path.
-type serverHealth struct {
-	Status  string `json:"status"`
-	Role    string `json:"role,omitempty"`     // server.role: all, tap or shadow
-	Store   string `json:"store"`              // the store's kind: "embedded chDB", "ClickHouse server" or "none (tap role)"
-	StoreID string `json:"store_id,omitempty"` // storeID of the embedded store's folder; "" for a ClickHouse server
-}
-
-// storeKind is serverHealth.Store for cfg (its role aside): the kind of
-// store without the folder or DSN.
-func storeKind(cfg platform.Config) string {
-	if cfg.Store.DSN != "" {
-		return "ClickHouse server"
-	}
-	return "embedded chDB"
-}
-
-// storeID identifies an embedded store's folder without naming it: the first
-// 16 hex digits of SHA-256 of its absolute, cleaned path (symbolic links
-// resolved when the folder exists), so the server and a CLI given the same
-// folder under another spelling agree.
-func storeID(path string) string {
-	p := absPath(path)
-	if real, err := filepath.EvalSymlinks(p); err == nil {
-		p = real
-	}
-	sum := sha256.Sum256([]byte(filepath.Clean(p)))
-	return hex.EncodeToString(sum[:8])
-}
-
-// suiteTarget decides where `suite run` sends the suite: to the server at
-// cfg.Server.Addr (true) or to the store opened here (false). An explicit --data
-// or --addr wins over whatever answers on the default address:
-//
-//   - --local, or a ClickHouse DSN: the store here.
-//   - --data DIR: the server only when it holds DIR itself (its /healthz names
-//     the folder); otherwise DIR is opened here. With --addr too, a server
-//     holding another store is an error.
-//   - --addr only: that server; none answering is an error.
-//   - neither: the server when one answers, else the store here.
-//
-// note says why, for the log.
-func suiteTarget(ctx context.Context, cfg platform.Config, local, explicitData, explicitAddr bool) (useServer bool, note string, err error) {
-	if local || cfg.Store.DSN != "" {
-		return false, "", nil
-	}
-	h, err := fetchHealth(ctx, cfg.Server.Addr)
-	switch {
-	case errors.Is(err, errNoServer):
-		if explicitAddr {
-			return false, "", fmt.Errorf("suite run: no server answers at --addr %s", cfg.Server.Addr)
-		}
-		return false, "no server answering at " + cfg.Server.Addr, nil
-	case err != nil:
-		if explicitAddr {
-			return false, "", fmt.Errorf("suite run: the server at --addr %s: %w", cfg.Server.Addr, err)
-		}
-		return false, fmt.Sprintf("the server at %s did not answer as expected (%v)", cfg.Server.Addr, err), nil
-	}
-	if !explicitData {
-		return true, "", nil
-	}
-	want := absPath(cfg.Store.Path)
-	if h.StoreID != "" && h.StoreID == storeID(cfg.Store.Path) {
-		return true, "", nil
-	}
-	held := "another " + h.Store + " store"
-	if h.Store == "" {
-		held = "another store"
-	}
-	if explicitAddr {
-		return false, "", fmt.Errorf("suite run: the server at --addr %s holds %s, not the --data folder %s", cfg.Server.Addr, held, want)
-	}
-	return false, fmt.Sprintf("the server at %s holds %s, not the --data folder %s", cfg.Server.Addr, held, want), nil
-}
-
-// fetchHealth reads GET /healthz of the server at addr (errNoServer when nothing listens).
-func fetchHealth(ctx context.Context, addr string) (serverHealth, error) {
-	var h serverHealth
-	c := newAPIClient(addr, "", 5*time.Second)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/healthz", nil)
-	if err != nil {
-		return h, err
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		var opErr *net.OpError
-		if errors.As(err, &opErr) && opErr.Op == "dial" {
-			return h, errNoServer
-		}
-		return h, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return h, fmt.Errorf("GET /healthz: HTTP %d", resp.StatusCode)
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&h); err != nil || h.Status == "" {
-		return h, fmt.Errorf("GET /healthz: not a conductor-shadow server")
-	}
-	return h, nil
 }

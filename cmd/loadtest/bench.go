@@ -65,7 +65,14 @@ role verdicts, which are printed as figures too. Not part of make test.`,
 			if err != nil {
 				return err
 			}
-			return runBench(cmd.Context(), cmd.OutOrStdout(), cfg, flags, !cmd.Flags().Changed("data"), o, log)
+			fresh := !cmd.Flags().Changed("data")
+			if !fresh {
+				// Generated rows go into a new folder only, as for generate.
+				if err := platform.CheckNewFolder(cfg, true, false, defaultDataFlag); err != nil {
+					return fmt.Errorf("bench: %w", err)
+				}
+			}
+			return runBench(cmd.Context(), cmd.OutOrStdout(), cfg, flags, fresh, o, log)
 		},
 	}
 	f := cmd.Flags()
@@ -113,7 +120,7 @@ func runBench(ctx context.Context, out io.Writer, cfg platform.Config, flags *pl
 				return fmt.Errorf("bench: generate: %w", err)
 			}
 			fmt.Fprintf(out, "pages: generated into %s: %d requests, %d runs, %d steps\n", where, res.Requests, res.Runs, res.Steps)
-			if pages, err = measurePages(ctx, out, st, cfg.Web, o.Iterations); err != nil {
+			if pages, err = measurePages(ctx, out, st, cfg.Web, o.Iterations, nil); err != nil {
 				return err
 			}
 			fmt.Fprintln(out)

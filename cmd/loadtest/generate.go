@@ -8,19 +8,25 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/spf13/cobra"
 
 	"github.com/conductor-shadow/conductor-shadow/cmd/internal/platform"
+	"github.com/conductor-shadow/conductor-shadow/cmd/internal/progress"
 	"github.com/conductor-shadow/conductor-shadow/store"
 	"github.com/conductor-shadow/conductor-shadow/store/percentile"
 	"github.com/conductor-shadow/conductor-shadow/web"
 )
 
-// generateCmd fills the store with a synthetic data set and measures the web
-// pages' server time on it.
+// defaultDataFlag lets generate (and the tap throughput with --real-store)
+// fill the configured data folder when no --data is given.
+const defaultDataFlag = "load-test-into-default-data"
+
+// generateCmd fills a new store with a synthetic data set and measures the
+// web pages' server time on it.
 func generateCmd(load platform.Loader) *cobra.Command {
 	var (
 		requests    int
@@ -28,37 +34,73 @@ func generateCmd(load platform.Loader) *cobra.Command {
 		skipInsert  bool
 		iterations  int
 		measureOnly bool
+		defaultOK   bool
+		forceBar    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "generate",
-		Short: "Fill the store with synthetic traces (INSERT … SELECT) and print the web pages' server-time p50/p95",
-		Long: "Generates --requests tapped requests over the last --days days, each with an incumbent run (1 step)\n" +
+		Short: "Fill a new store with synthetic traces (INSERT … SELECT) and print the web pages' server-time p50/p95",
+		Long: "Generates --requests requests over the last --days days, each with an incumbent run (1 step)\n" +
 			"and a conductor run (9 steps): 500000 requests give 1,000,000 runs and 5,000,000 steps.\n" +
-			"Then renders the traces page, a trace page and the overview --iterations times each in process\n" +
-			"(no network) and prints p50, p95 and max server time in ms.",
+			"The rows have source 'generated': no page, verdict or dashboard counts them as production\n" +
+			"(the overview shows them with ?source=generated). They go into a new folder only: --data\n" +
+			"must name a folder that does not exist or is empty (the configured folder, default ./data,\n" +
+			"only with --" + defaultDataFlag + "); a ClickHouse database must hold no requests.\n" +
+			"Then renders the traces page, a trace page and the overview of the generated rows --iterations\n" +
+			"times each in process (no network) and prints p50, p95 and max server time in ms.\n" +
+			"--skip-insert measures a store generated before (it must exist).",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := load()
 			if err != nil {
 				return err
 			}
-			st, where, err := platform.OpenStore(cmd.Context(), cfg)
+			ctx := cmd.Context()
+			insert := !skipInsert && !measureOnly
+			access := platform.AccessHere
+			if insert {
+				access = platform.AccessNew
+				if err := platform.CheckNewFolder(cfg, cmd.Flags().Changed("data"), defaultOK, defaultDataFlag); err != nil {
+					return fmt.Errorf("generate: %w", err)
+				}
+			}
+			t, err := platform.ResolveStore(ctx, cfg, access, platform.Explicit{Data: cmd.Flags().Changed("data"), Addr: cmd.Flags().Changed("addr")})
+			if err != nil {
+				return fmt.Errorf("generate: %w", err)
+			}
+			fmt.Fprintln(cmd.ErrOrStderr(), t.Line)
+			open := platform.OpenExistingStore
+			if insert {
+				open = platform.OpenStore
+			}
+			st, where, err := open(ctx, cfg)
 			if err != nil {
 				return fmt.Errorf("generate: %w", err)
 			}
 			defer st.Close()
-			out := cmd.OutOrStdout()
+			out, bars := cmd.OutOrStdout(), progress.Wanted(cmd.ErrOrStderr(), forceBar)
 			to := time.Now().UTC().Truncate(time.Minute)
 			from := to.Add(-time.Duration(days) * 24 * time.Hour)
-			if !skipInsert && !measureOnly {
-				res, err := store.Generate(cmd.Context(), st, store.GenerateSpec{Requests: requests, From: from, To: to})
+			if insert {
+				if cfg.Store.DSN != "" {
+					if err := platform.CheckEmptyStore(ctx, st, where); err != nil {
+						return fmt.Errorf("generate: %w", err)
+					}
+				}
+				bar := progress.New(cmd.ErrOrStderr(), bars, int64(requests), "requests generated")
+				var done int64
+				res, err := store.Generate(ctx, st, store.GenerateSpec{Requests: requests, From: from, To: to,
+					Progress: func(n int64) { bar.Add(int(n - done)); done = n }})
+				bar.Finish()
 				if err != nil {
 					return fmt.Errorf("generate: %w", err)
 				}
-				fmt.Fprintf(out, "generated into %s: %d requests, %d runs, %d steps (requests %s, runs %s, steps %s)\n",
+				fmt.Fprintf(out, "generated into %s: %d requests, %d runs, %d steps, source 'generated' (requests %s, runs %s, steps %s)\n",
 					where, res.Requests, res.Runs, res.Steps, res.Took["requests"].Round(time.Millisecond),
 					res.Took["runs"].Round(time.Millisecond), res.Took["steps"].Round(time.Millisecond))
 			}
-			_, err = measurePages(cmd.Context(), out, st, cfg.Web, iterations)
+			_, err = measurePages(ctx, out, st, cfg.Web, iterations, func(total int) *progress.Bar {
+				return progress.New(cmd.ErrOrStderr(), bars, int64(total), "pages rendered")
+			})
 			return err
 		},
 	}
@@ -66,9 +108,11 @@ func generateCmd(load platform.Loader) *cobra.Command {
 	f.IntVar(&requests, "requests", 500_000, "requests to generate (runs = 2x, steps = 10x)")
 	f.IntVar(&days, "days", 7, "spread the requests over this many days up to now")
 	f.IntVar(&iterations, "iterations", 30, "renders per page for the server-time figures")
-	f.BoolVar(&skipInsert, "skip-insert", false, "only measure the pages on the data already stored")
+	f.BoolVar(&skipInsert, "skip-insert", false, "only measure the pages on a store generated before")
 	f.BoolVar(&measureOnly, "measure-only", false, "alias of --skip-insert")
-	return cmd
+	f.BoolVar(&defaultOK, defaultDataFlag, false, "without --data, fill the configured data folder (default ./data) with load-test data; it must be new or empty")
+	f.BoolVar(&forceBar, "progress", false, progress.FlagUsage)
+	return platform.WithStore(cmd, platform.AccessNew)
 }
 
 // pageFigure is one measured page's server time, ms; Budget is its target
@@ -80,8 +124,9 @@ type pageFigure struct {
 
 // measurePages renders each measured page iterations times against st, prints
 // the server time (handler start to last byte, in process) percentiles in ms
-// and returns them.
-func measurePages(ctx context.Context, out io.Writer, st store.Store, cfg web.Config, iterations int) ([]pageFigure, error) {
+// and returns them; newBar makes the progress bar over all renders (nil:
+// none).
+func measurePages(ctx context.Context, out io.Writer, st store.Store, cfg web.Config, iterations int, newBar func(total int) *progress.Bar) ([]pageFigure, error) {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	roles := store.NewRoles(st)
@@ -116,14 +161,21 @@ func measurePages(ctx context.Context, out io.Writer, st store.Store, cfg web.Co
 		}},
 		{"trace page", "50", func() string { return "/traces/" + page[rng.IntN(len(page))].RequestID }},
 		{"overview (24 h)", "300", func() string {
-			return "/overview?to=" + newest.Add(time.Minute).Format("2006-01-02T15:04:05")
+			return "/overview?source=generated&to=" + newest.Add(time.Minute).Format("2006-01-02T15:04:05")
 		}},
 		{"workers (24 h)", "-", func() string {
 			return "/workers?to=" + newest.Add(time.Minute).Format("2006-01-02T15:04:05")
 		}},
 	}
-	fmt.Fprintf(out, "%-48s %8s %8s %8s %8s\n", "page", "p50 ms", "p95 ms", "max ms", "target")
+	// The table is printed once the bar is done, so the two do not mix.
+	var table strings.Builder
+	fmt.Fprintf(&table, "%-48s %8s %8s %8s %8s\n", "page", "p50 ms", "p95 ms", "max ms", "target")
 	var figs []pageFigure
+	var bar *progress.Bar
+	if newBar != nil {
+		bar = newBar(len(targets) * (iterations + 1))
+	}
+	defer bar.Finish()
 	for _, tg := range targets {
 		var ms []float64
 		for i := 0; i <= iterations; i++ {
@@ -138,11 +190,16 @@ func measurePages(ctx context.Context, out io.Writer, st store.Store, cfg web.Co
 			if i > 0 { // the first render warms caches
 				ms = append(ms, took)
 			}
+			bar.Add(1)
 		}
 		slices.Sort(ms)
 		f := pageFigure{Name: tg.name, Budget: tg.budget, P50: percentile.NearestRank(ms, 50), P95: percentile.NearestRank(ms, 95), Max: ms[len(ms)-1]}
-		fmt.Fprintf(out, "%-48s %8.1f %8.1f %8.1f %8s\n", f.Name, f.P50, f.P95, f.Max, f.Budget)
+		fmt.Fprintf(&table, "%-48s %8.1f %8.1f %8.1f %8s\n", f.Name, f.P50, f.P95, f.Max, f.Budget)
 		figs = append(figs, f)
+	}
+	bar.Finish()
+	if _, err := io.WriteString(out, table.String()); err != nil {
+		return nil, err
 	}
 	return figs, nil
 }

@@ -34,6 +34,7 @@ type loadtestOptions struct {
 	Intake      []string      // intake paths of the real-store run: queue, batch, single
 	Senders     int           // HTTP clients posting at once on the batch and single paths
 	BatchItems  int           // exchanges per POST /v1/tap/batch
+	DefaultData bool          // with RealStore and no --data: the configured folder (it must be new or empty)
 	CPUProfile  string        // write a CPU profile of the whole run here
 	Sequential  bool          // run the direct load, then the proxied one, instead of both at once
 	NoMirror    bool          // the proxy forwards but offers nothing to the tap (isolates the hop's cost)
@@ -142,6 +143,17 @@ A role round whose direct path shows a saturated machine gets no verdict.`,
 				}
 			}
 			if opts.Exchanges > 0 {
+				if opts.RealStore {
+					// The copies are load-test data: a new folder only.
+					if err := platform.CheckNewFolder(cfg, cmd.Flags().Changed("data"), opts.DefaultData, defaultDataFlag); err != nil {
+						return fmt.Errorf("loadtest: --real-store: %w", err)
+					}
+					t, err := platform.ResolveStore(cmd.Context(), cfg, platform.AccessNew, platform.Explicit{Data: cmd.Flags().Changed("data")})
+					if err != nil {
+						return fmt.Errorf("loadtest: --real-store: %w", err)
+					}
+					fmt.Fprintln(cmd.ErrOrStderr(), t.Line)
+				}
 				return runTapThroughput(cmd.Context(), out, cfg, opts, log)
 			}
 			return nil
@@ -163,16 +175,15 @@ A role round whose direct path shows a saturated machine gets no verdict.`,
 	f.StringVar(&opts.ServerBin, "server-bin", "", "conductor-shadow binary whose serve the role run starts (default: beside this binary, then $PATH)")
 	f.StringVar(&opts.PoolURL, "pool", "", "worker pool base URL of the all-in-one server (default: the configured workers')")
 	f.StringVar(&opts.CPUProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
-	f.BoolVar(&opts.RealStore, "real-store", false, "tap throughput into the configured store (embedded chDB or ClickHouse) instead of memory")
-	f.StringSliceVar(&opts.Intake, "intake", opts.Intake, "intake paths of the --real-store run: queue, batch, single")
-	f.IntVar(&opts.Senders, "senders", opts.Senders, "HTTP clients posting at once on the batch and single intake paths")
-	f.IntVar(&opts.BatchItems, "batch-items", opts.BatchItems, "exchanges per POST /v1/tap/batch on the batch intake path")
-	cmd.AddCommand(bareProxyCmd())
-	cmd.AddCommand(loadIncumbentCmd())
-	cmd.AddCommand(durabilityCmd())
-	cmd.AddCommand(benchCmd(flags, log))
+	f.BoolVar(&opts.RealStore, "real-store", false, "tap throughput into a new store (--data NEW_FOLDER, or an empty ClickHouse database) instead of memory")
+	f.BoolVar(&opts.DefaultData, defaultDataFlag, false, "with --real-store and no --data, fill the configured data folder (default ./data); it must be new or empty")
+	// The servers of the role run and of durability keep their stores in
+	// folders of their own; --real-store fills a new folder only.
+	cmd.AddCommand(platform.WithStore(bareProxyCmd(), platform.AccessNone))
+	cmd.AddCommand(platform.WithStore(loadIncumbentCmd(), platform.AccessNone))
+	cmd.AddCommand(platform.WithStore(durabilityCmd(), platform.AccessNone))
 	addUsersLoad(cmd, load) // --users: a candidate under concurrent users (loadtest_users.go)
-	return cmd
+	return platform.WithStore(cmd, platform.AccessNone)
 }
 
 // instantPipeline is a zero-latency candidate: it answers at once with one step.
@@ -343,6 +354,11 @@ func runTapThroughput(ctx context.Context, out io.Writer, cfg platform.Config, o
 			return fmt.Errorf("loadtest: %w", err)
 		}
 		defer st.Close()
+		if cfg.Store.DSN != "" {
+			if err := platform.CheckEmptyStore(ctx, st, where); err != nil {
+				return fmt.Errorf("loadtest: --real-store: %w", err)
+			}
+		}
 		_, err = runIntakePaths(ctx, out, st, where, cfg.Writer, o.Intake, intakeOptions{Exchanges: o.Exchanges, Senders: o.Senders, BatchSize: o.BatchItems}, log)
 		return err
 	}

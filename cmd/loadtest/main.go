@@ -19,6 +19,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/spf13/cobra"
+
 	"github.com/conductor-shadow/conductor-shadow/cmd/internal/platform"
 )
 
@@ -34,11 +36,17 @@ func main() {
 
 // run executes one command line; only main exits.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	root := rootCmd(stdout, stderr)
+	root.SetArgs(args)
+	return root.ExecuteContext(ctx)
+}
+
+// rootCmd is the command tree, writing to stdout and stderr.
+func rootCmd(stdout, stderr io.Writer) *cobra.Command {
 	var flags platform.Flags
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	root := loadtestCmd(&flags, log)
 	root.SilenceUsage, root.SilenceErrors = true, true
-	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	pf := root.PersistentFlags()
@@ -46,5 +54,5 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	pf.Lookup("kafka-brokers").Usage = "Kafka brokers of the tap-only server of the role run (default: start bin/devkafka, the in-memory broker built beside this binary)"
 	_ = pf.MarkHidden("role") // what serve runs: the role run sets it per server
 	root.AddCommand(generateCmd(flags.Loader(log)))
-	return root.ExecuteContext(ctx)
+	return root
 }

@@ -68,6 +68,9 @@ type Config struct {
 	// Mode, when set, is the simulation to run (another Mode than the
 	// built-in ones, such as a live mode); nil: ModeFor(cfg).
 	Mode Mode
+	// Progress, when set, is called once per finished simulated suite, from
+	// the simulation's goroutines (it must be safe for concurrent use).
+	Progress func()
 }
 
 // Outcome is one simulated run's verdict: at the decision (or at the end),
@@ -270,6 +273,9 @@ func Outcomes(ctx context.Context, cfg Config) ([]Outcome, error) {
 			defer wg.Done()
 			for s := range jobs {
 				out[s] = mode.Run(cfg, uint64(s))
+				if cfg.Progress != nil {
+					cfg.Progress()
+				}
 			}
 		}()
 	}
