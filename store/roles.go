@@ -161,6 +161,8 @@ type Roles struct {
 	VerdictNotices VerdictNotices // the verdict notifications' state
 	JudgmentWriter JudgmentWriter // suite runs' pairwise judgments and canaries
 	JudgmentReader JudgmentReader // a trace's judgments, a judge's figures
+	ReviewWriter   ReviewWriter   // the review page's labels: the web UI's only write
+	ReviewReader   ReviewReader   // the review sample, judge–human agreement, `review export`
 }
 
 // NewRoles resolves the roles of st, once. A nil st gives Roles with every
@@ -182,6 +184,8 @@ func NewRoles(st Store) Roles {
 	r.VerdictNotices, _ = st.(VerdictNotices)
 	r.JudgmentWriter, _ = st.(JudgmentWriter)
 	r.JudgmentReader, _ = st.(JudgmentReader)
+	r.ReviewWriter, _ = st.(ReviewWriter)
+	r.ReviewReader, _ = st.(ReviewReader)
 	return r
 }
 

@@ -4,7 +4,8 @@
 // seeded paired bootstrap for cost and latency ratios; McNemar's exact test;
 // nearest-rank percentiles (store/percentile); Holm's correction; the exact
 // operating characteristics and sample sizes of the three-way quality rule
-// (Operating, Plan, DetectableDrop); and the anytime-valid Sequential test.
+// (Operating, Plan, DetectableDrop); the anytime-valid Sequential test; and
+// Cohen's κ of a judge against human reviewers (CohenKappa).
 //
 // Every function is pure and deterministic for a given seed.
 package stats
