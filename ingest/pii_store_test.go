@@ -108,6 +108,10 @@ var textColumns = map[string]string{
 	"judgments.raw_2": "judge reply on a regression-set case (a live judgment's reply must be covered by textFields)",
 	"judgments.error": "judge error on a regression-set case (a live judgment's error must be covered by textFields)",
 
+	"reviews.request_id": "exchange id (textFields)", "reviews.pipeline": "config name", "reviews.candidate_run_id": "id",
+	"reviews.incumbent_run_id": "id", "reviews.suite_run_id": "id", "reviews.reviewer": "pseudonym (HMAC of the reviewer's identity)",
+	"reviews.shown_first": "enum", "reviews.choice": "enum", "reviews.label": "enum",
+
 	"forgotten_subjects.subject_hash": "hash",
 	"schema_migrations.version":       "migration number", "schema_migrations.name": "migration name",
 }

@@ -19,13 +19,15 @@ func TestLoadPolicies(t *testing.T) {
 				p.Truncation != TruncationFail || p.RunErrorShare() != 0.05 {
 				t.Errorf("decoded %+v", p)
 			}
-			if r := p.JudgeRules(); r != (JudgeRules{MinPositionConsistency: 0.85, MaxErrorShare: 0.05, MaxCanaryFailures: 1, SameFamily: SameFamilyRefuse}) {
+			if r := p.JudgeRules(); r != (JudgeRules{MinPositionConsistency: 0.85, MaxErrorShare: 0.05, MaxCanaryFailures: 1, SameFamily: SameFamilyRefuse,
+				MinJudgeKappa: 0.7, MinReviews: 100, RequireReview: true}) {
 				t.Errorf("judge rules %+v", r)
 			}
 		}},
 		{file: "judge-defaults.good.yaml", check: func(t *testing.T, p Policy) {
 			if r := p.JudgeRules(); r != (JudgeRules{MinPositionConsistency: DefaultMinPositionConsistency, MaxErrorShare: DefaultMaxJudgeErrorShare,
-				MaxCanaryFailures: 0, SameFamily: SameFamilyWarn}) || DefaultMinPositionConsistency != 0.8 {
+				MaxCanaryFailures: 0, SameFamily: SameFamilyWarn, MinJudgeKappa: DefaultMinJudgeKappa, MinReviews: DefaultMinReviews}) ||
+				DefaultMinPositionConsistency != 0.8 || DefaultMinJudgeKappa != 0.6 || DefaultMinReviews != 50 {
 				t.Errorf("judge rules %+v", r)
 			}
 			if r := NewDefaultPolicy().JudgeRules(); r.MinPositionConsistency != 0.8 || r.MaxErrorShare != 0.1 {
@@ -34,7 +36,8 @@ func TestLoadPolicies(t *testing.T) {
 		}},
 		{file: "bad-judge.bad.yaml", wantErr: []string{"judge.min_position_consistency must be in [0, 1], got 1.2",
 			"judge.max_error_share must be in [0, 1], got -0.5", "judge.max_canary_failures must be >= 0, got -1",
-			`judge.same_family must be warn or refuse, got "ignore"`}},
+			`judge.same_family must be warn or refuse, got "ignore"`, "judge.min_judge_kappa must be in [-1, 1], got 1.5",
+			"judge.min_reviews must be >= 1, got 0"}},
 		{file: "quality-only.good.yaml", check: func(t *testing.T, p Policy) {
 			if p.Confidence != 0.95 || p.Cost != nil || p.Quality.MarginPoints != 2.5 || p.TruncationRule() != TruncationFail ||
 				p.RunErrorShare() != DefaultMaxRunErrorShare {
