@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -164,12 +165,16 @@ type SuiteStores struct {
 	Segments store.SegmentReader
 	// Judgments is required only when a case is graded pairwise.
 	Judgments store.JudgmentWriter
+	// Reviews is optional: the human reviews a pairwise judge's agreement
+	// (κ, gate.CheckJudge's human_review row) is computed from; without it
+	// the report says the judge is not validated by human review.
+	Reviews store.ReviewReader
 }
 
 // SuiteStoresOf picks a suite run's roles out of r.
 func SuiteStoresOf(r store.Roles) SuiteStores {
 	return SuiteStores{Traces: r.TraceWriter, Suites: r.SuiteWriter, History: r.EvalHistory,
-		Overview: r.OverviewReader, Segments: r.SegmentReader, Judgments: r.JudgmentWriter}
+		Overview: r.OverviewReader, Segments: r.SegmentReader, Judgments: r.JudgmentWriter, Reviews: r.ReviewReader}
 }
 
 // check names the first required role st lacks.
@@ -203,6 +208,7 @@ type suiteRunner struct {
 	// with segmentsErr (store.ErrNotSupported) when the store has no such role.
 	segments    store.SegmentReader
 	segmentsErr error
+	reviews     store.ReviewReader // human reviews for the judges' κ; nil: none
 	casesDone   int // cases finished (every pipeline run, graded, stored) when the run stopped
 }
 
@@ -285,7 +291,7 @@ func newSuiteRunner(st SuiteStores, set *Set, incumbent shadow.Pipeline, candida
 	}
 	return &suiteRunner{
 		traces: &caseWriter{traces: st.Traces, judgments: judgments}, judgments: judgments, suites: st.Suites, history: st.History, overview: st.Overview, set: set, cases: cases, pipelines: pipelines, graders: graders, opts: opts, segmenter: segment.New(nil),
-		segments: st.Segments,
+		segments: st.Segments, reviews: st.Reviews,
 		row: store.SuiteRun{
 			SuiteRunID: opts.SuiteRunID,
 			SetName:    set.Name,
@@ -395,8 +401,9 @@ feed:
 	if r.opts.NoiseRun {
 		rerunName = r.row.Incumbent + RerunSuffix
 	}
+	review, reviewNote := r.humanReview(ctx, outcomes)
 	if err := rep.Analyze(AnalysisOptions{Policy: r.opts.Policy, Seed: r.opts.Seed, Rerun: rerunName,
-		ShadowCasesPerDay: shadowCasesPerDay(ctx, r.overview, r.row.FinishedAt)}); err != nil {
+		ShadowCasesPerDay: shadowCasesPerDay(ctx, r.overview, r.row.FinishedAt), HumanReview: review, ReviewNote: reviewNote}); err != nil {
 		return nil, r.finishWithError(ctx, err)
 	}
 	if err := rep.ComparePrevious(ctx, r.history); err != nil {
@@ -443,6 +450,30 @@ feed:
 		return nil, fmt.Errorf("eval: run suite %s: insert finished suite run: %w", r.row.SuiteRunID, err)
 	}
 	return rep, nil
+}
+
+// humanReview reads every human review of the judged pairs and computes the
+// judges' agreement with the reviewers (AgreementOf) at the policy's
+// confidence, when a case was judged pairwise; nil and a note saying why
+// when the store has no reviews role or the read failed (the report then
+// says the judge is not validated by human review).
+func (r *suiteRunner) humanReview(ctx context.Context, outcomes []Outcome) (*HumanReview, string) {
+	if !slices.ContainsFunc(outcomes, func(o Outcome) bool { return o.Pairwise != "" && o.Judge != nil }) {
+		return nil, ""
+	}
+	if r.reviews == nil {
+		return nil, "this store cannot read reviews (" + store.NotSupported("store.ReviewReader").Error() + ")"
+	}
+	rows, err := r.reviews.ReviewedPairs(ctx, store.ReviewedQuery{})
+	if err != nil {
+		return nil, "the reviews could not be read: " + clip(err.Error(), 200)
+	}
+	p := gate.NewDefaultPolicy()
+	if r.opts.Policy != nil {
+		p = *r.opts.Policy
+	}
+	h := AgreementOf(rows, p.Confidence)
+	return &h, ""
 }
 
 // ShadowRateWindow is the traffic window the sample-size advice's "days of
