@@ -155,6 +155,11 @@ type ReviewQueueQuery struct {
 	Limit int
 }
 
+// DefaultReviewShare is the review sample's default share of the judged
+// pairs (web.review.sample_share): a 300-case suite run gives about 60 pairs
+// to review, above the gate policy's default judge.min_reviews (50).
+const DefaultReviewShare = 0.2
+
 // MaxReviewQueueLimit caps ReviewQueueQuery.Limit.
 const MaxReviewQueueLimit = 100
 
