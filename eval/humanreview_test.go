@@ -112,7 +112,7 @@ func TestAgreementOfWeights(t *testing.T) {
 		row("x", "rev-a", store.VerdictCandidate, store.JudgmentWin, 0.5, 0),
 		row("x", "rev-b", store.VerdictTie, store.JudgmentWin, 0.5, 1),
 		row("y", "rev-a", store.VerdictIncumbent, store.JudgmentLoss, 1, 2),
-		row("z", "rev-a", store.ReviewSkip, store.JudgmentWin, 1, 3),  // a skip
+		row("z", "rev-a", store.ReviewSkip, store.JudgmentWin, 1, 3),         // a skip
 		row("w", "rev-a", store.VerdictCandidate, store.JudgmentError, 1, 4), // a judge error: in the review totals only
 	}
 	h := AgreementOf(rows, 0.95)

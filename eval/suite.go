@@ -209,7 +209,7 @@ type suiteRunner struct {
 	segments    store.SegmentReader
 	segmentsErr error
 	reviews     store.ReviewReader // human reviews for the judges' κ; nil: none
-	casesDone   int // cases finished (every pipeline run, graded, stored) when the run stopped
+	casesDone   int                // cases finished (every pipeline run, graded, stored) when the run stopped
 }
 
 func newSuiteRunner(st SuiteStores, set *Set, incumbent shadow.Pipeline, candidates []shadow.Pipeline, opts SuiteOptions) (*suiteRunner, error) {
