@@ -8,7 +8,8 @@
 // store.OverviewReader, store.RunComparer, store.WorkerReader,
 // store.SegmentReader), handed over once at Register; a page whose role is
 // missing answers 501 naming it, never a page with less. Pages need
-// no JavaScript and load no third-party assets; all stored text is escaped, and
+// no JavaScript (but the review page, whose keys and buttons post labels
+// with a script served from /static) and load no third-party assets; all stored text is escaped, and
 // Markdown is rendered and sanitized before it is embedded. Auth.Middleware
 // guards the pages when they are reachable beyond loopback.
 package web
@@ -62,18 +63,35 @@ type Readers struct {
 	Segments store.SegmentReader  // the shift page
 	// Judgments is optional: without it a trace page has no judgment section.
 	Judgments store.JudgmentReader
+	Reviews   store.ReviewReader // the review page and the agreement page
 }
 
 // ReadersOf picks the pages' roles out of r.
 func ReadersOf(r store.Roles) Readers {
 	return Readers{Suites: r.SuiteReader, Traces: r.TraceReader, Overview: r.OverviewReader,
-		Runs: r.RunComparer, Workers: r.WorkerReader, Segments: r.SegmentReader, Judgments: r.JudgmentReader}
+		Runs: r.RunComparer, Workers: r.WorkerReader, Segments: r.SegmentReader, Judgments: r.JudgmentReader, Reviews: r.ReviewReader}
 }
+
+// Writers are the store roles the UI writes through, resolved once where the
+// program is wired (WritersOf(store.NewRoles(st))) and handed over with
+// WithWriters. The pages are read-only: the review page's labels are the one
+// write, into their own table. Without Reviews the review page answers 501
+// naming store.ReviewWriter.
+type Writers struct {
+	Reviews store.ReviewWriter
+}
+
+// WritersOf picks the UI's write roles out of r.
+func WritersOf(r store.Roles) Writers { return Writers{Reviews: r.ReviewWriter} }
 
 // server holds what the handlers share; it is read-only after Register.
 type server struct {
 	read   Readers
+	write  Writers
 	cfg    Config
+	// reviewKey is the PII key reviewers' pseudonyms are made with
+	// (ingest.ReviewerID); tokenKey seals the review page's pair tokens.
+	reviewKey, tokenKey []byte
 	md     *markdown
 	static fs.FS
 	// suiteRunPage serves /suite-runs/{id}: suiteRun, or 501 without Runs.
@@ -101,7 +119,12 @@ type server struct {
 //	                                 requests); 404 when absent or empty
 //	GET /compare/runs                two runs side by side; query: a, b (run ids)
 //	GET /compare/suite-runs          two suite runs case by case; query: a, b (suite run ids), pipeline, changed=1
-//	GET /static/*file                the embedded stylesheet
+//	GET /review                      the next pair of the review sample to label, blinded; query: suite_run
+//	                                 (one suite run's pairs) or live=1 (live traffic's)
+//	POST /review/labels              store a label: JSON {"token": the page's pair token, "choice": "A"|"B"|"T"|"S"}
+//	POST /review/reviewer            remember the reviewer's name in a cookie: JSON {"name": "…"}
+//	GET /review/agreement            judge–human agreement (raw and Cohen's κ) per judge, set and segment
+//	GET /static/*file                the embedded stylesheet and the review page's script
 //
 // An {id} may hold "/" (suite-case request ids such as "suite-…/gsm8k-test-0"),
 // sent as "%2F" or as "/": the id is the rest of the path. Every route answers
@@ -134,7 +157,8 @@ func Register(r gin.IRouter, rd Readers, cfg Config, opts ...Option) error {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	s := &server{read: rd, cfg: cfg, md: newMarkdown(), static: static}
+	s := &server{read: rd, write: o.writers, cfg: cfg, md: newMarkdown(), static: static}
+	s.setReviewKey(o.reviewKey)
 	traces := pageRole{"store.TraceReader", rd.Traces != nil}
 	runs := pageRole{"store.RunComparer", rd.Runs != nil}
 	s.suiteRunPage = s.needs("a suite run's cases", func(c *gin.Context) { s.suiteRun(c, pathID(c)) }, runs)
@@ -161,6 +185,7 @@ func Register(r gin.IRouter, rd Readers, cfg Config, opts ...Option) error {
 	get("/suite-runs/*id", s.suiteRunRoutes)
 	get("/compare/runs", s.needs("comparisons", s.compareRuns, runs))
 	get("/compare/suite-runs", s.needs("comparisons", s.compareSuiteRuns, runs))
+	s.registerReview(g, get)
 	get("/static/*file", s.staticFile)
 	return nil
 }
@@ -187,7 +212,20 @@ func (s *server) needs(what string, h gin.HandlerFunc, roles ...pageRole) gin.Ha
 type Option func(*options)
 
 type options struct {
-	log *slog.Logger
+	log       *slog.Logger
+	writers   Writers
+	reviewKey []byte
+}
+
+// WithWriters hands the UI its write roles (WritersOf): the review labels.
+func WithWriters(w Writers) Option { return func(o *options) { o.writers = w } }
+
+// WithReviewerKey sets the key reviewers' pseudonyms are made with: the
+// platform's PII key (ingest.LoadPIISecret), so one reviewer has one
+// pseudonym wherever the key is shared. Without it the review page answers
+// 501.
+func WithReviewerKey(key []byte) Option {
+	return func(o *options) { o.reviewKey = append([]byte(nil), key...) }
 }
 
 // WithLogger logs the cause of every 5xx page to l (default: not logged here, for
@@ -248,6 +286,11 @@ func (s *server) meta(title, nav string) pageMeta {
 
 // render writes comp as an HTML page with status, rendered with the request's context.
 func (s *server) render(c *gin.Context, status int, comp templ.Component) {
+	s.renderWith(c, status, comp, contentSecurityPolicy)
+}
+
+// renderWith is render with the Content-Security-Policy csp.
+func (s *server) renderWith(c *gin.Context, status int, comp templ.Component, csp string) {
 	var buf bytes.Buffer
 	if err := comp.Render(c.Request.Context(), &buf); err != nil {
 		_ = c.Error(fmt.Errorf("web: render %s: %w", c.FullPath(), err))
@@ -256,7 +299,7 @@ func (s *server) render(c *gin.Context, status int, comp templ.Component) {
 		return
 	}
 	h := c.Writer.Header()
-	h.Set("Content-Security-Policy", contentSecurityPolicy)
+	h.Set("Content-Security-Policy", csp)
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")
 	// NUL is no HTML character: text stored before NUL was replaced at the tap

@@ -305,14 +305,21 @@ func CheckJudge(p Policy, ev JudgeEvidence) (rows []Result, withheld []string) {
 	}
 	add(r)
 	if ev.Pairwise {
-		add(humanReview(rules, ev))
+		add(HumanReviewRow(p, ev.Judge, ev.Review))
 	}
 	return rows, withheld
 }
 
-// humanReview is the human-review row of a pairwise judge.
-func humanReview(rules JudgeRules, ev JudgeEvidence) Result {
-	rev := ev.Review
+// HumanReviewRow is the human_review row of pairwise judge (named as in
+// JudgeEvidence.Judge) under p's rules: with at least judge.min_reviews
+// reviewed pairs and a κ, PASS when the lower bound of κ's interval reaches
+// judge.min_judge_kappa, else INCONCLUSIVE; with fewer, PASS saying the
+// judge is not validated by human review, INCONCLUSIVE when
+// judge.require_review. Figure is κ, Interval its interval, Threshold the
+// floor. CheckJudge adds it for pairwise judges; the agreement page shows
+// it per judge.
+func HumanReviewRow(p Policy, judge string, rev ReviewEvidence) Result {
+	rules := p.JudgeRules()
 	r := Result{Gate: GateHumanReview, Threshold: rules.MinJudgeKappa, Status: Pass}
 	figures := ""
 	if k := rev.Kappa; k != nil {
@@ -321,7 +328,7 @@ func humanReview(rules JudgeRules, ev JudgeEvidence) Result {
 			k.Kappa, 100*k.Confidence, k.Interval.Low, k.Interval.High, rev.Agreement, rev.Pairs, rev.Reviews)
 	}
 	if rev.Pairs < rules.MinReviews || rev.Kappa == nil {
-		s := fmt.Sprintf("judge %s is not validated by human review: %d reviewed pairs, judge.min_reviews %d", ev.Judge, rev.Pairs, rules.MinReviews)
+		s := fmt.Sprintf("judge %s is not validated by human review: %d reviewed pairs, judge.min_reviews %d", judge, rev.Pairs, rules.MinReviews)
 		if figures != "" {
 			s += "; so far " + figures
 		}
@@ -338,10 +345,10 @@ func humanReview(rules JudgeRules, ev JudgeEvidence) Result {
 	if k := rev.Kappa; k.Interval.Low < rules.MinJudgeKappa {
 		r.Status = Inconclusive
 		r.Reason = fmt.Sprintf("judge %s: %s; the lower bound %.2f < %.2f (judge.min_judge_kappa): the judge does not agree with human reviewers well enough; no verdict",
-			ev.Judge, figures, k.Interval.Low, rules.MinJudgeKappa)
+			judge, figures, k.Interval.Low, rules.MinJudgeKappa)
 		return r
 	}
-	r.Reason = fmt.Sprintf("judge %s: %s; the lower bound %.2f ≥ %.2f (judge.min_judge_kappa)", ev.Judge, figures, rev.Kappa.Interval.Low, rules.MinJudgeKappa)
+	r.Reason = fmt.Sprintf("judge %s: %s; the lower bound %.2f ≥ %.2f (judge.min_judge_kappa)", judge, figures, rev.Kappa.Interval.Low, rules.MinJudgeKappa)
 	return r
 }
 
