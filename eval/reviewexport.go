@@ -19,7 +19,8 @@ import (
 type LabelledPair struct {
 	RequestID  string `json:"request_id"`
 	SuiteRunID string `json:"suite_run_id,omitempty"`
-	// Set is the regression set, ScopeLive for live traffic.
+	// Set is the regression set, ScopeLive for live traffic ("" when the
+	// suite run's row is no longer stored).
 	Set       string `json:"set"`
 	Candidate string `json:"candidate"` // the candidate pipeline
 	// Prompt is the request's chat messages as stored (JSON), or a JSON
@@ -81,9 +82,9 @@ func LabelledPairs(rows []store.ReviewedPair) (pairs []LabelledPair, skipped int
 				skipped++
 				continue
 			}
-			set := setScope(r)
-			if set != ScopeLive {
-				set = set[len("set:"):]
+			set := r.SetName // "" when the suite run's row is gone
+			if r.SuiteRunID == "" {
+				set = ScopeLive
 			}
 			prompt := json.RawMessage(r.Input)
 			if !json.Valid(prompt) {

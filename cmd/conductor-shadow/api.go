@@ -53,8 +53,9 @@ type api struct {
 	writer  func() store.WriterStats
 	// admission is the adaptive shadow-run limit's state; nil in the tap role.
 	admission func() ingest.AdmissionSnapshot
-	forget    *forgetter   // POST /api/forget; nil in the tap role (no store)
-	log       *slog.Logger // console audit: every POST /api/query with its outcome; nil: none
+	forget    *forgetter         // POST /api/forget; nil in the tap role (no store)
+	reviews   store.ReviewReader // GET /api/review/export; nil: 501
+	log       *slog.Logger       // console audit: every POST /api/query with its outcome; nil: none
 }
 
 func (a *api) register(r gin.IRouter) {
@@ -62,6 +63,7 @@ func (a *api) register(r gin.IRouter) {
 	r.GET("/api/stats", a.statsHandler)
 	r.POST("/api/suite-runs", a.runSuite)
 	r.POST("/api/forget", a.forgetHandler)
+	r.GET(reviewExportPath, a.reviewExport)
 }
 
 // maxQueryBodyBytes bounds the body of POST /api/query (1 MiB of SQL).

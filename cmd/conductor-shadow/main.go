@@ -1,7 +1,8 @@
 // Command conductor-shadow is the shadow-evaluation platform for learned LLM
 // orchestrators: `serve` runs the tap, the shadow workers and the web UI; `replay`
 // sends recorded exchanges to a tap; `suite run` runs a regression set through the
-// incumbent and the candidates; `query` runs read-only SQL on the store.
+// incumbent and the candidates; `query` runs read-only SQL on the store; `review
+// export` writes the human-reviewed pairs as a labelled set.
 package main
 
 import (
@@ -50,7 +51,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	load := flags.Loader(log)
 	root.AddCommand(serveCmd(load, log), replayCmd(load, log), suiteCmd(load, log), queryCmd(load))
 	root.AddCommand(setCmd(load), exportCmd(load), shiftCmd(load))
-	root.AddCommand(forgetCmd(load))
+	root.AddCommand(forgetCmd(load), reviewCmd(load))
 	root.AddCommand(gradeCmd(load), planCmd())
 	root.AddCommand(powerCmd(), validityCmd())
 	return root.ExecuteContext(ctx)
