@@ -70,7 +70,7 @@ const (
 	// with the reviewers on 60% of the pairs or less can pass, whatever the
 	// mix of labels. This is strict: on MT-Bench with ties, GPT-4 agreed with
 	// experts on 66% of the pairs and experts with each other on 63% (Zheng
-	// et al. 2023, Table 3).
+	// et al. 2023, MT-Bench agreement, the setup with ties).
 	DefaultMinJudgeKappa = 0.6
 	// DefaultMinReviews: 50 reviewed pairs put the interval of a good judge's
 	// κ (about 0.8) at roughly ±0.15, so it can clear the floor.
