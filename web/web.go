@@ -86,14 +86,14 @@ func WritersOf(r store.Roles) Writers { return Writers{Reviews: r.ReviewWriter} 
 
 // server holds what the handlers share; it is read-only after Register.
 type server struct {
-	read   Readers
-	write  Writers
-	cfg    Config
+	read  Readers
+	write Writers
+	cfg   Config
 	// reviewKey is the PII key reviewers' pseudonyms are made with
 	// (ingest.ReviewerID); tokenKey seals the review page's pair tokens.
 	reviewKey, tokenKey []byte
-	md     *markdown
-	static fs.FS
+	md                  *markdown
+	static              fs.FS
 	// suiteRunPage serves /suite-runs/{id}: suiteRun, or 501 without Runs.
 	suiteRunPage gin.HandlerFunc
 }
