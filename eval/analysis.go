@@ -3,6 +3,7 @@ package eval
 import (
 	"fmt"
 	"hash/fnv"
+	"math/rand/v2"
 	"strings"
 
 	"github.com/conductor-shadow/conductor-shadow/eval/gate"
@@ -15,15 +16,22 @@ import (
 //
 // Running is the sequential quality test (stats.Sequential with the policy's
 // margin, FAIL threshold and effect, gate.SequentialConfig) replayed over the
-// suite's paired cases in set order: where an anytime-valid watch of this run
-// would stand. Advice is gate.Advice for the plan's missing cases at the
-// candidate's recent shadow-traffic rate.
+// suite's paired cases in an order shuffled by RunningSeed (stored with the
+// report): where an anytime-valid watch of this run would stand. A betting
+// test needs its cases in random order, and sets are often sorted (mmlu-100
+// by category). Advice is the plan's missing cases at the candidate's recent
+// shadow-traffic rate: with looks (Verdict.Look) the cases that take the
+// next look of its group-sequential plan (gate.LookPlan.LookAdvice), else
+// gate.Advice. Version is the candidate's pipeline version, which names its
+// plan with the set, the incumbent and the policy version.
 type CandidateComparison struct {
-	Candidate  string                 `json:"candidate"`
-	Comparison stats.Comparison       `json:"comparison"`
-	Verdict    gate.Verdict           `json:"verdict"`
-	Running    *stats.SequentialState `json:"running,omitempty"`
-	Advice     string                 `json:"advice,omitempty"`
+	Candidate   string                 `json:"candidate"`
+	Version     string                 `json:"version,omitempty"`
+	Comparison  stats.Comparison       `json:"comparison"`
+	Verdict     gate.Verdict           `json:"verdict"`
+	Running     *stats.SequentialState `json:"running,omitempty"`
+	RunningSeed uint64                 `json:"running_seed,omitempty"`
+	Advice      string                 `json:"advice,omitempty"`
 	// ShadowCasesPerDay is the candidate's shadowed production requests per
 	// day over the window AnalysisOptions.ShadowCasesPerDay was measured on.
 	ShadowCasesPerDay float64 `json:"shadow_cases_per_day"`
@@ -57,6 +65,11 @@ type AnalysisOptions struct {
 	// review, for the reason ReviewNote gives ("" for none yet).
 	HumanReview *HumanReview
 	ReviewNote  string
+	// Looks maps a candidate to the earlier looks of its group-sequential
+	// plan (the suite runs of this set, incumbent, candidate version and
+	// policy version before this one, store.LookStore), in order; none: this
+	// run is the plan's first look. Unused when the policy's looks are off.
+	Looks map[string][]gate.Look
 }
 
 // Analyze fills r.Policy, r.Comparisons (one per candidate, in order),
@@ -113,18 +126,20 @@ func (r *Report) Analyze(opts AnalysisOptions) error {
 		if len(inc) == 0 {
 			continue
 		}
-		c, err := stats.Compare(inc, cand, sopts)
-		if err != nil {
-			return fmt.Errorf("eval: analyze %s: %w", name, err)
-		}
-		v := gate.Evaluate(p, c, noise)
+		errs := []gate.RunErrors{r.runErrors(store.ModeIncumbent, r.Incumbent), r.runErrors(store.ModeCandidate, name)}
+		res, withheld := gate.CheckRunErrors(p, errs...)
 		// The judge first: a verdict read from a judge that failed its checks
-		// is no evidence either way.
+		// is no evidence either way (and takes no look of the plan).
 		jr, ev := r.judgeReport(name)
 		if ev.Pairwise && ev.Judge != "" {
 			jr.attachReview(&ev, opts)
 		}
 		rows, judgeWithheld := gate.CheckJudge(p, ev)
+		c, look, err := gate.CompareLook(p, inc, cand, sopts, opts.Looks[name], withheld || len(judgeWithheld) > 0, r.SuiteRunID)
+		if err != nil {
+			return fmt.Errorf("eval: analyze %s: %w", name, err)
+		}
+		v := gate.EvaluateLook(p, c, noise, look)
 		v.WithholdForJudge(rows, judgeWithheld)
 		for _, row := range rows {
 			if row.Gate == gate.GateHumanReview {
@@ -135,8 +150,6 @@ func (r *Report) Analyze(opts AnalysisOptions) error {
 			jr.Unreliable, jr.Reasons = len(judgeWithheld) > 0, judgeWithheld
 			r.Judging = append(r.Judging, jr)
 		}
-		errs := []gate.RunErrors{r.runErrors(store.ModeIncumbent, r.Incumbent), r.runErrors(store.ModeCandidate, name)}
-		res, withheld := gate.CheckRunErrors(p, errs...)
 		if withheld || errs[0].Failed+errs[1].Failed > 0 {
 			v.Withhold(res, withheld)
 		}
@@ -145,20 +158,24 @@ func (r *Report) Analyze(opts AnalysisOptions) error {
 		} else if len(judgeWithheld) > 0 {
 			noVerdict = append(noVerdict, fmt.Sprintf("%s: %s", name, judgeWithheld[0]))
 		}
-		cc := CandidateComparison{Candidate: name, Comparison: c, Verdict: v, ShadowCasesPerDay: opts.ShadowCasesPerDay[name]}
+		cc := CandidateComparison{Candidate: name, Version: r.Versions[name], Comparison: c, Verdict: v, ShadowCasesPerDay: opts.ShadowCasesPerDay[name]}
 		if scfg, ok := gate.SequentialConfig(p, 1); ok && !withheld && len(judgeWithheld) == 0 {
 			d, _ := stats.Differences(inc, cand)
 			// The policy validated, so the config is valid; a failure leaves
 			// the running verdict out rather than the report.
 			if sq, err := stats.NewSequential(scfg); err == nil {
-				for _, x := range d {
-					sq.Add(x)
+				cc.RunningSeed = seed ^ runningSeedSalt
+				for _, i := range rand.New(rand.NewPCG(cc.RunningSeed, 0)).Perm(len(d)) {
+					sq.Add(d[i])
 				}
 				st := sq.State()
 				cc.Running = &st
 			}
 		}
-		if v.Plan != nil {
+		switch {
+		case v.Plan != nil && v.Look != nil:
+			cc.Advice = v.Look.LookAdvice(v.Plan.MoreCases, cc.ShadowCasesPerDay)
+		case v.Plan != nil:
 			cc.Advice = gate.Advice(v.Plan.MoreCases, cc.ShadowCasesPerDay)
 		}
 		r.Comparisons = append(r.Comparisons, cc)
@@ -173,6 +190,10 @@ func (r *Report) Analyze(opts AnalysisOptions) error {
 	}
 	return nil
 }
+
+// runningSeedSalt derives the running verdict's shuffle seed from the
+// report's bootstrap seed.
+const runningSeedSalt = 0x5e9_0e7
 
 // runErrors counts the runs of pipeline that ended in status error, with the
 // first one's error as the example (gate.CheckRunErrors).
@@ -270,9 +291,9 @@ func (r *Report) analysisMarkdown(b *strings.Builder) {
 		b.WriteString(cc.Verdict.Markdown())
 		q := c.Quality
 		fmt.Fprintf(b, "\n| figure | incumbent | candidate | candidate vs incumbent |\n|---|--:|--:|--:|\n")
-		fmt.Fprintf(b, "| accuracy (Wilson %.0f%% CI) | %s %s | %s %s | %s %s, McNemar exact p %.4g (b=%d, c=%d) |\n",
-			100*c.Confidence, pct(c.Incumbent.Accuracy), ptsInterval(c.Incumbent.AccuracyCI), pct(c.Candidate.Accuracy), ptsInterval(c.Candidate.AccuracyCI),
-			signedPts(q.Diff), ptsInterval(q.DiffCI), q.McNemarP, q.IncumbentOnly, q.CandidateOnly)
+		fmt.Fprintf(b, "| accuracy (Wilson %.0f%% CI; difference at %s) | %s %s | %s %s | %s, McNemar exact p %.4g (b=%d, c=%d) |\n",
+			100*c.Confidence, levelPct(c.DecisionConfidence), pct(c.Incumbent.Accuracy), ptsInterval(c.Incumbent.AccuracyCI), pct(c.Candidate.Accuracy), ptsInterval(c.Candidate.AccuracyCI),
+			diffWithCI(q.Method, q.Diff, q.DiffCI), q.McNemarP, q.IncumbentOnly, q.CandidateOnly)
 		fmt.Fprintf(b, "| cost/request (USD) | %.6f | %.6f | ratio %.3f [%.3f, %.3f] |\n",
 			c.Incumbent.CostPerRequestUSD, c.Candidate.CostPerRequestUSD, c.CostRatio, c.CostRatioCI.Low, c.CostRatioCI.High)
 		fmt.Fprintf(b, "| total cost (USD) | %.4f | %.4f | |\n", c.Incumbent.TotalCostUSD, c.Candidate.TotalCostUSD)
@@ -299,13 +320,13 @@ func (r *Report) analysisMarkdown(b *strings.Builder) {
 			fmt.Fprintf(b, "\nAdvice: %s.\n", mdText(cc.Advice))
 		}
 		if cc.Running != nil {
-			fmt.Fprintf(b, "\nSequential (anytime-valid betting test, Waudby-Smith & Ramdas 2023, over the cases in set order): %s.\n", mdText(gate.RunningVerdict(*cc.Running)))
+			fmt.Fprintf(b, "\nSequential (anytime-valid betting test with adaptive bets, Waudby-Smith & Ramdas 2024, over the cases shuffled by seed %d): %s.\n", cc.RunningSeed, mdText(gate.RunningVerdictIn(c.Quality.Method, *cc.Running)))
 		}
 		if len(c.Segments) > 0 {
-			fmt.Fprintf(b, "\n| segment | n | incumbent | candidate | diff (%.0f%% CI) | McNemar p | adjusted p |\n|---|--:|--:|--:|--:|--:|--:|\n", 100*c.Confidence)
+			fmt.Fprintf(b, "\n| segment | n | incumbent | candidate | diff (%s CI) | McNemar p | adjusted p |\n|---|--:|--:|--:|--:|--:|--:|\n", levelPct(c.DecisionConfidence))
 			for _, s := range c.Segments {
-				fmt.Fprintf(b, "| %s | %d | %s | %s | %s %s | %.4g | %.4g |\n", mdText(s.Name), s.Quality.N,
-					pct(s.Incumbent.Accuracy), pct(s.Candidate.Accuracy), signedPts(s.Quality.Diff), ptsInterval(s.Quality.DiffCI), s.Quality.McNemarP, s.AdjustedP)
+				fmt.Fprintf(b, "| %s | %d | %s | %s | %s | %.4g | %.4g |\n", mdText(s.Name), s.Quality.N,
+					pct(s.Incumbent.Accuracy), pct(s.Candidate.Accuracy), diffWithCI(s.Quality.Method, s.Quality.Diff, s.Quality.DiffCI), s.Quality.McNemarP, s.AdjustedP)
 			}
 			fmt.Fprintf(b, "\nSegment p-values are corrected for multiple comparisons: %s.\n", c.Correction)
 			if worse, better := SignificantSegments(c); len(worse)+len(better) > 0 {
@@ -341,11 +362,29 @@ func SignificantSegments(c stats.Comparison) (worse, better []string) {
 	return worse, better
 }
 
+// levelPct names a two-sided level: "95%", "99.85%" at a look (0: "-").
+func levelPct(conf float64) string {
+	if conf <= 0 {
+		return "-"
+	}
+	return gate.LevelText(conf)
+}
+
 func orDash(s string) string {
 	if s == "" {
 		return "-"
 	}
 	return s
+}
+
+// diffWithCI renders a paired difference with its interval in the unit of
+// its test: "+1.3 pts [-2.0, 4.6]" (accuracy points) or "-0.12 points on
+// 1–10 [-0.40, 0.16]" (judge scores).
+func diffWithCI(method string, d float64, iv stats.Interval) string {
+	if gate.ScoreUnits(method) {
+		return fmt.Sprintf("%s [%.2f, %.2f]", gate.DiffText(method, d), gate.JudgeScale*iv.Low, gate.JudgeScale*iv.High)
+	}
+	return signedPts(d) + " " + ptsInterval(iv)
 }
 
 func signedPts(f float64) string { return fmt.Sprintf("%+.1f pts", 100*f) }

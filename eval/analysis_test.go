@@ -22,8 +22,11 @@ func TestRunSuiteVerdictStored(t *testing.T) {
 	}
 	st := engine.Open(t)
 	inc, cand := reportPipelines()
+	// Five cases: a fixed-n verdict (as the first look of a plan of
+	// thousands of cases, it would spend almost nothing and decide nothing).
 	pol := gate.Policy{Version: "test-7", Confidence: 0.95, Cost: &gate.CostGate{MaxRatio: 1.0},
-		Segments: &gate.SegmentsGate{MustNotRegress: []string{"category:mmlu"}}, MaxRunErrorShare: &quarter}
+		Segments: &gate.SegmentsGate{MustNotRegress: []string{"category:mmlu"}}, MaxRunErrorShare: &quarter,
+		Looks: &gate.LooksGate{Spending: gate.SpendingNone}}
 	rep, err := RunSuite(ctx, SuiteStoresOf(store.NewRoles(st)), set, inc, []shadow.Pipeline{cand}, SuiteOptions{
 		SuiteRunID: "suite-verdict", Policy: &pol, NoiseRun: true, Seed: 3,
 	})

@@ -91,22 +91,15 @@ func noAnswer(r store.Run, rule string) string {
 }
 
 // judgeRunPair judges cand's answer against inc's on c. A pair with a
-// truncated answer under truncation "exclude" is PairExcluded; a run without
-// an answer (noAnswer) loses, both without one tie — no judge is asked
-// (failed runs count as losses, never vanish); otherwise pj judges the pair
-// in both orders with LabelsAB.
+// truncated answer under truncation "exclude" is PairExcluded; a pair
+// DecideWithoutJudge decides needs no judge (failed runs count as losses,
+// never vanish); otherwise pj judges the pair in both orders with LabelsAB.
 func judgeRunPair(ctx context.Context, pj PairJudge, c Case, inc, cand store.Run, rule string) pairResult {
 	if rule == gate.TruncationExclude && (inc.Truncated || cand.Truncated) {
 		return pairResult{outcome: PairExcluded, explanation: "an answer was truncated at the token cap: the pair is left out (truncation: exclude); no judge asked"}
 	}
-	ni, nc := noAnswer(inc, rule), noAnswer(cand, rule)
-	switch {
-	case ni != "" && nc != "":
-		return pairResult{outcome: store.JudgmentTie, explanation: fmt.Sprintf("tie: neither has an answer (incumbent %s; candidate %s); no judge asked", ni, nc)}
-	case nc != "":
-		return pairResult{outcome: store.JudgmentLoss, explanation: fmt.Sprintf("loss: the candidate has no answer (%s); no judge asked", nc)}
-	case ni != "":
-		return pairResult{outcome: store.JudgmentWin, explanation: fmt.Sprintf("win: the incumbent has no answer (%s); no judge asked", ni)}
+	if outcome, why, ok := DecideWithoutJudge(inc, cand, rule); ok {
+		return pairResult{outcome: outcome, explanation: why}
 	}
 	j := pj.JudgePair(ctx, c, inc.FinalOutput, cand.FinalOutput, LabelsAB)
 	res := pairResult{outcome: j.Outcome, judgment: &j, explanation: DescribeJudgment(j)}
@@ -115,6 +108,32 @@ func judgeRunPair(ctx context.Context, pj PairJudge, c Case, inc, cand store.Run
 	}
 	return res
 }
+
+// DecideWithoutJudge is the pairwise outcome of a pair one of whose runs has
+// no answer to judge (it failed, timed out or was cut by a budget without
+// output, or its answer hit the token cap under truncation rule "fail"):
+// the candidate without one loses, the incumbent without one loses (a win
+// for the candidate), both without one tie. ok is false when both have an
+// answer: then the judge must be asked. Suite runs and live judging decide
+// such pairs the same way; why says it in one line ("loss: the candidate has
+// no answer (run error: …); no judge asked").
+func DecideWithoutJudge(inc, cand store.Run, rule string) (outcome, why string, ok bool) {
+	ni, nc := noAnswer(inc, rule), noAnswer(cand, rule)
+	switch {
+	case ni != "" && nc != "":
+		return store.JudgmentTie, fmt.Sprintf("tie: neither has an answer (incumbent %s; candidate %s); no judge asked", ni, nc), true
+	case nc != "":
+		return store.JudgmentLoss, fmt.Sprintf("loss: the candidate has no answer (%s); no judge asked", nc), true
+	case ni != "":
+		return store.JudgmentWin, fmt.Sprintf("win: the incumbent has no answer (%s); no judge asked", ni), true
+	}
+	return "", "", false
+}
+
+// PairValue is the score of a pairwise outcome from the candidate's side:
+// win 1, tie or inconsistent 0.5, loss 0 (what the gate's paired test and
+// the evaluation events of live judging use).
+func PairValue(outcome string) float64 { return pairValue(outcome) }
 
 // DescribeJudgment is a judgment in one line: "[judge gpt-5 (gpt-5-2025-08-07)
 // prompt judge-pairwise-v2] win: incumbent shown first → candidate, candidate

@@ -65,7 +65,7 @@ const liveDayBucket = 86400
 func (l *LiveSection) Markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n## Running verdict on live traffic\n\n")
-	fmt.Fprintf(&b, "Live shadow traffic from %s to %s. PASS-side anytime-valid sequential test (betting confidence sequence, Waudby-Smith & Ramdas 2023) on the agreement of final answers: a disagreement counts as a −1 lower bound of the per-case difference, so PASS (\"at most the margin worse\") is valid and FAIL needs graded cases. Per segment: %s.\n",
+	fmt.Fprintf(&b, "Live shadow traffic from %s to %s. PASS-side anytime-valid sequential test (betting confidence sequence, Waudby-Smith & Ramdas 2024, adaptive bets) on the agreement of final answers: a disagreement counts as a −1 lower bound of the per-case difference, so PASS (\"at most the margin worse\") is valid and FAIL needs graded cases. Per segment: %s.\n",
 		mdTime(l.From), mdTime(l.To), mdText(l.Correction))
 	if len(l.Verdicts) == 0 {
 		b.WriteString("\nNo live request was answered by both the incumbent and a candidate in this window.\n")

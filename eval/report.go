@@ -44,10 +44,13 @@ type Outcome struct {
 	Truncated bool `json:"truncated,omitempty"`
 	// Excluded: left out of accuracy and paired comparisons by the gate
 	// policy's truncation rule "exclude".
-	Excluded bool     `json:"excluded,omitempty"`
-	App      string   `json:"app,omitempty"`  // the case's "app" extra key, for segments
-	Tags     []string `json:"tags,omitempty"` // the case's tags, for segments
-	Grader   string   `json:"grader,omitempty"`
+	Excluded bool `json:"excluded,omitempty"`
+	// InputReduced: the run answered without part of the case's input (a
+	// media part none of its workers takes; store.Run.InputReduced).
+	InputReduced bool     `json:"input_reduced,omitempty"`
+	App          string   `json:"app,omitempty"`  // the case's "app" extra key, for segments
+	Tags         []string `json:"tags,omitempty"` // the case's tags, for segments
+	Grader       string   `json:"grader,omitempty"`
 	// Segments are the case input's traffic segments (ingest/segment) as
 	// "lang:ru", "table", "code", "len:128-511"; with the language and a
 	// structure both known, also the pair "lang:ru+table" / "lang:ru+code".
@@ -144,6 +147,9 @@ type ReportMeta struct {
 	// latencies by (e.g. ["0.2"]: 5× faster than the profiles), as its answers
 	// reported them; empty when no answer was scaled or none said so.
 	LatencyScales []string `json:"latency_scales,omitempty"`
+	// Versions maps each pipeline name to its version (shadow.Pipeline's
+	// Version): a candidate's version names its group-sequential plan.
+	Versions map[string]string `json:"versions,omitempty"`
 }
 
 // LatencyNote says how the latencies of the report were scaled; "" when they
@@ -191,7 +197,10 @@ type Stats struct {
 	GraderErrors      int     `json:"grader_errors"`
 	Truncated         int     `json:"truncated"` // runs whose final answer hit the token cap
 	Excluded          int     `json:"excluded"`  // truncated runs left out by the gate policy
-	Simulated         bool    `json:"simulated"` // any run came from the simulated worker pool
+	// InputReduced counts runs that answered without part of their input
+	// (Outcome.InputReduced); graded like any other.
+	InputReduced int  `json:"input_reduced,omitempty"`
+	Simulated    bool `json:"simulated"` // any run came from the simulated worker pool
 	// Pairwise counts the cases graded pairwise (not in Graded: a pair is
 	// judged against the incumbent, see PairCounts); nil when there are none.
 	Pairwise *PairCounts `json:"pairwise,omitempty"`
@@ -321,6 +330,9 @@ func computeStats(runs []Outcome) Stats {
 		if o.Truncated {
 			s.Truncated++
 		}
+		if o.InputReduced {
+			s.InputReduced++
+		}
 		if o.Judge != nil {
 			s.JudgeCostUSD += o.Judge.CostUSD
 		}
@@ -426,8 +438,18 @@ func (r *Report) truncated() int {
 	return n
 }
 
+// inputReduced counts runs of every pipeline that answered without part of
+// their input.
+func (r *Report) inputReduced() int {
+	n := 0
+	for _, p := range r.Pipelines {
+		n += p.Overall.InputReduced
+	}
+	return n
+}
+
 // headlinePrefix is the headline's start: "set (N cases, SIMULATED workers,
-// K grader errors, T truncated answers): ".
+// K grader errors, T truncated answers, R runs on reduced input): ".
 func (r *Report) headlinePrefix() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s (%d cases", r.SetName, r.Cases)
@@ -439,6 +461,9 @@ func (r *Report) headlinePrefix() string {
 	}
 	if tr := r.truncated(); tr > 0 {
 		fmt.Fprintf(&b, ", %d truncated answers", tr)
+	}
+	if ir := r.inputReduced(); ir > 0 {
+		fmt.Fprintf(&b, ", %d runs on reduced input", ir)
 	}
 	b.WriteString("): ")
 	return b.String()
@@ -524,6 +549,12 @@ func (r *Report) Markdown() string {
 	}
 	b.WriteString("Truncated runs gave a final answer cut at the token cap (finish reason length); the gate policy's truncation rule says how they count (default: as failed). ")
 	b.WriteString("Latency percentiles use the nearest-rank method over runs. Costs are USD per request.\n")
+	for _, p := range r.Pipelines {
+		if n := p.Overall.InputReduced; n > 0 {
+			fmt.Fprintf(&b, "\n- %s: %d of %d runs answered without part of their input (input reduced: a media part none of its workers takes); they are graded like the others.\n",
+				mdText(p.Pipeline), n, p.Overall.N)
+		}
+	}
 	r.probesMarkdown(&b)
 	r.analysisMarkdown(&b)
 	r.judgingMarkdown(&b)

@@ -25,7 +25,7 @@ var reportTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 	"p":       func(f float64) string { return fmt.Sprintf("%.4g", f) },
 	"lower":   strings.ToLower,
 	"method":  gate.MethodName,
-	"running": func(st *stats.SequentialState) string { return gate.RunningVerdict(*st) },
+	"running": func(method string, st *stats.SequentialState) string { return gate.RunningVerdictIn(method, *st) },
 	"short":   shortHash,
 	"time":    mdTime,
 	"iv": func(iv *stats.Interval) string {

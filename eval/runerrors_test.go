@@ -44,10 +44,10 @@ func TestRunSuiteRunErrorsWithholdVerdict(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			inc, cand := runErrorPipelines(tt.incFailed, tt.candFailed, breakerErr)
-			// Decisive at 5 cases: no min_n, and a latency ceiling the
-			// candidate (1 s) breaks against the incumbent (0.1 s).
+			// Decisive at 5 cases: no min_n, and a cost ceiling the
+			// candidate (3× the incumbent's cost on every case) breaks.
 			pol := gate.Policy{Version: "run-errors-test", Confidence: 0.95,
-				Latency: &gate.LatencyGate{MaxP95Ratio: 1.5}, MaxRunErrorShare: tt.maxShare}
+				Cost: &gate.CostGate{MaxRatio: 1.2}, MaxRunErrorShare: tt.maxShare}
 			rowSet := *set
 			rowSet.Name += "-runerr-" + tt.name
 			id := "suite-runerr-" + strings.ReplaceAll(tt.name, " ", "-")
@@ -97,24 +97,24 @@ func TestRunSuiteRunErrorsWithholdVerdict(t *testing.T) {
 var allCases = []string{"gsm8k-test-0", "gsm8k-test-1", "gsm8k-test-2", "mmlu-abstract_algebra-20", "mmlu-abstract_algebra-37"}
 
 // runErrorPipelines: an incumbent answering "B" to every multiple-choice case
-// (wrong on "mmlu-abstract_algebra-20") in 0.1 s and a candidate answering
-// every case right in 1 s;
-// the listed cases fail instead with errMsg in 5 ms.
+// (wrong on "mmlu-abstract_algebra-20") in 0.1 s for 0.001 USD and a
+// candidate answering every case right in 1 s for 0.003 USD; the listed
+// cases fail instead with errMsg in 5 ms, at no cost.
 func runErrorPipelines(incFailed, candFailed []string, errMsg string) (*fakePipeline, *fakePipeline) {
 	right := map[string]string{"gsm8k-test-0": "18", "gsm8k-test-1": "3", "gsm8k-test-2": "70000",
 		"mmlu-abstract_algebra-20": "A", "mmlu-abstract_algebra-37": "B"}
-	build := func(name string, ms float64, failed []string, wrong string) *fakePipeline { // wrong: the case answered "B" (wrong)
+	build := func(name string, ms, usd float64, failed []string, wrong string) *fakePipeline { // wrong: the case answered "B" (wrong)
 		p := &fakePipeline{name: name, errMsg: errMsg, answers: map[string]answer{}}
 		for id, out := range right {
 			if id == wrong {
 				out = "B"
 			}
-			p.answers[id] = answer{output: out, latencyMs: ms, costUSD: 0.001, tokensIn: 100, tokensOut: 10, calls: 1}
+			p.answers[id] = answer{output: out, latencyMs: ms, costUSD: usd, tokensIn: 100, tokensOut: 10, calls: 1}
 		}
 		for _, id := range failed {
 			p.answers[id] = answer{latencyMs: 5, calls: 0, status: store.StatusError}
 		}
 		return p
 	}
-	return build("single:gpt-5", 100, incFailed, "mmlu-abstract_algebra-20"), build("conductor", 1000, candFailed, "")
+	return build("single:gpt-5", 100, 0.001, incFailed, "mmlu-abstract_algebra-20"), build("conductor", 1000, 0.003, candFailed, "")
 }

@@ -145,6 +145,11 @@ func (r rerun) Name() string { return r.Pipeline.Name() + RerunSuffix }
 // cases, the suite's LLM judge answers opts.Canaries canaries of each kind
 // per candidate (runCanaries); the report's Judging section and the judge
 // rows of the gate table (gate.CheckJudge) rest on them.
+//
+// When st.Looks is set, each candidate's earlier looks of its
+// group-sequential plan (same set name, incumbent, candidate version and
+// policy version) are read before the analysis and this run's look is stored
+// after it (gate.LooksGate); without it every run is its plan's first look.
 func RunSuite(ctx context.Context, st SuiteStores, set *Set, incumbent shadow.Pipeline, candidates []shadow.Pipeline, opts SuiteOptions) (*Report, error) {
 	r, err := newSuiteRunner(st, set, incumbent, candidates, opts)
 	if err != nil {
@@ -169,12 +174,15 @@ type SuiteStores struct {
 	// (κ, gate.CheckJudge's human_review row) is computed from; without it
 	// the report says the judge is not validated by human review.
 	Reviews store.ReviewReader
+	// Looks is optional: it keeps the looks of each candidate's
+	// group-sequential plan; without it every run is its plan's first look.
+	Looks store.LookStore
 }
 
 // SuiteStoresOf picks a suite run's roles out of r.
 func SuiteStoresOf(r store.Roles) SuiteStores {
 	return SuiteStores{Traces: r.TraceWriter, Suites: r.SuiteWriter, History: r.EvalHistory,
-		Overview: r.OverviewReader, Segments: r.SegmentReader, Judgments: r.JudgmentWriter, Reviews: r.ReviewReader}
+		Overview: r.OverviewReader, Segments: r.SegmentReader, Judgments: r.JudgmentWriter, Looks: r.LookStore, Reviews: r.ReviewReader}
 }
 
 // check names the first required role st lacks.
@@ -208,8 +216,12 @@ type suiteRunner struct {
 	// with segmentsErr (store.ErrNotSupported) when the store has no such role.
 	segments    store.SegmentReader
 	segmentsErr error
-	reviews     store.ReviewReader // human reviews for the judges' κ; nil: none
-	casesDone   int                // cases finished (every pipeline run, graded, stored) when the run stopped
+	// looks keeps the group-sequential looks of (set, incumbent, candidate
+	// version, policy version); nil when the store has none (every run is then
+	// the first look of its plan, and the report says so).
+	looks     store.LookStore
+	reviews   store.ReviewReader // human reviews for the judges' κ; nil: none
+	casesDone int                // cases finished (every pipeline run, graded, stored) when the run stopped
 }
 
 func newSuiteRunner(st SuiteStores, set *Set, incumbent shadow.Pipeline, candidates []shadow.Pipeline, opts SuiteOptions) (*suiteRunner, error) {
@@ -291,7 +303,7 @@ func newSuiteRunner(st SuiteStores, set *Set, incumbent shadow.Pipeline, candida
 	}
 	return &suiteRunner{
 		traces: &caseWriter{traces: st.Traces, judgments: judgments}, judgments: judgments, suites: st.Suites, history: st.History, overview: st.Overview, set: set, cases: cases, pipelines: pipelines, graders: graders, opts: opts, segmenter: segment.New(nil),
-		segments: st.Segments, reviews: st.Reviews,
+		segments: st.Segments, looks: st.Looks, reviews: st.Reviews,
 		row: store.SuiteRun{
 			SuiteRunID: opts.SuiteRunID,
 			SetName:    set.Name,
@@ -391,19 +403,35 @@ feed:
 		return nil, r.finishWithError(ctx, fmt.Errorf("eval: run suite %s: %w", r.row.SuiteRunID, err))
 	}
 	r.row.FinishedAt = time.Now().UTC()
+	versions := map[string]string{}
+	for _, p := range r.pipelines {
+		versions[p.Name()] = p.Version()
+	}
 	rep := BuildReport(ReportMeta{
 		SuiteRunID: r.row.SuiteRunID, SetName: r.set.Name, SetVersion: r.set.Version,
 		Incumbent: r.row.Incumbent, Candidates: r.row.Candidates,
-		StartedAt: r.row.StartedAt, FinishedAt: r.row.FinishedAt, LatencyScales: r.latencyScales(),
+		StartedAt: r.row.StartedAt, FinishedAt: r.row.FinishedAt, LatencyScales: r.latencyScales(), Versions: versions,
 	}, outcomes)
 	rep.Canaries = canaries
 	rerunName := ""
 	if r.opts.NoiseRun {
 		rerunName = r.row.Incumbent + RerunSuffix
 	}
-	review, reviewNote := r.humanReview(ctx, outcomes)
+	pol := gate.NewDefaultPolicy()
+	if r.opts.Policy != nil {
+		pol = *r.opts.Policy
+	}
+	previous, err := r.previousLooks(ctx, pol, versions)
+	if err != nil {
+		return nil, r.finishWithError(ctx, err)
+	}
+	review, reviewNote := r.humanReview(ctx, outcomes, pol)
 	if err := rep.Analyze(AnalysisOptions{Policy: r.opts.Policy, Seed: r.opts.Seed, Rerun: rerunName,
-		ShadowCasesPerDay: shadowCasesPerDay(ctx, r.overview, r.row.FinishedAt), HumanReview: review, ReviewNote: reviewNote}); err != nil {
+		ShadowCasesPerDay: shadowCasesPerDay(ctx, r.overview, r.row.FinishedAt), Looks: previous,
+		HumanReview: review, ReviewNote: reviewNote}); err != nil {
+		return nil, r.finishWithError(ctx, err)
+	}
+	if err := r.storeLooks(ctx, rep); err != nil {
 		return nil, r.finishWithError(ctx, err)
 	}
 	if err := rep.ComparePrevious(ctx, r.history); err != nil {
@@ -421,7 +449,6 @@ feed:
 		}
 	}
 	if r.opts.ShiftWindow > 0 {
-		pol := gate.NewDefaultPolicy()
 		if rep.Policy != nil {
 			pol = *rep.Policy
 		}
@@ -452,12 +479,61 @@ feed:
 	return rep, nil
 }
 
+// lookKey names the group-sequential plan of candidate in this run.
+func (r *suiteRunner) lookKey(pol gate.Policy, candidate, version string) store.LookKey {
+	return store.LookKey{SetName: r.set.Name, Incumbent: r.row.Incumbent, Candidate: candidate, CandidateVersion: version, PolicyVersion: pol.Version}
+}
+
+// previousLooks reads each candidate's earlier looks (nil without a look
+// store or with looks off).
+func (r *suiteRunner) previousLooks(ctx context.Context, pol gate.Policy, versions map[string]string) (map[string][]gate.Look, error) {
+	if r.looks == nil || pol.LookSpending() == gate.SpendingNone {
+		return nil, nil
+	}
+	out := map[string][]gate.Look{}
+	for _, cand := range r.row.Candidates {
+		rows, err := r.looks.Looks(ctx, r.lookKey(pol, cand, versions[cand]))
+		if err != nil {
+			return nil, fmt.Errorf("eval: run suite %s: %w", r.row.SuiteRunID, err)
+		}
+		for _, l := range rows {
+			out[cand] = append(out[cand], gate.Look{Index: int(l.Look), SuiteRunID: l.SuiteRunID, Cases: int(l.Cases), MaxCases: int(l.MaxCases),
+				Fraction: l.Fraction, Boundary: l.Boundary, Confidence: l.Confidence})
+		}
+	}
+	return out, nil
+}
+
+// storeLooks records each candidate's look of this run, unless it decided
+// nothing (no more cases than the last look) or the verdict was withheld.
+func (r *suiteRunner) storeLooks(ctx context.Context, rep *Report) error {
+	if r.looks == nil || rep.Policy == nil {
+		return nil
+	}
+	var rows []store.SuiteLook
+	for _, cc := range rep.Comparisons {
+		lp := cc.Verdict.Look
+		if lp == nil || lp.Blocked {
+			continue
+		}
+		k := r.lookKey(*rep.Policy, cc.Candidate, cc.Version)
+		rows = append(rows, store.SuiteLook{SetName: k.SetName, Incumbent: k.Incumbent, Candidate: k.Candidate, CandidateVersion: k.CandidateVersion,
+			PolicyVersion: k.PolicyVersion, Look: int32(lp.This.Index), SuiteRunID: r.row.SuiteRunID, Cases: int32(lp.This.Cases),
+			MaxCases: int32(lp.MaxCases), Fraction: lp.This.Fraction, Boundary: lp.This.Boundary, Confidence: lp.This.Confidence,
+			Spending: lp.Spending, Verdict: string(cc.Verdict.Verdict), CreatedAt: r.row.FinishedAt})
+	}
+	if err := r.looks.InsertLooks(ctx, rows); err != nil {
+		return fmt.Errorf("eval: run suite %s: %w", r.row.SuiteRunID, err)
+	}
+	return nil
+}
+
 // humanReview reads every human review of the judged pairs and computes the
 // judges' agreement with the reviewers (AgreementOf) at the policy's
 // confidence, when a case was judged pairwise; nil and a note saying why
 // when the store has no reviews role or the read failed (the report then
 // says the judge is not validated by human review).
-func (r *suiteRunner) humanReview(ctx context.Context, outcomes []Outcome) (*HumanReview, string) {
+func (r *suiteRunner) humanReview(ctx context.Context, outcomes []Outcome, p gate.Policy) (*HumanReview, string) {
 	if !slices.ContainsFunc(outcomes, func(o Outcome) bool { return o.Pairwise != "" && o.Judge != nil }) {
 		return nil, ""
 	}
@@ -467,10 +543,6 @@ func (r *suiteRunner) humanReview(ctx context.Context, outcomes []Outcome) (*Hum
 	rows, err := r.reviews.ReviewedPairs(ctx, store.ReviewedQuery{})
 	if err != nil {
 		return nil, "the reviews could not be read: " + clip(err.Error(), 200)
-	}
-	p := gate.NewDefaultPolicy()
-	if r.opts.Policy != nil {
-		p = *r.opts.Policy
 	}
 	h := AgreementOf(rows, p.Confidence)
 	return &h, ""
@@ -614,7 +686,7 @@ func (r *suiteRunner) runCase(ctx context.Context, c Case) (*caseRecord, error) 
 			CaseID: c.ID, Category: c.Category, Pipeline: run.Pipeline, Mode: run.Mode,
 			RunID: run.RunID, Status: run.Status, Error: run.Error, LatencyMs: run.LatencyMs, CostUSD: run.CostUSD,
 			TokensIn: run.TokensIn, TokensOut: run.TokensOut, Calls: int(run.Calls),
-			Simulated: run.Simulated, Truncated: run.Truncated,
+			Simulated: run.Simulated, Truncated: run.Truncated, InputReduced: run.InputReduced,
 			App: c.ExtraString("app"), Tags: c.Tags, Grader: g.Name(), Segments: segNames, Models: stepModels(results[i].Steps),
 		}
 		sc := store.Score{

@@ -209,13 +209,25 @@ func errorText(body []byte) string {
 // exchange builds the tapped Exchange from the raw request and answer. A non-2xx
 // answer becomes a failed response (status, error body, rate-limit headers); an
 // answer cut off keeps what arrived, marked Partial (and CancelledByClient when
-// the client hung up).
-func (c capture) exchange() (Exchange, error) {
+// the client hung up). A Responses API request naming previous_response_id gets
+// the conversation before it from convs (nil: none is kept), and a complete
+// Responses API answer is remembered there for the next turn.
+func (c capture) exchange(convs *conversations) (Exchange, error) {
 	if c.status == 0 {
 		c.status = http.StatusOK
 	}
-	responses := strings.HasSuffix(strings.TrimSuffix(c.path, "/"), "/responses")
-	req, err := parseProxyRequest(c.reqBody, responses)
+	api := routeOf(c.path)
+	var (
+		req ExchangeRequest
+		rr  responsesRequest
+		err error
+	)
+	if api == apiResponses {
+		rr, err = parseResponsesRequest(c.reqBody)
+		req = rr.exchangeRequest(convs)
+	} else {
+		req, err = parseProxyRequest(c.reqBody, api)
+	}
 	if err != nil {
 		return Exchange{}, err
 	}
@@ -232,7 +244,7 @@ func (c capture) exchange() (Exchange, error) {
 			return Exchange{}, bodyErr
 		}
 		streamed := strings.HasPrefix(strings.ToLower(c.respHeader.Get("Content-Type")), "text/event-stream")
-		a, err = parseAnswer(body, responses, streamed, partial)
+		a, err = parseAnswer(body, api, streamed, partial)
 		if err != nil {
 			return Exchange{}, err
 		}
@@ -293,7 +305,30 @@ func (c capture) exchange() (Exchange, error) {
 	if err := ex.Validate(1<<20, true); err != nil {
 		return Exchange{}, err
 	}
+	if api == apiResponses && !resp.Failed() && a.id != "" {
+		turn := slices.Clone(rr.input)
+		if m, ok := answerMessage(resp); ok {
+			turn = append(turn, m)
+		}
+		convs.remember(a.id, rr.previousID, turn)
+	}
 	return ex, nil
+}
+
+// answerMessage is the assistant turn of a recorded answer: its text and
+// tool calls (choice 0); ok is false for an answer with neither.
+func answerMessage(r *ExchangeResponse) (m openai.ChatCompletionMessage, ok bool) {
+	m = openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: r.Content}
+	for _, c := range r.Choices {
+		if c.Index != 0 {
+			continue
+		}
+		for _, tc := range c.ToolCalls {
+			m.ToolCalls = append(m.ToolCalls, openai.ToolCall{ID: tc.ID, Type: openai.ToolTypeFunction,
+				Function: openai.FunctionCall{Name: tc.Name, Arguments: tc.Arguments}})
+		}
+	}
+	return m, strings.TrimSpace(m.Content) != "" || len(m.ToolCalls) > 0
 }
 
 // estimateUsage guesses token counts at ≈4 characters per token.
@@ -383,18 +418,49 @@ func (a answer) detailed() bool {
 	return false
 }
 
-// parseAnswer reads a 2xx answer of the chat completions or Responses API,
-// streamed or not. With partial set (the answer was cut off), an event or body
-// that cannot be read is taken as cut off and what came before is kept.
-func parseAnswer(body []byte, responses, streamed, partial bool) (answer, error) {
+// api is the API a mirrored route speaks.
+type api int
+
+const (
+	apiNone      api = iota
+	apiChat          // POST …/chat/completions
+	apiResponses     // POST …/responses
+	apiMessages      // POST …/v1/messages (Anthropic)
+)
+
+// routeOf names the API of a mirrored path: …/chat/completions, …/responses,
+// or Anthropic's …/v1/messages (not …/messages/batches or count_tokens, nor the
+// Assistants API's …/threads/{id}/messages). apiNone for every other path.
+func routeOf(path string) api {
+	p := strings.TrimSuffix(path, "/")
+	switch {
+	case strings.HasSuffix(p, "/chat/completions"):
+		return apiChat
+	case strings.HasSuffix(p, "/responses"):
+		return apiResponses
+	case strings.HasSuffix(p, "/v1/messages"):
+		return apiMessages
+	}
+	return apiNone
+}
+
+// parseAnswer reads a 2xx answer of the chat completions, Responses or
+// Anthropic Messages API, streamed or not. With partial set (the answer was cut
+// off), an event or body that cannot be read is taken as cut off and what came
+// before is kept.
+func parseAnswer(body []byte, kind api, streamed, partial bool) (answer, error) {
 	var (
 		a   answer
 		err error
 	)
 	switch {
-	case responses && streamed:
+	case kind == apiMessages && streamed:
+		a, err = parseAnthropicStream(body, partial)
+	case kind == apiMessages:
+		a, err = parseAnthropicBody(body)
+	case kind == apiResponses && streamed:
 		a, err = parseResponsesStream(body, partial)
-	case responses:
+	case kind == apiResponses:
 		a, err = parseResponsesBody(body)
 	case streamed:
 		a, err = parseChatStream(body, partial)
@@ -407,52 +473,28 @@ func parseAnswer(body []byte, responses, streamed, partial bool) (answer, error)
 	return a, err
 }
 
-// parseProxyRequest reads the model and messages of a chat completions request, or
-// of a responses request (instructions → system message; input as a string or a
-// list of {role, content} items whose content is a string or input_text parts).
-func parseProxyRequest(body []byte, responses bool) (ExchangeRequest, error) {
-	if !responses {
-		var r ExchangeRequest
-		if err := json.Unmarshal(body, &r); err != nil {
-			return r, fmt.Errorf("chat request: %w", err)
-		}
-		return r, nil
+// parseProxyRequest reads the request of a mirrored route as chat messages
+// (content parts kept) and tools: a chat completions request as it is, a
+// Responses API request (parseResponsesRequest) or an Anthropic Messages API
+// request (parseAnthropicRequest).
+func parseProxyRequest(body []byte, kind api) (ExchangeRequest, error) {
+	switch kind {
+	case apiMessages:
+		return parseAnthropicRequest(body)
+	case apiResponses:
+		r, err := parseResponsesRequest(body)
+		return r.exchangeRequest(nil), err
 	}
-	var r struct {
-		Model        string          `json:"model"`
-		Instructions string          `json:"instructions"`
-		Input        json.RawMessage `json:"input"`
+	var j exchangeRequestWire // straight into wire messages: a large image is scanned twice, not six times
+	if err := json.Unmarshal(body, &j); err != nil {
+		return ExchangeRequest{}, fmt.Errorf("chat request: %w", err)
 	}
-	if err := json.Unmarshal(body, &r); err != nil {
-		return ExchangeRequest{}, fmt.Errorf("responses request: %w", err)
+	j.InputReduced = "" // ours to set, never the client's
+	r, err := j.request()
+	if err != nil {
+		return r, fmt.Errorf("chat request: %w", err)
 	}
-	out := ExchangeRequest{Model: r.Model}
-	if r.Instructions != "" {
-		out.Messages = append(out.Messages, openai.ChatCompletionMessage{Role: "system", Content: r.Instructions})
-	}
-	var s string
-	if err := json.Unmarshal(r.Input, &s); err == nil {
-		out.Messages = append(out.Messages, openai.ChatCompletionMessage{Role: "user", Content: s})
-		return out, nil
-	}
-	var items []struct {
-		Role    string          `json:"role"`
-		Content json.RawMessage `json:"content"`
-	}
-	if err := json.Unmarshal(r.Input, &items); err != nil {
-		return out, fmt.Errorf("responses request input: %w", err)
-	}
-	for _, it := range items {
-		if it.Role == "" {
-			continue // tool outputs and other non-message items
-		}
-		text, err := textOf(it.Content)
-		if err != nil {
-			return out, fmt.Errorf("responses request content: %w", err)
-		}
-		out.Messages = append(out.Messages, openai.ChatCompletionMessage{Role: it.Role, Content: text})
-	}
-	return out, nil
+	return r, nil
 }
 
 // textOf reads a content value: a string, null, or a list of parts whose text

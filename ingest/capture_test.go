@@ -3,6 +3,7 @@ package ingest
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net"
@@ -65,7 +66,7 @@ func TestSSEEventsFraming(t *testing.T) {
 // tap must store of it.
 type captureCase struct {
 	file      string
-	route     string // /v1/chat/completions or /v1/responses
+	route     string // /v1/chat/completions, /v1/responses or /v1/messages
 	cut       bool   // the answer was cut off (client hung up)
 	content   string
 	reasoning string
@@ -80,8 +81,21 @@ var cached = Usage{PromptTokens: 1000, CompletionTokens: 100, CachedPromptTokens
 func captureCases() []captureCase {
 	weather := ToolCall{Index: 0, ID: "call_a", Type: "function", Name: "get_weather", Arguments: `{"city":"Paris"}`}
 	timeCall := ToolCall{Index: 1, ID: "call_b", Type: "function", Name: "get_time", Arguments: `{"tz":"CET"}`}
-	const chat, resp = "/v1/chat/completions", "/v1/responses"
+	const chat, resp, msgs = "/v1/chat/completions", "/v1/responses", "/v1/messages"
+	writes := Usage{PromptTokens: 1000, CompletionTokens: 100, CachedPromptTokens: 800, CacheWritePromptTokens: 100, CacheWrite1hPromptTokens: 40}
 	return []captureCase{
+		{file: "anthropic_stream_thinking.sse", route: msgs, content: "The answer is 4.", reasoning: "Two plus two is four.", usage: cached},
+		{file: "anthropic_stream_tools.sse", route: msgs, content: "Checking", usage: writes, choices: []Choice{
+			{Index: 0, Content: "Checking", FinishReason: "tool_calls", ToolCalls: []ToolCall{
+				{Index: 0, ID: "toolu_a", Type: "function", Name: "get_weather", Arguments: `{"city":"Paris"}`},
+				{Index: 1, ID: "toolu_b", Type: "function", Name: "get_time", Arguments: `{"tz":"CET"}`}}}}},
+		{file: "anthropic_stream_error_event.sse", route: msgs, content: "The answer", usage: Usage{PromptTokens: 1000, CompletionTokens: 1, CachedPromptTokens: 800},
+			errText: "overloaded_error: Overloaded"},
+		{file: "anthropic_stream_cut.sse", route: msgs, cut: true, usage: Usage{PromptTokens: 1000, CompletionTokens: 1, CachedPromptTokens: 800}, choices: []Choice{
+			{Index: 0, ToolCalls: []ToolCall{{Index: 0, ID: "toolu_c", Type: "function", Name: "get_weather", Arguments: `{"city":`}}}}},
+		{file: "anthropic_body.json", route: msgs, content: "The answer is 4.", reasoning: "Two plus two is four.", usage: cached, choices: []Choice{
+			{Index: 0, Content: "The answer is 4.", Reasoning: "Two plus two is four.", FinishReason: "tool_calls",
+				ToolCalls: []ToolCall{{Index: 0, ID: "toolu_d", Type: "function", Name: "calc", Arguments: `{"expr":"2+2"}`}}}}},
 		{file: "chat_stream_reasoning_content.sse", route: chat, content: "The answer is 4.", reasoning: "Two plus two is four.", usage: cached},
 		{file: "chat_stream_reasoning.sse", route: chat, content: "The answer is 4.", reasoning: "Two plus two is four.", usage: cached},
 		{file: "chat_stream_n2.sse", route: chat, content: "Paris.", usage: cached, choices: []Choice{
@@ -128,8 +142,11 @@ func TestCaptureExchangeFidelity(t *testing.T) {
 			}
 			t.Run(tc.file+"/"+le.name, func(t *testing.T) {
 				req := `{"model":"m","messages":[{"role":"user","content":"2+2?"}]}`
-				if tc.route == "/v1/responses" {
+				switch tc.route {
+				case "/v1/responses":
 					req = `{"model":"m","input":"2+2?"}`
+				case "/v1/messages":
+					req = `{"model":"m","max_tokens":64,"messages":[{"role":"user","content":"2+2?"}]}`
 				}
 				c := capture{path: tc.route, app: "a", reqBody: []byte(req), respBody: reframe(raw, le.eol), status: 200,
 					respHeader: http.Header{}, start: time.Now(), latency: time.Millisecond}
@@ -139,7 +156,7 @@ func TestCaptureExchangeFidelity(t *testing.T) {
 				if tc.cut {
 					c.end = endClientGone
 				}
-				ex, err := c.exchange()
+				ex, err := c.exchange(nil)
 				if err != nil {
 					t.Fatalf("exchange: %v", err)
 				}
@@ -170,7 +187,7 @@ func TestIncumbentRunFromCapture(t *testing.T) {
 	}
 	c := capture{path: "/v1/chat/completions", app: "a", reqBody: []byte(`{"model":"gpt-5","stream":true,"messages":[{"role":"user","content":"weather?"}]}`),
 		respBody: reframe(raw, "\r"), status: 200, respHeader: http.Header{"Content-Type": {"text/event-stream"}}, start: time.Now(), latency: time.Second}
-	ex, err := c.exchange()
+	ex, err := c.exchange(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -444,20 +461,41 @@ func TestProxyStoresWhatArrivedWhenTheIncumbentBreaksOff(t *testing.T) {
 	}
 }
 
-// BenchmarkCaptureExchange measures turning one captured streamed answer (tool
-// calls, reasoning, usage; bare CR line ends) into a tap copy, the capture
-// workers' per-copy CPU cost: go test -run '^$' -bench CaptureExchange ./ingest/
+// BenchmarkCaptureExchange measures turning one captured streamed answer into
+// a tap copy, the capture workers' per-copy CPU cost, per API: a chat
+// completion (tool calls, reasoning, usage; bare CR line ends), an Anthropic
+// Messages stream (tool calls as input_json_delta, cache usage), and the same
+// with a 195 KB image in the request: go test -run '^$' -bench CaptureExchange ./ingest/
 func BenchmarkCaptureExchange(b *testing.B) {
-	raw, err := os.ReadFile("testdata/capture/chat_stream_tools.sse")
-	if err != nil {
-		b.Fatal(err)
+	img := make([]byte, 195_000)
+	for i := range img {
+		img[i] = byte(i * 7)
 	}
-	c := capture{path: "/v1/chat/completions", app: "a", reqBody: []byte(`{"model":"gpt-5","stream":true,"messages":[{"role":"user","content":"weather?"}]}`),
-		respBody: reframe(raw, "\r"), status: 200, respHeader: http.Header{"Content-Type": {"text/event-stream"}}, start: time.Now(), latency: time.Second}
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := c.exchange(); err != nil {
-			b.Fatal(err)
-		}
+	image := `{"type":"image","source":{"type":"base64","media_type":"image/png","data":"` + base64.StdEncoding.EncodeToString(img) + `"}},`
+	for _, bc := range []struct {
+		name, route, file, req string
+	}{
+		{"chat", "/v1/chat/completions", "chat_stream_tools.sse", `{"model":"gpt-5","stream":true,"messages":[{"role":"user","content":"weather?"}]}`},
+		{"anthropic", "/v1/messages", "anthropic_stream_tools.sse", `{"model":"claude-sonnet-4","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"weather?"}]}`},
+		{"chat_image", "/v1/chat/completions", "chat_stream_tools.sse",
+			`{"model":"gpt-5","stream":true,"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,` +
+				base64.StdEncoding.EncodeToString(img) + `"}},{"type":"text","text":"weather?"}]}]}`},
+		{"anthropic_image", "/v1/messages", "anthropic_stream_tools.sse",
+			`{"model":"claude-sonnet-4","max_tokens":64,"stream":true,"messages":[{"role":"user","content":[` + image + `{"type":"text","text":"weather?"}]}]}`},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			raw, err := os.ReadFile(filepath.Join("testdata", "capture", bc.file))
+			if err != nil {
+				b.Fatal(err)
+			}
+			c := capture{path: bc.route, app: "a", reqBody: []byte(bc.req), respBody: reframe(raw, "\r"), status: 200,
+				respHeader: http.Header{"Content-Type": {"text/event-stream"}}, start: time.Now(), latency: time.Second}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.exchange(nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -153,6 +153,10 @@ func (e *Exchange) Validate(maxMessages int, requireResponse bool) error {
 				errs = append(errs, fmt.Errorf("%s %d is out of range: want 0 to %d", f.name, f.v, MaxUsageTokens))
 			}
 		}
+		if r.Usage.CacheWrite1hPromptTokens > r.Usage.CacheWritePromptTokens {
+			errs = append(errs, fmt.Errorf("response.usage 1-hour cache write tokens %d exceed cache write tokens %d",
+				r.Usage.CacheWrite1hPromptTokens, r.Usage.CacheWritePromptTokens))
+		}
 		if r.Usage.CachedPromptTokens > r.Usage.PromptTokens {
 			errs = append(errs, fmt.Errorf("response.usage cached tokens %d exceed prompt_tokens %d", r.Usage.CachedPromptTokens, r.Usage.PromptTokens))
 		} else if r.Usage.CachedPromptTokens+r.Usage.CacheWritePromptTokens > r.Usage.PromptTokens {

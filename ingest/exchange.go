@@ -52,10 +52,82 @@ type Exchange struct {
 	TraceParent string `json:"traceparent,omitempty"`
 }
 
-// ExchangeRequest is the production request as the incumbent received it.
+// ExchangeRequest is the production request as the incumbent received it, in
+// the chat completions API's terms whatever API it came through (the proxy
+// turns Responses API and Anthropic Messages API requests into these).
+//
+//	{"model":"gpt-4o","messages":[{"role":"user","content":[{"type":"text","text":"What is this?"},
+//	  {"type":"image_url","image_url":{"url":"data:image/png;base64,…"}}]}],
+//	 "tools":[{"type":"function","function":{"name":"get_weather","parameters":{…}}}]}
+//
+// Messages keep their content parts: text, image_url, input_audio and file
+// (read and written in the API's shapes, shadow.MarshalMessages).
 type ExchangeRequest struct {
 	Model    string                         `json:"model"`
 	Messages []openai.ChatCompletionMessage `json:"messages"`
+	// Tools are the request's tool definitions (function tools); single and
+	// blackbox candidates send them to their worker.
+	Tools []openai.Tool `json:"tools,omitempty"`
+	// InputReduced says what production sent that Messages lack, e.g. the
+	// conversation before a Responses API previous_response_id the tap never
+	// saw; "" when the request is whole. Candidate runs of the request are
+	// marked input_reduced with it.
+	InputReduced string `json:"input_reduced,omitempty"`
+}
+
+// exchangeRequestJSON is ExchangeRequest with its messages as raw JSON
+// (written) or as wire messages (read in one pass, shadow.WireMessage).
+type exchangeRequestJSON struct {
+	Model        string          `json:"model"`
+	Messages     json.RawMessage `json:"messages"`
+	Tools        []openai.Tool   `json:"tools,omitempty"`
+	InputReduced string          `json:"input_reduced,omitempty"`
+}
+
+type exchangeRequestWire struct {
+	Model        string               `json:"model"`
+	Messages     []shadow.WireMessage `json:"messages"`
+	Tools        []openai.Tool        `json:"tools"`
+	InputReduced string               `json:"input_reduced"`
+}
+
+func (j exchangeRequestWire) request() (ExchangeRequest, error) {
+	msgs, err := shadow.FromWire(j.Messages)
+	return ExchangeRequest{Model: j.Model, Messages: msgs, Tools: j.Tools, InputReduced: j.InputReduced}, err
+}
+
+// MarshalJSON writes the messages in the chat completions API's shapes
+// (input_audio and file parts included).
+func (r ExchangeRequest) MarshalJSON() ([]byte, error) {
+	msgs, err := shadow.MarshalMessages(r.Messages)
+	if err != nil {
+		return nil, err
+	}
+	if r.Messages == nil {
+		msgs = []byte("null")
+	}
+	return json.Marshal(exchangeRequestJSON{Model: r.Model, Messages: msgs, Tools: r.Tools, InputReduced: r.InputReduced})
+}
+
+// UnmarshalJSON reads the messages with every content part
+// (shadow.UnmarshalMessages).
+func (r *ExchangeRequest) UnmarshalJSON(b []byte) error {
+	var j exchangeRequestWire
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	out, err := j.request()
+	if err != nil {
+		return err
+	}
+	*r = out
+	return nil
+}
+
+// ShadowRequest is what candidates run on: the messages (media parts
+// included), the tools and what the request lacks.
+func (ex Exchange) ShadowRequest() shadow.Request {
+	return shadow.Request{RequestID: ex.RequestID, Messages: ex.Request.Messages, Tools: ex.Request.Tools, InputReduced: ex.Request.InputReduced}
 }
 
 // ExchangeResponse is the incumbent's answer to the request: what the client got,
@@ -143,6 +215,10 @@ type Usage struct {
 	// prompt cache (Anthropic's cache_creation_input_tokens), priced at the
 	// cache-write rate.
 	CacheWritePromptTokens int64 `json:"-"`
+	// CacheWrite1hPromptTokens are, of CacheWritePromptTokens, those written
+	// to a 1-hour cache (Anthropic's cache_creation.ephemeral_1h_input_tokens),
+	// priced at the 1-hour cache-write rate (2× input).
+	CacheWrite1hPromptTokens int64 `json:"-"`
 }
 
 type usageJSON struct {
@@ -152,11 +228,17 @@ type usageJSON struct {
 		CachedTokens int64 `json:"cached_tokens"`
 	} `json:"prompt_tokens_details,omitempty"`
 	// CacheCreationInputTokens keeps cache writes, which OpenAI's spelling has
-	// no field for, under Anthropic's name (as gateways such as LiteLLM do).
+	// no field for, under Anthropic's name (as gateways such as LiteLLM do),
+	// and CacheCreation their 1-hour share.
 	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens,omitempty"`
+	CacheCreation            *struct {
+		Ephemeral1h int64 `json:"ephemeral_1h_input_tokens"`
+	} `json:"cache_creation,omitempty"`
 }
 
-// MarshalJSON writes OpenAI's spelling (cache writes as cache_creation_input_tokens).
+// MarshalJSON writes OpenAI's spelling (cache writes as
+// cache_creation_input_tokens, 1-hour writes as
+// cache_creation.ephemeral_1h_input_tokens).
 func (u Usage) MarshalJSON() ([]byte, error) {
 	j := usageJSON{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens,
 		CacheCreationInputTokens: u.CacheWritePromptTokens}
@@ -164,6 +246,11 @@ func (u Usage) MarshalJSON() ([]byte, error) {
 		j.PromptTokensDetails = &struct {
 			CachedTokens int64 `json:"cached_tokens"`
 		}{u.CachedPromptTokens}
+	}
+	if u.CacheWrite1hPromptTokens > 0 {
+		j.CacheCreation = &struct {
+			Ephemeral1h int64 `json:"ephemeral_1h_input_tokens"`
+		}{u.CacheWrite1hPromptTokens}
 	}
 	return json.Marshal(j)
 }
@@ -180,11 +267,11 @@ func (u *Usage) UnmarshalJSON(b []byte) error {
 
 func usageFrom(su shadow.Usage) Usage {
 	return Usage{PromptTokens: su.PromptTokens, CompletionTokens: su.CompletionTokens, CachedPromptTokens: su.CachedPromptTokens,
-		CacheWritePromptTokens: su.CacheWritePromptTokens}
+		CacheWritePromptTokens: su.CacheWritePromptTokens, CacheWrite1hPromptTokens: su.CacheWrite1hPromptTokens}
 }
 
 // Shadow returns u in the shadow package's terms, for pricing.
 func (u Usage) Shadow() shadow.Usage {
 	return shadow.Usage{PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens, CachedPromptTokens: u.CachedPromptTokens,
-		CacheWritePromptTokens: u.CacheWritePromptTokens}
+		CacheWritePromptTokens: u.CacheWritePromptTokens, CacheWrite1hPromptTokens: u.CacheWrite1hPromptTokens}
 }

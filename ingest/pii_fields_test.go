@@ -20,6 +20,7 @@ var piiNotText = map[string]string{
 	"ChatMessagePart.Type":          "enum",
 	"ChatMessageImageURL.Detail":    "enum",
 	"ToolCall.Type":                 "enum",
+	"Tool.Type":                     "enum",
 	"ExchangeResponse.FinishReason": "enum",
 	"Choice.FinishReason":           "enum",
 	"Run.RunID":                     "id", "Run.RequestID": "the exchange's id, pseudonymized by the tap",
@@ -30,6 +31,12 @@ var piiNotText = map[string]string{
 	"Step.Status": "enum", "Step.FinishReason": "enum", "Step.PriceVersion": "price table version",
 	"Score.SuiteRunID": "id", "Score.RunID": "id", "Score.RequestID": "the exchange's id, pseudonymized by the tap",
 	"Score.CaseID": "id", "Score.Pipeline": "configured name", "Score.Grader": "configured name",
+	"Judgment.RequestID": "the exchange's id, pseudonymized by the tap", "Judgment.SuiteRunID": "id", "Judgment.CaseID": "id",
+	"Judgment.Pipeline": "configured name", "Judgment.PipelineVersion": "configured version", "Judgment.CandidateRunID": "id",
+	"Judgment.IncumbentPipeline": "configured name, or the exchange's model, pseudonymized by the tap", "Judgment.IncumbentRunID": "id",
+	"Judgment.Judge": "the judge worker's model", "Judgment.JudgeWorker": "configured name", "Judgment.PromptVersion": "configured version",
+	"Judgment.Canary": "enum", "Judgment.Labels": "judge prompt labels", "Judgment.Outcome": "enum",
+	"Judgment.Verdict1": "enum", "Judgment.Verdict2": "enum",
 }
 
 // fillStrings sets every string (and every key and value of every string
@@ -122,6 +129,7 @@ func TestEveryTextFieldIsListed(t *testing.T) {
 	// a message holds parts or a content, never both.
 	m := &ex.Request.Messages[0]
 	m.Role, m.Content, m.MultiContent[0].Type, m.MultiContent[0].ImageURL.Detail, m.ToolCalls[0].Type = "user", "", "text", "", "function"
+	ex.Request.Tools[0].Type = "function"
 	ex.SubjectHash = ""
 	req, err := RequestRecord(ex)
 	if err != nil {
@@ -132,6 +140,7 @@ func TestEveryTextFieldIsListed(t *testing.T) {
 		rawStrings(reflect.ValueOf(b.Runs), "Run", raw, report)
 		rawStrings(reflect.ValueOf(b.Steps), "Step", raw, report)
 		rawStrings(reflect.ValueOf(b.Scores), "Score", raw, report)
+		rawStrings(reflect.ValueOf(b.Judgments), "Judgment", raw, report)
 		rawStrings(reflect.ValueOf(req), "Request", raw, report)
 	}
 	for path := range piiNotText {

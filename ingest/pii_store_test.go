@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -61,6 +63,8 @@ var textColumns = map[string]string{
 	"requests.input": "messages (textFields)", "requests.input_hash": "hash", "requests.subject_hash": "hash",
 	"requests.category": "metadata value (textFields)", "requests.metadata": "metadata keys and values (textFields)",
 	"requests.language": "segment", "requests.length_bucket": "segment",
+	"requests.tools": "JSON of the exchange's tools (textFields)", "requests.input_reduced": "text (textFields)",
+	"runs.input_reduced_reason": "text (textFields)", "steps.tool_calls": "JSON text (textFields)",
 
 	"runs.run_id": "id", "runs.request_id": "exchange id (textFields)", "runs.suite_run_id": "id", "runs.pipeline": "config name",
 	"runs.pipeline_version": "config version", "runs.mode": "enum", "runs.status": "enum", "runs.final_output": "text (textFields)",
@@ -104,9 +108,13 @@ var textColumns = map[string]string{
 	"judgments.judge": "config name", "judgments.judge_worker": "config name", "judgments.prompt_version": "config version",
 	"judgments.labels": "judge prompt labels", "judgments.canary": "enum", "judgments.outcome": "enum",
 	"judgments.verdict_1": "enum", "judgments.verdict_2": "enum",
-	"judgments.raw_1": "judge reply on a regression-set case (a live judgment's reply must be covered by textFields)",
-	"judgments.raw_2": "judge reply on a regression-set case (a live judgment's reply must be covered by textFields)",
-	"judgments.error": "judge error on a regression-set case (a live judgment's error must be covered by textFields)",
+	"judgments.raw_1": "judge reply (textFields: live judgments are pseudonymized as they are written)",
+	"judgments.raw_2": "judge reply (textFields: live judgments are pseudonymized as they are written)",
+	"judgments.error": "judge error (textFields)", "judgments.note": "why a live pair was not judged (textFields)",
+
+	"suite_looks.set_name": "config name", "suite_looks.incumbent": "config name", "suite_looks.candidate": "config name",
+	"suite_looks.candidate_version": "config version", "suite_looks.policy_version": "config version",
+	"suite_looks.suite_run_id": "id", "suite_looks.spending": "enum", "suite_looks.verdict": "enum",
 
 	"reviews.request_id": "exchange id (textFields)", "reviews.pipeline": "config name", "reviews.candidate_run_id": "id",
 	"reviews.incumbent_run_id": "id", "reviews.suite_run_id": "id", "reviews.reviewer": "pseudonym (HMAC of the reviewer's identity)",
@@ -139,6 +147,38 @@ func (p *piiEchoPipeline) Run(_ context.Context, req shadow.Request, mode string
 		Steps: []store.Step{{RunID: id, Index: 0, Parent: -1, Role: "worker", Worker: "w", Subtask: p.text,
 			Access: `"all"`, Messages: string(msgs), Output: p.text, Reasoning: p.text, Error: p.text, Status: store.StatusOK}},
 	}
+}
+
+// piiEchoJudge is a live judging sink whose judge echoes personal data into
+// every text field of its judgment (both replies, the error, the note), as a
+// real judge quoting the answers can; it writes through LivePair.Write, the
+// path live judging (eval/livejudge) writes by.
+type piiEchoJudge struct {
+	text string
+	mu   sync.Mutex
+	n    int
+	err  error
+}
+
+func (j *piiEchoJudge) Offer(ctx context.Context, p LivePair) {
+	row := store.Judgment{RequestID: p.Exchange.RequestID, Pipeline: p.Candidate.Pipeline, PipelineVersion: p.Candidate.PipelineVersion,
+		CandidateRunID: p.Candidate.RunID, IncumbentPipeline: p.Incumbent.Pipeline, IncumbentRunID: p.Incumbent.RunID,
+		Judge: "fake-judge", JudgeWorker: "judge", PromptVersion: "judge-pairwise-v2", Labels: "A/B", JudgedAt: time.Now().UTC(),
+		Outcome: store.JudgmentError, Raw1: "A quotes " + j.text, Raw2: "B quotes " + j.text, Error: "unreadable: " + j.text,
+		Note: "note: " + j.text, InclusionProb: 1}
+	err := p.Write(ctx, []store.Judgment{row})
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if err == nil {
+		j.n++
+	}
+	j.err = errors.Join(j.err, err)
+}
+
+func (j *piiEchoJudge) written() (int, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.n, j.err
 }
 
 // plantedExchange is an exchange with the planted values in every text field
@@ -209,6 +249,8 @@ func TestNoRawPIIInAnyColumn(t *testing.T) {
 	cfg.Workers = 1
 	proc := NewProcessor(cfg, q, StoreWriter{Store: st}, []shadow.Pipeline{cand}, flatPricer(0.001), stats, nil)
 	proc.UsePseudonymizer(pz)
+	judged := &piiEchoJudge{text: plantedText()}
+	proc.UsePairSink(judged)
 	if err := proc.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -236,6 +278,9 @@ func TestNoRawPIIInAnyColumn(t *testing.T) {
 	}
 	if n := stats.Snapshot(0).Processed; n != 2 {
 		t.Fatalf("%d exchanges shadowed, want 2", n)
+	}
+	if n, err := judged.written(); n != 2 || err != nil {
+		t.Fatalf("%d live judgments written (%v), want 2", n, err)
 	}
 
 	needles := rawNeedles()
@@ -290,8 +335,9 @@ func TestNoRawPIIInAnyColumn(t *testing.T) {
 			}
 		}
 		// Scores come from graders of suite runs (regression-set cases); the
-		// tap writes none, so only the tap's tables must hold rows here.
-		if slices.Contains([]string{"requests", "runs", "steps", "shadow_work"}, tbl) && row[0] == "0" {
+		// tap writes none, so only the tap's tables and live judgments must
+		// hold rows here.
+		if slices.Contains([]string{"requests", "runs", "steps", "shadow_work", "judgments"}, tbl) && row[0] == "0" {
 			t.Errorf("%s holds no row: the scan would prove nothing", tbl)
 		}
 	}

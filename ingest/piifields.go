@@ -10,6 +10,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/conductor-shadow/conductor-shadow/shadow"
 	"github.com/conductor-shadow/conductor-shadow/store"
 )
 
@@ -28,14 +29,17 @@ type textVisitor interface {
 // can echo or invent personal data.
 //
 // Exchange: request id, app, models, every message's content, refusal, text
-// and image-URL parts, name, reasoning, function and tool calls (id, name,
-// arguments), tool-call id; the answer's content, reasoning, every choice
+// and image-URL parts, a file part's filename, name, reasoning, function and
+// tool calls (id, name, arguments), tool-call id; the tools (name, description,
+// parameters) and what the input lacks; the answer's content, reasoning, every choice
 // (content, reasoning, tool calls with id, name, arguments), error and headers
 // (keys and values); metadata keys and values.
 //
 // Records: every run's final output, reasoning, choices, tool calls, plan,
-// raw plan and error; every step's subtask, messages, output, reasoning and
-// error; every score's explanation and error. Ids, enums (status, mode, role,
+// raw plan, error and input-reduced reason; every step's subtask, messages,
+// output, tool calls, reasoning and error; every score's explanation and
+// error; every live judgment's raw replies (both orders), error and note (a
+// judge can echo the answers it compares). Ids, enums (status, mode, role,
 // finish reason), worker and pipeline names, access lists and numbers are not
 // text and are left alone.
 //
@@ -52,6 +56,11 @@ func textFields(ex *Exchange, b *store.Batch, v textVisitor) {
 		for i := range ex.Request.Messages {
 			messageFields(&ex.Request.Messages[i], v)
 		}
+		ex.Request.Tools = slices.Clone(ex.Request.Tools)
+		for i := range ex.Request.Tools {
+			toolFields(&ex.Request.Tools[i], v)
+		}
+		v.text(&ex.Request.InputReduced)
 		if ex.Response != nil {
 			r := *ex.Response
 			v.text(&r.Model)
@@ -88,6 +97,7 @@ func textFields(ex *Exchange, b *store.Batch, v textVisitor) {
 			v.json(&r.Plan)
 			v.text(&r.Error)
 			v.strings(&r.ResponseHeaders)
+			v.text(&r.InputReducedReason)
 		}
 		b.Steps = slices.Clone(b.Steps)
 		for i := range b.Steps {
@@ -95,6 +105,7 @@ func textFields(ex *Exchange, b *store.Batch, v textVisitor) {
 			v.text(&s.Subtask)
 			v.json(&s.Messages)
 			v.text(&s.Output)
+			v.json(&s.ToolCalls)
 			v.text(&s.Reasoning)
 			v.text(&s.Error)
 		}
@@ -102,6 +113,42 @@ func textFields(ex *Exchange, b *store.Batch, v textVisitor) {
 		for i := range b.Scores {
 			v.text(&b.Scores[i].Explanation)
 			v.text(&b.Scores[i].Error)
+		}
+		b.Judgments = slices.Clone(b.Judgments)
+		for i := range b.Judgments {
+			j := &b.Judgments[i]
+			v.text(&j.Raw1)
+			v.text(&j.Raw2)
+			v.text(&j.Error)
+			v.text(&j.Note)
+		}
+	}
+}
+
+// toolFields visits one tool definition's texts: its name and description,
+// and its parameters' JSON schema (descriptions, enums, examples) as JSON.
+func toolFields(t *openai.Tool, v textVisitor) {
+	if t.Function != nil {
+		f := *t.Function
+		v.text(&f.Name)
+		v.text(&f.Description)
+		if f.Parameters != nil {
+			if b, err := json.Marshal(f.Parameters); err == nil {
+				s := string(b)
+				v.json(&s)
+				f.Parameters = json.RawMessage(s)
+			}
+		}
+		t.Function = &f
+	}
+	if len(t.Parameters) > 0 {
+		if b, err := json.Marshal(t.Parameters); err == nil {
+			s := string(b)
+			v.json(&s)
+			var m map[string]any
+			if json.Unmarshal([]byte(s), &m) == nil {
+				t.Parameters = m
+			}
 		}
 	}
 }
@@ -121,6 +168,13 @@ func messageFields(m *openai.ChatCompletionMessage, v textVisitor) {
 			if p.ImageURL != nil && !strings.HasPrefix(p.ImageURL.URL, "data:") { // inline image bytes are not text
 				u := *p.ImageURL
 				v.text(&u.URL)
+				p.ImageURL = &u
+			}
+			if p.Type == shadow.PartTypeFile && p.ImageURL != nil { // a file part's Detail is its filename
+				u := *p.ImageURL
+				name := string(u.Detail)
+				v.text(&name)
+				u.Detail = openai.ImageURLDetail(name)
 				p.ImageURL = &u
 			}
 		}

@@ -48,6 +48,7 @@ type Processor struct {
 	lookup     store.RunLookup    // what a re-delivered exchange already has (Kafka); nil: none
 	forgotten  store.ForgetLookup // whether a request's data subject was forgotten; nil: never checked
 	pii        *Pseudonymizer     // applied to candidate records before they are written; nil: none
+	pairs      PairSink           // live judging: takes every stored live pair; nil: none
 
 	inflightMu sync.Mutex
 	inflight   map[string]chan struct{} // request ids being shadowed (with lookup), closed when done
@@ -282,7 +283,7 @@ func (p *Processor) owedRuns(ctx context.Context, d Delivery) (owed []shadow.Pip
 // left owed; forgotten: dropped; or the store did not take a run).
 func (p *Processor) runCandidates(ctx context.Context, d Delivery, owed []shadow.Pipeline) bool {
 	ex := d.Exchange
-	sreq := shadow.Request{RequestID: ex.RequestID, Messages: ex.Request.Messages}
+	sreq := ex.ShadowRequest()
 	runCtx := ContextWithTraceParent(ctx, ex.TraceParent)
 	interrupted := false
 	for _, c := range owed {
@@ -299,8 +300,11 @@ func (p *Processor) runCandidates(ctx context.Context, d Delivery, owed []shadow
 			b.Work = []store.Work{{RequestID: ex.RequestID, Pipeline: c.Name(), PipelineVersion: c.Version(),
 				Status: store.WorkDone, ReceivedAt: ex.ReceivedAt}}
 		}
-		if !p.storeRun(ctx, d, b, interrupted) {
+		if !p.storeRun(ctx, d, &b, interrupted) {
 			return false
+		}
+		if !interrupted {
+			p.offerPair(ctx, ex, storedRun{run: b.Runs[0], span: res.Span})
 		}
 	}
 	if interrupted {
@@ -314,8 +318,8 @@ func (p *Processor) runCandidates(ctx context.Context, d Delivery, owed []shadow
 // forgotten while it ran. A run after the stop (interrupted) is stored
 // best-effort on a fresh context: it shows the stop in the trace and is
 // replaced by the run of the next start. It returns false when the delivery
-// ended here.
-func (p *Processor) storeRun(ctx context.Context, d Delivery, b store.Batch, interrupted bool) bool {
+// ended here. b is pseudonymized in place: the caller hands on what was stored.
+func (p *Processor) storeRun(ctx context.Context, d Delivery, b *store.Batch, interrupted bool) bool {
 	wctx, cancel := ctx, context.CancelFunc(func() {})
 	if interrupted {
 		wctx, cancel = context.WithTimeout(context.Background(), time.Second)
@@ -329,8 +333,8 @@ func (p *Processor) storeRun(ctx context.Context, d Delivery, b store.Batch, int
 		}
 		return false
 	}
-	p.pseudonymize(d.Exchange.App, &b)
-	return p.enqueue(wctx, b) || interrupted
+	p.pseudonymize(d.Exchange.App, b)
+	return p.enqueue(wctx, *b) || interrupted
 }
 
 // leaveOwed ends a delivery stopped by shutdown: the queue keeps what is
@@ -441,18 +445,7 @@ func (p *Processor) finishedRuns(ctx context.Context, id string) (keys []store.W
 // is full or the store unavailable (the shadow side absorbs back-pressure, production never does). It gives
 // up, counting a drop, only when ctx ends.
 func (p *Processor) enqueue(ctx context.Context, b store.Batch) bool {
-	bo := backoff.NewExponentialBackOff()
-	bo.InitialInterval = 10 * time.Millisecond
-	bo.MaxInterval = time.Second
-	bo.MaxElapsedTime = 0
-	err := backoff.Retry(func() error {
-		err := p.writer.Enqueue(b)
-		if err != nil && !errors.Is(err, store.ErrQueueFull) && !errors.Is(err, ErrStoreUnavailable) {
-			return backoff.Permanent(err)
-		}
-		return err
-	}, backoff.WithContext(bo, ctx))
-	if err != nil {
+	if err := p.enqueueBatch(ctx, b); err != nil {
 		p.stats.drop("store_unavailable")
 		p.loss.log("shadow: records dropped: the store writer did not take them (a stored copy's work stays pending for the next start)",
 			"store_unavailable", err, b.Rows())
@@ -501,6 +494,14 @@ func (w StoreWriter) Enqueue(b store.Batch) error {
 	}
 	if err := w.Store.InsertWork(ctx, b.Work); err != nil {
 		return fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
+	}
+	if len(b.Judgments) > 0 {
+		if err := store.InsertJudgmentsOf(w.Store)(ctx, b.Judgments); err != nil {
+			if errors.Is(err, store.ErrNotSupported) {
+				return err // dropped, not retried: this store has no judgments table
+			}
+			return fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
+		}
 	}
 	return nil
 }

@@ -11,7 +11,6 @@ import (
 	"net/http/httptrace"
 	"net/http/httputil"
 	"net/url"
-	"strings"
 	"sync"
 	"time"
 )
@@ -24,6 +23,10 @@ const (
 	ProxyOutcomeTooLarge    = "too_large"     // request or answer beyond the capture limits
 	ProxyOutcomeCaptureBusy = "capture_busy"  // every capture slot was busy: copy dropped
 	ProxyOutcomeClientGone  = "client_gone"   // the client or incumbent broke off mid-answer: what arrived is still offered, marked partial
+	// ProxyOutcomeInputReduced: offered, but without part of what production
+	// sent (a previous_response_id conversation the tap never saw): its runs
+	// are marked input_reduced.
+	ProxyOutcomeInputReduced = "input_reduced"
 )
 
 // ProxyConfig sets the mirroring proxy.
@@ -45,14 +48,20 @@ type ProxyConfig struct {
 	// CaptureWorkers parse, pseudonymize and offer the copies; few, so the shadow
 	// side's CPU use stays bounded next to the production traffic.
 	CaptureWorkers int `yaml:"capture_workers"`
+	// ConversationBytes caps the Responses API turns kept in memory (message
+	// text and media, bytes) to rebuild the conversation of a request that
+	// names previous_response_id; 0: none kept, such requests are shadowed
+	// with their own input only and marked input_reduced.
+	ConversationBytes int64 `yaml:"conversation_bytes"`
 }
 
 // NewDefaultProxyConfig returns the proxy off, app "default" from X-Conductor-App,
 // 4 MiB captures, 4,096 capture slots and 1 capture worker (≈50 µs of CPU per copy,
 // so one worker keeps up with thousands of requests/s and leaves the other cores
-// to production traffic).
+// to production traffic), and 64 MiB of Responses API conversations.
 func NewDefaultProxyConfig() ProxyConfig {
-	return ProxyConfig{App: "default", AppHeader: "X-Conductor-App", MaxCaptureBytes: 4 << 20, CaptureSlots: 4096, CaptureWorkers: 1}
+	return ProxyConfig{App: "default", AppHeader: "X-Conductor-App", MaxCaptureBytes: 4 << 20, CaptureSlots: 4096, CaptureWorkers: 1,
+		ConversationBytes: 64 << 20}
 }
 
 // Enabled reports whether an incumbent URL is configured.
@@ -79,6 +88,9 @@ func (c ProxyConfig) Validate() error {
 	if c.App == "" {
 		errs = append(errs, errors.New("ingest: proxy.app must not be empty"))
 	}
+	if c.ConversationBytes < 0 {
+		errs = append(errs, fmt.Errorf("ingest: proxy.conversation_bytes must be at least 0, got %d", c.ConversationBytes))
+	}
 	return errors.Join(errs...)
 }
 
@@ -94,8 +106,8 @@ type Offerer interface {
 
 // Proxy fronts the incumbent. Every request is forwarded to IncumbentURL and the
 // answer goes back unchanged: status, headers, body, and SSE streams chunk by chunk
-// as they arrive (each chunk flushed at once). POST /v1/chat/completions and POST
-// /v1/responses are also mirrored: once the answer has ended, the request, the
+// as they arrive (each chunk flushed at once). POST /v1/chat/completions, POST
+// /v1/responses and Anthropic's POST /v1/messages are also mirrored: once the answer has ended, the request, the
 // answer (reassembled from SSE deltas when streamed: text, reasoning, every choice
 // and tool call), latency, time to first byte, usage and model go to the tap in the
 // background, so the client never waits for the shadow side. A non-2xx answer goes
@@ -109,6 +121,7 @@ type Proxy struct {
 	log      *slog.Logger
 	rp       *httputil.ReverseProxy
 	captures chan capture
+	convs    *conversations // Responses API turns, for previous_response_id; nil: off
 	wg       sync.WaitGroup
 	observer AddedLatencyObserver // nil: nothing measured
 
@@ -136,7 +149,7 @@ func NewProxy(cfg ProxyConfig, tap Offerer, stats *Stats, transport http.RoundTr
 		t.MaxIdleConnsPerHost = 1024
 		transport = t
 	}
-	p := &Proxy{cfg: cfg, tap: tap, stats: stats, log: log, captures: make(chan capture, cfg.CaptureSlots)}
+	p := &Proxy{cfg: cfg, tap: tap, stats: stats, log: log, captures: make(chan capture, cfg.CaptureSlots), convs: newConversations(cfg.ConversationBytes)}
 	p.rp = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
@@ -185,17 +198,13 @@ func (b *bufferPool) Get() []byte {
 
 func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }
 
-// mirrored reports whether r is an exchange to copy to the tap.
+// mirrored reports whether r is an exchange to copy to the tap (routeOf).
 func mirrored(r *http.Request) bool {
-	if r.Method != http.MethodPost {
-		return false
-	}
-	p := strings.TrimSuffix(r.URL.Path, "/")
-	return strings.HasSuffix(p, "/chat/completions") || strings.HasSuffix(p, "/responses")
+	return r.Method == http.MethodPost && routeOf(r.URL.Path) != apiNone
 }
 
 // Front returns a handler that serves the mirrored routes (POST …/chat/completions,
-// POST …/responses) itself, ahead of any middleware, and hands every other request
+// POST …/responses, POST …/v1/messages) itself, ahead of any middleware, and hands every other request
 // to next. Mount the proxy as next's fallback (e.g. gin's NoRoute) so paths next
 // does not serve still reach the incumbent.
 func (p *Proxy) Front(next http.Handler) http.Handler {
@@ -346,11 +355,15 @@ func (p *Proxy) Shutdown(ctx context.Context) error {
 }
 
 func (p *Proxy) offer(c capture) {
-	ex, err := c.exchange()
+	ex, err := c.exchange(p.convs)
 	if err != nil {
 		p.stats.mirror(ProxyOutcomeUnparsable)
 		p.log.Debug("proxy: exchange not mirrored", "path", c.path, "err", err)
 		return
+	}
+	if ex.Request.InputReduced != "" {
+		p.stats.mirror(ProxyOutcomeInputReduced)
+		p.log.Info("proxy: exchange mirrored without part of its input", "request_id", ex.RequestID, "reason", ex.Request.InputReduced)
 	}
 	if m, ok := p.tap.(mirrorer); ok {
 		m.Mirror(ex) // no one waits for this copy to be durable

@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -346,6 +348,11 @@ func TestProxyFrontRoutes(t *testing.T) {
 	}{
 		{"POST", "/v1/chat/completions", false},
 		{"POST", "/openai/v1/responses", false},
+		{"POST", "/v1/messages", false},
+		{"POST", "/anthropic/v1/messages/", false},
+		{"POST", "/v1/messages/count_tokens", true},
+		{"POST", "/v1/messages/batches", true},
+		{"POST", "/v1/threads/thread_abc/messages", true},
 		{"GET", "/v1/chat/completions", true},
 		{"POST", "/v1/tap", true},
 		{"GET", "/", true},
@@ -359,23 +366,25 @@ func TestProxyFrontRoutes(t *testing.T) {
 	}
 }
 
-// FuzzCaptureExchange feeds arbitrary request and answer bodies to the code that
-// turns a proxied exchange into a tap copy: it must never panic, and whatever it
-// accepts must pass Validate.
+// FuzzCaptureExchange feeds arbitrary request and answer bodies of each
+// mirrored API (chat completions, Responses, Anthropic Messages) to the code
+// that turns a proxied exchange into a tap copy: it must never panic, and
+// whatever it accepts must pass Validate.
 func FuzzCaptureExchange(f *testing.F) {
-	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`), []byte(`{"id":"c1","model":"m","choices":[{"message":{"content":"yo"}}],"usage":{"prompt_tokens":1,"completion_tokens":1}}`), false, false)
-	f.Add([]byte(`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`), []byte("data: {\"id\":\"c\",\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: [DONE]\n\n"), true, false)
-	f.Add([]byte(`{"model":"m","input":[{"role":"user","content":[{"type":"input_text","text":"x"}]}]}`), []byte("event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"b\"}\n\n"), true, true)
-	f.Add([]byte(`{"input":"x"}`), []byte(`{"output":[{"type":"message","content":[{"type":"output_text","text":"t"}]}]}`), false, true)
-	f.Fuzz(func(t *testing.T, req, resp []byte, streamed, responses bool) {
-		c := capture{path: "/v1/chat/completions", app: "a", reqBody: req, respBody: resp, respHeader: http.Header{}, start: time.Now(), latency: time.Millisecond}
-		if responses {
-			c.path = "/v1/responses"
-		}
+	routes := []string{"/v1/chat/completions", "/v1/responses", "/v1/messages"}
+	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`), []byte(`{"id":"c1","model":"m","choices":[{"message":{"content":"yo"}}],"usage":{"prompt_tokens":1,"completion_tokens":1}}`), false, uint8(0))
+	f.Add([]byte(`{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`), []byte("data: {\"id\":\"c\",\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: [DONE]\n\n"), true, uint8(0))
+	f.Add([]byte(`{"model":"m","input":[{"role":"user","content":[{"type":"input_text","text":"x"}]}]}`), []byte("event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"b\"}\n\n"), true, uint8(1))
+	f.Add([]byte(`{"input":"x"}`), []byte(`{"output":[{"type":"message","content":[{"type":"output_text","text":"t"}]}]}`), false, uint8(1))
+	f.Add([]byte(`{"model":"m","max_tokens":5,"system":"s","messages":[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"aGk="}},{"type":"text","text":"x"}]}]}`),
+		[]byte("event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"f\",\"input\":{}}}\n\nevent: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{}\"}}\n\n"), true, uint8(2))
+	f.Add([]byte(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"x"}]}`), []byte(`{"id":"msg","model":"m","content":[{"type":"text","text":"t"}],"usage":{"input_tokens":1,"output_tokens":1}}`), false, uint8(2))
+	f.Fuzz(func(t *testing.T, req, resp []byte, streamed bool, route uint8) {
+		c := capture{path: routes[int(route)%len(routes)], app: "a", reqBody: req, respBody: resp, respHeader: http.Header{}, start: time.Now(), latency: time.Millisecond}
 		if streamed {
 			c.respHeader.Set("Content-Type", "text/event-stream")
 		}
-		ex, err := c.exchange()
+		ex, err := c.exchange(nil)
 		if err != nil {
 			return
 		}
@@ -450,5 +459,60 @@ func TestProxyLifecycle(t *testing.T) {
 	}
 	if err := unstarted.Shutdown(context.Background()); err != nil {
 		t.Errorf("Shutdown without Start: %v", err)
+	}
+}
+
+// TestProxyRebuildsResponsesConversations: a Responses API request naming
+// previous_response_id is mirrored with the conversation before it, as the
+// proxy saw it (instructions of earlier turns not carried over, as the API
+// does), over three turns; one naming a response the proxy never saw is
+// mirrored with its own input only, marked input_reduced and counted.
+func TestProxyRebuildsResponsesConversations(t *testing.T) {
+	tap := &recordingTap{}
+	f := newProxyFixture(t, &incumbenttest.Handler{}, tap)
+	idOf := func(a answerBytes) string {
+		var r struct {
+			ID string `json:"id"`
+		}
+		if err := json.Unmarshal(a.body, &r); err != nil || r.ID == "" {
+			t.Fatalf("no response id in %s", a.body)
+		}
+		return r.ID
+	}
+	first := f.do(t, f.front.URL, "POST", "/v1/responses", `{"model":"gpt-5","instructions":"Be terse.","input":"Name a prime."}`, nil)
+	second := f.do(t, f.front.URL, "POST", "/v1/responses",
+		fmt.Sprintf(`{"model":"gpt-5","instructions":"Be brief.","previous_response_id":%q,"input":[{"role":"user","content":"Another one."}]}`, idOf(first)), nil)
+	f.do(t, f.front.URL, "POST", "/v1/responses",
+		fmt.Sprintf(`{"model":"gpt-5","previous_response_id":%q,"input":"And a third."}`, idOf(second)), nil)
+	f.do(t, f.front.URL, "POST", "/v1/responses", `{"model":"gpt-5","previous_response_id":"resp_elsewhere","input":"Continue."}`, nil)
+	waitFor(t, "4 mirrored exchanges", func() bool { return len(tap.all()) == 4 })
+	exs := tap.all()
+	type turn struct{ role, text string }
+	turns := func(ex Exchange) []turn {
+		var out []turn
+		for _, m := range ex.Request.Messages {
+			out = append(out, turn{m.Role, m.Content})
+		}
+		return out
+	}
+	want := [][]turn{
+		{{"system", "Be terse."}, {"user", "Name a prime."}},
+		{{"system", "Be brief."}, {"user", "Name a prime."}, {"assistant", "echo: Name a prime."}, {"user", "Another one."}},
+		{{"user", "Name a prime."}, {"assistant", "echo: Name a prime."}, {"user", "Another one."}, {"assistant", "echo: Another one."}, {"user", "And a third."}},
+		{{"user", "Continue."}},
+	}
+	for i, ex := range exs {
+		if got := turns(ex); !reflect.DeepEqual(got, want[i]) {
+			t.Errorf("exchange %d: messages %v, want %v", i, got, want[i])
+		}
+		if reduced := ex.Request.InputReduced != ""; reduced != (i == 3) {
+			t.Errorf("exchange %d: input_reduced %q", i, ex.Request.InputReduced)
+		}
+	}
+	if !strings.Contains(exs[3].Request.InputReduced, "resp_elsewhere") {
+		t.Errorf("reason %q does not name the response", exs[3].Request.InputReduced)
+	}
+	if n := f.stats.Snapshot(0).Mirrored[ProxyOutcomeInputReduced]; n != 1 {
+		t.Errorf("input_reduced counted %d times, want 1", n)
 	}
 }

@@ -21,9 +21,10 @@ type UsagePricer interface {
 }
 
 // RequestRecord turns an exchange into the stored request row: the messages as
-// JSON, their sha256, the category from metadata["category"].
+// JSON (content parts in the chat completions API's shapes), their sha256, the
+// tools as JSON, what the input lacks, the category from metadata["category"].
 func RequestRecord(ex Exchange) (store.Request, error) {
-	input, err := json.Marshal(ex.Request.Messages)
+	input, err := shadow.MarshalMessages(ex.Request.Messages)
 	if err != nil {
 		return store.Request{}, fmt.Errorf("ingest: encode messages: %w", err)
 	}
@@ -37,7 +38,7 @@ func RequestRecord(ex Exchange) (store.Request, error) {
 	if received.IsZero() {
 		received = time.Now()
 	}
-	return store.Request{
+	r := store.Request{
 		RequestID:   ex.RequestID,
 		SubjectHash: ex.SubjectHash,
 		ReceivedAt:  received.UTC(),
@@ -47,7 +48,16 @@ func RequestRecord(ex Exchange) (store.Request, error) {
 		InputHash:   hex.EncodeToString(sum[:]),
 		Category:    ex.Metadata["category"],
 		Metadata:    ex.Metadata,
-	}, nil
+	}
+	r.InputReduced = ex.Request.InputReduced
+	if len(ex.Request.Tools) > 0 {
+		tools, err := json.Marshal(ex.Request.Tools)
+		if err != nil {
+			return store.Request{}, fmt.Errorf("ingest: encode tools: %w", err)
+		}
+		r.Tools = string(tools)
+	}
+	return r, nil
 }
 
 // exchangeRecords builds what a copy is stored as before any candidate runs,
@@ -206,7 +216,7 @@ func incumbentRun(ex Exchange, pricer Pricer) (store.Run, store.Step, string) {
 	}
 	status, errText := incumbentStatus(resp), incumbentError(resp)
 	choices, toolCalls := detailJSON(resp)
-	messages, _ := json.Marshal(ex.Request.Messages) // already encoded once by RequestRecord
+	messages, _ := shadow.MarshalMessages(shadow.RedactMedia(ex.Request.Messages)) // the request row keeps the media's bytes
 	run := store.Run{
 		RunID:           runID,
 		RequestID:       ex.RequestID,
@@ -235,28 +245,29 @@ func incumbentRun(ex Exchange, pricer Pricer) (store.Run, store.Step, string) {
 		stepErr = joinNonEmpty(stepErr, note)
 	}
 	step := store.Step{
-		RunID:                 runID,
-		Index:                 0,
-		Parent:                -1,
-		Role:                  "incumbent",
-		Worker:                "incumbent",
-		Model:                 model,
-		Access:                `"all"`,
-		Messages:              string(messages),
-		InputTokens:           resp.Usage.PromptTokens,
-		OutputTokens:          resp.Usage.CompletionTokens,
-		CachedInputTokens:     resp.Usage.CachedPromptTokens,
-		CacheWriteInputTokens: resp.Usage.CacheWritePromptTokens,
-		CostUSD:               cost,
-		StartedAt:             received.UTC(),
-		LatencyMs:             resp.LatencyMs,
-		TTFTMs:                resp.TTFTMs,
-		Status:                status,
-		Output:                resp.Content,
-		Reasoning:             resp.Reasoning,
-		FinishReason:          resp.FinishReason,
-		Error:                 stepErr,
-		Attempt:               1,
+		RunID:                   runID,
+		Index:                   0,
+		Parent:                  -1,
+		Role:                    "incumbent",
+		Worker:                  "incumbent",
+		Model:                   model,
+		Access:                  `"all"`,
+		Messages:                string(messages),
+		InputTokens:             resp.Usage.PromptTokens,
+		OutputTokens:            resp.Usage.CompletionTokens,
+		CachedInputTokens:       resp.Usage.CachedPromptTokens,
+		CacheWriteInputTokens:   resp.Usage.CacheWritePromptTokens,
+		CacheWrite1hInputTokens: resp.Usage.CacheWrite1hPromptTokens,
+		CostUSD:                 cost,
+		StartedAt:               received.UTC(),
+		LatencyMs:               resp.LatencyMs,
+		TTFTMs:                  resp.TTFTMs,
+		Status:                  status,
+		Output:                  resp.Content,
+		Reasoning:               resp.Reasoning,
+		FinishReason:            resp.FinishReason,
+		Error:                   stepErr,
+		Attempt:                 1,
 	}
 	if resp.FinishReason == store.FinishLength {
 		run.Truncated, run.TruncatedSteps = true, 1

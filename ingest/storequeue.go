@@ -14,6 +14,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/conductor-shadow/conductor-shadow/ingest/segment"
+	"github.com/conductor-shadow/conductor-shadow/shadow"
 	"github.com/conductor-shadow/conductor-shadow/store"
 )
 
@@ -523,11 +524,17 @@ func (q *StoreQueue) delivery(ex Exchange, owed []store.WorkKey) Delivery {
 // exchangeFromStored rebuilds what the shadow workers need from a stored request.
 func exchangeFromStored(r store.Request) (Exchange, error) {
 	var msgs []openai.ChatCompletionMessage
-	if err := json.Unmarshal([]byte(r.Input), &msgs); err != nil {
+	if err := shadow.UnmarshalMessages([]byte(r.Input), &msgs); err != nil {
 		return Exchange{}, fmt.Errorf("ingest: request %s: decode input: %w", r.RequestID, err)
 	}
+	var tools []openai.Tool
+	if r.Tools != "" {
+		if err := json.Unmarshal([]byte(r.Tools), &tools); err != nil {
+			return Exchange{}, fmt.Errorf("ingest: request %s: decode tools: %w", r.RequestID, err)
+		}
+	}
 	return Exchange{SchemaVersion: SchemaVersion, RequestID: r.RequestID, App: r.App, ReceivedAt: r.ReceivedAt,
-		SubjectHash: r.SubjectHash, Request: ExchangeRequest{Messages: msgs}, Metadata: r.Metadata}, nil
+		SubjectHash: r.SubjectHash, Request: ExchangeRequest{Messages: msgs, Tools: tools, InputReduced: r.InputReduced}, Metadata: r.Metadata}, nil
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) bool {

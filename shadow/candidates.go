@@ -366,7 +366,7 @@ func (f *fixedPipeline) Run(ctx context.Context, req Request, mode string) Resul
 		return r.result()
 	}
 	r.run.Plan = plan.JSON()
-	results := Execute(ctx, f.pool, plan)
+	results := ExecuteWithMedia(ctx, f.pool, plan, MediaParts(req.Messages))
 	var failed []string
 	for _, sr := range results {
 		w, _ := f.pool.Worker(sr.Step.Worker)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -54,6 +55,11 @@ type WorkerConfig struct {
 	// 0: charged at InputUSDPerMTok. Anthropic: 1.25× input for a 5-minute write
 	// (anthropic.com/pricing).
 	CacheWriteUSDPerMTok float64 `yaml:"cache_write_usd_per_mtok"`
+	// CacheWrite1hUSDPerMTok is the price of prompt tokens written to a 1-hour
+	// prompt cache (Anthropic's usage.cache_creation.ephemeral_1h_input_tokens),
+	// USD per 1M; 0: charged at CacheWriteUSDPerMTok. Anthropic: 2× input
+	// (anthropic.com/pricing, "1h cache writes").
+	CacheWrite1hUSDPerMTok float64 `yaml:"cache_write_1h_usd_per_mtok"`
 	// PricesAsOf is the date (YYYY-MM-DD) the prices are valid from.
 	PricesAsOf string `yaml:"prices_as_of"`
 	// Temperature is the sampling temperature (0..2). Reasoning-family models
@@ -67,12 +73,21 @@ type WorkerConfig struct {
 	MaxConcurrent     int     `yaml:"max_concurrent"`
 	RequestsPerMinute float64 `yaml:"requests_per_minute"`
 	TokensPerMinute   float64 `yaml:"tokens_per_minute"`
+	// InputModalities are the kinds of input the worker takes besides text:
+	// "image" (image_url parts), "audio" (input_audio parts), "file" (file
+	// parts: PDFs and other documents); "text" may be listed and is always
+	// implied. Empty: text only. A request's media parts of another kind are
+	// replaced, for this worker, by a line saying what was left out (see
+	// Pool.Call), and a run none of whose calls received a part is marked
+	// input_reduced.
+	InputModalities []string `yaml:"input_modalities"`
 }
 
 // Price returns the worker's configured price.
 func (w WorkerConfig) Price() Price {
 	return Price{InputUSDPerMTok: w.InputUSDPerMTok, OutputUSDPerMTok: w.OutputUSDPerMTok,
-		CachedInputUSDPerMTok: w.CachedInputUSDPerMTok, CacheWriteUSDPerMTok: w.CacheWriteUSDPerMTok, AsOf: w.PricesAsOf}
+		CachedInputUSDPerMTok: w.CachedInputUSDPerMTok, CacheWriteUSDPerMTok: w.CacheWriteUSDPerMTok,
+		CacheWrite1hUSDPerMTok: w.CacheWrite1hUSDPerMTok, AsOf: w.PricesAsOf}
 }
 
 // PricesSet reports whether the worker configures any price: a rate other than
@@ -80,7 +95,7 @@ func (w WorkerConfig) Price() Price {
 // says so with prices_as_of and zero rates.
 func (w WorkerConfig) PricesSet() bool {
 	return w.InputUSDPerMTok != 0 || w.OutputUSDPerMTok != 0 || w.CachedInputUSDPerMTok != 0 ||
-		w.CacheWriteUSDPerMTok != 0 || w.PricesAsOf != ""
+		w.CacheWriteUSDPerMTok != 0 || w.CacheWrite1hUSDPerMTok != 0 || w.PricesAsOf != ""
 }
 
 // WithListPrices returns c (its Workers copied) with every worker that sets no
@@ -107,6 +122,7 @@ func (c Config) WithListPrices() (out Config, unpriced []string) {
 		}
 		out.Workers[i].InputUSDPerMTok, out.Workers[i].OutputUSDPerMTok = p.InputUSDPerMTok, p.OutputUSDPerMTok
 		out.Workers[i].CachedInputUSDPerMTok, out.Workers[i].CacheWriteUSDPerMTok = p.CachedInputUSDPerMTok, p.CacheWriteUSDPerMTok
+		out.Workers[i].CacheWrite1hUSDPerMTok = p.CacheWrite1hUSDPerMTok
 		out.Workers[i].PricesAsOf = p.AsOf
 	}
 	return out, unpriced
@@ -167,21 +183,24 @@ func NewDefaultConfig() Config {
 		"gpt-4-1106-preview":           "GPT-4 Turbo (Nov 2023), the model behind the shipped replay file's incumbent answers",
 	}
 	prices := DefaultPrices()
+	modalities := DefaultInputModalities()
 	workers := make([]WorkerConfig, 0, len(names)+2)
 	for _, n := range append(append([]string{}, names...), "conductor", "gpt-4-1106-preview") {
 		p := prices[n]
 		workers = append(workers, WorkerConfig{
-			Name:                  n,
-			Model:                 n,
-			Description:           descriptions[n],
-			BaseURL:               DefaultPoolBaseURL,
-			InputUSDPerMTok:       p.InputUSDPerMTok,
-			OutputUSDPerMTok:      p.OutputUSDPerMTok,
-			PricesAsOf:            p.AsOf,
-			CachedInputUSDPerMTok: p.CachedInputUSDPerMTok,
-			CacheWriteUSDPerMTok:  p.CacheWriteUSDPerMTok,
-			Temperature:           0.2,
-			MaxOutputTokens:       4096,
+			Name:                   n,
+			Model:                  n,
+			Description:            descriptions[n],
+			BaseURL:                DefaultPoolBaseURL,
+			InputUSDPerMTok:        p.InputUSDPerMTok,
+			OutputUSDPerMTok:       p.OutputUSDPerMTok,
+			PricesAsOf:             p.AsOf,
+			CachedInputUSDPerMTok:  p.CachedInputUSDPerMTok,
+			CacheWriteUSDPerMTok:   p.CacheWriteUSDPerMTok,
+			CacheWrite1hUSDPerMTok: p.CacheWrite1hUSDPerMTok,
+			Temperature:            0.2,
+			MaxOutputTokens:        4096,
+			InputModalities:        modalities[n],
 		})
 	}
 	return Config{
@@ -196,6 +215,23 @@ func NewDefaultConfig() Config {
 		},
 		CallTimeout: 2 * time.Minute,
 		Resilience:  NewDefaultResilienceConfig(),
+	}
+}
+
+// DefaultInputModalities is what the default pool's models take besides
+// text, by worker name, from the providers' model cards: gpt-5 images and
+// files (PDF); claude-sonnet-4 images and files (PDF documents); gemini-2.5-pro
+// images, audio and files; gemma-3-27b images (Gemma 3 is multimodal from 4B
+// up). qwen3-32b, qwen3-32b-thinking, deepseek-r1-distill-qwen-32b, the 7B
+// conductor and gpt-4-1106-preview take text only. The simulated pool's
+// profiles say the same (shadow/simpool) and refuse other parts with 400, as
+// text-only servers do.
+func DefaultInputModalities() map[string][]string {
+	return map[string][]string{
+		"gpt-5":           {ModalityText, ModalityImage, ModalityFile},
+		"claude-sonnet-4": {ModalityText, ModalityImage, ModalityFile},
+		"gemini-2.5-pro":  {ModalityText, ModalityImage, ModalityAudio, ModalityFile},
+		"gemma-3-27b":     {ModalityText, ModalityImage},
 	}
 }
 
@@ -255,9 +291,14 @@ func (w WorkerConfig) Validate() error {
 	if u, err := url.Parse(w.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		errs = append(errs, fmt.Errorf("worker %q: base_url: want an http(s) URL, got %q", w.Name, w.BaseURL))
 	}
-	if w.InputUSDPerMTok < 0 || w.OutputUSDPerMTok < 0 || w.CachedInputUSDPerMTok < 0 || w.CacheWriteUSDPerMTok < 0 {
-		errs = append(errs, fmt.Errorf("worker %q: prices: must be >= 0 USD per 1M tokens, got input %g / output %g / cached input %g / cache write %g",
-			w.Name, w.InputUSDPerMTok, w.OutputUSDPerMTok, w.CachedInputUSDPerMTok, w.CacheWriteUSDPerMTok))
+	if w.InputUSDPerMTok < 0 || w.OutputUSDPerMTok < 0 || w.CachedInputUSDPerMTok < 0 || w.CacheWriteUSDPerMTok < 0 || w.CacheWrite1hUSDPerMTok < 0 {
+		errs = append(errs, fmt.Errorf("worker %q: prices: must be >= 0 USD per 1M tokens, got input %g / output %g / cached input %g / cache write %g / 1h cache write %g",
+			w.Name, w.InputUSDPerMTok, w.OutputUSDPerMTok, w.CachedInputUSDPerMTok, w.CacheWriteUSDPerMTok, w.CacheWrite1hUSDPerMTok))
+	}
+	for i, m := range w.InputModalities {
+		if !slices.Contains(Modalities(), m) {
+			errs = append(errs, fmt.Errorf("worker %q: input_modalities[%d]: %q is not one of %s", w.Name, i, m, strings.Join(Modalities(), ", ")))
+		}
 	}
 	if w.PricesAsOf != "" {
 		if _, err := time.Parse(time.DateOnly, w.PricesAsOf); err != nil {

@@ -47,14 +47,22 @@ type stepFunc func(ctx context.Context, i int, st PlanStep, msgs []openai.ChatCo
 // whose visible steps did not all succeed is skipped (store.StatusSkipped) without
 // a call. The final answer is the last step's response.
 func Execute(ctx context.Context, caller Caller, plan Plan) []StepResult {
-	return execute(ctx, plan, 0, func(ctx context.Context, _ int, st PlanStep, msgs []openai.ChatCompletionMessage) (Call, string, []StepResult, error) {
+	return ExecuteWithMedia(ctx, caller, plan, nil)
+}
+
+// ExecuteWithMedia is Execute with the request's media parts (MediaParts)
+// attached to every step's task turn, after its subtask: a subtask is the
+// conductor's text, the image or file it speaks of travels beside it. A worker
+// that does not take a part's modality gets a note instead (Pool.Call).
+func ExecuteWithMedia(ctx context.Context, caller Caller, plan Plan, media []openai.ChatMessagePart) []StepResult {
+	return execute(ctx, plan, 0, media, func(ctx context.Context, _ int, st PlanStep, msgs []openai.ChatCompletionMessage) (Call, string, []StepResult, error) {
 		c, err := caller.Call(ctx, st.Worker, msgs)
 		return c, c.Output, nil, err
 	})
 }
 
-// execute is Execute with the step runner and the recursion depth given.
-func execute(ctx context.Context, plan Plan, depth int, run stepFunc) []StepResult {
+// execute is ExecuteWithMedia with the step runner and the recursion depth given.
+func execute(ctx context.Context, plan Plan, depth int, media []openai.ChatMessagePart, run stepFunc) []StepResult {
 	n := len(plan.Steps)
 	res := make([]StepResult, n)
 	done := make([]chan struct{}, n)
@@ -91,7 +99,7 @@ func execute(ctx context.Context, plan Plan, depth int, run stepFunc) []StepResu
 			if len(visible) > 0 {
 				task = StepDataNote + task
 			}
-			msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: task})
+			msgs = append(msgs, withParts(openai.ChatMessageRoleUser, task, media))
 			res[i].Messages = msgs
 			call, response, nested, err := run(withStep(ctx, i, st, depth), i, st, msgs)
 			res[i].Call = call

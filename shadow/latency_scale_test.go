@@ -2,7 +2,6 @@ package shadow_test
 
 import (
 	"context"
-	"net/http/httptest"
 	"slices"
 	"testing"
 
@@ -24,19 +23,7 @@ func TestPoolRecordsSimulatedLatencyScale(t *testing.T) {
 	}{{0, "0"}, {0.001, "0.001"}} {
 		scfg := simpool.NewDefaultConfig()
 		scfg.LatencyScale = scale.f
-		sim, err := simpool.New(scfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := httptest.NewServer(sim)
-		cfg := shadow.NewDefaultConfig()
-		for i := range cfg.Workers {
-			cfg.Workers[i].BaseURL = srv.URL + "/v1"
-		}
-		pool, err := shadow.NewPool(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		pool, _ := simulatedPool(t, scfg)
 		if got := pool.SimulatedLatencyScales(); len(got) != 0 {
 			t.Fatalf("scales %v before any call", got)
 		}
@@ -46,7 +33,5 @@ func TestPoolRecordsSimulatedLatencyScale(t *testing.T) {
 		if got := pool.SimulatedLatencyScales(); !slices.Equal(got, []string{scale.want}) {
 			t.Errorf("scales %v, want [%s]", got, scale.want)
 		}
-		pool.Close()
-		srv.Close()
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"context"
 
 	openai "github.com/sashabaranov/go-openai"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/conductor-shadow/conductor-shadow/store"
 )
@@ -15,7 +16,15 @@ import (
 type Request struct {
 	RequestID  string                         // the trace this run belongs to
 	SuiteRunID string                         // set when a suite run sends it
-	Messages   []openai.ChatCompletionMessage // the user's chat, as production received it
+	Messages   []openai.ChatCompletionMessage // the user's chat, as production received it, media parts included
+	// Tools are the request's tool definitions. Candidates that answer the
+	// request as it is (single, blackbox) send them to their worker; workflow
+	// steps answer subtasks in text and get none.
+	Tools []openai.Tool
+	// InputReduced says what production received that Messages lack (a
+	// conversation the tap could not rebuild); "" when they are whole. Every
+	// run of the request is then marked input_reduced with this reason.
+	InputReduced string
 }
 
 // Result is what one pipeline run produced, ready to store: the run row and its
@@ -23,6 +32,10 @@ type Request struct {
 type Result struct {
 	Run   store.Run
 	Steps []store.Step
+	// Span is the run's "invoke_workflow" span (Instrument); invalid when the
+	// pipeline is not instrumented. Live judging parents its evaluation
+	// events to it.
+	Span trace.SpanContext
 }
 
 // Pipeline is anything that answers a request: the conductor, a single model, or a

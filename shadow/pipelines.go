@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -62,6 +63,10 @@ type runRecorder struct {
 	start time.Time
 	run   store.Run
 	steps []store.Step
+	// media are the request's media parts; reached marks (by SHA256) those
+	// some call of the run received.
+	media   []Media
+	reached map[string]bool
 }
 
 func newRunRecorder(name, version, mode string, req Request) *runRecorder {
@@ -69,7 +74,7 @@ func newRunRecorder(name, version, mode string, req Request) *runRecorder {
 		mode = store.ModeCandidate
 	}
 	start := time.Now()
-	return &runRecorder{start: start, run: store.Run{
+	return &runRecorder{start: start, media: RequestMedia(req.Messages), reached: map[string]bool{}, run: store.Run{
 		RunID:           RunID(req.RequestID, req.SuiteRunID, name),
 		RequestID:       req.RequestID,
 		SuiteRunID:      req.SuiteRunID,
@@ -78,6 +83,9 @@ func newRunRecorder(name, version, mode string, req Request) *runRecorder {
 		Mode:            mode,
 		StartedAt:       start.UTC(),
 		Status:          store.StatusOK,
+		// A conversation the tap could not rebuild reaches no call of any run.
+		InputReduced:       req.InputReduced != "",
+		InputReducedReason: req.InputReduced,
 	}}
 }
 
@@ -98,10 +106,17 @@ func (r *runRecorder) add(in stepInput, call Call, status string, err error) sto
 		status = store.StatusBudgetExceeded
 	}
 	msgs := []byte("[]")
-	if in.msgs != nil {
-		if b, mErr := json.Marshal(in.msgs); mErr == nil {
+	sent := in.msgs
+	if call.Sent != nil {
+		sent = call.Sent // media parts the worker does not take were left out
+	}
+	if sent != nil {
+		if b, mErr := MarshalMessages(RedactMedia(sent)); mErr == nil {
 			msgs = b
 		}
+	}
+	for _, md := range call.MediaSent {
+		r.reached[md.SHA256] = true
 	}
 	s := store.Step{
 		RunID:        r.run.RunID,
@@ -129,6 +144,8 @@ func (r *runRecorder) add(in stepInput, call Call, status string, err error) sto
 		PriceVersion:                   call.PriceVersion,
 		CachedInputTokens:              call.CachedPromptTokens,
 		CacheWriteInputTokens:          call.CacheWritePromptTokens,
+		CacheWrite1hInputTokens:        call.CacheWrite1hPromptTokens,
+		ToolCalls:                      toolCallsJSON(call.ToolCalls),
 		OrchestrationInputTokens:       call.OrchestrationInputTokens,
 		OrchestrationInputCachedTokens: call.OrchestrationInputCachedTokens,
 		OrchestrationOutputTokens:      call.OrchestrationOutputTokens,
@@ -138,6 +155,9 @@ func (r *runRecorder) add(in stepInput, call Call, status string, err error) sto
 		s.Error = err.Error()
 	case status == store.StatusOK && !call.UsageReported:
 		s.Error = "note: the API reported no token usage; tokens and cost are recorded as 0"
+	}
+	if len(call.MediaWithheld) > 0 {
+		s.Error = joinNote(s.Error, withheldNote(in.worker, call.MediaWithheld))
 	}
 	refused := status != store.StatusOK && call.Attempts == 0 // refused before sending (budget, call cap, breaker)
 	if status != store.StatusSkipped && !refused {
@@ -162,6 +182,17 @@ func (r *runRecorder) fail(status string, err error) {
 
 func (r *runRecorder) result() Result {
 	r.run.LatencyMs = msSince(r.start)
+	var missing []string
+	for _, md := range r.media {
+		if !r.reached[md.SHA256] {
+			missing = append(missing, md.Label())
+		}
+	}
+	if len(missing) > 0 && len(r.steps) > 0 {
+		r.run.InputReduced = true
+		r.run.InputReducedReason = joinNote(r.run.InputReducedReason, fmt.Sprintf("%d of %d media parts reached no call of the run (its workers do not take them): %s",
+			len(missing), len(r.media), strings.Join(missing, "; ")))
+	}
 	res := Result{Run: r.run, Steps: r.steps}
 	markTruncation(&res)
 	return res
@@ -181,6 +212,75 @@ func markTruncation(res *Result) {
 			res.Run.Truncated = true
 		}
 	}
+}
+
+// withheldNote is a step's note naming the media parts its worker was not sent.
+func withheldNote(worker string, withheld []Media) string {
+	labels := make([]string, len(withheld))
+	for i, md := range withheld {
+		labels[i] = md.Label()
+	}
+	return fmt.Sprintf("note: input reduced: worker %q was not sent %d media part(s) it does not take: %s", worker, len(withheld), strings.Join(labels, "; "))
+}
+
+// joinNote joins two texts with "; ", either may be empty.
+func joinNote(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
+}
+
+// answerDetail encodes an answer that made tool calls as the incumbent's is
+// stored (store.Run.Choices: [{"index":0,"content":..,"finish_reason":..,
+// "tool_calls":[..]}]; store.Run.ToolCalls: [{"choice":0,"index":0,..}]); both
+// "" for a text answer.
+func answerDetail(c Call) (choices, toolCalls string) {
+	if len(c.ToolCalls) == 0 {
+		return "", ""
+	}
+	var calls []json.RawMessage
+	_ = json.Unmarshal([]byte(toolCallsJSON(c.ToolCalls)), &calls)
+	ch, _ := json.Marshal([]struct {
+		Index        int               `json:"index"`
+		Content      string            `json:"content"`
+		Reasoning    string            `json:"reasoning,omitempty"`
+		FinishReason string            `json:"finish_reason,omitempty"`
+		ToolCalls    []json.RawMessage `json:"tool_calls"`
+	}{{0, c.Output, c.Reasoning, c.FinishReason, calls}})
+	flat := make([]json.RawMessage, len(calls))
+	for i, raw := range calls {
+		flat[i] = append([]byte(`{"choice":0,`), raw[1:]...)
+	}
+	tc, _ := json.Marshal(flat)
+	return string(ch), string(tc)
+}
+
+// toolCallsJSON encodes a call's tool calls for store.Step.ToolCalls:
+// [{"index":0,"id":..,"type":"function","name":..,"arguments":..}]; "" for none.
+func toolCallsJSON(calls []openai.ToolCall) string {
+	if len(calls) == 0 {
+		return ""
+	}
+	type flat struct {
+		Index     int    `json:"index"`
+		ID        string `json:"id,omitempty"`
+		Type      string `json:"type,omitempty"`
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	}
+	out := make([]flat, len(calls))
+	for i, c := range calls {
+		out[i] = flat{Index: i, ID: c.ID, Type: string(c.Type), Name: c.Function.Name, Arguments: c.Function.Arguments}
+		if c.Index != nil {
+			out[i].Index = *c.Index
+		}
+	}
+	b, _ := json.Marshal(out) // plain structs: cannot fail
+	return string(b)
 }
 
 func lastUserText(msgs []openai.ChatCompletionMessage) string {
@@ -219,15 +319,17 @@ func NewSingle(pool *Pool, worker string) (Pipeline, error) {
 func (s *singlePipeline) Name() string    { return s.name }
 func (s *singlePipeline) Version() string { return s.version }
 
-// Run calls the worker once; the run's status is error when the call fails or the
-// request has no messages.
+// Run calls the worker once with the request's messages and tools (media parts
+// the worker does not take are left out, see Pool.Call); an answer with tool
+// calls is stored in Run.Choices and Run.ToolCalls as the incumbent's is. The
+// run's status is error when the call fails or the request has no messages.
 func (s *singlePipeline) Run(ctx context.Context, req Request, mode string) Result {
 	r := newRunRecorder(s.name, s.version, mode, req)
 	if len(req.Messages) == 0 {
 		r.fail(store.StatusError, errors.New("shadow: the request has no messages"))
 		return r.result()
 	}
-	call, err := s.pool.Call(ctx, s.worker.Name, req.Messages)
+	call, err := s.pool.CallTools(ctx, s.worker.Name, req.Messages, req.Tools)
 	in := stepInput{role: s.role, worker: s.worker.Name, model: s.worker.Model,
 		subtask: lastUserText(req.Messages), access: "[]", msgs: req.Messages}
 	if err != nil {
@@ -237,6 +339,7 @@ func (s *singlePipeline) Run(ctx context.Context, req Request, mode string) Resu
 	}
 	r.add(in, call, store.StatusOK, nil)
 	r.run.FinalOutput, r.run.Reasoning = call.Output, call.Reasoning
+	r.run.Choices, r.run.ToolCalls = answerDetail(call)
 	return r.result()
 }
 
@@ -268,7 +371,7 @@ func NewConductor(pool *Pool, cfg ConductorConfig) (Pipeline, error) {
 	entries := make([]PoolEntry, len(cfg.Pool))
 	for i, n := range cfg.Pool {
 		w, _ := pool.Worker(n)
-		entries[i] = PoolEntry{Name: n, Description: w.Description}
+		entries[i] = PoolEntry{Name: n, Description: w.Description, Takes: w.InputModalities}
 	}
 	names := append([]string{cfg.Worker, cfg.Fallback}, cfg.Pool...)
 	version := versionHash(struct {

@@ -73,6 +73,7 @@ type Call struct {
 	// fields when reported (see Usage); 0 otherwise.
 	CachedPromptTokens             int64
 	CacheWritePromptTokens         int64 // of PromptTokens, those written to the prompt cache (cache_creation_input_tokens)
+	CacheWrite1hPromptTokens       int64 // of CacheWritePromptTokens, those written to a 1-hour cache
 	OrchestrationInputTokens       int64
 	OrchestrationInputCachedTokens int64
 	OrchestrationOutputTokens      int64
@@ -81,12 +82,22 @@ type Call struct {
 	// reported them ("" when not sent).
 	ResponseModel string
 	ResponseID    string
+	// ToolCalls are the answer's tool calls (choice 0), merged from the stream's
+	// fragments by index; nil when the model answered in text.
+	ToolCalls []openai.ToolCall
+	// MediaSent and MediaWithheld are the media parts of the messages that the
+	// worker received and those it was not sent because it does not take their
+	// modality (WorkerConfig.InputModalities) or they name a provider file id.
+	MediaSent, MediaWithheld []Media
+	// Sent is the messages as sent when they differ from those asked for (a
+	// media part was withheld); nil otherwise.
+	Sent []openai.ChatCompletionMessage
 }
 
 // Usage returns the call's token usage.
 func (c Call) Usage() Usage {
 	return Usage{PromptTokens: c.PromptTokens, CompletionTokens: c.CompletionTokens, CachedPromptTokens: c.CachedPromptTokens,
-		CacheWritePromptTokens:   c.CacheWritePromptTokens,
+		CacheWritePromptTokens: c.CacheWritePromptTokens, CacheWrite1hPromptTokens: c.CacheWrite1hPromptTokens,
 		OrchestrationInputTokens: c.OrchestrationInputTokens, OrchestrationInputCachedTokens: c.OrchestrationInputCachedTokens,
 		OrchestrationOutputTokens: c.OrchestrationOutputTokens}
 }
@@ -149,7 +160,7 @@ func NewPool(cfg Config, opts ...PoolOption) (*Pool, error) {
 	tr.MaxIdleConnsPerHost = 64
 	res := cfg.Resilience.withDefaults()
 	p := &Pool{cfg: cfg, unpriced: unpriced, res: res, workers: make(map[string]poolWorker, len(cfg.Workers)), transport: tr, sleep: sleepCtx, tel: tel}
-	var rt http.RoundTripper = hintTransport{base: tr}
+	var rt http.RoundTripper = partsTransport{base: hintTransport{base: tr}}
 	if o.tel.Tracers != nil || o.tel.Meters != nil {
 		rt = otelhttp.NewTransport(rt, otelhttp.WithTracerProvider(tracerProviderOrNoop(o.tel.Tracers)),
 			otelhttp.WithMeterProvider(meterProviderOrNoop(o.tel.Meters)),
@@ -204,10 +215,11 @@ func isReasoningFamily(model string) bool {
 	return false
 }
 
-func (w WorkerConfig) request(msgs []openai.ChatCompletionMessage) openai.ChatCompletionRequest {
+func (w WorkerConfig) request(msgs []openai.ChatCompletionMessage, tools []openai.Tool) openai.ChatCompletionRequest {
 	req := openai.ChatCompletionRequest{
 		Model:         w.Model,
 		Messages:      msgs,
+		Tools:         tools,
 		Stream:        true,
 		StreamOptions: &openai.StreamOptions{IncludeUsage: true},
 	}
@@ -240,26 +252,42 @@ func (w WorkerConfig) request(msgs []openai.ChatCompletionMessage) openai.ChatCo
 // attempt, until the open period or the half-open trial call ends, as long as
 // the call's deadline and MaxRetryAfter in all allow); otherwise the last API or
 // transport error, wrapped with the worker's name and the attempt count.
+//
+// Media parts (images, audio, files) of a modality the worker does not take
+// (WorkerConfig.InputModalities) are not sent: each is replaced by a line
+// saying what was left out, and Call.MediaWithheld names them (Call.Sent holds
+// the messages as sent).
 func (p *Pool) Call(ctx context.Context, worker string, msgs []openai.ChatCompletionMessage) (Call, error) {
+	return p.CallTools(ctx, worker, msgs, nil)
+}
+
+// CallTools is Call with tool definitions sent along (the request's tools; nil
+// sends none). The answer's tool calls are in Call.ToolCalls.
+func (p *Pool) CallTools(ctx context.Context, worker string, msgs []openai.ChatCompletionMessage, tools []openai.Tool) (Call, error) {
 	w, ok := p.workers[worker]
 	if !ok {
 		return Call{Worker: worker}, fmt.Errorf("shadow: call %q: %w", worker, ErrUnknownWorker)
 	}
-	ctx, span := p.tel.startChat(ctx, w.cfg, msgs)
-	c, err := p.call(ctx, w, worker, msgs)
+	fitted, sent, withheld := fitMessages(msgs, w.cfg)
+	ctx, span := p.tel.startChat(ctx, w.cfg, fitted)
+	c, err := p.call(ctx, w, worker, fitted, tools)
+	c.MediaSent, c.MediaWithheld = sent, withheld
+	if len(withheld) > 0 {
+		c.Sent = fitted
+	}
 	p.tel.endChat(ctx, span, w.cfg, c, err)
 	return c, err
 }
 
 // call is Call inside its span.
-func (p *Pool) call(ctx context.Context, w poolWorker, worker string, msgs []openai.ChatCompletionMessage) (Call, error) {
+func (p *Pool) call(ctx context.Context, w poolWorker, worker string, msgs []openai.ChatCompletionMessage, tools []openai.Tool) (Call, error) {
 	c := Call{Worker: worker, Model: w.cfg.Model, StartedAt: time.Now().UTC(), PriceVersion: p.prices}
 	b := budgetFrom(ctx)
 	if err := b.admit(); err != nil {
 		return c, fmt.Errorf("shadow: call %q: %w", worker, err)
 	}
 	start := time.Now()
-	err := p.callWithRetries(ctx, w, msgs, &c)
+	err := p.callWithRetries(ctx, w, msgs, tools, &c)
 	c.LatencyMs = msSince(start)
 	c.CostUSD = w.cfg.Price().Cost(c.Usage())
 	w.guard.charge(c.CompletionTokens)
@@ -274,13 +302,13 @@ func (p *Pool) call(ctx context.Context, w poolWorker, worker string, msgs []ope
 }
 
 // callWithRetries runs the attempts of one call; see Call.
-func (p *Pool) callWithRetries(ctx context.Context, w poolWorker, msgs []openai.ChatCompletionMessage, c *Call) error {
+func (p *Pool) callWithRetries(ctx context.Context, w poolWorker, msgs []openai.ChatCompletionMessage, tools []openai.Tool, c *Call) error {
 	bo := newBackOff(p.res)
 	prompt := estimateTokens(msgs)
 	var breakerWaited time.Duration
 	for {
 		hint := &attemptHint{}
-		err := p.attempt(ctx, w, msgs, prompt, hint, c)
+		err := p.attempt(ctx, w, msgs, tools, prompt, hint, c)
 		if err == nil || ctx.Err() != nil {
 			return err
 		}
@@ -318,7 +346,7 @@ func (p *Pool) callWithRetries(ctx context.Context, w poolWorker, msgs []openai.
 }
 
 // attempt is one try: limits, breaker, then the stream bounded by CallTimeout.
-func (p *Pool) attempt(ctx context.Context, w poolWorker, msgs []openai.ChatCompletionMessage, prompt int, hint *attemptHint, c *Call) error {
+func (p *Pool) attempt(ctx context.Context, w poolWorker, msgs []openai.ChatCompletionMessage, tools []openai.Tool, prompt int, hint *attemptHint, c *Call) error {
 	release, err := w.guard.admit(ctx, prompt)
 	if err != nil {
 		return err
@@ -328,7 +356,7 @@ func (p *Pool) attempt(ctx context.Context, w poolWorker, msgs []openai.ChatComp
 		*c = Call{Worker: c.Worker, Model: c.Model, StartedAt: c.StartedAt, Attempts: c.Attempts + 1, PriceVersion: c.PriceVersion}
 		actx, cancel := context.WithTimeoutCause(context.WithValue(ctx, hintKey{}, hint), p.cfg.CallTimeout, errAttemptTimeout)
 		defer cancel()
-		err := p.stream(actx, w, msgs, time.Now(), c)
+		err := p.stream(actx, w, msgs, tools, time.Now(), c)
 		if err != nil && ctx.Err() == nil && errors.Is(context.Cause(actx), errAttemptTimeout) && !errors.Is(err, errAttemptTimeout) {
 			err = fmt.Errorf("%w after %v: %w", errAttemptTimeout, p.cfg.CallTimeout, err)
 		}
@@ -357,12 +385,12 @@ var (
 	reasoningKey = []byte(`"reasoning"`)
 )
 
-func (p *Pool) stream(ctx context.Context, w poolWorker, msgs []openai.ChatCompletionMessage, start time.Time, c *Call) error {
+func (p *Pool) stream(ctx context.Context, w poolWorker, msgs []openai.ChatCompletionMessage, tools []openai.Tool, start time.Time, c *Call) error {
 	cfg := w.cfg
 	if rem := budgetFrom(ctx).remainingOutput(); rem > 0 && (cfg.MaxOutputTokens == 0 || rem < int64(cfg.MaxOutputTokens)) {
 		cfg.MaxOutputTokens = int(rem) // never ask for more than the run's budget has left
 	}
-	st, err := w.client.CreateChatCompletionStream(ctx, cfg.request(msgs))
+	st, err := w.client.CreateChatCompletionStream(ctx, cfg.request(msgs, tools))
 	if err != nil {
 		return err
 	}
@@ -371,7 +399,8 @@ func (p *Pool) stream(ctx context.Context, w poolWorker, msgs []openai.ChatCompl
 		p.scales.Store(v, struct{}{})
 	}
 	var out, reasoning strings.Builder
-	defer func() { c.Output, c.Reasoning = out.String(), reasoning.String() }()
+	var calls toolCallMerger
+	defer func() { c.Output, c.Reasoning, c.ToolCalls = out.String(), reasoning.String(), calls.list() }()
 	for {
 		raw, err := st.RecvRaw()
 		if errors.Is(err, io.EOF) {
@@ -410,10 +439,13 @@ func (p *Pool) stream(ctx context.Context, w poolWorker, msgs []openai.ChatCompl
 			if r == "" && i < len(extra.Choices) {
 				r = extra.Choices[i].Delta.Reasoning
 			}
-			if c.TTFTMs == 0 && (ch.Delta.Content != "" || r != "") {
+			if c.TTFTMs == 0 && (ch.Delta.Content != "" || r != "" || len(ch.Delta.ToolCalls) > 0) {
 				c.TTFTMs = msSince(start)
 			}
 			out.WriteString(ch.Delta.Content)
+			for _, tc := range ch.Delta.ToolCalls {
+				calls.add(tc)
+			}
 			if ch.FinishReason != "" {
 				c.FinishReason = string(ch.FinishReason)
 			}
@@ -422,7 +454,7 @@ func (p *Pool) stream(ctx context.Context, w poolWorker, msgs []openai.ChatCompl
 		if u, ok, err := ParseUsage(extra.Usage); err == nil && ok {
 			c.UsageReported = true
 			c.PromptTokens, c.CompletionTokens, c.CachedPromptTokens = u.PromptTokens, u.CompletionTokens, u.CachedPromptTokens
-			c.CacheWritePromptTokens = u.CacheWritePromptTokens
+			c.CacheWritePromptTokens, c.CacheWrite1hPromptTokens = u.CacheWritePromptTokens, u.CacheWrite1hPromptTokens
 			c.OrchestrationInputTokens = u.OrchestrationInputTokens
 			c.OrchestrationInputCachedTokens = u.OrchestrationInputCachedTokens
 			c.OrchestrationOutputTokens = u.OrchestrationOutputTokens
@@ -433,4 +465,44 @@ func (p *Pool) stream(ctx context.Context, w poolWorker, msgs []openai.ChatCompl
 
 func msSince(t time.Time) float64 {
 	return float64(time.Since(t).Microseconds()) / 1000
+}
+
+// toolCallMerger merges streamed tool-call fragments of one choice: by index
+// when the fragment has one, else by id, else continuing the last call.
+type toolCallMerger struct{ calls []openai.ToolCall }
+
+func (m *toolCallMerger) add(f openai.ToolCall) {
+	at := -1
+	for i, c := range m.calls {
+		if (f.Index != nil && c.Index != nil && *c.Index == *f.Index) || (f.Index == nil && f.ID != "" && c.ID == f.ID) {
+			at = i
+		}
+	}
+	if at < 0 && f.Index == nil && f.ID == "" && len(m.calls) > 0 {
+		at = len(m.calls) - 1
+	}
+	if at < 0 {
+		idx := len(m.calls)
+		if f.Index != nil {
+			idx = *f.Index
+		}
+		m.calls = append(m.calls, openai.ToolCall{Index: &idx, Type: openai.ToolTypeFunction})
+		at = len(m.calls) - 1
+	}
+	c := &m.calls[at]
+	if f.ID != "" {
+		c.ID = f.ID
+	}
+	if f.Type != "" {
+		c.Type = f.Type
+	}
+	if f.Function.Name != "" {
+		c.Function.Name = f.Function.Name
+	}
+	c.Function.Arguments += f.Function.Arguments
+}
+
+func (m *toolCallMerger) list() []openai.ToolCall {
+	slices.SortStableFunc(m.calls, func(a, b openai.ToolCall) int { return *a.Index - *b.Index })
+	return m.calls
 }

@@ -24,9 +24,14 @@ type Price struct {
 	// Anthropic bills a 5-minute cache write at 1.25× the base input price
 	// (AnthropicCacheWriteMultiplier, anthropic.com/pricing).
 	CacheWriteUSDPerMTok float64
-	AsOf                 string // date the price is valid from, YYYY-MM-DD
-	Estimate             bool   // true when no single provider list price exists (open models)
-	Source               string // where the figure comes from
+	// CacheWrite1hUSDPerMTok is USD per 1M prompt tokens written to a 1-hour
+	// prompt cache (Anthropic's usage.cache_creation.ephemeral_1h_input_tokens);
+	// 0 means they are charged at the cache-write rate above. Anthropic bills
+	// them at 2× the base input price (AnthropicCacheWrite1hMultiplier).
+	CacheWrite1hUSDPerMTok float64
+	AsOf                   string // date the price is valid from, YYYY-MM-DD
+	Estimate               bool   // true when no single provider list price exists (open models)
+	Source                 string // where the figure comes from
 }
 
 // Usage is the token usage of one call, as the API reported it.
@@ -37,6 +42,10 @@ type Usage struct {
 	// CacheWritePromptTokens are, of PromptTokens, those written to the prompt
 	// cache on this call (Anthropic's usage.cache_creation_input_tokens).
 	CacheWritePromptTokens int64
+	// CacheWrite1hPromptTokens are, of CacheWritePromptTokens, those written to
+	// a 1-hour cache (Anthropic's usage.cache_creation.ephemeral_1h_input_tokens),
+	// priced at the 1-hour cache-write rate.
+	CacheWrite1hPromptTokens int64
 	// Orchestration* are the extra usage fields a black-box orchestrator API
 	// (Sakana's Fugu) reports for its own planning: usage.orchestration_input_tokens,
 	// orchestration_input_cached_tokens (a subset of the former) and
@@ -53,16 +62,23 @@ type Usage struct {
 // pricing page, anthropic.com/pricing ("5m cache writes", "cache hits & refreshes").
 const AnthropicCacheWriteMultiplier = 1.25
 
+// AnthropicCacheWrite1hMultiplier is the price of writing a prompt to
+// Anthropic's 1-hour cache relative to the base input price (2×), from the same
+// page ("1h cache writes").
+const AnthropicCacheWrite1hMultiplier = 2
+
 // Cost returns the USD cost of u at price p:
 //
 //	( (prompt − cached − written + orchIn − orchCached) × input
 //	+ (cached + orchCached) × cachedInput
-//	+ written × cacheWrite
+//	+ (written − written1h) × cacheWrite
+//	+ written1h × cacheWrite1h
 //	+ (completion + orchOut) × output ) / 1e6
 //
-// where cachedInput is InputUSDPerMTok when CachedInputUSDPerMTok is 0 and
-// cacheWrite is InputUSDPerMTok when CacheWriteUSDPerMTok is 0. cached is
-// clamped to prompt and written to what remains of prompt after cached.
+// where cachedInput is InputUSDPerMTok when CachedInputUSDPerMTok is 0,
+// cacheWrite is InputUSDPerMTok when CacheWriteUSDPerMTok is 0 and cacheWrite1h
+// is cacheWrite when CacheWrite1hUSDPerMTok is 0. cached is clamped to prompt,
+// written to what remains of prompt after cached, written1h to written.
 func (p Price) Cost(u Usage) float64 {
 	cachedRate := p.CachedInputUSDPerMTok
 	if cachedRate == 0 {
@@ -72,20 +88,25 @@ func (p Price) Cost(u Usage) float64 {
 	if writeRate == 0 {
 		writeRate = p.InputUSDPerMTok
 	}
+	write1hRate := p.CacheWrite1hUSDPerMTok
+	if write1hRate == 0 {
+		write1hRate = writeRate
+	}
 	promptCached := min(max(u.CachedPromptTokens, 0), u.PromptTokens)
 	written := min(max(u.CacheWritePromptTokens, 0), u.PromptTokens-promptCached)
+	written1h := min(max(u.CacheWrite1hPromptTokens, 0), written)
 	cached := promptCached + min(u.OrchestrationInputCachedTokens, u.OrchestrationInputTokens)
 	fresh := u.PromptTokens + u.OrchestrationInputTokens - cached - written
 	out := u.CompletionTokens + u.OrchestrationOutputTokens
-	return (float64(fresh)*p.InputUSDPerMTok + float64(cached)*cachedRate + float64(written)*writeRate +
-		float64(out)*p.OutputUSDPerMTok) / 1e6
+	return (float64(fresh)*p.InputUSDPerMTok + float64(cached)*cachedRate + float64(written-written1h)*writeRate +
+		float64(written1h)*write1hRate + float64(out)*p.OutputUSDPerMTok) / 1e6
 }
 
 // PriceTableVersion identifies a set of prices: "pt-" and the first 12 hex
 // characters of sha256 over the prices as JSON, by name in sorted order (the
-// input, cached-input, cache-write and output rates and the valid-from date; a
-// zero cache-write rate is left out, so tables without one keep the version they
-// had before that rate existed). It is stored on
+// input, cached-input, cache-write, 1-hour cache-write and output rates and the
+// valid-from date; a zero cache-write rate is left out, so tables without one
+// keep the version they had before that rate existed). It is stored on
 // every step so a cost can be traced to the prices it was computed with.
 func PriceTableVersion(prices map[string]Price) string {
 	type row struct {
@@ -93,11 +114,12 @@ func PriceTableVersion(prices map[string]Price) string {
 		In, Cached, Out float64
 		Write           float64 `json:",omitempty"`
 		AsOf            string
+		Write1h         float64 `json:",omitempty"`
 	}
 	rows := make([]row, 0, len(prices))
 	for _, n := range slices.Sorted(maps.Keys(prices)) {
 		p := prices[n]
-		rows = append(rows, row{n, p.InputUSDPerMTok, p.CachedInputUSDPerMTok, p.OutputUSDPerMTok, p.CacheWriteUSDPerMTok, p.AsOf})
+		rows = append(rows, row{n, p.InputUSDPerMTok, p.CachedInputUSDPerMTok, p.OutputUSDPerMTok, p.CacheWriteUSDPerMTok, p.AsOf, p.CacheWrite1hUSDPerMTok})
 	}
 	b, _ := json.Marshal(rows) // plain structs: cannot fail
 	sum := sha256.Sum256(b)
@@ -119,7 +141,8 @@ func PriceTableVersion(prices map[string]Price) string {
 //     gpt-4-1106-preview 10/30, no cache (DevDay 2023-11-06; the incumbent of the
 //     shipped replay file).
 //   - Anthropic (anthropic.com/pricing; cached = cache-read price, 0.1× input;
-//     cache write = 5-minute cache write, 1.25× input, AnthropicCacheWriteMultiplier):
+//     cache write = 5-minute cache write, 1.25× input, AnthropicCacheWriteMultiplier;
+//     1-hour cache write 2× input, AnthropicCacheWrite1hMultiplier):
 //     claude-sonnet-4
 //     3/15, 0.30 (2025-05-22); claude-opus-4 15/75, 1.50 (2025-05-22);
 //     claude-opus-4.1 15/75, 1.50 (2025-08-05); claude-sonnet-4.5 3/15, 0.30
@@ -142,17 +165,19 @@ func DefaultPrices() map[string]Price {
 		openEstimate = "estimate: hosted open 27-32B models cost roughly 0.1-0.3 / 0.3-0.6 USD per 1M tokens (DESIGN.md)"
 		hosted       = "estimate: hosted open model at inference providers, late 2025"
 		oai          = "OpenAI API pricing, openai.com/api/pricing"
-		anth         = "Anthropic API pricing (cached = cache read 0.1x input, cache write = 5-minute write 1.25x input), anthropic.com/pricing"
+		anth         = "Anthropic API pricing (cached = cache read 0.1x input, cache write = 5-minute write 1.25x input, 1-hour write 2x input), anthropic.com/pricing"
 		goog         = "Gemini API pricing (prompts <= 200k tokens), ai.google.dev/gemini-api/docs/pricing"
 		dsk          = "DeepSeek API pricing (cached = cache hit), api-docs.deepseek.com/quick_start/pricing"
 	)
 	p := func(in, out, cached float64, asOf, src string) Price {
 		return Price{InputUSDPerMTok: in, OutputUSDPerMTok: out, CachedInputUSDPerMTok: cached, AsOf: asOf, Source: src}
 	}
-	// a prices an Anthropic model: its cache write costs AnthropicCacheWriteMultiplier × input.
+	// a prices an Anthropic model: its cache write costs AnthropicCacheWriteMultiplier × input
+	// (5 minutes), AnthropicCacheWrite1hMultiplier × input (1 hour).
 	a := func(in, out, cached float64, asOf string) Price {
 		pr := p(in, out, cached, asOf, anth)
 		pr.CacheWriteUSDPerMTok = in * AnthropicCacheWriteMultiplier
+		pr.CacheWrite1hUSDPerMTok = in * AnthropicCacheWrite1hMultiplier
 		return pr
 	}
 	est := func(in, out float64, src string) Price {

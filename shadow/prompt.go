@@ -3,6 +3,7 @@ package shadow
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -11,7 +12,7 @@ import (
 // ConductorPromptVersion names the text of the conductor prompt; it changes
 // whenever BuildConductorPrompt's wording changes and is part of the conductor
 // pipeline's Version.
-const ConductorPromptVersion = "conductor-prompt-v2"
+const ConductorPromptVersion = "conductor-prompt-v3"
 
 // ErrNoUserMessage: the request holds no user message to answer.
 var ErrNoUserMessage = errors.New("shadow: the request has no user message")
@@ -23,6 +24,9 @@ type PoolEntry struct {
 	// Hidden leaves the entry off the menu while keeping the numbering of the
 	// others (the conductor itself at the recursion depth cap).
 	Hidden bool
+	// Takes are the input modalities the worker takes besides text
+	// (WorkerConfig.InputModalities), shown when the request carries media.
+	Takes []string
 }
 
 // conductorSystemPrompt describes the format inline, never on a line starting with
@@ -48,21 +52,35 @@ Rules:
 // (Hidden entries left out, the others keeping their numbers),
 // the earlier turns of the conversation if any, and the question (the last user
 // message). ErrNoUserMessage when the conversation has no user message.
+//
+// When the conversation carries media parts (images, audio, files), each
+// model's line says what it takes beyond text ("takes image, file"), a line
+// after the question lists the media, and the parts are attached to the user
+// message (the conductor's worker sees them if it takes them); every workflow
+// step gets them with its subtask (see Execute).
 func BuildConductorPrompt(pool []PoolEntry, conversation []openai.ChatCompletionMessage, maxSteps int) ([]openai.ChatCompletionMessage, error) {
 	last := lastUserIndex(conversation)
 	if last < 0 {
 		return nil, ErrNoUserMessage
 	}
+	media := RequestMedia(conversation)
 	var b strings.Builder
 	b.WriteString("Models in the pool:\n")
 	for i, e := range pool {
 		if e.Hidden {
 			continue
 		}
+		takes := ""
+		if len(media) > 0 {
+			takes = " (text only)"
+			if extra := slices.DeleteFunc(slices.Clone(e.Takes), func(m string) bool { return m == ModalityText }); len(extra) > 0 {
+				takes = " (takes " + strings.Join(extra, ", ") + ")"
+			}
+		}
 		if e.Description != "" {
-			fmt.Fprintf(&b, "Model %d: %s — %s\n", i, e.Name, e.Description)
+			fmt.Fprintf(&b, "Model %d: %s — %s%s\n", i, e.Name, e.Description, takes)
 		} else {
-			fmt.Fprintf(&b, "Model %d: %s\n", i, e.Name)
+			fmt.Fprintf(&b, "Model %d: %s%s\n", i, e.Name, takes)
 		}
 	}
 	b.WriteString("\n" + UserRequestOpen + "\n")
@@ -76,9 +94,17 @@ func BuildConductorPrompt(pool []PoolEntry, conversation []openai.ChatCompletion
 	b.WriteString("Question:\n")
 	b.WriteString(EscapeData(MessageText(conversation[last])))
 	b.WriteString("\n" + UserRequestClose + "\n")
+	if len(media) > 0 {
+		labels := make([]string, len(media))
+		for i, md := range media {
+			labels[i] = md.Label()
+		}
+		fmt.Fprintf(&b, "\nThe request carries %d media part(s), attached to this message and to every step's subtask: %s. A model that does not take a part's kind sees only a note that it was left out.\n",
+			len(media), strings.Join(labels, "; "))
+	}
 	return []openai.ChatCompletionMessage{
 		{Role: openai.ChatMessageRoleSystem, Content: fmt.Sprintf(conductorSystemPrompt, maxSteps)},
-		{Role: openai.ChatMessageRoleUser, Content: b.String()},
+		withParts(openai.ChatMessageRoleUser, b.String(), MediaParts(conversation)),
 	}, nil
 }
 

@@ -34,7 +34,12 @@ func golden(t *testing.T, name, got string) {
 func renderMessages(msgs []openai.ChatCompletionMessage) string {
 	var b strings.Builder
 	for _, m := range msgs {
-		b.WriteString("=== " + m.Role + " ===\n" + m.Content + "\n")
+		b.WriteString("=== " + m.Role + " ===\n" + MessageText(m) + "\n")
+		for _, p := range m.MultiContent {
+			if md, ok := PartMedia(p); ok {
+				b.WriteString("[attached " + md.Label() + "]\n")
+			}
+		}
 	}
 	return b.String()
 }
@@ -44,7 +49,7 @@ func defaultEntries() []PoolEntry {
 	var out []PoolEntry
 	for _, n := range cfg.Conductor.Pool {
 		w, _ := cfg.Worker(n)
-		out = append(out, PoolEntry{Name: n, Description: w.Description})
+		out = append(out, PoolEntry{Name: n, Description: w.Description, Takes: w.InputModalities})
 	}
 	return out
 }

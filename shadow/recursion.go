@@ -57,7 +57,7 @@ func (w *workflowRun) call(ctx context.Context, worker string, msgs []openai.Cha
 // execute runs plan at depth (0: top level); planRaw is the conductor text it
 // came from, shown to recursive calls as the parent workflow.
 func (w *workflowRun) execute(ctx context.Context, plan Plan, planRaw string, depth int) []StepResult {
-	return execute(ctx, plan, depth, func(ctx context.Context, i int, st PlanStep, msgs []openai.ChatCompletionMessage) (Call, string, []StepResult, error) {
+	return execute(ctx, plan, depth, MediaParts(w.req.Messages), func(ctx context.Context, i int, st PlanStep, msgs []openai.ChatCompletionMessage) (Call, string, []StepResult, error) {
 		if st.Worker != w.c.cfg.Worker {
 			c, err := w.call(ctx, st.Worker, msgs)
 			return c, c.Output, nil, err

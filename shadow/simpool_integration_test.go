@@ -135,3 +135,81 @@ func TestTruncationRecordedFromSimulatedPool(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultModalitiesMatchSimulatedProfiles: the default pool declares for
+// each model the input modalities the simulated pool's profile takes, so no
+// default worker is sent a part the simulated model refuses.
+func TestDefaultModalitiesMatchSimulatedProfiles(t *testing.T) {
+	profiles := map[string]simpool.Profile{}
+	for _, p := range simpool.DefaultProfiles() {
+		profiles[p.Name] = p
+	}
+	for _, w := range shadow.NewDefaultConfig().Workers {
+		p := profiles[w.Name]
+		for _, m := range shadow.Modalities() {
+			if w.Accepts(m) != p.Takes(m) {
+				t.Errorf("%s: the pool says it takes %s: %v, the simulated profile: %v", w.Name, m, w.Accepts(m), p.Takes(m))
+			}
+		}
+	}
+}
+
+// TestConductorWithImageAgainstSimulatedPool: a conductor run on an image
+// request through the simulated pool: every step whose worker takes images
+// received it (the simulated answer says so), no other did (the pool would
+// have refused it), and the run is input_reduced exactly when no step got it.
+func TestConductorWithImageAgainstSimulatedPool(t *testing.T) {
+	scfg := simpool.NewDefaultConfig()
+	scfg.LatencyScale = 0
+	pool, cfg := simulatedPool(t, scfg)
+	cond, err := shadow.NewConductor(pool, cfg.Conductor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, q := range []string{"Describe the chart in this image.", "Which city is shown here?", "Transcribe the sign in the photo."} {
+		req := shadow.Request{RequestID: "img-" + q, Messages: []openai.ChatCompletionMessage{{Role: "user", MultiContent: []openai.ChatMessagePart{
+			{Type: openai.ChatMessagePartTypeText, Text: q}, shadow.ImagePart("data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII=", "")}}}}
+		res := cond.Run(context.Background(), req, store.ModeCandidate)
+		if res.Run.Status != store.StatusOK {
+			t.Fatalf("request %d: status %s: %s", i, res.Run.Status, res.Run.Error)
+		}
+		saw := false
+		for _, s := range res.Steps {
+			w, _ := pool.Worker(s.Worker)
+			said := strings.HasPrefix(s.Output, "(SIMULATED: simllm saw 1 image.)")
+			if w.Accepts(shadow.ModalityImage) != said {
+				t.Errorf("request %d step %d (%s, role %s): takes images %v, answer %.60q", i, s.Index, s.Worker, s.Role, w.Accepts(shadow.ModalityImage), s.Output)
+			}
+			saw = saw || said
+		}
+		if res.Run.InputReduced == saw {
+			t.Errorf("request %d: input_reduced %v although a step saw the image: %v (%s)", i, res.Run.InputReduced, saw, res.Run.InputReducedReason)
+		}
+	}
+}
+
+// simulatedPool starts the simulated pool with scfg and returns the default
+// worker pool pointed at it (built with opts) and its config; both are closed
+// when the test ends.
+func simulatedPool(t *testing.T, scfg simpool.Config, opts ...shadow.PoolOption) (*shadow.Pool, shadow.Config) {
+	t.Helper()
+	sim, err := simpool.New(scfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(sim)
+	cfg := shadow.NewDefaultConfig()
+	for i := range cfg.Workers {
+		cfg.Workers[i].BaseURL = srv.URL + "/v1"
+	}
+	pool, err := shadow.NewPool(cfg, opts...)
+	if err != nil {
+		srv.Close()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		pool.Close()
+		srv.Close()
+	})
+	return pool, cfg
+}

@@ -2,7 +2,6 @@ package shadow
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -58,14 +57,20 @@ type Telemetry struct {
 	Meters metric.MeterProvider
 	// CaptureContent adds the prompt (gen_ai.input.messages) and the answer
 	// (gen_ai.output.messages) to spans. Off by default, as the GenAI
-	// conventions advise: they hold user text.
+	// conventions advise: they hold user text. Media parts are shown by type,
+	// size and hash, never their bytes, and each attribute is cut to
+	// MaxContentBytes (see ContentJSON).
 	CaptureContent bool
+	// MaxContentBytes caps each captured content attribute, bytes of JSON;
+	// 0 means DefaultMaxContentBytes.
+	MaxContentBytes int
 }
 
 // instruments are the tracer and meters built from a Telemetry.
 type instruments struct {
 	tracer     trace.Tracer
 	capture    bool
+	maxContent int // bytes per content attribute
 	tokenUsage genaiconv.ClientTokenUsage
 	duration   genaiconv.ClientOperationDuration
 	runs       metric.Int64Counter
@@ -81,7 +86,11 @@ func newInstruments(t Telemetry) (*instruments, error) {
 		mp = metricnoop.NewMeterProvider()
 	}
 	m := mp.Meter(InstrumentationName)
-	in := &instruments{tracer: tp.Tracer(InstrumentationName), capture: t.CaptureContent}
+	maxContent := t.MaxContentBytes
+	if maxContent <= 0 {
+		maxContent = DefaultMaxContentBytes
+	}
+	in := &instruments{tracer: tp.Tracer(InstrumentationName), capture: t.CaptureContent, maxContent: maxContent}
 	var err error
 	// Bucket boundaries as the GenAI metric conventions advise.
 	if in.tokenUsage, err = genaiconv.NewClientTokenUsage(m, metric.WithExplicitBucketBoundaries(
@@ -117,26 +126,6 @@ func withStep(ctx context.Context, i int, st PlanStep, depth int) context.Contex
 	return context.WithValue(ctx, stepKey{}, stepInfo{index: i, access: st.Access.String(), depth: depth})
 }
 
-// messagesJSON renders chat messages in the GenAI conventions' message shape:
-// [{"role":"user","parts":[{"type":"text","content":"..."}]}].
-func messagesJSON(msgs []openai.ChatCompletionMessage) string {
-	type part struct {
-		Type    string `json:"type"`
-		Content string `json:"content"`
-	}
-	type message struct {
-		Role         string `json:"role"`
-		Parts        []part `json:"parts"`
-		FinishReason string `json:"finish_reason,omitempty"`
-	}
-	out := make([]message, len(msgs))
-	for i, m := range msgs {
-		out[i] = message{Role: m.Role, Parts: []part{{Type: "text", Content: m.Content}}}
-	}
-	b, _ := json.Marshal(out)
-	return string(b)
-}
-
 // startChat opens the "chat {model}" span of one worker call.
 func (in *instruments) startChat(ctx context.Context, w WorkerConfig, msgs []openai.ChatCompletionMessage) (context.Context, trace.Span) {
 	ctx, span := in.tracer.Start(ctx, "chat "+w.Model, trace.WithSpanKind(trace.SpanKindClient))
@@ -160,7 +149,7 @@ func (in *instruments) startChat(ctx context.Context, w WorkerConfig, msgs []ope
 		attrs = append(attrs, AttrStepIndex.Int(s.index), AttrStepAccess.String(s.access), AttrStepDepth.Int(s.depth))
 	}
 	if in.capture {
-		attrs = append(attrs, semconv.GenAIInputMessagesKey.String(messagesJSON(msgs)))
+		attrs = append(attrs, semconv.GenAIInputMessagesKey.String(ContentJSON(msgs, "", in.maxContent)))
 	}
 	span.SetAttributes(attrs...)
 	return ctx, span
@@ -205,9 +194,15 @@ func (in *instruments) setChatOutcome(span trace.Span, c Call, err error) {
 	if c.TTFTMs > 0 {
 		attrs = append(attrs, semconv.GenAIResponseTimeToFirstChunk(c.TTFTMs/1000))
 	}
+	if c.UsageReported && c.CachedPromptTokens > 0 {
+		attrs = append(attrs, semconv.GenAIUsageCacheReadInputTokens(int(c.CachedPromptTokens)))
+	}
+	if c.UsageReported && c.CacheWritePromptTokens > 0 {
+		attrs = append(attrs, semconv.GenAIUsageCacheCreationInputTokens(int(c.CacheWritePromptTokens)))
+	}
 	if in.capture && err == nil {
-		b, _ := json.Marshal([]map[string]any{{"role": "assistant", "parts": []map[string]string{{"type": "text", "content": c.Output}}, "finish_reason": c.FinishReason}})
-		attrs = append(attrs, semconv.GenAIOutputMessagesKey.String(string(b)))
+		out := openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: c.Output, ToolCalls: c.ToolCalls}
+		attrs = append(attrs, semconv.GenAIOutputMessagesKey.String(ContentJSON([]openai.ChatCompletionMessage{out}, c.FinishReason, in.maxContent)))
 	}
 	span.SetAttributes(attrs...)
 	if err != nil {
@@ -225,9 +220,10 @@ type instrumentedPipeline struct {
 
 // Instrument wraps p so every Run makes one "invoke_workflow {name}" span
 // (gen_ai.operation.name = invoke_workflow, gen_ai.workflow.name = the pipeline
-// name; usage, cost, status and the run id as attributes) whose children are the
-// run's "chat" spans, and counts the run in conductor_shadow.runs and its cost
-// in conductor_shadow.cost_usd. The span's parent is whatever span ctx carries (the
+// name; usage with the steps' cache reads and writes summed, cost, status and
+// the run id as attributes) whose children are the run's "chat" spans, and
+// counts the run in conductor_shadow.runs and its cost in
+// conductor_shadow.cost_usd. The span's parent is whatever span ctx carries (the
 // production request's, when the tap received a traceparent).
 func Instrument(p Pipeline, t Telemetry) (Pipeline, error) {
 	in, err := newInstruments(t)
@@ -251,7 +247,7 @@ func (p *instrumentedPipeline) Run(ctx context.Context, req Request, mode string
 		attrs = append(attrs, AttrSuiteRunID.String(req.SuiteRunID))
 	}
 	if p.in.capture {
-		attrs = append(attrs, semconv.GenAIInputMessagesKey.String(messagesJSON(req.Messages)))
+		attrs = append(attrs, semconv.GenAIInputMessagesKey.String(ContentJSON(req.Messages, "", p.in.maxContent)))
 	}
 	ctx, span := p.in.tracer.Start(ctx, "invoke_workflow "+name, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
 	res := p.Pipeline.Run(ctx, req, mode)
@@ -261,13 +257,25 @@ func (p *instrumentedPipeline) Run(ctx context.Context, req Request, mode string
 		AttrCalls.Int(int(r.Calls)), AttrCostUSD.Float64(r.CostUSD), AttrSimulated.Bool(r.Simulated),
 		semconv.GenAIUsageInputTokensKey.Int64(r.TokensIn), semconv.GenAIUsageOutputTokensKey.Int64(r.TokensOut),
 	)
+	var cacheRead, cacheWrite int64
+	for _, st := range res.Steps {
+		cacheRead += st.CachedInputTokens
+		cacheWrite += st.CacheWriteInputTokens
+	}
+	if cacheRead > 0 {
+		span.SetAttributes(semconv.GenAIUsageCacheReadInputTokens(int(cacheRead)))
+	}
+	if cacheWrite > 0 {
+		span.SetAttributes(semconv.GenAIUsageCacheCreationInputTokens(int(cacheWrite)))
+	}
 	if p.in.capture && r.Status == store.StatusOK {
-		span.SetAttributes(semconv.GenAIOutputMessagesKey.String(messagesJSON([]openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleAssistant, Content: r.FinalOutput}})))
+		span.SetAttributes(semconv.GenAIOutputMessagesKey.String(ContentJSON([]openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleAssistant, Content: r.FinalOutput}}, "", p.in.maxContent)))
 	}
 	if r.Status != store.StatusOK {
 		span.SetStatus(codes.Error, r.Status+": "+r.Error)
 	}
 	span.End()
+	res.Span = span.SpanContext()
 	set := metric.WithAttributes(AttrCandidate.String(name), AttrMode.String(r.Mode), AttrRunStatus.String(r.Status))
 	p.in.runs.Add(ctx, 1, set)
 	p.in.cost.Add(ctx, r.CostUSD, metric.WithAttributes(AttrCandidate.String(name), AttrMode.String(r.Mode)))

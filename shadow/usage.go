@@ -41,6 +41,11 @@ type usageFields struct {
 	} `json:"input_tokens_details"`
 	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
 	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+	// Anthropic: the cache writes by lifetime (their sum is cache_creation_input_tokens).
+	CacheCreation *struct {
+		Ephemeral5m int64 `json:"ephemeral_5m_input_tokens"`
+		Ephemeral1h int64 `json:"ephemeral_1h_input_tokens"`
+	} `json:"cache_creation"`
 	// DeepSeek: prompt_tokens = hit + miss.
 	PromptCacheHitTokens int64 `json:"prompt_cache_hit_tokens"`
 	// Moonshot (Kimi): cached tokens at the top of usage.
@@ -67,7 +72,10 @@ type usageFields struct {
 //     input_tokens_details.cached_tokens.
 //   - Anthropic Messages API: input_tokens (cache reads and writes excluded),
 //     output_tokens, cache_read_input_tokens, cache_creation_input_tokens; the
-//     prompt is their sum. Gateways that put cache_read_input_tokens beside an
+//     prompt is their sum. cache_creation.ephemeral_1h_input_tokens are the
+//     writes to the 1-hour cache (CacheWrite1hPromptTokens, priced at
+//     Price.CacheWrite1hUSDPerMTok, 2× input); a cache_creation object without
+//     cache_creation_input_tokens gives the writes as its 5m + 1h sum. Gateways that put cache_read_input_tokens beside an
 //     OpenAI prompt_tokens (which already includes them) are read as OpenAI.
 //   - DeepSeek: prompt_cache_hit_tokens (of prompt_tokens). Moonshot: cached_tokens.
 //   - Gemini API usageMetadata: promptTokenCount, candidatesTokenCount (+
@@ -117,6 +125,15 @@ func ParseUsage(raw []byte) (u Usage, reported bool, err error) {
 		}
 	}
 	u.CacheWritePromptTokens = max(f.CacheCreationInputTokens, 0)
+	if cc := f.CacheCreation; cc != nil {
+		if f.CacheCreationInputTokens == 0 {
+			u.CacheWritePromptTokens = cc.Ephemeral5m + cc.Ephemeral1h
+			if f.InputTokens != nil && f.InputTokensDetails == nil && f.PromptTokens == nil {
+				u.PromptTokens += u.CacheWritePromptTokens // Anthropic: not counted in input_tokens
+			}
+		}
+		u.CacheWrite1hPromptTokens = min(cc.Ephemeral1h, u.CacheWritePromptTokens)
+	}
 	u.OrchestrationInputTokens = f.OrchestrationInputTokens
 	u.OrchestrationInputCachedTokens = f.OrchestrationInputCachedTokens
 	u.OrchestrationOutputTokens = f.OrchestrationOutputTokens
@@ -141,6 +158,8 @@ func (f *usageFields) checkRange() error {
 		{"input_tokens_details.cached_tokens", detail(f.InputTokensDetails)},
 		{"cache_read_input_tokens", f.CacheReadInputTokens},
 		{"cache_creation_input_tokens", f.CacheCreationInputTokens},
+		{"cache_creation.ephemeral_5m_input_tokens", cacheCreation(f, false)},
+		{"cache_creation.ephemeral_1h_input_tokens", cacheCreation(f, true)},
 		{"prompt_cache_hit_tokens", f.PromptCacheHitTokens},
 		{"cached_tokens", f.CachedTokens},
 		{"promptTokenCount", deref(f.PromptTokenCount)},
@@ -156,6 +175,17 @@ func (f *usageFields) checkRange() error {
 		}
 	}
 	return nil
+}
+
+// cacheCreation is one lifetime's count of f.CacheCreation (0 when absent).
+func cacheCreation(f *usageFields, oneHour bool) int64 {
+	switch {
+	case f.CacheCreation == nil:
+		return 0
+	case oneHour:
+		return f.CacheCreation.Ephemeral1h
+	}
+	return f.CacheCreation.Ephemeral5m
 }
 
 func deref(p *int64) int64 {

@@ -254,6 +254,10 @@ type OverviewCounts struct {
 	ShadowRuns     int64 `json:"shadow_runs"`     // candidate runs started
 	ErrorRuns      int64 `json:"error_runs"`      // runs of either mode whose status is neither ok nor cancelled (a stop is not a failure)
 	ShadowRequests int64 `json:"shadow_requests"` // distinct requests with a candidate run
+	// InputReducedRuns are the candidate runs that answered without part of
+	// the request's input (Run.InputReduced): a media part none of their
+	// workers takes, or a conversation the tap could not rebuild.
+	InputReducedRuns int64 `json:"input_reduced_runs"`
 }
 
 // PipelinePoint is one pipeline's figures over one time bucket (or the whole
@@ -268,6 +272,9 @@ type PipelinePoint struct {
 	Runs     int64     `json:"runs"`
 	Errors   int64     `json:"errors"`   // runs whose status is neither ok nor cancelled
 	CostUSD  float64   `json:"cost_usd"` // summed cost of the runs
+	// InputReduced counts the runs that answered without part of the
+	// request's input (Run.InputReduced).
+	InputReduced int64 `json:"input_reduced"`
 	// CostPerRequestUSD is cost per request (USD, figure.CostPerRequest):
 	// CostUSD / the pipeline's distinct request_ids.
 	CostPerRequestUSD float64 `json:"cost_per_request_usd"`
@@ -341,7 +348,8 @@ func (s *sqlStore) Overview(ctx context.Context, q OverviewQuery) (Overview, err
     countIf(mode = 'incumbent') AS incumbent_runs,
     countIf(mode = 'candidate') AS shadow_runs,
     countIf(status NOT IN ('ok', 'cancelled')) AS error_runs,
-    uniqExactIf(request_id, mode = 'candidate') AS shadow_requests
+    uniqExactIf(request_id, mode = 'candidate') AS shadow_requests,
+    countIf(mode = 'candidate' AND input_reduced) AS input_reduced_runs
 FROM %[1]s.runs FINAL WHERE %[3]s`, s.db, reqCond, runCond), p)
 	if err != nil {
 		return ov, fmt.Errorf("store: overview: counts: %w", err)
@@ -354,6 +362,7 @@ FROM %[1]s.runs FINAL WHERE %[3]s`, s.db, reqCond, runCond), p)
 	points, err := queryRows[PipelinePoint](ctx, s.t, fmt.Sprintf(`SELECT pipeline, any(mode) AS mode,
     toDateTime64(toStartOfInterval(started_at, INTERVAL %[2]d SECOND), 3, 'UTC') AS bucket, count() AS runs,
     countIf(status NOT IN ('ok', 'cancelled')) AS errors, sum(cost_usd) AS cost_usd,
+    countIf(input_reduced) AS input_reduced,
     %[6]s AS cost_per_request_usd,
     %[4]s AS p50_ms,
     %[5]s AS p95_ms

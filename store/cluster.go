@@ -27,6 +27,7 @@ var shardingKeys = map[string]string{
 	"shadow_work":        "cityHash64(request_id)",
 	"judgments":          "cityHash64(request_id)",
 	"verdict_notices":    "cityHash64(sink, kind, candidate, candidate_version, set_name)",
+	"suite_looks":        "cityHash64(set_name, candidate)",
 }
 
 var (

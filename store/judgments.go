@@ -20,6 +20,12 @@ const (
 	JudgmentLoss         = "loss"
 	JudgmentInconsistent = "inconsistent"
 	JudgmentError        = "error"
+	// JudgmentUnjudged marks a live pair that was sampled for judging but
+	// not judged: the daily judge budget could not cover the call's
+	// upper-bound cost, the judging queue was full, or the process stopped
+	// first. Judgment.Note says which. It is no verdict: it is what the
+	// sample owes (coverage), never a win, tie or loss.
+	JudgmentUnjudged = "unjudged"
 )
 
 // One order's verdict (Judgment.Verdict1, Verdict2): the answer the judge
@@ -79,6 +85,11 @@ type Judgment struct {
 	TokensOut     int64   `json:"tokens_out"` // both orders' completion tokens
 	CostUSD       float64 `json:"cost_usd"`   // both calls, USD
 	Error         string  `json:"error"`      // why the outcome is JudgmentError
+	// Note says why a live row was decided without asking the judge (the
+	// candidate run has no answer: a loss) or why a sampled pair was not
+	// judged (JudgmentUnjudged: "budget: …", "queue_full: …", "stopped: …");
+	// "" for a judged pair.
+	Note string `json:"note"`
 }
 
 // JudgmentWriter stores pairwise judgments (suite runs, live judging).
@@ -150,6 +161,9 @@ type JudgeStat struct {
 	Losses       int64  `json:"losses"`
 	Inconsistent int64  `json:"inconsistent"`
 	Errors       int64  `json:"errors"`
+	// Unjudged counts live pairs sampled but not judged (JudgmentUnjudged);
+	// 0 in suite runs.
+	Unjudged int64 `json:"unjudged"`
 	// PositionConsistency is (Wins + Ties + Losses) / (the same +
 	// Inconsistent), figure.PositionConsistency; 0 with nothing judged.
 	PositionConsistency float64 `json:"position_consistency"`
@@ -205,13 +219,25 @@ func (s *sqlStore) JudgeStats(ctx context.Context, q JudgmentQuery) ([]JudgeStat
 		return nil, err
 	}
 	where, p := judgmentWhere(q)
+	rows, err := s.judgeStats(ctx, where, p)
+	if err != nil {
+		return nil, fmt.Errorf("store: judge stats: %w", err)
+	}
+	return rows, nil
+}
+
+// judgeStats is JudgeStats over the judgments where selects. Position
+// consistency counts the pairs the judge was asked about (both orders gave a
+// verdict): a live pair decided without the judge (a run without an answer)
+// is an outcome, not a measure of the judge.
+func (s *sqlStore) judgeStats(ctx context.Context, where string, p Params) ([]JudgeStat, error) {
 	real := "canary = ''"
-	judged := real + " AND outcome IN ('" + JudgmentWin + "', '" + JudgmentTie + "', '" + JudgmentLoss + "', '" + JudgmentInconsistent + "')"
+	judged := real + " AND outcome IN ('" + JudgmentWin + "', '" + JudgmentTie + "', '" + JudgmentLoss + "', '" + JudgmentInconsistent + "') AND verdict_1 != '' AND verdict_2 != ''"
 	consistent := "outcome IN ('" + JudgmentWin + "', '" + JudgmentTie + "', '" + JudgmentLoss + "')"
 	count := func(outcome string) string { return fmt.Sprintf("countIf(%s AND outcome = '%s')", real, outcome) }
-	rows, err := queryRows[JudgeStat](ctx, s.t, fmt.Sprintf(`SELECT
+	return queryRows[JudgeStat](ctx, s.t, fmt.Sprintf(`SELECT
     pipeline, judge,
-    %s AS wins, %s AS ties, %s AS losses, %s AS inconsistent, %s AS errors,
+    %s AS wins, %s AS ties, %s AS losses, %s AS inconsistent, %s AS errors, %s AS unjudged,
     %s AS position_consistency,
     countIf(canary != '') AS canaries,
     countIf(canary != '' AND NOT canary_passed) AS canaries_failed,
@@ -220,12 +246,8 @@ FROM %s.judgments FINAL
 WHERE %s
 GROUP BY pipeline, judge
 ORDER BY pipeline, judge`,
-		count(JudgmentWin), count(JudgmentTie), count(JudgmentLoss), count(JudgmentInconsistent), count(JudgmentError),
+		count(JudgmentWin), count(JudgmentTie), count(JudgmentLoss), count(JudgmentInconsistent), count(JudgmentError), count(JudgmentUnjudged),
 		figure.PositionConsistencySQL(consistent, judged), s.db, where), p)
-	if err != nil {
-		return nil, fmt.Errorf("store: judge stats: %w", err)
-	}
-	return rows, nil
 }
 
 // The SQL stores judge: they have both roles.

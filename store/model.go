@@ -58,6 +58,12 @@ type Request struct {
 	LengthBucket string            `json:"length_bucket"`
 	Novelty      float64           `json:"novelty"`
 	Metadata     map[string]string `json:"metadata"`
+	// Tools are the request's tool definitions as JSON (chat completions
+	// function tools), "" when it had none; InputReduced says what production
+	// sent that Input lacks (a conversation the tap could not rebuild), "" when
+	// it is whole. Both are what candidates get besides Input.
+	Tools        string `json:"tools"`
+	InputReduced string `json:"input_reduced"`
 }
 
 // Run is one pipeline's execution on one request. Key: RunID.
@@ -103,6 +109,13 @@ type Run struct {
 	Truncated bool `json:"truncated"`
 	// TruncatedSteps counts the run's steps that stopped at their token cap.
 	TruncatedSteps int32 `json:"truncated_steps"`
+	// InputReduced: the run answered without part of the request's input — a
+	// media part (image, audio, file) that reached none of its calls because no
+	// worker it called takes that modality, or a conversation the tap could not
+	// rebuild (a Responses API previous_response_id it never saw).
+	// InputReducedReason says what was missing.
+	InputReduced       bool   `json:"input_reduced"`
+	InputReducedReason string `json:"input_reduced_reason"`
 }
 
 // Finish reasons of a step, as OpenAI-compatible APIs report them in
@@ -125,7 +138,7 @@ type Step struct {
 	Model        string    `json:"model"`  // model name sent to the API
 	Subtask      string    `json:"subtask"`
 	Access       string    `json:"access"`   // the access list as JSON: "all", [] or [0,2]
-	Messages     string    `json:"messages"` // the exact chat messages sent, as JSON
+	Messages     string    `json:"messages"` // the exact chat messages sent, as JSON; media parts as media:<mime>;bytes=<n>;sha256=<hex> (the request's Input holds their bytes)
 	InputTokens  int64     `json:"input_tokens"`
 	OutputTokens int64     `json:"output_tokens"`
 	CostUSD      float64   `json:"cost_usd"`
@@ -150,6 +163,13 @@ type Step struct {
 	// cache (Anthropic's cache_creation_input_tokens), priced at the cache-write
 	// rate; 0 when not reported.
 	CacheWriteInputTokens int64 `json:"cache_write_input_tokens"`
+	// CacheWrite1hInputTokens are, of CacheWriteInputTokens, those written to a
+	// 1-hour cache (Anthropic's cache_creation.ephemeral_1h_input_tokens), priced
+	// at the 1-hour cache-write rate (2× input); 0 when not reported.
+	CacheWrite1hInputTokens int64 `json:"cache_write_1h_input_tokens"`
+	// ToolCalls are the call's tool calls as JSON, [{"index":0,"id":..,
+	// "type":"function","name":..,"arguments":..}]; "" when it answered in text.
+	ToolCalls string `json:"tool_calls"`
 	// Orchestration* are a black-box orchestrator API's own planning usage (Fugu's
 	// usage.orchestration_input_tokens, _input_cached_tokens, _output_tokens),
 	// in addition to InputTokens/OutputTokens; 0 when not reported.
@@ -240,6 +260,9 @@ type TraceSummary struct {
 	IncumbentCostUSD float64   `json:"incumbent_cost_usd"`
 	CandidateCostUSD float64   `json:"candidate_cost_usd"` // sum over candidate runs
 	Statuses         []string  `json:"statuses"`           // distinct run statuses
+	// InputReducedRuns counts the runs that answered without part of the
+	// request's input (Run.InputReduced).
+	InputReducedRuns int `json:"input_reduced_runs"`
 }
 
 // Trace is everything recorded for one request.

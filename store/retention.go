@@ -33,7 +33,7 @@ func after(col string, d func(RetentionConfig) time.Duration) func(RetentionConf
 var retentionTables = []retentionTable{
 	{"requests", "received_at", []string{"input"}, after("received_at", func(r RetentionConfig) time.Duration { return r.Requests }), false},
 	{"runs", "started_at", []string{"final_output", "reasoning", "choices", "tool_calls", "plan_raw", "plan"}, after("started_at", func(r RetentionConfig) time.Duration { return r.Runs }), false},
-	{"steps", "started_at", []string{"subtask", "messages", "output", "reasoning"}, after("started_at", func(r RetentionConfig) time.Duration { return r.Steps }), false},
+	{"steps", "started_at", []string{"subtask", "messages", "output", "tool_calls", "reasoning"}, after("started_at", func(r RetentionConfig) time.Duration { return r.Steps }), false},
 	{"scores", "created_at", []string{"explanation"}, after("created_at", func(r RetentionConfig) time.Duration { return r.Scores }), false},
 	// Judgments are scores of pairs: they age like scores; the judge's raw replies are bodies.
 	{"judgments", "judged_at", []string{"raw_1", "raw_2"}, after("judged_at", func(r RetentionConfig) time.Duration { return r.Scores }), false},

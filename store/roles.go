@@ -130,6 +130,7 @@ var (
 	_ WorkerReader   = (*sqlStore)(nil)
 	_ EvalHistory    = (*sqlStore)(nil)
 	_ SubjectEraser  = (*sqlStore)(nil)
+	_ LookStore      = (*sqlStore)(nil)
 )
 
 // Roles are the roles of one opened store, resolved once by NewRoles (the
@@ -163,6 +164,10 @@ type Roles struct {
 	JudgmentReader JudgmentReader // a trace's judgments, a judge's figures
 	ReviewWriter   ReviewWriter   // the review page's labels: the web UI's only write
 	ReviewReader   ReviewReader   // the review sample, judge–human agreement, `review export`
+	LookStore      LookStore      // suite runs: the looks of group-sequential plans
+	// LiveJudgments: live judging's day spend (the judge budget across
+	// restarts) and live judges' figures (the trace list, the live verdict).
+	LiveJudgments LiveJudgmentReader
 }
 
 // NewRoles resolves the roles of st, once. A nil st gives Roles with every
@@ -186,6 +191,8 @@ func NewRoles(st Store) Roles {
 	r.JudgmentReader, _ = st.(JudgmentReader)
 	r.ReviewWriter, _ = st.(ReviewWriter)
 	r.ReviewReader, _ = st.(ReviewReader)
+	r.LookStore, _ = st.(LookStore)
+	r.LiveJudgments, _ = st.(LiveJudgmentReader)
 	return r
 }
 

@@ -155,14 +155,16 @@ func (s *sqlStore) runFiguresSQL(requestIDs []string) (string, Params) {
     maxIf(latency_ms, mode = 'candidate') AS candidate_ms,
     sumIf(cost_usd, mode = 'incumbent') AS incumbent_cost_usd,
     sumIf(cost_usd, mode = 'candidate') AS candidate_cost_usd,
-    arraySort(groupUniqArray(status)) AS statuses
+    arraySort(groupUniqArray(status)) AS statuses,
+    countIf(input_reduced) AS input_reduced_runs
 FROM %s.runs FINAL
 WHERE request_id IN {ids:Array(String)}
 GROUP BY request_id`, s.db), Params{}.Strs("ids", requestIDs)
 }
 
-// fillRunFigures sets each summary's run count, statuses, latencies (ms) and
-// costs (USD) from its runs, in one query over the page's request ids.
+// fillRunFigures sets each summary's run count, statuses, latencies (ms),
+// costs (USD) and input-reduced runs from its runs, in one query over the
+// page's request ids.
 func (s *sqlStore) fillRunFigures(ctx context.Context, page []TraceSummary) error {
 	if len(page) == 0 {
 		return nil
@@ -185,6 +187,7 @@ func (s *sqlStore) fillRunFigures(ctx context.Context, page []TraceSummary) erro
 			page[i].Runs, page[i].Statuses = f.Runs, f.Statuses
 			page[i].IncumbentMs, page[i].CandidateMs = f.IncumbentMs, f.CandidateMs
 			page[i].IncumbentCostUSD, page[i].CandidateCostUSD = f.IncumbentCostUSD, f.CandidateCostUSD
+			page[i].InputReducedRuns = f.InputReducedRuns
 		}
 	}
 	return nil

@@ -76,11 +76,15 @@ type Batch struct {
 	Steps    []Step
 	Scores   []Score
 	Work     []Work // shadow work states, written after the runs they account for
+	// Judgments are live pairwise judgments (eval/livejudge), written last:
+	// after the runs they judge. A store without the JudgmentWriter role
+	// drops them, counted and logged as any row the store did not take.
+	Judgments []Judgment
 }
 
 // Rows is the number of records in b.
 func (b Batch) Rows() int {
-	return len(b.Requests) + len(b.Runs) + len(b.Steps) + len(b.Scores) + len(b.Work)
+	return len(b.Requests) + len(b.Runs) + len(b.Steps) + len(b.Scores) + len(b.Work) + len(b.Judgments)
 }
 
 func (b *Batch) add(o Batch) {
@@ -89,6 +93,7 @@ func (b *Batch) add(o Batch) {
 	b.Steps = append(b.Steps, o.Steps...)
 	b.Scores = append(b.Scores, o.Scores...)
 	b.Work = append(b.Work, o.Work...)
+	b.Judgments = append(b.Judgments, o.Judgments...)
 }
 
 // WriterStats are the Writer's counters since NewWriter. Rows are records of any table.
@@ -251,6 +256,7 @@ func (w *Writer) writeLocked(ctx context.Context) error {
 	} else {
 		errs = append(errs, writeChunks(ctx, w, "shadow_work", p.Work, w.st.InsertWork))
 	}
+	errs = append(errs, writeChunks(ctx, w, "judgments", p.Judgments, InsertJudgmentsOf(w.st)))
 	w.flushes.Add(1)
 	err := errors.Join(errs...)
 	if err != nil {
@@ -300,7 +306,7 @@ func writeChunks[T any](ctx context.Context, w *Writer, table string, rows []T, 
 			w.noteInsert(err)
 			if err != nil {
 				w.failed.Add(1)
-				if errors.Is(err, ErrClosed) {
+				if errors.Is(err, ErrClosed) || errors.Is(err, ErrNotSupported) {
 					return backoff.Permanent(err)
 				}
 			}

@@ -11,6 +11,9 @@ import (
 	"strings"
 	"time"
 
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/conductor-shadow/conductor-shadow/shadow"
 	"github.com/conductor-shadow/conductor-shadow/store"
 )
 
@@ -169,8 +172,10 @@ type chatMessage struct {
 }
 
 // parseMessages decodes a request input (JSON chat messages) for display. Text
-// parts of multi-part content are joined with newlines, other parts are named in
-// brackets ("[image_url]"), and a message without content shows its JSON. ok is
+// parts of multi-part content are joined with newlines, media parts are named in
+// brackets by type, size and hash ("[image image/png, 146,000 bytes, sha256 …]",
+// shadow.Media.Label), other parts by their type, and a message without
+// content shows its JSON. ok is
 // false when input is not a JSON array of objects.
 func parseMessages(input string) (msgs []chatMessage, ok bool) {
 	var raw []map[string]json.RawMessage
@@ -191,17 +196,19 @@ func messageContent(m map[string]json.RawMessage) string {
 	if len(c) > 0 && c[0] == '"' && json.Unmarshal(c, &s) == nil {
 		return s
 	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	if err := json.Unmarshal(c, &parts); err == nil && len(parts) > 0 {
+	var msg []openai.ChatCompletionMessage
+	if c[0] == '[' && shadow.UnmarshalMessages([]byte(`[{"content":`+string(c)+`}]`), &msg) == nil && len(msg[0].MultiContent) > 0 {
+		parts := msg[0].MultiContent
 		out := make([]string, len(parts))
 		for i, p := range parts {
-			if p.Type == "text" {
+			md, media := shadow.PartMedia(p)
+			switch {
+			case p.Type == openai.ChatMessagePartTypeText:
 				out[i] = p.Text
-			} else {
-				out[i] = "[" + p.Type + "]"
+			case media:
+				out[i] = "[" + md.Label() + "]"
+			default:
+				out[i] = "[" + string(p.Type) + "]"
 			}
 		}
 		return strings.Join(out, "\n")

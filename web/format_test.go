@@ -74,7 +74,10 @@ func TestParseMessages(t *testing.T) {
 		{"strings", `[{"role":"system","content":"be brief"},{"role":"user","content":" a\n  b "}]`,
 			[]chatMessage{{"system", "be brief"}, {"user", " a\n  b "}}, true},
 		{"parts", `[{"role":"user","content":[{"type":"text","text":"look"},{"type":"image_url","image_url":{"url":"x"}}]}]`,
-			[]chatMessage{{"user", "look\n[image_url]"}}, true},
+			[]chatMessage{{"user", "look\n[image x]"}}, true},
+		{"media parts", `[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo="}},` +
+			`{"type":"input_audio","input_audio":{"data":"UklGRg==","format":"wav"}},{"type":"file","file":{"filename":"a.pdf","file_data":"data:application/pdf;base64,JVBERi0="}},{"type":"text","text":"and?"}]}]`,
+			[]chatMessage{{"user", "[image image/png, 8 bytes, sha256 e1e10747c237]\n[audio audio/wav, 4 bytes, sha256 487a9bdf8ad0]\n[file application/pdf, 5 bytes, sha256 57dd7ee7cd89, a.pdf]\nand?"}}, true},
 		{"tool call without content", `[{"role":"assistant","content":null,"tool_calls":[{"id":"c1"}]}]`,
 			[]chatMessage{{"assistant", "{\n  \"content\": null,\n  \"role\": \"assistant\",\n  \"tool_calls\": [\n    {\n      \"id\": \"c1\"\n    }\n  ]\n}"}}, true},
 		{"not json", `plain prompt`, nil, false},

@@ -3,6 +3,8 @@ package web
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -44,6 +46,31 @@ func (s *server) judgmentsOf(c *gin.Context, tr store.Trace) judgmentsView {
 	return v
 }
 
+// liveJudgesView is the overview's live judges: per (candidate, judge) the
+// live judgments judged in the window. Err says why they could not be read.
+type liveJudgesView struct {
+	Stats []store.JudgeStat
+	Err   string
+}
+
+// liveJudgesOf reads the live judges' figures of [from, to); a store without
+// the role gives an empty view (no section).
+func (s *server) liveJudgesOf(c *gin.Context, from, to time.Time) liveJudgesView {
+	rd := s.read.LiveJudgments
+	if rd == nil {
+		return liveJudgesView{}
+	}
+	st, err := rd.LiveJudgeStats(c.Request.Context(), store.LiveJudgmentQuery{From: from, To: to})
+	if err != nil {
+		_ = c.Error(fmt.Errorf("web: live judge stats: %w", err))
+		return liveJudgesView{Err: "The live judges' figures could not be read from the store."}
+	}
+	return liveJudgesView{Stats: st}
+}
+
+// fmtProb is an inclusion probability: up to 4 significant digits.
+func fmtProb(p float64) string { return strconv.FormatFloat(p, 'g', 4, 64) }
+
 // orderCell is one order's verdict as shown: the verdict, or "error".
 func orderCell(verdict string) string {
 	if verdict == "" {
@@ -52,8 +79,12 @@ func orderCell(verdict string) string {
 	return verdict
 }
 
-// judgmentKind is "pair" for a real pair, else the canary's kind.
+// judgmentKind is "pair" for a real pair of a suite run, "live pair" for a
+// live one, else the canary's kind.
 func judgmentKind(j store.Judgment) string {
+	if j.Canary == "" && j.SuiteRunID == "" {
+		return "live pair"
+	}
 	if j.Canary == "" {
 		return "pair"
 	}

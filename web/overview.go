@@ -172,6 +172,8 @@ type overviewView struct {
 	// Live holds the running verdicts on the window's live pairs, per
 	// candidate and per segment (eval.LiveVerdicts); nil without a store read.
 	Live *eval.LiveSection
+	// LiveJudges is each live judge's record on the window's live judgments.
+	LiveJudges liveJudgesView
 }
 
 // newLineChart draws series of (bucket, value) per pipeline across [from, to).
@@ -333,6 +335,7 @@ func (s *server) overview(c *gin.Context) {
 	}
 	v := newOverviewView(meta, q, bucket, ov, runs, live)
 	v.ThisURL = s.urls().overviewWith(q)
+	v.LiveJudges = s.liveJudgesOf(c, q.From, q.To)
 	s.render(c, http.StatusOK, overviewPage(v))
 }
 

@@ -63,13 +63,16 @@ type Readers struct {
 	Segments store.SegmentReader  // the shift page
 	// Judgments is optional: without it a trace page has no judgment section.
 	Judgments store.JudgmentReader
-	Reviews   store.ReviewReader // the review page and the agreement page
+	// LiveJudgments is optional: without it the overview has no live judges.
+	LiveJudgments store.LiveJudgmentReader
+	Reviews       store.ReviewReader // the review page and the agreement page
 }
 
 // ReadersOf picks the pages' roles out of r.
 func ReadersOf(r store.Roles) Readers {
 	return Readers{Suites: r.SuiteReader, Traces: r.TraceReader, Overview: r.OverviewReader,
-		Runs: r.RunComparer, Workers: r.WorkerReader, Segments: r.SegmentReader, Judgments: r.JudgmentReader, Reviews: r.ReviewReader}
+		Runs: r.RunComparer, Workers: r.WorkerReader, Segments: r.SegmentReader, Judgments: r.JudgmentReader, LiveJudgments: r.LiveJudgments,
+		Reviews: r.ReviewReader}
 }
 
 // Writers are the store roles the UI writes through, resolved once where the

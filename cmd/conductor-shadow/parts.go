@@ -33,6 +33,7 @@ import (
 //	writer             ✓         ✓      flushes within the deadline
 //	queue              ✓    ✓    ✓      store-first queue, or Kafka
 //	admission          ✓         ✓
+//	live judging       ✓         ✓      when judge.live.share > 0; after the workers: half its time to judge, the rest stored unjudged
 //	shadow workers     ✓         ✓      half of the time left, then the rest to the writer
 //	tap                ✓    ✓           POST /v1/tap, /v1/tap/batch
 //	api                ✓    ✓    ✓      /api/*, /metrics (the tap role: /api/stats only)
@@ -145,7 +146,8 @@ func (s *server) addMetrics() error {
 }
 
 func (s *server) addPipelines(tp trace.TracerProvider) error {
-	pipes, err := platform.BuildInstrumentedPipelines(s.cfg, shadow.Telemetry{Tracers: tp, Meters: s.metrics.meters, CaptureContent: s.cfg.Telemetry.CaptureContent})
+	pipes, err := platform.BuildInstrumentedPipelines(s.cfg, shadow.Telemetry{Tracers: tp, Meters: s.metrics.meters,
+		CaptureContent: s.cfg.Telemetry.CaptureContent, MaxContentBytes: s.cfg.Telemetry.MaxContentBytes})
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
@@ -242,6 +244,9 @@ func (s *server) addShadowWorkers(piiKey []byte) error {
 		proc.UseRunLookup(s.roles.RunLookup)
 	} else if s.kafka != nil {
 		return fmt.Errorf("serve: %w", store.NotSupported("store.RunLookup"))
+	}
+	if err := s.addLiveJudging(proc, piiKey); err != nil {
+		return err
 	}
 	s.add("shadow workers", funcs(func(ctx context.Context, _ *host) error { return proc.Start(ctx) }, s.stopWorkers(proc)))
 	return nil
@@ -397,7 +402,7 @@ func (s *server) listen(_ context.Context, h *host) error {
 	s.http = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	go func() { s.serveErr <- s.http.Serve(ln) }()
 	for _, w := range judgeFamilyWarnings(s.cfg) {
-		s.log.Warn(w + ": judges favour their own family's answers; set suite.judge.worker to another family, or judge.same_family: refuse in the gate policy to refuse such verdicts")
+		s.log.Warn(w + ": judges favour their own family's answers; set suite.judge.worker (or judge.live.worker) to another family, or judge.same_family: refuse in the gate policy to refuse such verdicts")
 	}
 	s.log.Info("serving", "url", "http://"+ln.Addr().String(), "role", s.cfg.Server.Role, "store", s.where)
 	return nil

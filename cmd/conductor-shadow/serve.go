@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/conductor-shadow/conductor-shadow/cmd/internal/platform"
+	"github.com/conductor-shadow/conductor-shadow/eval/livejudge"
 	"github.com/conductor-shadow/conductor-shadow/ingest"
 	"github.com/conductor-shadow/conductor-shadow/ingest/segment"
 	"github.com/conductor-shadow/conductor-shadow/store"
@@ -53,6 +54,7 @@ type server struct {
 	suites    *suiteRunner       // nil in the tap role
 	metrics   *metrics           // GET /metrics: a private Prometheus registry
 	notify    *notifyUnit        // nil without a sink, outside the all-in-one role
+	live      *livejudge.Stage   // live judging; nil when judge.live.share is 0 or in the tap role
 	http      *http.Server
 	codeNote  string // /readyz detail when code graders are refused (sandbox.go)
 }
@@ -226,6 +228,12 @@ func (s *server) readyz(c *gin.Context) {
 			r.Detail = map[string]string{}
 		}
 		r.Detail["code_grader"] = s.codeNote
+	}
+	if s.live != nil {
+		if r.Detail == nil {
+			r.Detail = map[string]string{}
+		}
+		r.Detail["live_judging"] = s.live.Stats().Detail()
 	}
 	if len(r.Reasons) > 0 {
 		r.Status = "not_ready"

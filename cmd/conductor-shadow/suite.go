@@ -110,7 +110,7 @@ func checkLimit(limit int) error {
 // verdictDetail says in one line what the verdict rests on: the gate policy, each
 // candidate's gates with the quality test named, and the truncated runs per
 // pipeline (final answers cut at the token cap), e.g.
-// "policy default-2; conductor FAIL: quality PASS (Tango score interval, paired
+// "policy default-3; conductor FAIL: quality PASS (Tango score interval, paired
 // pass/fail), cost FAIL, latency FAIL; truncated runs: single:gpt-5 0, conductor 2".
 func verdictDetail(rep *eval.Report) string {
 	var parts []string

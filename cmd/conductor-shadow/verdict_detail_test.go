@@ -31,7 +31,7 @@ func TestVerdictDetail(t *testing.T) {
 					}},
 				}},
 			},
-			want: "policy default-2; conductor FAIL: quality PASS (Tango score interval, paired pass/fail), cost FAIL; truncated runs: single:gpt-5 0, conductor 3",
+			want: "policy default-3; conductor FAIL: quality PASS (Tango score interval, paired pass/fail), cost FAIL; truncated runs: single:gpt-5 0, conductor 3",
 		},
 		{
 			name: "no candidates",

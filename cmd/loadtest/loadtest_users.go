@@ -137,7 +137,7 @@ func replayPrompts(path string) ([]shadow.Request, error) {
 		if err != nil {
 			return nil, fmt.Errorf("loadtest: --replay %s line %d: %w", path, n, err)
 		}
-		out = append(out, shadow.Request{RequestID: ex.RequestID, Messages: ex.Request.Messages})
+		out = append(out, ex.ShadowRequest())
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("loadtest: --replay %s: %w", path, err)

@@ -24,7 +24,7 @@ type LivePair struct {
 // LiveVerdict is a candidate's running verdict on live shadow traffic.
 //
 // Method: the PASS side of the anytime-valid sequential test (stats.Sequential,
-// a betting confidence sequence after Waudby-Smith & Ramdas 2023, "Estimating
+// a betting confidence sequence after Waudby-Smith & Ramdas 2024, "Estimating
 // means of bounded random variables by betting", JRSS-B 86(1):1–27) with the
 // policy's margin, confidence and min n (SequentialConfig), fed in time order
 // so it may be looked at after every request without raising its error rate.

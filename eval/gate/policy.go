@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 
@@ -30,8 +31,13 @@ import (
 //	latency:
 //	  max_p95_ratio: 1.25       # p95 latency ratio ceiling
 //	segments:
-//	  must_not_regress: [category:math, app:support, tag:latex]
+//	  must_not_regress: [category:math, app:support, tag:latex]   # the family, fixed up front
 //	  min_n: 20
+//	  margin_points: 10         # a segment PASSes when its own lower bound ≥ −10 points (default quality.margin_points)
+//	  fail_points: 0            # a segment FAILs when its upper bound < −0 points, Holm over the family (default quality's)
+//	looks:
+//	  spending: pocock          # a follow-up run of the same set and candidate version is a planned look: pocock | obrien-fleming | none
+//	  max_cases: 2000           # the plan's cases (information fraction 1); 0: planned at the first look
 //	noise:
 //	  require_above_noise: true # a quality difference counts only beyond A-vs-A′
 //	truncation: fail            # a run whose answer hit the token cap: fail | exclude | ignore
@@ -50,6 +56,11 @@ type Policy struct {
 	Latency    *LatencyGate  `yaml:"latency" json:"latency,omitempty"`
 	Segments   *SegmentsGate `yaml:"segments" json:"segments,omitempty"`
 	Noise      *NoiseGate    `yaml:"noise" json:"noise,omitempty"`
+	// Looks says how suite runs of the same set and candidate version after
+	// the first are analysed: as the next look of a group-sequential plan
+	// (LooksGate); nil means SpendingPocock with the plan's cases set
+	// at the first look.
+	Looks *LooksGate `yaml:"looks" json:"looks,omitempty"`
 	// Truncation says how a run whose final answer was cut at the token cap
 	// (finish reason "length") counts: TruncationFail (default, also when
 	// empty) as a failed case whatever its grade; TruncationExclude left out of
@@ -144,13 +155,81 @@ type LatencyGate struct {
 	MaxP95Ratio float64 `yaml:"max_p95_ratio" json:"max_p95_ratio,omitempty"` // > 0
 }
 
-// SegmentsGate lists segments ("category:X", "app:X", "tag:X" or a traffic
-// segment: "lang:ru", "lang:ru+table", "table", "code", "len:512-2047") whose
-// accuracy must not regress significantly after Holm's correction.
+// SegmentsGate lists the segments ("category:X", "app:X", "tag:X" or a
+// traffic segment: "lang:ru", "lang:ru+table", "table", "code",
+// "len:512-2047") that must not regress: the family is this list, fixed up
+// front, whatever segments a run or live traffic happens to hold. Each listed
+// segment PASSes only when it shows non-inferiority on its own (its lower
+// bound ≥ −MarginPoints), FAILs when it is significantly worse than
+// −FailPoints after Holm's correction over the whole list, and is
+// INCONCLUSIVE otherwise — in particular when it is too small to show either
+// (SegmentResults).
 type SegmentsGate struct {
 	MustNotRegress []string `yaml:"must_not_regress" json:"must_not_regress,omitempty"`
 	// MinN: a segment with fewer paired graded cases is INCONCLUSIVE (default 0).
 	MinN int `yaml:"min_n" json:"min_n,omitempty"`
+	// MarginPoints is a segment's non-inferiority margin in accuracy points
+	// (0..100); nil means the quality gate's margin (3 without one).
+	MarginPoints *float64 `yaml:"margin_points" json:"margin_points,omitempty"`
+	// FailPoints is a segment's FAIL threshold in points (0..MarginPoints);
+	// nil means the quality gate's FAIL threshold (0 without one).
+	FailPoints *float64 `yaml:"fail_points" json:"fail_points,omitempty"`
+}
+
+// SegmentMargin returns the segments' margin in points: MarginPoints, else the
+// quality gate's margin, else 3.
+func (p Policy) SegmentMargin() float64 {
+	switch {
+	case p.Segments != nil && p.Segments.MarginPoints != nil:
+		return *p.Segments.MarginPoints
+	case p.Quality != nil:
+		return p.Quality.MarginPoints
+	}
+	return 3
+}
+
+// SegmentFail returns the segments' FAIL threshold in points: FailPoints,
+// else the quality gate's, else 0 (never above the segment margin).
+func (p Policy) SegmentFail() float64 {
+	f := 0.0
+	switch {
+	case p.Segments != nil && p.Segments.FailPoints != nil:
+		f = *p.Segments.FailPoints
+	case p.Quality != nil:
+		f = p.Quality.Fail()
+	}
+	return math.Min(f, p.SegmentMargin())
+}
+
+// LooksGate is the group-sequential plan of a candidate version on one set:
+// every suite run of that set, incumbent and candidate version under this
+// policy is a look at information fraction t = cases / MaxCases, and each
+// side of every gate spends its α/2 over the looks by the Spending function
+// (stats.Boundaries), so that looking again after "N more cases" keeps the
+// error rates of one planned test.
+type LooksGate struct {
+	// Spending is stats.SpendingPocock (default: an early, small run can still
+	// decide a large difference), stats.SpendingOBrienFleming (almost nothing
+	// spent early, the last look nearly at the fixed-n level), or
+	// SpendingNone: every run is a fixed-n test of its own, and running more
+	// cases of the same set after a look raises the error rates.
+	Spending string `yaml:"spending" json:"spending,omitempty"`
+	// MaxCases is the plan's cases, t = 1 (its last look). 0: planned at the
+	// first look from that run's discordance and spreads (PlanPolicy), at the
+	// asked power, and kept for the later looks.
+	MaxCases int `yaml:"max_cases" json:"max_cases,omitempty"`
+}
+
+// SpendingNone turns group-sequential looks off (LooksGate.Spending).
+const SpendingNone = "none"
+
+// LookSpending returns the policy's spending function: Looks.Spending,
+// stats.SpendingPocock when unset.
+func (p Policy) LookSpending() string {
+	if p.Looks == nil || p.Looks.Spending == "" {
+		return stats.SpendingPocock
+	}
+	return p.Looks.Spending
 }
 
 // NoiseGate requires the candidate's disagreement with the incumbent to be
@@ -160,12 +239,15 @@ type NoiseGate struct {
 }
 
 // DefaultVersion is the version of NewDefaultPolicy.
-const DefaultVersion = "default-2"
+const DefaultVersion = "default-3"
 
-// NewDefaultPolicy returns version "default-2": 95% intervals, min n 100;
-// quality PASS when the Tango 95% lower bound of candidate − incumbent is
-// ≥ −3 points, FAIL when the upper bound is < 0 (significantly worse), planned
-// for a 5-point drop; cost/request ratio ≤ 1.10; p95 latency ratio ≤ 1.25.
+// NewDefaultPolicy returns version "default-3": the thresholds of default-2
+// (95% intervals, min n 100; quality PASS when the 95% lower bound of
+// candidate − incumbent is ≥ −3 points, FAIL when the upper bound is < 0,
+// planned for a 5-point drop; cost/request ratio ≤ 1.10; p95 latency ratio
+// ≤ 1.25), with follow-up runs of the same set and candidate version analysed
+// as looks of a group-sequential plan with Pocock-like spending
+// (LooksGate).
 //
 // Why: with 20% discordant pairs an equally good candidate passes with 80%
 // probability at about 1,750 cases, and a 5-point drop fails with 80% at
@@ -175,12 +257,23 @@ const DefaultVersion = "default-2"
 // cost ceiling of exactly 1.0 cannot be cleared by an equally priced one, and
 // a 1-point margin needs about 16,000 cases at 20% discordance.
 func NewDefaultPolicy() Policy {
+	p := NewPolicyV2()
+	p.Version = DefaultVersion
+	p.Looks = &LooksGate{Spending: stats.SpendingPocock}
+	return p
+}
+
+// NewPolicyV2 returns version "default-2": default-3's thresholds, every run
+// a fixed-n test of its own (looks: none). Kept so verdicts stored under it
+// stay readable and can be re-evaluated.
+func NewPolicyV2() Policy {
 	zero := 0.0
 	return Policy{
-		Version: DefaultVersion, Confidence: 0.95, MinN: 100,
+		Version: "default-2", Confidence: 0.95, MinN: 100,
 		Quality: &QualityGate{MarginPoints: 3, FailPoints: &zero, EffectPoints: 5},
 		Cost:    &CostGate{MaxRatio: 1.10},
 		Latency: &LatencyGate{MaxP95Ratio: 1.25},
+		Looks:   &LooksGate{Spending: SpendingNone},
 	}
 }
 
@@ -194,15 +287,18 @@ func NewPolicyV1() Policy {
 		Quality: &QualityGate{MarginPoints: 1},
 		Cost:    &CostGate{MaxRatio: 1.0},
 		Latency: &LatencyGate{MaxP95Ratio: 1.25},
+		Looks:   &LooksGate{Spending: SpendingNone},
 	}
 }
 
-// Shipped returns the shipped policy of that version ("default-1" or
-// "default-2"); false for any other.
+// Shipped returns the shipped policy of that version ("default-1",
+// "default-2" or "default-3"); false for any other.
 func Shipped(version string) (Policy, bool) {
 	switch version {
 	case DefaultVersion:
 		return NewDefaultPolicy(), true
+	case "default-2":
+		return NewPolicyV2(), true
 	case "default-1":
 		return NewPolicyV1(), true
 	}
@@ -280,6 +376,12 @@ func (p Policy) Validate() error {
 		if s.MinN < 0 {
 			bad("segments.min_n must be >= 0, got %d", s.MinN)
 		}
+		if m := s.MarginPoints; m != nil && (*m < 0 || *m >= 100) {
+			bad("segments.margin_points must be in [0, 100), got %g", *m)
+		}
+		if f := s.FailPoints; f != nil && (*f < 0 || *f > p.SegmentMargin()) {
+			bad("segments.fail_points must be in [0, segments margin %g], got %g", p.SegmentMargin(), *f)
+		}
 		seen := map[string]bool{}
 		for _, name := range s.MustNotRegress {
 			kind, val, ok := strings.Cut(name, ":")
@@ -291,6 +393,16 @@ func (p Policy) Validate() error {
 				bad("segments.must_not_regress: %q listed twice", name)
 			}
 			seen[name] = true
+		}
+	}
+	if l := p.Looks; l != nil {
+		switch l.Spending {
+		case "", stats.SpendingOBrienFleming, stats.SpendingPocock, SpendingNone:
+		default:
+			bad("looks.spending must be %s, %s or %s, got %q", stats.SpendingOBrienFleming, stats.SpendingPocock, SpendingNone, l.Spending)
+		}
+		if l.MaxCases < 0 {
+			bad("looks.max_cases must be >= 0, got %d", l.MaxCases)
 		}
 	}
 	errs = append(errs, p.Judge.validate()...)

@@ -16,7 +16,8 @@ func TestLoadPolicies(t *testing.T) {
 		{file: "full.good.yaml", check: func(t *testing.T, p Policy) {
 			if p.Version != "2026-11-30.1" || p.MinN != 100 || p.Quality.MarginPoints != 1 || p.Cost.MaxRatio != 1 ||
 				p.Latency.MaxP95Ratio != 1.25 || len(p.Segments.MustNotRegress) != 3 || p.Segments.MinN != 20 || !p.Noise.RequireAboveNoise ||
-				p.Truncation != TruncationFail || p.RunErrorShare() != 0.05 {
+				p.Truncation != TruncationFail || p.RunErrorShare() != 0.05 || p.SegmentMargin() != 10 || p.SegmentFail() != 2 ||
+				p.LookSpending() != "obrien-fleming" || p.Looks.MaxCases != 2000 {
 				t.Errorf("decoded %+v", p)
 			}
 			if r := p.JudgeRules(); r != (JudgeRules{MinPositionConsistency: 0.85, MaxErrorShare: 0.05, MaxCanaryFailures: 1, SameFamily: SameFamilyRefuse,
@@ -24,6 +25,19 @@ func TestLoadPolicies(t *testing.T) {
 				t.Errorf("judge rules %+v", r)
 			}
 		}},
+		{file: "looks-pocock.good.yaml", check: func(t *testing.T, p Policy) {
+			if p.LookSpending() != "pocock" || p.Looks.MaxCases != 0 || p.SegmentMargin() != 3 || p.SegmentFail() != 0 {
+				t.Errorf("decoded %+v", p)
+			}
+		}},
+		{file: "looks-none.good.yaml", check: func(t *testing.T, p Policy) {
+			if p.LookSpending() != SpendingNone {
+				t.Errorf("spending %q", p.LookSpending())
+			}
+		}},
+		{file: "bad-looks.bad.yaml", wantErr: []string{`looks.spending must be obrien-fleming, pocock or none, got "haybittle-peto"`, "looks.max_cases must be >= 0, got -5"}},
+		{file: "bad-segment-margins.bad.yaml", wantErr: []string{"segments.fail_points must be in [0, segments margin 5], got 8"}},
+		{file: "bad-segment-margin-range.bad.yaml", wantErr: []string{"segments.margin_points must be in [0, 100), got 150"}},
 		{file: "judge-defaults.good.yaml", check: func(t *testing.T, p Policy) {
 			if r := p.JudgeRules(); r != (JudgeRules{MinPositionConsistency: DefaultMinPositionConsistency, MaxErrorShare: DefaultMaxJudgeErrorShare,
 				MaxCanaryFailures: 0, SameFamily: SameFamilyWarn, MinJudgeKappa: DefaultMinJudgeKappa, MinReviews: DefaultMinReviews}) ||
@@ -40,7 +54,7 @@ func TestLoadPolicies(t *testing.T) {
 			"judge.min_reviews must be >= 1, got 0"}},
 		{file: "quality-only.good.yaml", check: func(t *testing.T, p Policy) {
 			if p.Confidence != 0.95 || p.Cost != nil || p.Quality.MarginPoints != 2.5 || p.TruncationRule() != TruncationFail ||
-				p.RunErrorShare() != DefaultMaxRunErrorShare {
+				p.RunErrorShare() != DefaultMaxRunErrorShare || p.LookSpending() != "pocock" {
 				t.Errorf("decoded %+v", p)
 			}
 		}},

@@ -1,8 +1,10 @@
 package gate
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 
 	"github.com/conductor-shadow/conductor-shadow/eval/stats"
@@ -46,9 +48,13 @@ type Verdict struct {
 	Verdict       Status   `json:"verdict"`
 	Claim         string   `json:"claim"`
 	Gates         []Result `json:"gates"`
-	// Plan is the quality gate's error rates and sample-size advice at this
-	// run's n and observed discordance; nil without a quality gate or pairs.
+	// Plan is the quality gate's error rates and the whole policy's
+	// sample-size advice at this run's n and observed discordance and spreads;
+	// nil without a quality gate or pairs.
 	Plan *Plan `json:"plan,omitempty"`
+	// Look is where this run stands in its group-sequential plan (LooksGate);
+	// nil for a fixed-n verdict.
+	Look *LookPlan `json:"look,omitempty"`
 }
 
 // Plan states what the quality gate could and could not see at this run's
@@ -61,37 +67,68 @@ type Verdict struct {
 //     by EffectPoints.
 //
 // With pass/fail grades they are exact (stats.Operating over the trinomial
-// distribution of discordant pairs, Tango's test); with continuous scores
-// they are normal approximations from the observed spread of the per-case
-// differences. DetectableDropPoints is the smallest drop FAILed with 80%
-// probability at this n (the minimum detectable effect); PassN and FailN are
-// the cases needed for 80% PASS if equal and 80% FAIL if worse by the effect
-// (stats.Plan); MoreCases is how many more cases would reach both, 0 when
-// the run already has them.
+// distribution of discordant pairs, Tango's test) at PlannedDiscordance, the
+// observed discordance raised to the effect + 0.1 point when below it (a drop
+// of e needs that many discordant pairs); with judge scores they are normal
+// approximations from the observed spread of the per-case differences.
+// DetectableDropPoints is the smallest drop FAILed with Power probability at
+// this n (the minimum detectable effect). PassN and FailN are the cases the
+// whole policy needs (PolicyPlan: quality, cost, p95 latency and segments) for
+// Power PASS if equal and Power FAIL if worse by the effect, planned at
+// PlannedPower; Policy holds each gate's part and the model. MoreCases is how
+// many more cases reach both — with looks, the cases left to the plan's last
+// look — 0 when the run already has them.
 type Plan struct {
-	Test                 string   `json:"test"` // stats.Method*
-	N                    int      `json:"n"`
-	Discordance          float64  `json:"discordance"` // observed share of discordant pairs, 0..1
-	DiffSD               float64  `json:"diff_sd"`     // sd of the per-case differences
-	MarginPoints         float64  `json:"margin_points"`
-	FailPoints           float64  `json:"fail_points"`
-	EffectPoints         float64  `json:"effect_points"`
-	Power                float64  `json:"power"`
-	IfEqual              stats.OC `json:"if_equal"`
-	IfWorse              stats.OC `json:"if_worse"`
-	DetectableDropPoints float64  `json:"detectable_drop_points"`
-	Detectable           bool     `json:"detectable"` // false: no drop up to the discordance is caught at 80%
-	PassN                int      `json:"pass_n"`
-	FailN                int      `json:"fail_n"`
-	MoreCases            int      `json:"more_cases"`
+	Test                 string      `json:"test"` // stats.Method*
+	N                    int         `json:"n"`
+	Discordance          float64     `json:"discordance"`         // observed share of discordant pairs, 0..1
+	PlannedDiscordance   float64     `json:"planned_discordance"` // the discordance the error rates and sizes are computed at
+	DiffSD               float64     `json:"diff_sd"`             // sd of the per-case differences
+	MarginPoints         float64     `json:"margin_points"`
+	FailPoints           float64     `json:"fail_points"`
+	EffectPoints         float64     `json:"effect_points"`
+	Power                float64     `json:"power"`         // asked
+	PlannedPower         float64     `json:"planned_power"` // what PassN and FailN are planned at
+	IfEqual              stats.OC    `json:"if_equal"`
+	IfWorse              stats.OC    `json:"if_worse"`
+	DetectableDropPoints float64     `json:"detectable_drop_points"`
+	Detectable           bool        `json:"detectable"` // false: no drop up to the discordance is caught at Power
+	PassN                int         `json:"pass_n"`
+	FailN                int         `json:"fail_n"`
+	MoreCases            int         `json:"more_cases"`
+	Policy               *PolicyPlan `json:"policy,omitempty"`
 }
 
 // PlanPower is the power the Plan's sample sizes and detectable drop are for;
-// PassN and FailN are stats.Recommend's, planned stats.PlanMargin above it.
+// PassN and FailN are planned stats.PlanMargin above it (PlannedPower).
 const PlanPower = 0.8
 
-// planFor computes the quality Plan for p's quality gate at c's n.
-func planFor(p Policy, c stats.Comparison) *Plan {
+// ModelOf is the whole-policy plan's model read from a comparison: the
+// incumbent's accuracy and the observed discordance (pass/fail grades) or the
+// spread of the score differences (judge scores), the observed cost and p95
+// ratios with their per-case spreads, and each segment's share and
+// discordance.
+func ModelOf(c stats.Comparison) PolicyModel {
+	q := c.Quality
+	m := PolicyModel{PIncumbent: c.Incumbent.Accuracy, Discordance: q.DiscordantRate,
+		CostRatio: c.CostTest.Ratio, CostSpread: c.CostTest.SpreadPerCase(),
+		LatencyRatio: c.P95Test.Ratio, LatencySpread: c.P95Test.SpreadPerCase(),
+		Segments: map[string]SegmentModel{}}
+	if ScoreUnits(q.Method) {
+		m.ScoreSD = math.Max(q.DiffSD, 0.01)
+	}
+	for _, s := range c.Segments {
+		if q.N > 0 {
+			m.Segments[s.Name] = SegmentModel{Share: float64(s.Quality.N) / float64(q.N), Discordance: s.Quality.DiscordantRate}
+		}
+	}
+	return m
+}
+
+// planFor computes the Plan for p at c's n: the error rates at p's
+// confidence (this look's level), the whole policy's sample sizes at
+// planConf (the policy's own level: that of the plan's last look).
+func planFor(p Policy, c stats.Comparison, look *LookPlan, planConf float64) *Plan {
 	g, q := p.Quality, c.Quality
 	if g == nil || q.N == 0 {
 		return nil
@@ -99,22 +136,14 @@ func planFor(p Policy, c stats.Comparison) *Plan {
 	d := g.Design(p.Confidence)
 	e := g.Effect() / 100
 	pl := &Plan{Test: q.Method, N: q.N, Discordance: q.DiscordantRate, DiffSD: q.DiffSD,
-		MarginPoints: g.MarginPoints, FailPoints: g.Fail(), EffectPoints: g.Effect(), Power: PlanPower}
+		MarginPoints: g.MarginPoints, FailPoints: g.Fail(), EffectPoints: g.Effect(), Power: PlanPower, PlannedPower: PlannedPower(PlanPower)}
 	if q.Method == stats.MethodTango {
-		// Plan at the observed discordance, at least the effect itself (a drop
-		// of e needs that many discordant pairs) and the incumbent's accuracy
-		// kept inside (0, 1).
-		disc := math.Min(1, math.Max(q.DiscordantRate, e+0.001))
-		half := (disc + e) / 2 // the larger discordant cell of the worse scenario
-		pInc := math.Min(1-half-0.001, math.Max(half+0.001, c.Incumbent.Accuracy))
-		eq := stats.Scenario{PIncumbent: pInc, Discordance: disc}
-		worse := stats.Scenario{PIncumbent: pInc, Discordance: disc, Effect: -e}
+		eq, worse := PlanScenarios(c.Incumbent.Accuracy, q.DiscordantRate, e)
+		pl.PlannedDiscordance = eq.Discordance
 		pl.IfEqual, _ = stats.Operating(q.N, eq, d)
 		pl.IfWorse, _ = stats.Operating(q.N, worse, d)
-		pl.DetectableDropPoints, pl.Detectable, _ = stats.DetectableDrop(q.N, pInc, disc, d, PlanPower)
+		pl.DetectableDropPoints, pl.Detectable, _ = stats.DetectableDrop(q.N, eq.PIncumbent, eq.Discordance, d, PlanPower)
 		pl.DetectableDropPoints *= 100
-		pl.PassN, _ = stats.Recommend(eq, d, PlanPower, p.MinN)
-		pl.FailN, _ = stats.Recommend(worse, d, PlanPower, p.MinN)
 	} else {
 		sd := math.Max(q.DiffSD, 0.01)
 		pl.IfEqual = stats.NormalOperating(q.N, sd, 0, d)
@@ -122,13 +151,16 @@ func planFor(p Policy, c stats.Comparison) *Plan {
 		z := stats.ZFor(p.Confidence) + stats.ZFor(2*PlanPower-1)
 		pl.DetectableDropPoints = 100 * (d.FailAt + z*sd/math.Sqrt(float64(q.N)))
 		pl.Detectable = pl.DetectableDropPoints <= 100
-		if d.Margin > 0 {
-			pl.PassN, _ = stats.NormalPlan(sd, d.Margin, p.Confidence, PlanPower)
-		}
-		pl.FailN, _ = stats.NormalPlan(sd, e-d.FailAt, p.Confidence, PlanPower)
-		pl.PassN, pl.FailN = max(pl.PassN, p.MinN), max(pl.FailN, p.MinN)
 	}
-	pl.MoreCases = max(0, max(pl.PassN, pl.FailN)-q.N)
+	if pp, err := PlanPolicy(p, ModelOf(c), PlanPower, stats.ZFor(planConf)); err == nil {
+		pl.Policy = &pp
+		pl.PassN, pl.FailN = pp.PassN, pp.FailN
+	}
+	target := max(pl.PassN, pl.FailN)
+	if look != nil {
+		target = look.MaxCases
+	}
+	pl.MoreCases = max(0, target-q.N)
 	return pl
 }
 
@@ -138,25 +170,29 @@ func planFor(p Policy, c stats.Comparison) *Plan {
 // Gates, in order:
 //   - min_n: fewer than MinN paired graded cases → INCONCLUSIVE.
 //   - quality (margin m, fail threshold f points; the interval is the
-//     comparison's Method: Tango's score interval for pass/fail grades, a
-//     stratified paired t interval for continuous scores): CI low ≥ −m →
+//     comparison's Method: Tango's score interval for pass/fail grades, the
+//     stratified restricted-variance score interval for judge scores): CI low ≥ −m →
 //     PASS; else CI high < −f → FAIL; else INCONCLUSIVE, with the advice of
 //     Verdict.Plan.
-//   - cost / latency (ratio ceiling r): CI high ≤ r → PASS; CI low > r → FAIL;
-//     else INCONCLUSIVE.
-//   - segments: each listed segment FAILs when its accuracy difference is
-//     negative with Holm-adjusted McNemar p < 1 − confidence; missing or
-//     smaller than segments.min_n → INCONCLUSIVE; else PASS.
+//   - cost / latency (ratio ceiling r; the delta-method and Bahadur Wald
+//     intervals of stats.CostRatioTest and stats.QuantileRatioTest): CI high
+//     ≤ r → PASS; CI low > r → FAIL; else INCONCLUSIVE.
+//   - segments: the listed family, each PASS only when non-inferior on its
+//     own, FAIL when significantly worse after Holm over the list,
+//     INCONCLUSIVE otherwise (SegmentResults).
 //   - noise: without an A′ run → INCONCLUSIVE; candidate diff CI entirely below
 //     the A′ − A diff CI → FAIL; otherwise PASS (overlap: within noise).
+//
+// It is a fixed-n verdict: the run is its own test (EvaluateLook analyses it
+// as a look of a group-sequential plan).
 func Evaluate(p Policy, c stats.Comparison, noise *stats.Paired) Verdict {
-	return evaluate(p, c, noise, true)
+	return evaluate(p, c, noise, nil, true)
 }
 
 // Decide is Evaluate without Verdict.Plan (the plan's exact error rates cost
 // milliseconds; simulations of thousands of suites need only the verdicts).
 func Decide(p Policy, c stats.Comparison, noise *stats.Paired) Verdict {
-	return evaluate(p, c, noise, false)
+	return evaluate(p, c, noise, nil, false)
 }
 
 // SequentialConfig is the quality gate of p as an anytime-valid sequential
@@ -172,8 +208,17 @@ func SequentialConfig(p Policy, lookEvery int) (cfg stats.SequentialConfig, ok b
 		Confidence: p.Confidence, MinN: p.MinN, LookEvery: lookEvery}, true
 }
 
-func evaluate(p Policy, c stats.Comparison, noise *stats.Paired, plan bool) Verdict {
-	v := Verdict{PolicyVersion: p.Version, Gates: []Result{}}
+func evaluate(p Policy, c stats.Comparison, noise *stats.Paired, look *LookPlan, plan bool) Verdict {
+	levels := look.levels(p.Confidence)
+	planConf := p.Confidence
+	if look != nil && !look.Blocked {
+		// The deciding intervals of c are at the look's level (the caller
+		// computed them there, stats.Options.DecisionConfidence); claims and
+		// the error rates at this n follow, the sample sizes stay planned at
+		// the policy's level (the plan's last look).
+		p.Confidence = look.This.Confidence
+	}
+	v := Verdict{PolicyVersion: p.Version, Gates: []Result{}, Look: look}
 	alpha := 1 - p.Confidence
 	q := c.Quality
 	ci := func(iv stats.Interval) *stats.Interval { return &iv }
@@ -188,28 +233,28 @@ func evaluate(p Policy, c stats.Comparison, noise *stats.Paired, plan bool) Verd
 		v.Gates = append(v.Gates, r)
 	}
 	if plan {
-		v.Plan = planFor(p, c)
+		v.Plan = planFor(p, c, look, planConf)
 	}
 	if g := p.Quality; g != nil {
 		m, f := g.MarginPoints/100, g.Fail()/100
 		r := Result{Gate: "quality", Figure: q.Diff, Interval: ci(q.DiffCI), Threshold: -m}
 		test := MethodName(q.Method)
+		u := func(x float64) string { return DiffText(q.Method, x) }
 		switch {
 		case q.N == 0:
 			r.Status, r.Reason = Inconclusive, "no case was graded on both sides"
 		case q.DiffCI.Low >= -m:
 			r.Status = Pass
-			r.Reason = fmt.Sprintf("non-inferior: %.0f%% lower bound of candidate − incumbent %s ≥ %s (%s)", 100*p.Confidence, pts(q.DiffCI.Low), pts(-m), test)
+			r.Reason = fmt.Sprintf("non-inferior: %s lower bound of candidate − incumbent %s ≥ %s (%s)", LevelText(cmp.Or(c.DecisionConfidence, p.Confidence)), u(q.DiffCI.Low), u(-m), test)
 		case q.DiffCI.High < -f:
 			r.Status = Fail
 			r.Threshold = -f
-			r.Reason = fmt.Sprintf("worse: upper bound %s < %s (%s)", pts(q.DiffCI.High), pts(-f), test)
+			r.Reason = fmt.Sprintf("worse: upper bound %s < %s (%s)", u(q.DiffCI.High), u(-f), test)
 		default:
 			r.Status = Inconclusive
-			r.Reason = fmt.Sprintf("interval [%s, %s] (%s) neither clears the margin %s nor lies below %s", pts(q.DiffCI.Low), pts(q.DiffCI.High), test, pts(-m), pts(-f))
-			if pl := v.Plan; pl != nil {
-				r.Reason += fmt.Sprintf("; %d more cases for 80%% PASS if equal (%d) and 80%% FAIL if %.0f pts worse (%d)",
-					pl.MoreCases, pl.PassN, pl.EffectPoints, pl.FailN)
+			r.Reason = fmt.Sprintf("interval [%s, %s] (%s) neither clears the margin %s nor lies below %s", u(q.DiffCI.Low), u(q.DiffCI.High), test, u(-m), u(-f))
+			if pl := v.Plan; pl != nil && pl.MoreCases > 0 {
+				r.Reason += "; " + pl.moreText()
 			}
 		}
 		v.Gates = append(v.Gates, r)
@@ -218,31 +263,17 @@ func evaluate(p Policy, c stats.Comparison, noise *stats.Paired, plan bool) Verd
 		v.Gates = append(v.Gates, ratioGate("cost", "cost/request", c.CostRatio, c.CostRatioCI, g.MaxRatio))
 	}
 	if g := p.Latency; g != nil {
-		v.Gates = append(v.Gates, ratioGate("latency", "p95 latency", c.P95Ratio, c.P95RatioCI, g.MaxP95Ratio))
+		r := ratioGate("latency", "p95 latency", c.P95Ratio, c.P95RatioCI, g.MaxP95Ratio)
+		if c.P95Test.LogSE < 0 {
+			r.Reason = fmt.Sprintf("only %d runs with a known latency on a side, the p95 test needs %d", c.P95Test.N, stats.MinQuantileN)
+		}
+		v.Gates = append(v.Gates, r)
 	}
-	if g := p.Segments; g != nil {
-		bySeg := map[string]stats.Segment{}
-		for _, s := range c.Segments {
-			bySeg[s.Name] = s
-		}
-		for _, name := range g.MustNotRegress {
-			s, ok := bySeg[name]
-			r := Result{Gate: "segment " + name, Figure: s.Quality.Diff, Interval: ci(s.Quality.DiffCI), Threshold: alpha}
-			switch {
-			case !ok:
-				r.Status, r.Interval, r.Reason = Inconclusive, nil, "segment has no cases in this suite"
-			case s.Quality.N < max(g.MinN, 1):
-				r.Status = Inconclusive
-				r.Reason = fmt.Sprintf("only %d paired graded cases, policy needs %d", s.Quality.N, g.MinN)
-			case s.Quality.Diff < 0 && s.AdjustedP < alpha:
-				r.Status = Fail
-				r.Reason = fmt.Sprintf("regressed %s (McNemar p %.4g, Holm-adjusted %.4g < %.4g)", pts(s.Quality.Diff), s.Quality.McNemarP, s.AdjustedP, alpha)
-			default:
-				r.Status = Pass
-				r.Reason = fmt.Sprintf("no significant regression (diff %s, Holm-adjusted p %.4g)", pts(s.Quality.Diff), s.AdjustedP)
-			}
-			v.Gates = append(v.Gates, r)
-		}
+	if p.Segments != nil {
+		v.Gates = append(v.Gates, segmentResults(p, c, levels)...)
+	}
+	if look != nil && look.Blocked {
+		blockGates(v.Gates, look.Text())
 	}
 	beyondNoise := true
 	if g := p.Noise; g != nil && g.RequireAboveNoise {
@@ -309,6 +340,10 @@ func MethodName(m string) string {
 	switch m {
 	case stats.MethodTango:
 		return "Tango score interval, paired pass/fail"
+	case stats.MethodMeanScoreStratified:
+		return "restricted-variance score interval on judge scores, stratified by category"
+	case stats.MethodMeanScore:
+		return "restricted-variance score interval on judge scores"
 	case stats.MethodPairedTStratified:
 		return "paired t on judge scores, stratified by category"
 	case stats.MethodPairedT:
@@ -318,9 +353,15 @@ func MethodName(m string) string {
 }
 
 // pts renders a 0..1 difference as signed accuracy points, e.g. "-1.3 pts".
-func pts(f float64) string {
-	f += 0 // −0 prints as +0.0
-	return fmt.Sprintf("%+.1f pts", 100*f)
+func pts(f float64) string { return DiffText(stats.MethodTango, f) }
+
+// LevelText names a two-sided confidence level: "95%", "99.85%" at a look,
+// "1 − 1.3e-15" when it rounds to 100%.
+func LevelText(conf float64) string {
+	if conf > 0.9999 {
+		return "1 − " + strconv.FormatFloat(1-conf, 'g', 2, 64)
+	}
+	return strconv.FormatFloat(100*conf, 'g', 4, 64) + "%"
 }
 
 // Markdown renders the verdict as a heading line and a gate table.
@@ -336,6 +377,9 @@ func (v Verdict) Markdown() string {
 		fmt.Fprintf(&b, "| %s | %s | %.4f | %s | %.4f | %s |\n", r.Gate, r.Status, r.Figure, iv, r.Threshold,
 			strings.ReplaceAll(r.Reason, "|", `\|`))
 	}
+	if lp := v.Look; lp != nil {
+		fmt.Fprintf(&b, "\nThis run is %s.\n", lp.Text())
+	}
 	if pl := v.Plan; pl != nil {
 		b.WriteString("\n" + pl.Markdown())
 	}
@@ -343,25 +387,62 @@ func (v Verdict) Markdown() string {
 }
 
 // Markdown renders the plan: the test, the error rates by verdict kind at
-// this n, the detectable drop and the sample sizes.
+// this n, the detectable drop and the whole policy's sample sizes, with the
+// discordance and power they were computed at.
 func (pl Plan) Markdown() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Quality test: %s; %d pairs, %.1f%% discordant. Error rates at this n (PASS if the lower bound ≥ %s, FAIL if the upper bound < %s):\n\n",
-		MethodName(pl.Test), pl.N, 100*pl.Discordance, pts(-pl.MarginPoints/100), pts(-pl.FailPoints/100))
+	b.WriteString(pl.Heading() + ":\n\n")
 	b.WriteString("| truth | P(PASS) | P(FAIL) | P(INCONCLUSIVE) |\n|---|--:|--:|--:|\n")
 	fmt.Fprintf(&b, "| as good as the incumbent | %.1f%% | %.1f%% (false alarm) | %.1f%% |\n", 100*pl.IfEqual.Pass, 100*pl.IfEqual.Fail, 100*pl.IfEqual.Inconclusive)
-	fmt.Fprintf(&b, "| worse by %g pts | %.1f%% (missed regression) | %.1f%% (power) | %.1f%% |\n\n", pl.EffectPoints, 100*pl.IfWorse.Pass, 100*pl.IfWorse.Fail, 100*pl.IfWorse.Inconclusive)
-	if pl.Detectable {
-		fmt.Fprintf(&b, "Smallest drop this run FAILs with %.0f%% probability: %.1f pts. ", 100*pl.Power, pl.DetectableDropPoints)
-	} else {
-		fmt.Fprintf(&b, "No drop up to %.1f pts is FAILed with %.0f%% probability at this n. ", pl.DetectableDropPoints, 100*pl.Power)
-	}
-	fmt.Fprintf(&b, "Cases for %.0f%% PASS if equal: %d; for %.0f%% FAIL if %g pts worse: %d", 100*pl.Power, pl.PassN, 100*pl.Power, pl.EffectPoints, pl.FailN)
-	if pl.MoreCases > 0 {
-		fmt.Fprintf(&b, " (%d more than this run)", pl.MoreCases)
-	}
-	b.WriteString(".\n")
+	fmt.Fprintf(&b, "| worse by %s | %.1f%% (missed regression) | %.1f%% (power) | %.1f%% |\n\n", pl.EffectText(), 100*pl.IfWorse.Pass, 100*pl.IfWorse.Fail, 100*pl.IfWorse.Inconclusive)
+	b.WriteString(pl.Summary() + "\n")
 	return b.String()
+}
+
+// Heading names the test, the pairs, the observed discordance and, when the
+// error rates were computed at another one, that discordance and why.
+func (pl Plan) Heading() string {
+	u := func(x float64) string { return DiffText(pl.Test, x) }
+	s := fmt.Sprintf("Quality test: %s; %d pairs, %.1f%% discordant. Error rates at this n (PASS if the lower bound ≥ %s, FAIL if the upper bound < %s",
+		MethodName(pl.Test), pl.N, 100*pl.Discordance, u(-pl.MarginPoints/100), u(-pl.FailPoints/100))
+	if pl.PlannedDiscordance > 0 && math.Abs(pl.PlannedDiscordance-pl.Discordance) > 1e-9 {
+		s += fmt.Sprintf("; computed at %.1f%% discordance, the observed %.1f%% raised to the effect + 0.1 point: a %s drop needs at least that many discordant pairs",
+			100*pl.PlannedDiscordance, 100*pl.Discordance, pl.EffectText())
+	}
+	return s + ")"
+}
+
+// EffectText is the planned drop in the test's unit ("5 pts", "0.5 points on
+// 1–10").
+func (pl Plan) EffectText() string { return MarginText(pl.Test, pl.EffectPoints) }
+
+// Summary is the plan's text after its error-rate table: the detectable drop,
+// the whole policy's sample sizes and the cases still missing.
+func (pl Plan) Summary() string {
+	var b strings.Builder
+	if pl.Detectable {
+		fmt.Fprintf(&b, "Smallest drop this run FAILs with %.0f%% probability: %s. ", 100*pl.Power, MarginText(pl.Test, pl.DetectableDropPoints))
+	} else {
+		fmt.Fprintf(&b, "No drop up to %s is FAILed with %.0f%% probability at this n. ", MarginText(pl.Test, pl.DetectableDropPoints), 100*pl.Power)
+	}
+	if pp := pl.Policy; pp != nil {
+		b.WriteString(strings.TrimSpace(pp.Markdown()))
+	}
+	if pl.MoreCases > 0 {
+		fmt.Fprintf(&b, " %s.", pl.moreText())
+	}
+	return b.String()
+}
+
+// moreText is the plan's "N more cases" in words, with the powers it is
+// planned at.
+func (pl Plan) moreText() string {
+	pass := fmt.Sprintf("%.0f%% PASS if equal (%d)", 100*pl.Power, pl.PassN)
+	if pl.PassN == 0 {
+		pass = "PASS if equal (cannot be planned)"
+	}
+	return fmt.Sprintf("%d more cases for the whole policy's %s and %.0f%% FAIL if %s worse (%d), planned at %.0f%%",
+		pl.MoreCases, pass, 100*pl.Power, MarginText(pl.Test, pl.EffectPoints), pl.FailN, 100*pl.PlannedPower)
 }
 
 // Advice is the sample-size advice in words: "N more cases, or about D days
@@ -390,14 +471,19 @@ func Advice(more int, perDay float64) string {
 
 // RunningVerdict states a sequential test's state in one line: the running
 // verdict, how far each test is on its way to deciding and the projection.
-func RunningVerdict(st stats.SequentialState) string {
+func RunningVerdict(st stats.SequentialState) string { return RunningVerdictIn(stats.MethodTango, st) }
+
+// RunningVerdictIn is RunningVerdict with the differences in the unit of the
+// quality test method (points on 1–10 for judge scores).
+func RunningVerdictIn(method string, st stats.SequentialState) string {
+	u := func(f float64) string { return DiffText(method, f) }
 	if st.Verdict != string(Inconclusive) {
-		return fmt.Sprintf("%s after %d cases (anytime-valid; confidence sequence [%s, %s])", st.Verdict, st.DecidedAt, pts(st.CS.Low), pts(st.CS.High))
+		return fmt.Sprintf("%s after %d cases (anytime-valid; confidence sequence [%s, %s])", st.Verdict, st.DecidedAt, u(st.CS.Low), u(st.CS.High))
 	}
 	s := fmt.Sprintf("undecided after %d cases: PASS evidence %.0f%%, FAIL evidence %.0f%% of the way (confidence sequence [%s, %s])",
-		st.N, 100*st.PassProgress, 100*st.FailProgress, pts(st.CS.Low), pts(st.CS.High))
+		st.N, 100*st.PassProgress, 100*st.FailProgress, u(st.CS.Low), u(st.CS.High))
 	if st.Config.PassOnly {
-		s = fmt.Sprintf("undecided after %d cases: PASS evidence %.0f%% of the way (lower confidence bound %s)", st.N, 100*st.PassProgress, pts(st.CS.Low))
+		s = fmt.Sprintf("undecided after %d cases: PASS evidence %.0f%% of the way (lower confidence bound %s)", st.N, 100*st.PassProgress, u(st.CS.Low))
 	}
 	if st.MoreCases > 0 {
 		s += fmt.Sprintf("; at the evidence's growth so far, about %d more cases", st.MoreCases)

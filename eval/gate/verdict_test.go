@@ -16,9 +16,10 @@ func comparison(n int, diff, low, high, p float64) stats.Comparison {
 		P95RatioCI:  stats.Interval{Low: 1.0, High: 1.2},
 		SampleSize:  stats.SampleSize{Effect: 0.05, N: 600},
 		Segments: []stats.Segment{
-			{Name: "category:math", Quality: stats.Paired{N: 50, Diff: -0.2, McNemarP: 0.001}, AdjustedP: 0.003},
-			{Name: "category:code", Quality: stats.Paired{N: 50, Diff: -0.04, McNemarP: 0.2}, AdjustedP: 0.4},
-			{Name: "category:tiny", Quality: stats.Paired{N: 5, Diff: -0.4, McNemarP: 0.06}, AdjustedP: 0.12},
+			{Name: "category:math", Quality: stats.PairedOf(30, 10, 0, 10, stats.Z95)}, // 50 pairs, 20 points worse
+			{Name: "category:code", Quality: stats.PairedOf(180, 0, 0, 20, stats.Z95)}, // 200 pairs, identical
+			{Name: "category:small", Quality: stats.PairedOf(20, 2, 2, 6, stats.Z95)},  // 30 pairs, equal but too few to show it
+			{Name: "category:tiny", Quality: stats.PairedOf(2, 2, 0, 1, stats.Z95)},    // 5 pairs, 40 points worse
 		},
 	}
 }
@@ -52,7 +53,7 @@ func TestEvaluate(t *testing.T) {
 			map[string]Status{"quality": Fail}, []string{"worse: upper bound -2.0 pts < -1.0 pts (Tango score interval"}},
 		{"straddles margin", Policy{Confidence: 0.95, Quality: q},
 			comparison(300, -0.01, -0.04, 0.02, 0.5), nil, Inconclusive, ClaimNone,
-			map[string]Status{"quality": Inconclusive}, []string{"more cases for 80% PASS if equal", "| as good as the incumbent |", "(missed regression)"}},
+			map[string]Status{"quality": Inconclusive}, []string{"more cases for the whole policy's 80% PASS if equal", "planned at 85%", "| as good as the incumbent |", "(missed regression)"}},
 		{"three-way: significantly worse fails below the margin", Policy{Confidence: 0.95, Quality: &QualityGate{MarginPoints: 3, FailPoints: new(0.0)}},
 			comparison(300, -0.03, -0.05, -0.005, 0.01), nil, Fail, ClaimWorse,
 			map[string]Status{"quality": Fail}, []string{"worse: upper bound -0.5 pts < +0.0 pts"}},
@@ -71,10 +72,12 @@ func TestEvaluate(t *testing.T) {
 			comparison(300, 0, 0, 0, 1), nil, Fail, ClaimNone, map[string]Status{"cost": Fail}, []string{"lower bound 0.450 > 0.400"}},
 		{"latency straddles ceiling", Policy{Confidence: 0.95, Latency: &LatencyGate{1.15}},
 			comparison(300, 0, 0, 0, 1), nil, Inconclusive, ClaimNone, map[string]Status{"latency": Inconclusive}, nil},
-		{"segments", Policy{Confidence: 0.95, Segments: &SegmentsGate{MustNotRegress: []string{"category:math", "category:code", "category:tiny", "app:none"}, MinN: 10}},
+		{"segments", Policy{Confidence: 0.95, Segments: &SegmentsGate{MustNotRegress: []string{"category:math", "category:code", "category:small", "category:tiny", "app:none"}, MinN: 10}},
 			comparison(300, 0, 0, 0, 1), nil, Fail, ClaimNone,
-			map[string]Status{"segment category:math": Fail, "segment category:code": Pass, "segment category:tiny": Inconclusive, "segment app:none": Inconclusive},
-			[]string{"Holm-adjusted 0.003", "no cases in this suite"}},
+			map[string]Status{"segment category:math": Fail, "segment category:code": Pass, "segment category:small": Inconclusive,
+				"segment category:tiny": Inconclusive, "segment app:none": Inconclusive},
+			[]string{"within Holm's step-down over the 5 listed segments", "non-inferior on its own", "shows neither non-inferiority within 3 pts",
+				"only 5 paired graded cases, policy needs 10", "no cases in this run"}},
 		{"noise required but no A′", Policy{Confidence: 0.95, Noise: &NoiseGate{true}},
 			comparison(300, 0.08, 0.04, 0.12, 0.0001), nil, Inconclusive, ClaimNone,
 			map[string]Status{"noise": Inconclusive}, []string{"A′"}},
@@ -104,6 +107,31 @@ func TestEvaluate(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSmallSegmentDropNeverPasses: a must-not-regress segment of 10 cases
+// that drops 40 points while the whole suite is non-inferior used to PASS
+// ("no significant regression") and so did the verdict. It cannot show
+// non-inferiority, so it is never PASS: FAIL when the drop is significant
+// for its family, INCONCLUSIVE otherwise, and the verdict follows.
+func TestSmallSegmentDropNeverPasses(t *testing.T) {
+	c := comparison(3000, 0, -0.01, 0.01, 1)
+	c.Segments = []stats.Segment{{Name: "lang:ru", Quality: stats.PairedOf(5, 4, 0, 1, stats.Z95)}}
+	for _, family := range [][]string{{"lang:ru"}, {"lang:ru", "table", "code", "len:0-127"}} {
+		p := Policy{Version: "t", Confidence: 0.95, Quality: &QualityGate{MarginPoints: 3, FailPoints: new(0.0)}, Segments: &SegmentsGate{MustNotRegress: family}}
+		v := Evaluate(p, c, nil)
+		seg := gate(v, "segment lang:ru")
+		if gate(v, "quality").Status != Pass || seg.Status == Pass || v.Verdict == Pass {
+			t.Errorf("family %v: quality %s, segment %s (%s), verdict %s", family, gate(v, "quality").Status, seg.Status, seg.Reason, v.Verdict)
+		}
+		want := Fail // one-sided p Φ(−2) = 0.023 ≤ 0.025
+		if len(family) > 1 {
+			want = Inconclusive // Holm's first step over 4 needs ≤ 0.025/4
+		}
+		if seg.Status != want {
+			t.Errorf("family %v: segment %s, want %s: %s", family, seg.Status, want, seg.Reason)
+		}
 	}
 }
 
@@ -138,14 +166,17 @@ func TestPlanErrorRates(t *testing.T) {
 }
 
 func TestShippedPolicies(t *testing.T) {
-	for _, v := range []string{"default-1", DefaultVersion} {
+	for _, v := range []string{"default-1", "default-2", DefaultVersion} {
 		p, ok := Shipped(v)
 		if !ok || p.Version != v || p.Validate() != nil {
 			t.Errorf("%s: %+v %v %v", v, p, ok, p.Validate())
 		}
 	}
 	if p := NewDefaultPolicy(); p.Quality.Fail() != 0 || p.Quality.MarginPoints != 3 || p.Cost.MaxRatio <= 1 {
-		t.Errorf("default-2: %+v", p.Quality)
+		t.Errorf("%s: %+v", DefaultVersion, p.Quality)
+	}
+	if p := NewDefaultPolicy(); p.LookSpending() != "pocock" || NewPolicyV2().LookSpending() != SpendingNone {
+		t.Errorf("looks: default-3 %q, default-2 %q", p.LookSpending(), NewPolicyV2().LookSpending())
 	}
 	if p := NewPolicyV1(); p.Quality.Fail() != 1 {
 		t.Errorf("default-1 fails beyond its margin, got %g", p.Quality.Fail())

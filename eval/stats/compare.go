@@ -21,7 +21,7 @@ import (
 //
 // Score is the grader's 0..1 value. When some graded case of a comparison has
 // a score strictly between 0 and 1 (an LLM judge's), the quality difference is
-// the mean score difference (MethodPairedT); otherwise it is the pass/fail
+// the mean score difference (MethodMeanScore); otherwise it is the pass/fail
 // difference (MethodTango).
 type Obs struct {
 	Graded    bool
@@ -43,11 +43,21 @@ type Options struct {
 	Seed uint64
 	// Confidence is the two-sided level of every interval (default 0.95).
 	Confidence float64
+	// DecisionConfidence, when in (0, 1), is the level of the intervals gates
+	// decide on instead — the paired quality intervals (overall and per
+	// segment) and the cost and p95 ratio intervals — while the per-arm
+	// figures keep Confidence: a look of a group-sequential plan decides at
+	// its boundary's level (LookConfidence).
+	DecisionConfidence float64
 	// Effect is the accuracy difference (0..1) the minimum sample size is
 	// computed for (default 0.05, five points).
 	Effect float64
 	// Power is the power the minimum sample size is computed for (default 0.8).
 	Power float64
+	// NoArmIntervals leaves out the bootstrap of the per-arm latency
+	// percentile intervals (each is then its point value): no gate uses them,
+	// and simulations of thousands of suites need only the gates' figures.
+	NoArmIntervals bool
 }
 
 func (o *Options) defaults() {
@@ -56,6 +66,9 @@ func (o *Options) defaults() {
 	}
 	if o.Confidence <= 0 || o.Confidence >= 1 {
 		o.Confidence = 0.95
+	}
+	if o.DecisionConfidence <= 0 || o.DecisionConfidence >= 1 {
+		o.DecisionConfidence = o.Confidence
 	}
 	if o.Effect <= 0 || o.Effect > 1 {
 		o.Effect = 0.05
@@ -88,9 +101,15 @@ type Arm struct {
 // Paired is the candidate − incumbent accuracy difference over the cases both
 // sides' graders judged. Method names the test behind Diff and DiffCI:
 // MethodTango (pass/fail grades: Diff = (c − b)/N with Tango's score
-// interval) or MethodPairedT / MethodPairedTStratified (continuous scores: Diff
-// is the mean score difference with a paired t interval, stratified by
-// category). The pass/fail counts are filled either way.
+// interval) or MethodMeanScore / MethodMeanScoreStratified (continuous
+// scores: Diff is the mean score difference with the restricted-variance
+// score interval of MeanScoreZ, stratified by category). The pass/fail
+// counts are filled either way.
+//
+// ZAt is the test's score statistic Z(θ) for "the difference is θ"
+// (decreasing in θ; TangoZ or MeanScoreZ): the gates read one-sided p-values
+// from it, Φ(Z(θ)) for "θ or more" and 1 − Φ(Z(θ)) for "θ or less". It is nil
+// in a comparison decoded from JSON.
 type Paired struct {
 	Method         string   `json:"method"`
 	N              int      `json:"n"`               // pairs graded on both sides
@@ -103,7 +122,30 @@ type Paired struct {
 	DiffSD         float64  `json:"diff_sd"`         // standard deviation of the per-case differences
 	McNemarP       float64  `json:"mcnemar_p"`       // exact two-sided
 	DiscordantRate float64  `json:"discordant_rate"` // (b + c)/N
+
+	ZAt func(theta float64) float64 `json:"-"`
 }
+
+// PassP is the one-sided p-value of "θ ≤ theta" (the test's upper tail,
+// 1 − Φ(Z(theta))): small when the candidate is shown better than theta. It
+// is 1 without pairs or without ZAt.
+func (q Paired) PassP(theta float64) float64 {
+	if q.N == 0 || q.ZAt == nil {
+		return 1
+	}
+	return 1 - normalCDF(q.ZAt(theta))
+}
+
+// FailP is the one-sided p-value of "θ ≥ theta" (Φ(Z(theta))): small when the
+// candidate is shown worse than theta. 1 without pairs or without ZAt.
+func (q Paired) FailP(theta float64) float64 {
+	if q.N == 0 || q.ZAt == nil {
+		return 1
+	}
+	return normalCDF(q.ZAt(theta))
+}
+
+func normalCDF(x float64) float64 { return 0.5 * math.Erfc(-x/math.Sqrt2) }
 
 // Segment is the paired comparison on one segment. AdjustedP is the McNemar
 // p-value after Holm's correction over all segments of the comparison.
@@ -128,25 +170,33 @@ type SampleSize struct {
 
 // Comparison is a candidate against the incumbent on the same cases.
 //
-// CostRatio is candidate mean cost per request / incumbent's; P95Ratio is the
-// candidate's p95 latency / incumbent's; both with paired bootstrap percentile
-// intervals (cases resampled together). A ratio whose denominator is 0 is
-// MaxRatio when the numerator is positive and 1 when both are 0 (JSON has no
-// infinity).
+// CostRatio is candidate mean cost per request / incumbent's (CostRatioTest,
+// delta method on the log scale); P95Ratio is the candidate's p95 latency /
+// incumbent's (QuantileRatioTest, Bahadur's representation with paired
+// influences); CostRatioCI and P95RatioCI are their Wald intervals at the
+// comparison's confidence, CostTest and P95Test the figures a plan scales. A
+// ratio whose denominator is 0 is MaxRatio when the numerator is positive and
+// 1 when both are 0 (JSON has no infinity). The per-arm latency percentile
+// intervals are paired bootstrap percentile intervals.
 type Comparison struct {
-	Confidence  float64    `json:"confidence"`
-	Resamples   int        `json:"resamples"`
-	Seed        uint64     `json:"seed"`
-	Incumbent   Arm        `json:"incumbent"`
-	Candidate   Arm        `json:"candidate"`
-	Quality     Paired     `json:"quality"`
-	CostRatio   float64    `json:"cost_ratio"`
-	CostRatioCI Interval   `json:"cost_ratio_ci"`
-	P95Ratio    float64    `json:"p95_ratio"`
-	P95RatioCI  Interval   `json:"p95_ratio_ci"`
-	Segments    []Segment  `json:"segments"`   // sorted by name
-	Correction  string     `json:"correction"` // how segment p-values are adjusted
-	SampleSize  SampleSize `json:"sample_size"`
+	Confidence float64 `json:"confidence"`
+	// DecisionConfidence is the level of Quality.DiffCI, the segments'
+	// DiffCI, CostRatioCI and P95RatioCI (Options.DecisionConfidence).
+	DecisionConfidence float64    `json:"decision_confidence"`
+	Resamples          int        `json:"resamples"`
+	Seed               uint64     `json:"seed"`
+	Incumbent          Arm        `json:"incumbent"`
+	Candidate          Arm        `json:"candidate"`
+	Quality            Paired     `json:"quality"`
+	CostRatio          float64    `json:"cost_ratio"`
+	CostRatioCI        Interval   `json:"cost_ratio_ci"`
+	P95Ratio           float64    `json:"p95_ratio"`
+	P95RatioCI         Interval   `json:"p95_ratio_ci"`
+	CostTest           RatioTest  `json:"cost_test"`
+	P95Test            RatioTest  `json:"p95_test"`
+	Segments           []Segment  `json:"segments"`   // sorted by name
+	Correction         string     `json:"correction"` // how segment p-values are adjusted
+	SampleSize         SampleSize `json:"sample_size"`
 }
 
 // Compare pairs inc[i] with cand[i] (the same case) and computes every figure
@@ -161,9 +211,9 @@ func Compare(inc, cand []Obs, opts Options) (Comparison, error) {
 	}
 	opts.defaults()
 	rng := rand.New(rand.NewPCG(opts.Seed, 0x5eed))
-	z := ZFor(opts.Confidence)
+	z, zd := ZFor(opts.Confidence), ZFor(opts.DecisionConfidence)
 	c := Comparison{
-		Confidence: opts.Confidence, Resamples: opts.Resamples, Seed: opts.Seed,
+		Confidence: opts.Confidence, DecisionConfidence: opts.DecisionConfidence, Resamples: opts.Resamples, Seed: opts.Seed,
 		Correction: "Holm (1979) step-down on segment McNemar exact p-values; family-wise α = 1 − confidence",
 		Segments:   []Segment{},
 	}
@@ -171,8 +221,11 @@ func Compare(inc, cand []Obs, opts Options) (Comparison, error) {
 	for i := range all {
 		all[i] = i
 	}
-	c.Incumbent, c.Candidate, c.Quality, c.CostRatio, c.CostRatioCI, c.P95Ratio, c.P95RatioCI =
-		compareIdx(inc, cand, all, z, opts, rng, true)
+	c.Incumbent, c.Candidate, c.Quality = compareIdx(inc, cand, all, z, zd, opts, rng, !opts.NoArmIntervals)
+	c.CostTest = CostRatioTest(inc, cand, all)
+	c.P95Test = QuantileRatioTest(inc, cand, all, 95)
+	c.CostRatio, c.CostRatioCI = c.CostTest.Ratio, c.CostTest.Interval(zd)
+	c.P95Ratio, c.P95RatioCI = c.P95Test.Ratio, c.P95Test.Interval(zd)
 
 	bySeg := map[string][]int{}
 	for i, o := range inc {
@@ -187,7 +240,7 @@ func Compare(inc, cand []Obs, opts Options) (Comparison, error) {
 	slices.Sort(names)
 	ps := make([]float64, len(names))
 	for k, name := range names {
-		a, b, q, _, _, _, _ := compareIdx(inc, cand, bySeg[name], z, opts, rng, false)
+		a, b, q := compareIdx(inc, cand, bySeg[name], z, zd, opts, rng, false)
 		c.Segments = append(c.Segments, Segment{Name: name, Incumbent: a, Candidate: b, Quality: q})
 		ps[k] = q.McNemarP
 	}
@@ -204,10 +257,12 @@ func Compare(inc, cand []Obs, opts Options) (Comparison, error) {
 	return c, nil
 }
 
-// compareIdx computes both arms, the paired quality figures and the ratios over
-// the cases idx. With latency false it skips the latency bootstrap (segments
-// report point percentiles only).
-func compareIdx(inc, cand []Obs, idx []int, z float64, opts Options, rng *rand.Rand, latency bool) (a, b Arm, q Paired, costRatio float64, costCI Interval, p95Ratio float64, p95CI Interval) {
+// compareIdx computes both arms (intervals at normal quantile z) and the
+// paired quality figures (interval at zd) over the cases idx. With latency
+// true it bootstraps the arms' latency percentile intervals (resampling
+// cases, the same draw for both arms); otherwise they stay at their point
+// values.
+func compareIdx(inc, cand []Obs, idx []int, z, zd float64, opts Options, rng *rand.Rand, latency bool) (a, b Arm, q Paired) {
 	a = arm(inc, idx, z)
 	b = arm(cand, idx, z)
 	// Quality pairs: both graded.
@@ -227,74 +282,78 @@ func compareIdx(inc, cand []Obs, idx []int, z float64, opts Options, rng *rand.R
 			}
 		}
 	}
-	q.N = len(pairs)
-	q.McNemarP = McNemarExact(q.IncumbentOnly, q.CandidateOnly)
-	q.Method = MethodTango
-	q.DiffCI = TangoInterval(q.CandidateOnly, q.IncumbentOnly, q.N, z)
+	q = PairedOf(q.Both, q.IncumbentOnly, q.CandidateOnly, q.Neither, zd)
 	if q.N > 0 {
-		q.Diff = float64(q.CandidateOnly-q.IncumbentOnly) / float64(q.N)
-		q.DiscordantRate = float64(q.CandidateOnly+q.IncumbentOnly) / float64(q.N)
 		d, continuous := differences(inc, cand, pairs)
-		strata := make([]string, len(pairs))
-		for k, i := range pairs {
-			strata[k] = stratum(inc[i].Segments)
-		}
 		q.DiffSD = sd(d)
 		if continuous {
-			q.Diff, q.DiffCI, q.Method = PairedMean(d, strata, opts.Confidence)
+			strata := make([]string, len(pairs))
+			for k, i := range pairs {
+				strata[k] = stratum(inc[i].Segments)
+			}
+			t, stratified := newMeanScoreTest(d, strata)
+			q.Diff, q.Method = t.mean, MethodMeanScore
+			if stratified {
+				q.Method = MethodMeanScoreStratified
+			}
+			// The score statistic on the normal scale: the one-sided p-value
+			// of its t quantile at the effective degrees of freedom.
+			q.ZAt = func(theta float64) float64 { return tToZ(t.z(theta), t.df) }
+			q.DiffCI = Interval{-1, 1}
+			if q.N >= 2 {
+				q.DiffCI = scoreInterval(t.z, t.mean, tFor(zd, t.df))
+			}
 		}
 	}
-	costRatio = ratio(b.CostPerRequestUSD, a.CostPerRequestUSD)
-	p95Ratio = ratio(b.P95LatencyMs, a.P95LatencyMs)
+	if !latency {
+		return a, b, q
+	}
 
 	lo, hi := (1-opts.Confidence)/2*100, (1+opts.Confidence)/2*100
 	B := opts.Resamples
-	// Paired bootstrap of cost and p95 ratios and latency percentiles:
-	// resample cases, the same draw for both arms. A resample is held as a
-	// count per case; percentiles are read by walking each arm's cases in
-	// latency order until the nearest rank is reached (O(n) per resample).
+	// A resample is held as a count per case; percentiles are read by walking
+	// each arm's cases in latency order until the nearest rank is reached
+	// (O(n) per resample).
 	n := len(idx)
-	costs := make([]float64, B)
-	var p95s []float64
 	var la, lb [3][]float64
-	var ordA, ordB []int
-	if latency {
-		p95s = make([]float64, B)
-		for k := range 3 {
-			la[k] = make([]float64, B)
-			lb[k] = make([]float64, B)
-		}
-		ordA, ordB = byLatency(inc, idx), byLatency(cand, idx)
+	for k := range 3 {
+		la[k] = make([]float64, B)
+		lb[k] = make([]float64, B)
 	}
+	ordA, ordB := byLatency(inc, idx), byLatency(cand, idx)
 	counts := make([]int, n)
 	for r := range B {
 		clear(counts)
-		var ca, cb float64
 		for range n {
-			k := draw(rng, n)
-			counts[k]++
-			ca += inc[idx[k]].CostUSD
-			cb += cand[idx[k]].CostUSD
-		}
-		costs[r] = ratio(cb, ca)
-		if !latency {
-			continue
+			counts[draw(rng, n)]++
 		}
 		walk(inc, idx, ordA, counts, la, r)
 		walk(cand, idx, ordB, counts, lb, r)
-		p95s[r] = ratio(lb[1][r], la[1][r])
 	}
 	ci := func(v []float64) Interval {
 		slices.Sort(v)
 		return Interval{Low: NearestRank(v, lo), High: NearestRank(v, hi)}
 	}
-	costCI = ci(costs)
-	if latency {
-		p95CI = ci(p95s)
-		a.P50LatencyCI, a.P95LatencyCI, a.P99LatencyCI = ci(la[0]), ci(la[1]), ci(la[2])
-		b.P50LatencyCI, b.P95LatencyCI, b.P99LatencyCI = ci(lb[0]), ci(lb[1]), ci(lb[2])
+	a.P50LatencyCI, a.P95LatencyCI, a.P99LatencyCI = ci(la[0]), ci(la[1]), ci(la[2])
+	b.P50LatencyCI, b.P95LatencyCI, b.P99LatencyCI = ci(lb[0]), ci(lb[1]), ci(lb[2])
+	return a, b, q
+}
+
+// PairedOf is the pass/fail Paired of the four pair counts (both passed,
+// only the incumbent, only the candidate, neither) with Tango's interval at
+// normal quantile z and its score statistic.
+func PairedOf(both, incOnly, candOnly, neither int, z float64) Paired {
+	q := Paired{Method: MethodTango, Both: both, IncumbentOnly: incOnly, CandidateOnly: candOnly, Neither: neither}
+	q.N = both + incOnly + candOnly + neither
+	q.McNemarP = McNemarExact(incOnly, candOnly)
+	q.DiffCI = TangoInterval(candOnly, incOnly, q.N, z)
+	if q.N > 0 {
+		x, y, n := candOnly, incOnly, q.N
+		q.ZAt = func(theta float64) float64 { return TangoZ(x, y, n, theta) }
+		q.Diff = float64(candOnly-incOnly) / float64(q.N)
+		q.DiscordantRate = float64(candOnly+incOnly) / float64(q.N)
 	}
-	return a, b, q, costRatio, costCI, p95Ratio, p95CI
+	return q
 }
 
 // byLatency returns positions 0..len(idx)-1 ordered by obs[idx[pos]].LatencyMs.
@@ -385,9 +444,8 @@ func arm(obs []Obs, idx []int, z float64) Arm {
 	a.MeanTokensIn = float64(tin) / n
 	a.MeanTokensOut = float64(tout) / n
 	a.MeanCalls = float64(calls) / n
-	a.P50LatencyMs = figure.Latency(lat, 50)
-	a.P95LatencyMs = figure.Latency(lat, 95)
-	a.P99LatencyMs = figure.Latency(lat, 99)
+	ps := figure.Latencies(lat, 50, 95, 99)
+	a.P50LatencyMs, a.P95LatencyMs, a.P99LatencyMs = ps[0], ps[1], ps[2]
 	a.P50LatencyCI = Interval{a.P50LatencyMs, a.P50LatencyMs}
 	a.P95LatencyCI = Interval{a.P95LatencyMs, a.P95LatencyMs}
 	a.P99LatencyCI = Interval{a.P99LatencyMs, a.P99LatencyMs}

@@ -116,34 +116,126 @@ func Operating(n int, s Scenario, d Design) (OC, error) {
 	z := ZFor(d.Confidence)
 	kLo, kHi := window(n, s.Discordance)
 	kDist := distuv.Binomial{N: float64(n), P: s.Discordance}
+	// The thresholds move by a step or two from one k to the next, and so
+	// do the binomial CDFs read at them: both are tracked, not recomputed.
+	passOK := func(k int) func(int) bool {
+		return func(x int) bool { return TangoZ(x, k-x, n, -d.Margin) >= z }
+	}
+	failOK := func(k int) func(int) bool {
+		return func(x int) bool { return !(TangoZ(x, k-x, n, -d.FailAt) < -z) }
+	}
+	xPass, xFailFirst := -1, -1
+	var below, fail *binomTracker
 	for k := kLo; k <= kHi; k++ {
+		// For fixed k, Tango's Z rises with x (more pairs for the candidate), so
+		// PASS is x ≥ xPass and FAIL is x ≤ xFail (and not PASS).
+		xPass = nearX(k, xPass, passOK(k))
+		xFailFirst = nearX(k, xFailFirst, failOK(k))
+		xFail := min(xFailFirst-1, xPass-1)
 		pk := kDist.Prob(float64(k))
 		if pk == 0 {
 			continue
 		}
-		// For fixed k, Tango's Z rises with x (more pairs for the candidate), so
-		// PASS is x ≥ xPass and FAIL is x ≤ xFail (and not PASS).
-		xPass := firstX(k, func(x int) bool { return TangoZ(x, k-x, n, -d.Margin) >= z })
-		xFail := firstX(k, func(x int) bool { return !(TangoZ(x, k-x, n, -d.FailAt) < -z) }) - 1
-		xFail = min(xFail, xPass-1)
-		cdf := func(x int) float64 {
-			switch {
-			case x < 0:
-				return 0
-			case x >= k:
-				return 1
-			case pi <= 0:
-				return 1
-			case pi >= 1:
-				return 0
-			}
-			return distuv.Binomial{N: float64(k), P: pi}.CDF(float64(x))
+		switch {
+		case pi <= 0:
+			oc.Pass += pk * b2f(xPass <= 0)
+			oc.Fail += pk * b2f(xFail >= 0)
+			continue
+		case pi >= 1:
+			oc.Pass += pk * b2f(xPass <= k)
+			oc.Fail += pk * b2f(xFail >= k)
+			continue
 		}
-		oc.Pass += pk * (1 - cdf(xPass-1))
-		oc.Fail += pk * cdf(xFail)
+		if below == nil {
+			below, fail = newBinomTracker(k, xPass-1, pi), newBinomTracker(k, xFail, pi)
+		} else {
+			below.step(k, xPass-1)
+			fail.step(k, xFail)
+		}
+		oc.Pass += pk * (1 - below.f)
+		oc.Fail += pk * fail.f
 	}
 	oc.Inconclusive = math.Max(0, 1-oc.Pass-oc.Fail)
 	return oc, nil
+}
+
+// nearX is firstX(k, ok) found by stepping from start (the answer for a
+// neighbouring k) when start ≥ 0, by bisection otherwise.
+func nearX(k, start int, ok func(int) bool) int {
+	if start < 0 || start > k+1 {
+		return firstX(k, ok)
+	}
+	x := start
+	if x <= k && ok(x) {
+		for x > 0 && ok(x-1) {
+			x--
+		}
+		return x
+	}
+	for x <= k && !ok(x) {
+		x++
+	}
+	return x
+}
+
+// binomTracker holds f = P(Bin(k, p) ≤ x) for 0 < p < 1 as k and x move:
+// P(Bin(k+1) ≤ x) = P(Bin(k) ≤ x) − p·P(Bin(k) = x) and
+// P(Bin(k) ≤ x+1) = P(Bin(k) ≤ x) + P(Bin(k) = x+1), re-read exactly every
+// 64 steps so rounding cannot build up.
+type binomTracker struct {
+	k, x   int
+	f, p   float64
+	lp, lq float64
+	steps  int
+}
+
+func newBinomTracker(k, x int, p float64) *binomTracker {
+	b := &binomTracker{p: p, lp: math.Log(p), lq: math.Log1p(-p)}
+	b.exact(k, x)
+	return b
+}
+
+func (b *binomTracker) exact(k, x int) {
+	b.k, b.x, b.steps = k, x, 0
+	switch {
+	case x < 0:
+		b.f = 0
+	case x >= k:
+		b.f = 1
+	default:
+		b.f = distuv.Binomial{N: float64(k), P: b.p}.CDF(float64(x))
+	}
+}
+
+// pmf is P(Bin(k, p) = x), 0 outside [0, k].
+func (b *binomTracker) pmf(k, x int) float64 {
+	if x < 0 || x > k {
+		return 0
+	}
+	lk, _ := math.Lgamma(float64(k + 1))
+	lx, _ := math.Lgamma(float64(x + 1))
+	lr, _ := math.Lgamma(float64(k - x + 1))
+	return math.Exp(lk - lx - lr + float64(x)*b.lp + float64(k-x)*b.lq)
+}
+
+// step moves the tracker to (k, x), k one above the last.
+func (b *binomTracker) step(k, x int) {
+	if k != b.k+1 || b.steps >= 64 {
+		b.exact(k, x)
+		return
+	}
+	b.f -= b.p * b.pmf(b.k, b.x)
+	b.k = k
+	for b.x < x {
+		b.x++
+		b.f += b.pmf(b.k, b.x)
+	}
+	for b.x > x {
+		b.f -= b.pmf(b.k, b.x)
+		b.x--
+	}
+	b.f = math.Max(0, math.Min(1, b.f))
+	b.steps++
 }
 
 // firstX returns the smallest x in [0, k] with ok(x), k+1 when none; ok must
@@ -209,33 +301,45 @@ func Plan(s Scenario, d Design, power float64, minN int) (int, error) {
 		}
 		return oc.Pass >= power, nil
 	}
-	lo, hi := max(1, minN), max(1, minN)
-	for {
-		ok, err := reach(hi)
+	var rerr error
+	n, ok := SmallestN(func(n int) bool {
+		r, err := reach(n)
 		if err != nil {
-			return 0, err
+			rerr = err
+			return true
 		}
-		if ok {
-			break
-		}
+		return r
+	}, max(1, minN))
+	switch {
+	case rerr != nil:
+		return 0, rerr
+	case !ok:
+		return 0, fmt.Errorf("stats: plan: more than %d cases needed", MaxPlanN)
+	}
+	return n, nil
+}
+
+// SmallestN is the smallest n ≥ lo with ok(n), by doubling then bisection:
+// ok is assumed to turn true and stay true as n grows (up to the small
+// sawtooth of a discrete test, which the search may land either side of);
+// false when none up to MaxPlanN.
+func SmallestN(ok func(int) bool, lo int) (int, bool) {
+	hi := lo
+	for !ok(hi) {
 		if hi >= MaxPlanN {
-			return 0, fmt.Errorf("stats: plan: more than %d cases needed", MaxPlanN)
+			return 0, false
 		}
 		lo, hi = hi, min(MaxPlanN, hi*2)
 	}
-	for lo < hi { // invariant: reach(hi)
+	for lo < hi { // invariant: ok(hi)
 		mid := (lo + hi) / 2
-		ok, err := reach(mid)
-		if err != nil {
-			return 0, err
-		}
-		if ok {
+		if ok(mid) {
 			hi = mid
 		} else {
 			lo = mid + 1
 		}
 	}
-	return hi, nil
+	return hi, true
 }
 
 // PlanMargin is the power Recommend adds above the asked power (capped at half

@@ -1,6 +1,8 @@
 package stats
 
 import (
+	"fmt"
+	"gonum.org/v1/gonum/stat/distuv"
 	"math"
 	"testing"
 )
@@ -101,7 +103,7 @@ func TestTango(t *testing.T) {
 	}
 }
 
-func TestPairedMeanStratified(t *testing.T) {
+func TestMeanScoreStratified(t *testing.T) {
 	// Two strata whose means differ: the stratified variance leaves the
 	// between-strata spread out and is narrower.
 	var d []float64
@@ -112,12 +114,85 @@ func TestPairedMeanStratified(t *testing.T) {
 		d = append(d, -0.2+0.01*float64(i%5))
 		st = append(st, "category:b")
 	}
-	m, ivS, method := PairedMean(d, st, 0.95)
-	_, ivP, plain := PairedMean(d, nil, 0.95)
-	if method != MethodPairedTStratified || plain != MethodPairedT || math.Abs(m-0.02) > 1e-12 {
+	m, ivS, method := MeanScoreInterval(d, st, Z95)
+	_, ivP, plain := MeanScoreInterval(d, nil, Z95)
+	if method != MethodMeanScoreStratified || plain != MethodMeanScore || math.Abs(m-0.02) > 1e-12 {
 		t.Errorf("methods %s %s mean %v", method, plain, m)
 	}
 	if ivS.High-ivS.Low >= ivP.High-ivP.Low || !ivS.Contains(m) {
 		t.Errorf("stratified %v should be narrower than %v", ivS, ivP)
+	}
+}
+
+// TestMeanScoreSparseStrata: 2-case categories whose pairs tie, and one
+// single-case category, neither collapse the interval to zero width nor
+// switch a comparison with large categories off stratification.
+func TestMeanScoreSparseStrata(t *testing.T) {
+	var d []float64
+	var st []string
+	for i := range 30 {
+		// 30 two-case categories, each pair identical within its category.
+		v := 0.1 * float64(i%3-1)
+		d = append(d, v, v)
+		st = append(st, fmt.Sprintf("category:c%d", i), fmt.Sprintf("category:c%d", i))
+	}
+	_, iv, method := MeanScoreInterval(d, st, Z95)
+	_, plain, _ := MeanScoreInterval(d, nil, Z95)
+	if w := iv.High - iv.Low; w < 0.5*(plain.High-plain.Low) || method != MethodMeanScore {
+		t.Errorf("2-case strata: %v (%s), unstratified %v", iv, method, plain)
+	}
+	// Two large categories and one single case: still stratified.
+	d, st = nil, nil
+	for i := range 60 {
+		d = append(d, 0.2+0.1*float64(i%3-1), -0.2+0.1*float64(i%3-1))
+		st = append(st, "category:a", "category:b")
+	}
+	d = append(d, 0.5)
+	st = append(st, "category:lone")
+	if _, _, method := MeanScoreInterval(d, st, Z95); method != MethodMeanScoreStratified {
+		t.Errorf("one single-case category switched the comparison to %s", method)
+	}
+}
+
+// operatingRef is Operating computed the direct way (a binomial CDF and a
+// bisection per discordant count), to check the tracked computation.
+func operatingRef(n int, s Scenario, d Design) OC {
+	pi := (s.Discordance + s.Effect) / (2 * s.Discordance)
+	oc := OC{N: n}
+	z := ZFor(d.Confidence)
+	kLo, kHi := window(n, s.Discordance)
+	for k := kLo; k <= kHi; k++ {
+		pk := distuv.Binomial{N: float64(n), P: s.Discordance}.Prob(float64(k))
+		xPass := firstX(k, func(x int) bool { return TangoZ(x, k-x, n, -d.Margin) >= z })
+		xFail := min(firstX(k, func(x int) bool { return !(TangoZ(x, k-x, n, -d.FailAt) < -z) })-1, xPass-1)
+		cdf := func(x int) float64 {
+			switch {
+			case x < 0:
+				return 0
+			case x >= k:
+				return 1
+			}
+			return distuv.Binomial{N: float64(k), P: pi}.CDF(float64(x))
+		}
+		oc.Pass += pk * (1 - cdf(xPass-1))
+		oc.Fail += pk * cdf(xFail)
+	}
+	return oc
+}
+
+func TestOperatingMatchesDirect(t *testing.T) {
+	for _, n := range []int{50, 300, 709, 2004} {
+		for _, s := range []Scenario{{0.85, 0.2, 0}, {0.85, 0.2, -0.05}, {0.9, 0.05, -0.03}, {0.6, 0.4, 0.1}} {
+			for _, d := range []Design{{0.03, 0, 0.95}, {0.01, 0.01, 0.95}, {0.05, 0.02, 0.998}} {
+				got, err := Operating(n, s, d)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := operatingRef(n, s, d)
+				if math.Abs(got.Pass-want.Pass) > 1e-9 || math.Abs(got.Fail-want.Fail) > 1e-9 {
+					t.Errorf("n %d %+v %+v: %+v, direct %+v", n, s, d, got, want)
+				}
+			}
+		}
 	}
 }

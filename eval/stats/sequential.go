@@ -12,8 +12,9 @@ type SequentialConfig struct {
 	Margin float64 `json:"margin"`
 	// FailAt (0..1): FAIL when "θ ≥ −FailAt" is rejected.
 	FailAt float64 `json:"fail_at"`
-	// Effect (0..1, > FailAt): the drop the FAIL test's bets are sized for
-	// (the alternative θ = −Effect); the PASS test's bets are sized for θ = 0.
+	// Effect (0..1, > FailAt): the drop the FAIL test's bets start from (its
+	// running mean is shrunk towards θ = −Effect); the PASS test's start from
+	// θ = 0. The bets then follow the data (agrapa).
 	Effect float64 `json:"effect"`
 	// Confidence is two-sided; each one-sided test runs at α/2 = (1 − conf)/2.
 	Confidence float64 `json:"confidence"`
@@ -52,7 +53,7 @@ func (c SequentialConfig) Validate() error {
 // Sequential is an anytime-valid test of the paired per-case differences
 // d ∈ [−1, 1] (candidate − incumbent: −1, 0, +1 for pass/fail grades, the score
 // difference for continuous grades) by betting (Shafer & Vovk; Waudby-Smith &
-// Ramdas 2023, "Estimating means of bounded random variables by betting",
+// Ramdas 2024, "Estimating means of bounded random variables by betting",
 // JRSS-B 86(1):1–27). Two capital processes run side by side:
 //
 //	PASS test, H₀: θ ≤ −m:  K⁺ₜ = Π (1 + λᵢ(dᵢ + m))
@@ -62,15 +63,17 @@ func (c SequentialConfig) Validate() error {
 // the d's, so by Ville's inequality P(sup_t K ≥ 2/α) ≤ α/2: stopping at the
 // first look where K⁺ or K⁻ reaches 2/α keeps P(PASS | θ ≤ −m) ≤ α/2 and
 // P(FAIL | θ ≥ −f) ≤ α/2 however many looks are taken. The bets are
-// predictable (they use d₁…dᵢ₋₁ only): the approximate Kelly bet for the
-// design alternative, λ = Δ/(σ̂² + Δ²) (Waudby-Smith & Ramdas 2023 §5.3,
-// GRAPA with the alternative fixed at the design effect), Δ = m for the PASS
-// test (alternative: equal) and Δ = e − f for the FAIL test (alternative:
-// worse by the effect e), σ̂² the running variance of d shrunk towards 0.25
-// with weight 10 cases; bets are capped so a factor never drops below ½.
+// predictable and adapt to the data: the aGRAPA plug-in of the Kelly bet
+// (agrapa), λ = (μ̂ + m)/(σ̂² + (μ̂ + m)²) for the PASS test and
+// μ = (−f − μ̂)/(σ̂² + (f + μ̂)²) for the FAIL test, μ̂ and σ̂² the running mean
+// and variance of d₁…dᵢ₋₁ shrunk over 10 cases towards the design
+// alternatives (equal for the PASS test, worse by the effect e for the FAIL
+// test) and a variance of 0.25; bets are capped so a factor never drops
+// below ½.
 //
 // The confidence sequence (CS) is the set of θ₀ whose one-sided tests, with
-// bets sized the same way around θ₀, have not reached 2/α at any time so far.
+// bets sized the same way around θ₀, have not reached 2/α at any time so far;
+// its ends at −m and −f are the two tests themselves.
 type Sequential struct {
 	cfg       SequentialConfig
 	d         []float64
@@ -80,7 +83,7 @@ type Sequential struct {
 	maxFail   float64
 	lookPass  float64 // max of log K⁺ at the looks (n ≥ MinN, every LookEvery cases)
 	lookFail  float64
-	mean, m2  float64 // Welford over the d's
+	mom       moments // over the d's
 	verdict   string
 	decidedAt int
 	threshold float64 // log(2/α)
@@ -97,20 +100,21 @@ func NewSequential(cfg SequentialConfig) (*Sequential, error) {
 	return &Sequential{cfg: cfg, threshold: math.Log(2 / (1 - cfg.Confidence))}, nil
 }
 
-// seqPriorVar and seqPriorWeight shrink the running variance early on.
-const (
-	seqPriorVar    = 0.25
-	seqPriorWeight = 10.0
-)
+// seqPriorVar is the variance the bets' running variance starts from: the
+// largest a pass/fail difference in {−1, 0, 1} with mean 0 and half its pairs
+// discordant has.
+const seqPriorVar = 0.25
 
-func (s *Sequential) sigma2() float64 {
-	return (seqPriorVar*seqPriorWeight + s.m2) / (seqPriorWeight + float64(len(s.d)))
+// passBet and failBet are the two tests' bets on the moments so far around
+// θ₀ (−m and −f for the tests themselves).
+func (s *Sequential) passBet(mom moments, t0 float64) float64 {
+	mu, v := mom.estimate(0, seqPriorVar)
+	return agrapa(mu, v, t0, 1+t0, true)
 }
 
-// bet is the capped Kelly bet for a shift delta with variance v, where the
-// factor's worst outcome is 1 − bet·span.
-func bet(delta, v, span float64) float64 {
-	return math.Max(0, math.Min(delta/(v+delta*delta), 0.5/span))
+func (s *Sequential) failBet(mom moments, t0 float64) float64 {
+	mu, v := mom.estimate(-s.cfg.Effect, seqPriorVar)
+	return agrapa(mu, v, t0, 1-t0, false)
 }
 
 // Add takes the next case's difference d (clamped to [−1, 1]). After a
@@ -118,22 +122,16 @@ func bet(delta, v, span float64) float64 {
 func (s *Sequential) Add(d float64) {
 	d = math.Max(-1, math.Min(1, d))
 	if s.verdict == "" || s.cfg.Continue {
-		v := s.sigma2()
 		m, f := s.cfg.Margin, s.cfg.FailAt
-		lp := bet(math.Max(m, 0.005), v, 1-m)
-		s.logPass += math.Log1p(lp * (d + m))
+		s.logPass += math.Log1p(s.passBet(s.mom, -m) * (d + m))
 		s.maxPass = math.Max(s.maxPass, s.logPass)
 		if !s.cfg.PassOnly {
-			lf := bet(s.cfg.Effect-f, v, 1+f)
-			s.logFail += math.Log1p(-lf * (d + f))
+			s.logFail += math.Log1p(-s.failBet(s.mom, -f) * (d + f))
 			s.maxFail = math.Max(s.maxFail, s.logFail)
 		}
 	}
 	s.d = append(s.d, d)
-	n := float64(len(s.d))
-	delta := d - s.mean
-	s.mean += delta / n
-	s.m2 += delta * (d - s.mean)
+	s.mom.add(d)
 	look := len(s.d) >= s.cfg.MinN && len(s.d)%s.cfg.LookEvery == 0
 	if look {
 		s.lookPass = math.Max(s.lookPass, s.logPass)
@@ -195,7 +193,7 @@ func (s *Sequential) State() SequentialState {
 // O(1), for callers that read only the verdict, evidence, p-values and
 // projection of many tests (per-segment running verdicts).
 func (s *Sequential) Summary() SequentialState {
-	st := SequentialState{N: len(s.d), Mean: s.mean, Verdict: s.verdict, DecidedAt: s.decidedAt,
+	st := SequentialState{N: len(s.d), Mean: s.mom.mean, Verdict: s.verdict, DecidedAt: s.decidedAt,
 		PassEvidence: math.Exp(s.logPass), FailEvidence: math.Exp(s.logFail), Threshold: math.Exp(s.threshold),
 		Config: s.cfg}
 	if st.Verdict == "" {
@@ -227,20 +225,18 @@ func (s *Sequential) Summary() SequentialState {
 // rejects reports whether the one-sided betting test of "θ ≤ t0" (lower) or
 // "θ ≥ t0" (upper) has reached 2/α at some time over the data so far.
 func (s *Sequential) rejects(t0 float64, lower bool) bool {
-	var logK, m2, mean float64
-	for i, d := range s.d {
-		v := (seqPriorVar*seqPriorWeight + m2) / (seqPriorWeight + float64(i))
+	var logK float64
+	var mom moments
+	for _, d := range s.d {
 		if lower {
-			logK += math.Log1p(bet(math.Max(s.cfg.Margin, 0.005), v, 1+t0) * (d - t0))
+			logK += math.Log1p(s.passBet(mom, t0) * (d - t0))
 		} else {
-			logK += math.Log1p(-bet(s.cfg.Effect-s.cfg.FailAt, v, 1-t0) * (d - t0))
+			logK += math.Log1p(-s.failBet(mom, t0) * (d - t0))
 		}
 		if logK >= s.threshold {
 			return true
 		}
-		delta := d - mean
-		mean += delta / float64(i+1)
-		m2 += delta * (d - mean)
+		mom.add(d)
 	}
 	return false
 }
@@ -253,7 +249,7 @@ func (s *Sequential) cs() Interval {
 		return iv
 	}
 	if s.rejects(-1+1e-9, true) {
-		lo, hi := -1+1e-9, s.mean
+		lo, hi := -1+1e-9, s.mom.mean
 		for hi-lo > 1e-4 {
 			mid := (lo + hi) / 2
 			if s.rejects(mid, true) {
@@ -265,7 +261,7 @@ func (s *Sequential) cs() Interval {
 		iv.Low = lo
 	}
 	if s.rejects(1-1e-9, false) {
-		lo, hi := s.mean, 1-1e-9
+		lo, hi := s.mom.mean, 1-1e-9
 		for hi-lo > 1e-4 {
 			mid := (lo + hi) / 2
 			if s.rejects(mid, false) {

@@ -1,11 +1,15 @@
 // Package stats holds the statistics a suite report and its gates are built
 // from: Wilson score intervals for accuracy; Tango's score interval for the
-// paired accuracy difference and a stratified paired t for judge scores; a
-// seeded paired bootstrap for cost and latency ratios; McNemar's exact test;
-// nearest-rank percentiles (store/percentile); Holm's correction; the exact
-// operating characteristics and sample sizes of the three-way quality rule
-// (Operating, Plan, DetectableDrop); the anytime-valid Sequential test; and
-// Cohen's κ of a judge against human reviewers (CohenKappa).
+// paired accuracy difference and its restricted-variance generalisation for
+// judge scores (MeanScoreZ); the paired cost ratio (delta method) and p95
+// ratio (Bahadur) tests; a seeded paired bootstrap for the per-arm latency
+// percentile intervals; McNemar's exact test; nearest-rank percentiles
+// (store/percentile); Holm's correction; the exact operating characteristics
+// and sample sizes of the three-way quality rule (Operating, Plan,
+// DetectableDrop); group-sequential boundaries (Boundaries); and the
+// anytime-valid tests: Sequential, BettingCS, CostRatioSequence,
+// QuantileRatioSequence; and Cohen's κ of a judge against human reviewers
+// (CohenKappa).
 //
 // Every function is pure and deterministic for a given seed.
 package stats

@@ -1,6 +1,7 @@
 // Package incumbenttest is a fake incumbent LLM API for tests and load runs: it
-// answers POST /v1/chat/completions and POST /v1/responses, streamed (SSE) or not,
-// with "echo: <last user message>", and GET /v1/models. Every answer carries the
+// answers POST /v1/chat/completions, POST /v1/responses and Anthropic's POST
+// /v1/messages (anthropic.go), streamed (SSE) or not, with "echo: <last user
+// message>", and GET /v1/models. Every answer carries the
 // header X-Incumbent: fake so a proxy's pass-through can be checked.
 package incumbenttest
 
@@ -89,6 +90,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	path := strings.TrimSuffix(r.URL.Path, "/")
+	if h.Status != 0 && strings.HasSuffix(path, "/v1/messages") {
+		anthropicError(w, h.Status, "rate_limit_error", "scripted failure")
+		return
+	}
 	if h.Status != 0 {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(h.Status)
@@ -110,8 +116,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, `{"error":{"message":"bad json","type":"invalid_request_error"}}`)
 		return
 	}
-	path := strings.TrimSuffix(r.URL.Path, "/")
 	switch {
+	case r.Method == http.MethodPost && strings.HasSuffix(path, "/v1/messages"):
+		h.messages(w, r, n, body)
 	case r.Method == http.MethodPost && strings.HasSuffix(path, "/chat/completions"):
 		h.chat(w, n, req.Model, "echo: "+lastUser(req.Messages), req.Stream, req.StreamOptions != nil && req.StreamOptions.IncludeUsage)
 	case r.Method == http.MethodPost && strings.HasSuffix(path, "/responses"):

@@ -36,6 +36,10 @@ type Reply struct {
 	// under ReasoningKey ("reasoning_content" when empty, or "reasoning").
 	Reasoning    string
 	ReasoningKey string
+	// ToolCalls are streamed after the content, each as fragments: the id and
+	// name first, then the arguments in two pieces; finish_reason is then
+	// "tool_calls".
+	ToolCalls []openai.ToolCall
 }
 
 // Request is one request the server received.
@@ -211,7 +215,25 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		send(openai.ChatCompletionStreamResponse{Choices: []openai.ChatCompletionStreamChoice{{
 			Delta: openai.ChatCompletionStreamChoiceDelta{Role: openai.ChatMessageRoleAssistant, Content: piece}}}})
 	}
-	send(openai.ChatCompletionStreamResponse{Choices: []openai.ChatCompletionStreamChoice{{FinishReason: openai.FinishReasonStop}}})
+	for i, tc := range reply.ToolCalls {
+		idx := i
+		args := tc.Function.Arguments
+		half := len(args) / 2
+		frags := []openai.ToolCall{
+			{Index: &idx, ID: tc.ID, Type: openai.ToolTypeFunction, Function: openai.FunctionCall{Name: tc.Function.Name}},
+			{Index: &idx, Function: openai.FunctionCall{Arguments: args[:half]}},
+			{Index: &idx, Function: openai.FunctionCall{Arguments: args[half:]}},
+		}
+		for _, f := range frags {
+			send(openai.ChatCompletionStreamResponse{Choices: []openai.ChatCompletionStreamChoice{{
+				Delta: openai.ChatCompletionStreamChoiceDelta{ToolCalls: []openai.ToolCall{f}}}}})
+		}
+	}
+	finish := openai.FinishReasonStop
+	if len(reply.ToolCalls) > 0 {
+		finish = openai.FinishReasonToolCalls
+	}
+	send(openai.ChatCompletionStreamResponse{Choices: []openai.ChatCompletionStreamChoice{{FinishReason: finish}}})
 	if req.IncludeUsage && !reply.OmitUsage {
 		if reply.CachedTokens > 0 {
 			usage.PromptTokensDetails = &openai.PromptTokensDetails{CachedTokens: reply.CachedTokens}

@@ -66,6 +66,34 @@ type Profile struct {
 	// data (shadow.StepOutput with the data note) it is DelimitedObeyFactor
 	// times that.
 	InjectionObey float64 `yaml:"injection_obey"`
+	// InputModalities are the input kinds the model takes besides text:
+	// "image", "audio", "file". A request carrying another kind is answered
+	// 400, as text-only servers do. Empty: text only.
+	InputModalities []string `yaml:"input_modalities"`
+}
+
+// inputModalities are the simulated models that take more than text, from
+// the providers' model cards (the same as shadow.DefaultInputModalities):
+// gpt-5 and claude-sonnet-4 images and PDF files, gemini-2.5-pro images,
+// audio and files, gemma-3-27b images. The others take text only.
+var inputModalities = map[string][]string{
+	"gpt-5":           {"text", "image", "file"},
+	"claude-sonnet-4": {"text", "image", "file"},
+	"gemini-2.5-pro":  {"text", "image", "audio", "file"},
+	"gemma-3-27b":     {"text", "image"},
+}
+
+// Takes reports whether the profile takes input of modality m (text always).
+func (p Profile) Takes(m string) bool {
+	if m == "text" {
+		return true
+	}
+	for _, x := range p.InputModalities {
+		if x == m {
+			return true
+		}
+	}
+	return false
 }
 
 // DelimitedObeyFactor scales Profile.InjectionObey when the earlier response
@@ -206,6 +234,7 @@ func newProfile(name string, acc map[Family]float64, source string) Profile {
 		RefuseHarmful:   safety[name].refuse,
 		OverRefuse:      safety[name].over,
 		InjectionObey:   safety[name].obey,
+		InputModalities: inputModalities[name],
 	}
 }
 

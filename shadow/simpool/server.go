@@ -184,6 +184,60 @@ type wireMessage struct {
 	Content json.RawMessage `json:"content"`
 }
 
+// mediaKinds maps the chat completions API's media part types to modalities.
+var mediaKinds = map[string]string{"image_url": "image", "input_audio": "audio", "file": "file"}
+
+// media counts the message's media parts by modality (image, audio, file).
+func (m wireMessage) media() map[string]int {
+	raw := strings.TrimSpace(string(m.Content))
+	if raw == "" || raw[0] != '[' {
+		return nil
+	}
+	var parts []struct {
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(m.Content, &parts) != nil {
+		return nil
+	}
+	var out map[string]int
+	for _, p := range parts {
+		if k, ok := mediaKinds[p.Type]; ok {
+			if out == nil {
+				out = map[string]int{}
+			}
+			out[k]++
+		}
+	}
+	return out
+}
+
+// Simulated prompt tokens of a media part (estimates in the range providers
+// bill: OpenAI's high-detail image tiles, Gemini's 258 tokens per image, a
+// few pages of PDF, a short clip).
+var mediaTokens = map[string]int{"image": 765, "audio": 500, "file": 1500}
+
+// mediaNote is what the simulated answer says it saw: "(SIMULATED: simllm saw
+// 2 images and 1 file.)".
+func mediaNote(counts map[string]int) string {
+	var parts []string
+	for _, k := range []string{"image", "audio", "file"} {
+		n := counts[k]
+		switch {
+		case n == 0:
+			continue
+		case k == "audio" && n == 1:
+			parts = append(parts, "1 audio clip")
+		case k == "audio":
+			parts = append(parts, fmt.Sprintf("%d audio clips", n))
+		case n == 1:
+			parts = append(parts, "1 "+k)
+		default:
+			parts = append(parts, fmt.Sprintf("%d %ss", n, k))
+		}
+	}
+	return "(SIMULATED: simllm saw " + strings.Join(parts, " and ") + ".)\n\n"
+}
+
 // text returns the message content: a string, the text parts of an array of
 // content parts joined by newlines, or "" for null.
 func (m wireMessage) text() (string, error) {
@@ -233,6 +287,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	msgs := make([]message, len(req.Messages))
+	seen := map[string]int{}
 	for i, m := range req.Messages {
 		t, err := m.text()
 		if err != nil || m.Role == "" {
@@ -241,11 +296,21 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		msgs[i] = message{Role: m.Role, Content: t}
+		for k, n := range m.media() {
+			seen[k] += n
+		}
 	}
 	if !s.known(req.Model) {
 		writeError(w, http.StatusNotFound, "invalid_request_error", "model", "model_not_found",
 			fmt.Sprintf("The model `%s` does not exist or you do not have access to it.", req.Model))
 		return
+	}
+	for _, k := range []string{"image", "audio", "file"} {
+		if p := s.profiles[req.Model]; seen[k] > 0 && !p.Takes(k) {
+			writeError(w, http.StatusBadRequest, "invalid_request_error", "messages", "unsupported_content",
+				fmt.Sprintf("The model `%s` does not take %s input (simulated by simllm: its profile takes %v).", req.Model, k, append([]string{"text"}, p.InputModalities...)))
+			return
+		}
 	}
 	if s.injectError(w) {
 		return
@@ -278,6 +343,12 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 		rep = answerConductor(req.Model, cp, msgs, rng, s.cfg.MalformedPlanProb)
 	} else {
 		rep = answerWorker(s.profiles[req.Model], cp, msgs, rng, u, s.cfg.PriorHelp, maxTok)
+	}
+	if len(seen) > 0 {
+		rep.Content = mediaNote(seen) + rep.Content
+		for k, n := range seen {
+			rep.PromptTokens += n * mediaTokens[k]
+		}
 	}
 	id := responseID(s.cfg.Seed, req.Model, msgs)
 	w.Header().Set(SimulatedHeader, SystemFingerprint)

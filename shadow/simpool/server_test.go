@@ -439,3 +439,32 @@ func TestNewErrors(t *testing.T) {
 		t.Fatalf("shipped sets: %d cases, want 406", s.CaseCount())
 	}
 }
+
+// TestChatMediaParts: a model whose profile takes images answers an image
+// request saying how many it saw (SIMULATED) and bills image tokens; a
+// text-only model answers 400, as text-only servers do.
+func TestChatMediaParts(t *testing.T) {
+	client, _ := start(t, instant())
+	msgs := []openai.ChatCompletionMessage{{Role: "user", MultiContent: []openai.ChatMessagePart{
+		{Type: openai.ChatMessagePartTypeText, Text: "What is in these pictures?"},
+		{Type: openai.ChatMessagePartTypeImageURL, ImageURL: &openai.ChatMessageImageURL{URL: "data:image/png;base64,iVBORw0KGgo="}},
+		{Type: openai.ChatMessagePartTypeImageURL, ImageURL: &openai.ChatMessageImageURL{URL: "https://example.com/b.png"}},
+	}}}
+	resp, err := client.CreateChatCompletion(context.Background(), openai.ChatCompletionRequest{Model: "gemma-3-27b", Messages: msgs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := resp.Choices[0].Message.Content; !strings.HasPrefix(got, "(SIMULATED: simllm saw 2 images.)") {
+		t.Errorf("answer %.80q does not say it saw 2 images", got)
+	}
+	if want := 2*mediaTokens["image"] + (len("What is in these pictures?")+3)/4; resp.Usage.PromptTokens != want {
+		t.Errorf("prompt tokens %d, want %d", resp.Usage.PromptTokens, want)
+	}
+	for _, model := range []string{"qwen3-32b", ConductorModel} {
+		_, err = client.CreateChatCompletion(context.Background(), openai.ChatCompletionRequest{Model: model, Messages: msgs})
+		var apiErr *openai.APIError
+		if !errors.As(err, &apiErr) || apiErr.HTTPStatusCode != http.StatusBadRequest || !strings.Contains(apiErr.Message, "does not take image input") {
+			t.Errorf("%s: err %v, want 400 refusing image input", model, err)
+		}
+	}
+}

@@ -27,6 +27,7 @@ package figure
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/conductor-shadow/conductor-shadow/store/percentile"
 )
@@ -78,6 +79,23 @@ func Latency(ms []float64, p float64) float64 {
 		}
 	}
 	return percentile.Of(known, p)
+}
+
+// Latencies returns Latency(ms, p) for each of ps, sorting the known
+// latencies once.
+func Latencies(ms []float64, ps ...float64) []float64 {
+	known := make([]float64, 0, len(ms))
+	for _, v := range ms {
+		if KnownLatency(v) {
+			known = append(known, v)
+		}
+	}
+	slices.Sort(known)
+	out := make([]float64, len(ps))
+	for i, p := range ps {
+		out[i] = percentile.NearestRank(known, p)
+	}
+	return out
 }
 
 // LatencySQL returns a ClickHouse aggregate expression for Latency over the

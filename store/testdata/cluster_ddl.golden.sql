@@ -363,6 +363,59 @@ ENGINE = Distributed('shadow_cluster', 'shadow', 'judgments_local', cityHash64(r
 
 ALTER TABLE `shadow`.judgments_local ON CLUSTER `shadow_cluster` ADD INDEX IF NOT EXISTS idx_suite_run suite_run_id TYPE bloom_filter GRANULARITY 1;
 
+-- migration 0160_suite_looks
+
+CREATE TABLE IF NOT EXISTS `shadow`.suite_looks_local ON CLUSTER `shadow_cluster`
+(
+    set_name          String,
+    incumbent         String,
+    candidate         String,
+    candidate_version String,
+    policy_version    String,
+    look              Int32,
+    suite_run_id      String,
+    cases             Int32,
+    max_cases         Int32,
+    fraction          Float64,
+    boundary          Float64,
+    confidence        Float64,
+    spending          LowCardinality(String),
+    verdict           LowCardinality(String),
+    created_at        DateTime64(3, 'UTC'),
+    inserted_at       DateTime64(6, 'UTC') DEFAULT now64(6)
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/shadow/suite_looks_local', '{replica}', inserted_at)
+ORDER BY (set_name, incumbent, candidate, candidate_version, policy_version, look);
+
+CREATE TABLE IF NOT EXISTS `shadow`.suite_looks ON CLUSTER `shadow_cluster` AS `shadow`.suite_looks_local
+ENGINE = Distributed('shadow_cluster', 'shadow', 'suite_looks_local', cityHash64(set_name, candidate));
+
+-- migration 0170_input_reduced
+
+ALTER TABLE `shadow`.runs_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS input_reduced Bool DEFAULT false AFTER truncated_steps;
+
+ALTER TABLE `shadow`.runs ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS input_reduced Bool DEFAULT false AFTER truncated_steps;
+
+ALTER TABLE `shadow`.runs_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS input_reduced_reason String DEFAULT '' AFTER input_reduced;
+
+ALTER TABLE `shadow`.runs ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS input_reduced_reason String DEFAULT '' AFTER input_reduced;
+
+ALTER TABLE `shadow`.steps_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS cache_write_1h_input_tokens Int64 DEFAULT 0 AFTER cache_write_input_tokens;
+
+ALTER TABLE `shadow`.steps ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS cache_write_1h_input_tokens Int64 DEFAULT 0 AFTER cache_write_input_tokens;
+
+ALTER TABLE `shadow`.steps_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS tool_calls String DEFAULT '' AFTER output;
+
+ALTER TABLE `shadow`.steps ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS tool_calls String DEFAULT '' AFTER output;
+
+ALTER TABLE `shadow`.requests_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS tools String DEFAULT '' AFTER metadata;
+
+ALTER TABLE `shadow`.requests ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS tools String DEFAULT '' AFTER metadata;
+
+ALTER TABLE `shadow`.requests_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS input_reduced String DEFAULT '' AFTER tools;
+
+ALTER TABLE `shadow`.requests ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS input_reduced String DEFAULT '' AFTER tools;
+
 -- migration 0180_verdict_notices
 
 CREATE TABLE IF NOT EXISTS `shadow`.verdict_notices_local ON CLUSTER `shadow_cluster`
@@ -386,6 +439,38 @@ ORDER BY (sink, kind, candidate, candidate_version, set_name);
 
 CREATE TABLE IF NOT EXISTS `shadow`.verdict_notices ON CLUSTER `shadow_cluster` AS `shadow`.verdict_notices_local
 ENGINE = Distributed('shadow_cluster', 'shadow', 'verdict_notices_local', cityHash64(sink, kind, candidate, candidate_version, set_name));
+
+-- migration 0200_live_judgments
+
+ALTER TABLE `shadow`.judgments_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS note String DEFAULT '' AFTER error;
+
+ALTER TABLE `shadow`.judgments ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS note String DEFAULT '' AFTER error;
+
+ALTER TABLE `shadow`.judgments_local ON CLUSTER `shadow_cluster` ADD INDEX IF NOT EXISTS idx_judged_at judged_at TYPE minmax GRANULARITY 1;
+
+-- migration 0210_reviews
+
+CREATE TABLE IF NOT EXISTS `shadow`.reviews_local ON CLUSTER `shadow_cluster`
+(
+    request_id       String,
+    pipeline         LowCardinality(String),
+    candidate_run_id String,
+    incumbent_run_id String,
+    suite_run_id     String,
+    reviewer         String,
+    shown_first      LowCardinality(String),
+    choice           LowCardinality(String),
+    label            LowCardinality(String),
+    inclusion_prob   Float64,
+    sample_share     Float64,
+    reviewed_at      DateTime64(3, 'UTC'),
+    inserted_at      DateTime64(6, 'UTC') DEFAULT now64(6)
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/shadow/reviews_local', '{replica}', inserted_at)
+ORDER BY (request_id, pipeline, candidate_run_id, reviewer);
+
+CREATE TABLE IF NOT EXISTS `shadow`.reviews ON CLUSTER `shadow_cluster` AS `shadow`.reviews_local
+ENGINE = Distributed('shadow_cluster', 'shadow', 'reviews_local', rand());
 
 -- retention: requests 90 days, bodies 30 days
 
@@ -411,6 +496,8 @@ ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `me
 
 ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `output` TTL toDateTime(started_at) + toIntervalSecond(2592000);
 
+ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `tool_calls` TTL toDateTime(started_at) + toIntervalSecond(2592000);
+
 ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `reasoning` TTL toDateTime(started_at) + toIntervalSecond(2592000);
 
 ALTER TABLE `shadow`.`scores_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN `explanation` TTL toDateTime(created_at) + toIntervalSecond(2592000);
@@ -429,6 +516,8 @@ ALTER TABLE `shadow`.`scores_local` ON CLUSTER `shadow_cluster` DELETE WHERE req
 
 ALTER TABLE `shadow`.`judgments_local` ON CLUSTER `shadow_cluster` DELETE WHERE request_id IN (SELECT request_id FROM `shadow`.requests WHERE subject_hash = '0f1e2d3c') SETTINGS mutations_sync = 2;
 
+ALTER TABLE `shadow`.`reviews_local` ON CLUSTER `shadow_cluster` DELETE WHERE request_id IN (SELECT request_id FROM `shadow`.requests WHERE subject_hash = '0f1e2d3c') SETTINGS mutations_sync = 2;
+
 ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` DELETE WHERE run_id IN (SELECT run_id FROM `shadow`.runs WHERE request_id IN (SELECT request_id FROM `shadow`.requests WHERE subject_hash = '0f1e2d3c')) SETTINGS mutations_sync = 2;
 
 ALTER TABLE `shadow`.`runs_local` ON CLUSTER `shadow_cluster` DELETE WHERE request_id IN (SELECT request_id FROM `shadow`.requests WHERE subject_hash = '0f1e2d3c') SETTINGS mutations_sync = 2;
@@ -442,6 +531,8 @@ ALTER TABLE `shadow`.`requests_local` ON CLUSTER `shadow_cluster` DELETE WHERE s
 ALTER TABLE `shadow`.`scores_local` ON CLUSTER `shadow_cluster` DELETE WHERE (request_id IN (SELECT request_id FROM `shadow`.requests WHERE subject_hash = '0f1e2d3c') OR request_id IN ('req-1', 'req-\'2')) SETTINGS mutations_sync = 2;
 
 ALTER TABLE `shadow`.`judgments_local` ON CLUSTER `shadow_cluster` DELETE WHERE (request_id IN (SELECT request_id FROM `shadow`.requests WHERE subject_hash = '0f1e2d3c') OR request_id IN ('req-1', 'req-\'2')) SETTINGS mutations_sync = 2;
+
+ALTER TABLE `shadow`.`reviews_local` ON CLUSTER `shadow_cluster` DELETE WHERE (request_id IN (SELECT request_id FROM `shadow`.requests WHERE subject_hash = '0f1e2d3c') OR request_id IN ('req-1', 'req-\'2')) SETTINGS mutations_sync = 2;
 
 ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` DELETE WHERE (run_id IN (SELECT run_id FROM `shadow`.runs WHERE (request_id IN (SELECT request_id FROM `shadow`.requests WHERE subject_hash = '0f1e2d3c') OR request_id IN ('req-1', 'req-\'2'))) OR run_id IN ('req-1/run')) SETTINGS mutations_sync = 2;
 

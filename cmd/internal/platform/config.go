@@ -21,6 +21,7 @@ import (
 	"github.com/conductor-shadow/conductor-shadow/eval"
 	"github.com/conductor-shadow/conductor-shadow/eval/gate"
 	"github.com/conductor-shadow/conductor-shadow/eval/judge"
+	"github.com/conductor-shadow/conductor-shadow/eval/livejudge"
 	"github.com/conductor-shadow/conductor-shadow/eval/notify"
 	"github.com/conductor-shadow/conductor-shadow/eval/schedule"
 	"github.com/conductor-shadow/conductor-shadow/ingest"
@@ -43,6 +44,24 @@ type Config struct {
 	Web       web.Config         `yaml:"web"`
 	Telemetry TelemetryConfig    `yaml:"telemetry"`
 	Notify    notify.Config      `yaml:"notify"`
+	Judge     JudgeConfig        `yaml:"judge"`
+}
+
+// JudgeConfig is the judging of live traffic (suite runs' judge is
+// suite.judge).
+type JudgeConfig struct {
+	// Live judges a share of live shadow pairs in the shadow workers within
+	// a daily judge budget (eval/livejudge).
+	Live livejudge.Config `yaml:"live"`
+}
+
+// LiveJudgeWorker is the worker that judges live pairs: judge.live.worker,
+// else suite.judge.worker.
+func (c Config) LiveJudgeWorker() string {
+	if c.Judge.Live.Worker != "" {
+		return c.Judge.Live.Worker
+	}
+	return c.Suite.Judge.Worker
 }
 
 // ServerConfig is the HTTP listener shared by the tap, the web UI and the API.
@@ -134,6 +153,10 @@ type TelemetryConfig struct {
 	// (gen_ai.input.messages, gen_ai.output.messages). Off by default, as the
 	// OpenTelemetry GenAI conventions advise: they hold user text.
 	CaptureContent bool `yaml:"capture_content"`
+	// MaxContentBytes caps each captured content attribute (bytes of JSON);
+	// longer content is cut to valid JSON, each text ending in a marker with
+	// its original length. Media parts are shown by type, size and hash only.
+	MaxContentBytes int `yaml:"max_content_bytes"`
 }
 
 // envOverrides are the environment variables that override the file; empty ones
@@ -162,8 +185,9 @@ func NewDefaultConfig() Config {
 		Suite:     SuiteConfig{Set: "regression-sets/gsm8k-150.jsonl", ReportDir: "reports", Concurrency: 32, ShiftWindow: 7 * 24 * time.Hour, Judge: judge.NewDefaultConfig(), Code: eval.NewDefaultCodeConfig()},
 		Schedules: schedule.NewDefaultConfig(),
 		Web:       web.NewDefaultConfig(),
-		Telemetry: TelemetryConfig{ServiceName: "conductor-shadow"},
+		Telemetry: TelemetryConfig{ServiceName: "conductor-shadow", MaxContentBytes: shadow.DefaultMaxContentBytes},
 		Notify:    notify.NewDefaultConfig(),
+		Judge:     JudgeConfig{Live: livejudge.NewDefaultConfig()},
 	}
 }
 
@@ -236,6 +260,9 @@ func (c Config) Validate() error {
 	if c.Server.ShutdownTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("config: server.shutdown_timeout must be > 0, got %v", c.Server.ShutdownTimeout))
 	}
+	if c.Telemetry.MaxContentBytes < 1024 {
+		errs = append(errs, fmt.Errorf("config: telemetry.max_content_bytes must be at least 1024, got %d", c.Telemetry.MaxContentBytes))
+	}
 	switch c.Server.Role {
 	case RoleAll:
 	case RoleTap, RoleShadow:
@@ -280,6 +307,11 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("config: suite.%w", err))
 	} else if _, ok := c.Shadow.Worker(c.Suite.Judge.Worker); !ok {
 		errs = append(errs, fmt.Errorf("config: suite.judge.worker %q names no worker in shadow.workers", c.Suite.Judge.Worker))
+	}
+	if err := c.Judge.Live.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("config: %w", err))
+	} else if _, ok := c.Shadow.Worker(c.LiveJudgeWorker()); c.Judge.Live.Enabled() && !ok {
+		errs = append(errs, fmt.Errorf("config: judge.live.worker %q names no worker in shadow.workers", c.LiveJudgeWorker()))
 	}
 	if err := c.Suite.Code.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("config: suite.%w", err))

@@ -29,17 +29,19 @@ func TestLoadConfigFiles(t *testing.T) {
 
 func TestLoadConfigErrorsNameTheField(t *testing.T) {
 	tests := map[string]string{
-		"unknown_key.bad.yaml":        "adress",
-		"bad_addr.bad.yaml":           "server.addr",
-		"unknown_incumbent.bad.yaml":  "gpt-17",
-		"bad_candidate.bad.yaml":      "moa",
-		"bad_duration.bad.yaml":       "soon",
-		"negative_queue.bad.yaml":     "queue_size",
-		"bad_worker_url.bad.yaml":     "base_url",
-		"bad_role.bad.yaml":           "server.role",
-		"tap_without_kafka.bad.yaml":  "kafka.brokers",
-		"bad_admission.bad.yaml":      "admission.backoff_ratio",
-		"bad_judge_canaries.bad.yaml": "judge: canaries must be in 1..50",
+		"unknown_key.bad.yaml":           "adress",
+		"bad_addr.bad.yaml":              "server.addr",
+		"unknown_incumbent.bad.yaml":     "gpt-17",
+		"bad_candidate.bad.yaml":         "moa",
+		"bad_duration.bad.yaml":          "soon",
+		"negative_queue.bad.yaml":        "queue_size",
+		"bad_worker_url.bad.yaml":        "base_url",
+		"bad_role.bad.yaml":              "server.role",
+		"tap_without_kafka.bad.yaml":     "kafka.brokers",
+		"bad_admission.bad.yaml":         "admission.backoff_ratio",
+		"bad_judge_canaries.bad.yaml":    "judge: canaries must be in 1..50",
+		"bad_live_judge.bad.yaml":        "never runs without a budget",
+		"bad_live_judge_worker.bad.yaml": "judge.live.worker \"gpt-99\"",
 	}
 	for file, want := range tests {
 		_, err := LoadConfig(filepath.Join("testdata/config", file), nil)

@@ -1,0 +1,118 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// LiveJudgmentReader reads back what live judging (eval/livejudge) stored in
+// the judgments table (rows with an empty suite_run_id): a day's judge spend, so the
+// daily judge budget survives a restart, and per (candidate, judge) the
+// figures a judge of live traffic is trusted on.
+type LiveJudgmentReader interface {
+	// LiveJudgeDay sums the live judgments whose judged_at falls on the UTC
+	// day of day: their cost (USD) and how many asked the judge. An error is
+	// the transport's, wrapped.
+	LiveJudgeDay(ctx context.Context, day time.Time) (LiveJudgeDay, error)
+	// LiveJudgeStats returns, per (pipeline, judge), the live judgments
+	// judged in [q.From, q.To) (optionally of one pipeline): outcome counts,
+	// unjudged pairs, position consistency (figure.PositionConsistencySQL, as
+	// JudgeStats) and cost, by (pipeline, judge). An invalid q returns its
+	// Validate error.
+	LiveJudgeStats(ctx context.Context, q LiveJudgmentQuery) ([]JudgeStat, error)
+}
+
+// LiveJudgeDay is one UTC day of live judging.
+type LiveJudgeDay struct {
+	Day     string  `json:"day"`      // YYYY-MM-DD, UTC
+	CostUSD float64 `json:"cost_usd"` // summed cost of the day's live judgments, USD
+	// Asked counts the day's live judgments that called the judge (tokens
+	// in > 0 or cost > 0); Rows every live row of the day, decided without
+	// the judge and unjudged ones included.
+	Asked int64 `json:"asked"`
+	Rows  int64 `json:"rows"`
+}
+
+// LiveJudgmentQuery selects live judgments by the time they were judged.
+type LiveJudgmentQuery struct {
+	From, To time.Time // [From, To), UTC; both required
+	Pipeline string    // one candidate pipeline; "" for all
+}
+
+// Validate reports a missing or empty window.
+func (q LiveJudgmentQuery) Validate() error {
+	if q.From.IsZero() || q.To.IsZero() || !q.To.After(q.From) {
+		return errors.New("store: live judgments: want a window with From before To")
+	}
+	return nil
+}
+
+// LiveJudgeDay implements LiveJudgmentReader.
+func (s *sqlStore) LiveJudgeDay(ctx context.Context, day time.Time) (LiveJudgeDay, error) {
+	if err := s.check(ctx); err != nil {
+		return LiveJudgeDay{}, fmt.Errorf("store: live judge day: %w", err)
+	}
+	start := day.UTC().Truncate(24 * time.Hour)
+	p := Params{}
+	p.Time("from", start)
+	p.Time("to", start.Add(24*time.Hour))
+	type row struct {
+		Spend float64 `json:"spend"`
+		Asked int64   `json:"asked"`
+		Rows  int64   `json:"n"`
+	}
+	rows, err := queryRows[row](ctx, s.t, fmt.Sprintf(`SELECT sum(cost_usd) AS spend, countIf(tokens_in > 0 OR cost_usd > 0) AS asked, count() AS n
+FROM %s.judgments FINAL
+WHERE suite_run_id = '' AND canary = '' AND judged_at >= {from:DateTime64(3, 'UTC')} AND judged_at < {to:DateTime64(3, 'UTC')}`, s.db), p)
+	if err != nil {
+		return LiveJudgeDay{}, fmt.Errorf("store: live judge day: %w", err)
+	}
+	out := LiveJudgeDay{Day: start.Format(time.DateOnly)}
+	if len(rows) == 1 {
+		out.CostUSD, out.Asked, out.Rows = rows[0].Spend, rows[0].Asked, rows[0].Rows
+	}
+	return out, nil
+}
+
+// LiveJudgeStats implements LiveJudgmentReader.
+func (s *sqlStore) LiveJudgeStats(ctx context.Context, q LiveJudgmentQuery) ([]JudgeStat, error) {
+	if err := s.check(ctx); err != nil {
+		return nil, fmt.Errorf("store: live judge stats: %w", err)
+	}
+	if err := q.Validate(); err != nil {
+		return nil, err
+	}
+	p := Params{}
+	p.Time("from", q.From.UTC())
+	p.Time("to", q.To.UTC())
+	where := "suite_run_id = '' AND judged_at >= {from:DateTime64(3, 'UTC')} AND judged_at < {to:DateTime64(3, 'UTC')}"
+	if q.Pipeline != "" {
+		where += " AND pipeline = {pipeline:String}"
+		p.Str("pipeline", q.Pipeline)
+	}
+	rows, err := s.judgeStats(ctx, where, p)
+	if err != nil {
+		return nil, fmt.Errorf("store: live judge stats: %w", err)
+	}
+	return rows, nil
+}
+
+var _ LiveJudgmentReader = (*sqlStore)(nil)
+
+// InsertJudgmentsOf returns tw's InsertJudgments when tw is also a
+// JudgmentWriter, else an insert that fails with NotSupported (the rows are
+// then dropped and counted like any the store did not take). The Writer and
+// ingest's StoreWriter write Batch.Judgments with it.
+func InsertJudgmentsOf(tw TraceWriter) func(context.Context, []Judgment) error {
+	if jw, ok := tw.(JudgmentWriter); ok {
+		return jw.InsertJudgments
+	}
+	return func(_ context.Context, js []Judgment) error {
+		if len(js) == 0 {
+			return nil
+		}
+		return fmt.Errorf("store: insert judgments: %w", NotSupported("store.JudgmentWriter"))
+	}
+}
