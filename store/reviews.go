@@ -140,7 +140,8 @@ type ReviewReader interface {
 
 // ReviewQueueQuery selects the review sample: the real judged pairs of
 // judgments — not canaries, and only those the judge decided (win, tie, loss,
-// inconsistent; an error has no verdict to check) — each in the sample with
+// inconsistent; an error, a live pair left unjudged or decided without the
+// judge (a note) has no verdict to check) — each in the sample with
 // probability Share, decided by a hash of its key (cityHash64 of request,
 // pipeline and candidate run below Share × 2⁶⁴), so the sample is the same on
 // every read and for every reviewer. SuiteRunID narrows it to one suite
@@ -312,7 +313,7 @@ judged AS (
         any(j_inc) AS incumbent_run_id, any(j_suite) AS suite_run_id, max(j_prob) AS judged_prob
     FROM (SELECT request_id, pipeline, candidate_run_id, incumbent_run_id AS j_inc, suite_run_id AS j_suite, inclusion_prob AS j_prob
         FROM %[1]s.judgments FINAL
-        WHERE canary = '' AND outcome IN %[2]s%[3]s)
+        WHERE canary = '' AND note = '' AND outcome IN %[2]s%[3]s)
     GROUP BY request_id, pipeline, candidate_run_id
     %[4]s
 ),
@@ -434,7 +435,7 @@ SELECT r.request_id AS request_id, r.pipeline AS pipeline, r.candidate_run_id AS
     q.language AS language, q.has_table AS has_table, q.has_code AS has_code, q.length_bucket AS length_bucket%[3]s
 FROM r
 %[4]s (SELECT request_id, pipeline, candidate_run_id, judge, judge_worker, prompt_version, outcome, verdict_1, verdict_2
-    FROM %[1]s.judgments FINAL WHERE canary = '' AND outcome IN %[5]s%[6]s
+    FROM %[1]s.judgments FINAL WHERE canary = '' AND note = '' AND outcome IN %[5]s%[6]s
       AND request_id IN (SELECT request_id FROM r)) AS j
     ON j.request_id = r.request_id AND j.pipeline = r.pipeline AND j.candidate_run_id = r.candidate_run_id
 LEFT JOIN (SELECT suite_run_id, any(set_name) AS set_name FROM %[1]s.suite_runs FINAL WHERE suite_run_id IN (SELECT suite_run_id FROM r) GROUP BY suite_run_id) AS sr

@@ -47,9 +47,14 @@ func reviewFixture(t *testing.T, s *sqlStore, n int) []PairKey {
 	js = append(js,
 		Judgment{RequestID: keys[1].RequestID, SuiteRunID: "suite-r", Pipeline: "conductor", CandidateRunID: keys[1].RequestID + "/inc",
 			Judge: "judge-a", Canary: "identical", CanaryPassed: true, Outcome: JudgmentTie, JudgedAt: at, InclusionProb: 1},
-		// A pair only ever judged in error is no pair to review.
+		// A pair only ever judged in error is no pair to review, nor a live
+		// pair decided without the judge or left unjudged.
 		Judgment{RequestID: "suite-r/err", SuiteRunID: "suite-r", Pipeline: "conductor", CandidateRunID: "suite-r/err/cand",
-			IncumbentRunID: "suite-r/err/inc", Judge: "judge-a", Outcome: JudgmentError, JudgedAt: at, InclusionProb: 1, Error: "timeout"})
+			IncumbentRunID: "suite-r/err/inc", Judge: "judge-a", Outcome: JudgmentError, JudgedAt: at, InclusionProb: 1, Error: "timeout"},
+		Judgment{RequestID: "live-1", Pipeline: "planner-b", CandidateRunID: "live-1/cand", IncumbentRunID: "live-1/inc",
+			Judge: "judge-a", Outcome: JudgmentLoss, JudgedAt: at, InclusionProb: 0.25, Note: "the candidate run has no answer"},
+		Judgment{RequestID: "live-1", Pipeline: "planner", CandidateRunID: "live-1/cand", IncumbentRunID: "live-1/inc",
+			Judge: "judge-a", Outcome: JudgmentUnjudged, JudgedAt: at, InclusionProb: 0.25, Note: "budget: spent"})
 	if err := s.InsertRequests(ctx, reqs); err != nil {
 		t.Fatal(err)
 	}
