@@ -127,20 +127,23 @@ type reviewScope struct {
 	Live       bool
 }
 
-// parseReviewScope reads ?suite_run=… or ?live=1.
-func parseReviewScope(q url.Values) (reviewScope, error) {
-	sc := reviewScope{SuiteRunID: strings.TrimSpace(q.Get("suite_run"))}
+// ParseReviewScope reads a review scope from a query: suite_run=ID (one
+// suite run's pairs) or live=1 (live traffic's); neither is every judged
+// pair. Both at once, or live other than 1 or 0, is an error. The review
+// page and GET /api/review/export read it alike.
+func ParseReviewScope(q url.Values) (suiteRun string, live bool, err error) {
+	suiteRun = strings.TrimSpace(q.Get("suite_run"))
 	switch q.Get("live") {
 	case "", "0":
 	case "1":
-		sc.Live = true
+		live = true
 	default:
-		return sc, fmt.Errorf("live must be 1 or 0, got %q", q.Get("live"))
+		return "", false, fmt.Errorf("live must be 1 or 0, got %q", q.Get("live"))
 	}
-	if sc.Live && sc.SuiteRunID != "" {
-		return sc, errors.New("name a suite run or live traffic, not both")
+	if live && suiteRun != "" {
+		return "", false, errors.New("name a suite run or live traffic, not both")
 	}
-	return sc, nil
+	return suiteRun, live, nil
 }
 
 // String says what the scope covers.
@@ -281,8 +284,9 @@ type reviewPairView struct {
 }
 
 func (s *server) review(c *gin.Context) {
-	scope, err := parseReviewScope(c.Request.URL.Query())
-	if err != nil {
+	var scope reviewScope
+	var err error
+	if scope.SuiteRunID, scope.Live, err = ParseReviewScope(c.Request.URL.Query()); err != nil {
 		s.fail(c, http.StatusBadRequest, "Bad filter: "+err.Error()+".", nil)
 		return
 	}

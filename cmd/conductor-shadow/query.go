@@ -64,6 +64,25 @@ func (c *apiClient) post(ctx context.Context, path string, body, out any) error 
 		return fmt.Errorf("api %s: %w", path, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.send(req, path)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
+	if err != nil {
+		return fmt.Errorf("api %s: read answer: %w", path, err)
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("api %s: decode answer: %w", path, err)
+	}
+	return nil
+}
+
+// send sends req (for path) with the bearer token and returns a 200 answer
+// for the caller to read and close. A refused connection is errNoServer; any
+// other status is an error carrying the server's message.
+func (c *apiClient) send(req *http.Request, path string) (*http.Response, error) {
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
@@ -71,28 +90,22 @@ func (c *apiClient) post(ctx context.Context, path string, body, out any) error 
 	if err != nil {
 		var opErr *net.OpError
 		if errors.As(err, &opErr) && opErr.Op == "dial" {
-			return fmt.Errorf("api %s: %w", c.base, errNoServer)
+			return nil, fmt.Errorf("api %s: %w", c.base, errNoServer)
 		}
-		return fmt.Errorf("api %s: %w", path, err)
+		return nil, fmt.Errorf("api %s: %w", path, err)
+	}
+	if resp.StatusCode == http.StatusOK {
+		return resp, nil
 	}
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
-	if err != nil {
-		return fmt.Errorf("api %s: read answer: %w", path, err)
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	var e struct {
+		Error string `json:"error"`
 	}
-	if resp.StatusCode != http.StatusOK {
-		var e struct {
-			Error string `json:"error"`
-		}
-		if json.Unmarshal(raw, &e) == nil && e.Error != "" {
-			return fmt.Errorf("server: %s", e.Error)
-		}
-		return fmt.Errorf("api %s: HTTP %d: %s", path, resp.StatusCode, bytes.TrimSpace(raw))
+	if json.Unmarshal(raw, &e) == nil && e.Error != "" {
+		return nil, fmt.Errorf("server: %s", e.Error)
 	}
-	if err := json.Unmarshal(raw, out); err != nil {
-		return fmt.Errorf("api %s: decode answer: %w", path, err)
-	}
-	return nil
+	return nil, fmt.Errorf("api %s: HTTP %d: %s", path, resp.StatusCode, bytes.TrimSpace(raw))
 }
 
 // writeTSV prints a query result: a header line of column names, then one line

@@ -3,11 +3,9 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -20,6 +18,7 @@ import (
 	"github.com/conductor-shadow/conductor-shadow/cmd/internal/platform"
 	"github.com/conductor-shadow/conductor-shadow/eval"
 	"github.com/conductor-shadow/conductor-shadow/store"
+	"github.com/conductor-shadow/conductor-shadow/web"
 )
 
 // reviewExportPath is the API route of `review export`.
@@ -32,20 +31,11 @@ const (
 	trailerSkipped = "X-Review-Skipped"
 )
 
-// reviewQueryOf reads the export's scope: ?suite_run=ID or ?live=1.
+// reviewQueryOf reads the export's scope: ?suite_run=ID or ?live=1
+// (web.ParseReviewScope, as the review page reads it).
 func reviewQueryOf(q url.Values) (store.ReviewedQuery, error) {
-	rq := store.ReviewedQuery{SuiteRunID: q.Get("suite_run")}
-	switch q.Get("live") {
-	case "", "0":
-	case "1":
-		rq.Live = true
-	default:
-		return rq, fmt.Errorf("live must be 1 or 0, got %q", q.Get("live"))
-	}
-	if rq.Live && rq.SuiteRunID != "" {
-		return rq, errors.New("name a suite run or live traffic, not both")
-	}
-	return rq, nil
+	suiteRun, live, err := web.ParseReviewScope(q)
+	return store.ReviewedQuery{SuiteRunID: suiteRun, Live: live}, err
 }
 
 // reviewExport serves GET /api/review/export: the reviewed pairs as JSON
@@ -87,28 +77,11 @@ func (c *apiClient) download(ctx context.Context, path string, w io.Writer) (htt
 	if err != nil {
 		return nil, fmt.Errorf("api %s: %w", path, err)
 	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := c.http.Do(req)
+	resp, err := c.send(req, path)
 	if err != nil {
-		var opErr *net.OpError
-		if errors.As(err, &opErr) && opErr.Op == "dial" {
-			return nil, fmt.Errorf("api %s: %w", c.base, errNoServer)
-		}
-		return nil, fmt.Errorf("api %s: %w", path, err)
+		return nil, err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		var e struct {
-			Error string `json:"error"`
-		}
-		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		if json.Unmarshal(raw, &e) == nil && e.Error != "" {
-			return nil, fmt.Errorf("server: %s", e.Error)
-		}
-		return nil, fmt.Errorf("api %s: HTTP %d", path, resp.StatusCode)
-	}
 	if _, err := io.Copy(w, resp.Body); err != nil {
 		return nil, fmt.Errorf("api %s: read answer: %w", path, err)
 	}
