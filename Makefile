@@ -36,7 +36,7 @@ bubblewrap:
 ## test: every test, with the real embedded engine, chromium and bubblewrap. Tests that need the
 ## source datasets in ../shared/datasets (CONDUCTOR_SHADOW_DATASETS) skip without them.
 test: libchdb chromium bubblewrap
-	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -timeout 20m ./...
 
 ## generate: templ components and the shipped regression sets / replay file.
 generate:

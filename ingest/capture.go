@@ -25,18 +25,6 @@ import (
 // MaxErrorBodyBytes caps the incumbent's error body kept in ExchangeResponse.Error.
 const MaxErrorBodyBytes = 16 << 10
 
-// readUpTo reads at most limit bytes; complete is false when more remain.
-func readUpTo(r io.Reader, limit int64) (b []byte, complete bool, err error) {
-	b, err = io.ReadAll(io.LimitReader(r, limit+1))
-	if err != nil {
-		return nil, false, err
-	}
-	if int64(len(b)) > limit {
-		return b, false, nil
-	}
-	return b, true, nil
-}
-
 // captureWriter passes everything to the client and keeps a copy of the body up
 // to limit bytes. It implements http.Flusher so ReverseProxy flushes every chunk.
 // A failed write to the client (it hung up) is remembered in clientErr.
@@ -102,12 +90,15 @@ const (
 type capture struct {
 	path, app, requestID string
 	subject, traceParent string // the data subject (SubjectHeader) and the W3C traceparent sent
-	reqBody, respBody    []byte
-	status               int
-	respHeader           http.Header
-	start                time.Time
-	latency, ttft        time.Duration
-	end                  captureEnd
+	// callerRequestID and callerApp are what an untrusted caller sent as its
+	// request id and app (kept in the metadata, see Proxy.UseGuard).
+	callerRequestID, callerApp string
+	reqBody, respBody          []byte
+	status                     int
+	respHeader                 http.Header
+	start                      time.Time
+	latency, ttft              time.Duration
+	end                        captureEnd
 }
 
 // newCapture records what cw saw of the answer to r, which ended at end.

@@ -33,6 +33,17 @@ type Config struct {
 	DedupWindow int `yaml:"dedup_window" env:"DEDUP_WINDOW"`
 	// MaxMessages caps the chat messages of one request.
 	MaxMessages int `yaml:"max_messages" env:"MAX_MESSAGES"`
+	// MaxUnfinishedBodyBytes caps the request bodies the tap and the mirroring
+	// proxy hold in memory at once while they arrive (see BodyBudget): beyond
+	// it the tap answers 503 "body_budget" and the proxy forwards without
+	// copying, both counted. Must exceed max_batch_bytes and
+	// proxy.max_capture_bytes, so that every body allowed alone fits.
+	MaxUnfinishedBodyBytes int64 `yaml:"max_unfinished_body_bytes"`
+	// ShadowIncumbentErrors also shadows copies whose incumbent did not answer
+	// 2xx (a 404, 401 or 429: often a request that never reached a model).
+	// Off: such copies are stored with the incumbent's failure but no candidate
+	// runs, counted in stored_only ("incumbent_not_2xx").
+	ShadowIncumbentErrors bool `yaml:"shadow_incumbent_errors"`
 	// PII is the pseudonymization applied before a copy is queued.
 	PII PIIConfig `yaml:"pii"`
 	// Sampling decides which copies are shadowed.
@@ -59,9 +70,11 @@ type SegmentsConfig struct {
 }
 
 // NewDefaultConfig returns limits that suit one process on a small machine:
-// 4 MiB bodies, 32 MiB batches of at most 1,000, 10,000 queued exchanges, copies
-// made durable within 2 s in store commits of up to 500 gathered for 5 ms, 128 shadow
-// workers (worker calls are I/O-bound), every PII rule on, every request sampled.
+// 4 MiB bodies, 32 MiB batches of at most 1,000, 64 MiB of bodies in memory at
+// once, 10,000 queued exchanges, copies made durable within 2 s in store commits
+// of up to 500 gathered for 5 ms, 128 shadow workers (worker calls are
+// I/O-bound), every PII rule on, every request sampled, copies the incumbent
+// did not answer 2xx stored but not shadowed.
 func NewDefaultConfig() Config {
 	return Config{
 		MaxBodyBytes:  4 << 20,
@@ -74,12 +87,14 @@ func NewDefaultConfig() Config {
 		Workers:       128,
 		DedupWindow:   100000,
 		MaxMessages:   256,
-		PII:           NewDefaultPIIConfig(),
-		Sampling:      SamplingConfig{Rate: 1},
-		Proxy:         NewDefaultProxyConfig(),
-		Kafka:         NewDefaultKafkaConfig(),
-		Admission:     NewDefaultAdmissionConfig(),
-		Segments:      SegmentsConfig{VocabularySets: []string{}},
+
+		MaxUnfinishedBodyBytes: DefaultMaxUnfinishedBodyBytes,
+		PII:                    NewDefaultPIIConfig(),
+		Sampling:               SamplingConfig{Rate: 1},
+		Proxy:                  NewDefaultProxyConfig(),
+		Kafka:                  NewDefaultKafkaConfig(),
+		Admission:              NewDefaultAdmissionConfig(),
+		Segments:               SegmentsConfig{VocabularySets: []string{}},
 	}
 }
 
@@ -112,6 +127,9 @@ func (c Config) Validate() error {
 	}
 	if c.DedupWindow < 0 {
 		errs = append(errs, fmt.Errorf("ingest: dedup_window must not be negative, got %d", c.DedupWindow))
+	}
+	if largest := max(c.MaxBatchBytes, c.Proxy.MaxCaptureBytes); c.MaxUnfinishedBodyBytes <= largest {
+		errs = append(errs, fmt.Errorf("ingest: max_unfinished_body_bytes (%d) must exceed max_batch_bytes and proxy.max_capture_bytes (%d): a body allowed alone must fit", c.MaxUnfinishedBodyBytes, largest))
 	}
 	if c.MaxMessages < 1 {
 		errs = append(errs, fmt.Errorf("ingest: max_messages must be at least 1, got %d", c.MaxMessages))

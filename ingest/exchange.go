@@ -50,6 +50,20 @@ type Exchange struct {
 	// shadow runs' spans join its trace. The tap fills it from the request's
 	// trace context when the body has none.
 	TraceParent string `json:"traceparent,omitempty"`
+	// StoreOnly, set by the tap, is why the copy is stored (request and
+	// incumbent run) but no candidate runs on it (SkipIncumbentNotOK); "" for
+	// a copy to shadow. A value sent by the client is replaced.
+	StoreOnly string `json:"store_only,omitempty"`
+}
+
+// SkipIncumbentNotOK is the StoreOnly reason of a copy whose incumbent did not
+// answer 2xx while ingest.shadow_incumbent_errors is off.
+const SkipIncumbentNotOK = "incumbent_not_2xx"
+
+// incumbentNot2xx reports whether the incumbent answered with a status
+// outside 2xx (0, not recorded, counts as 200).
+func (e *Exchange) incumbentNot2xx() bool {
+	return e.Response != nil && e.Response.Status != 0 && (e.Response.Status < 200 || e.Response.Status > 299)
 }
 
 // ExchangeRequest is the production request as the incumbent received it, in

@@ -54,7 +54,8 @@ func TestAnthropicImageExchangeShadowed(t *testing.T) {
 	if err := proc.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	f := newProxyFixture(t, &incumbenttest.Handler{}, tap)
+	// Loopback is trusted here: the copy keeps the caller's X-Request-Id.
+	f := newProxyFixture(t, &incumbenttest.Handler{}, tap, func(c *ProxyConfig) { c.TrustedNetworks = []string{"127.0.0.0/8", "::1"} })
 	const png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII="
 	a := f.do(t, f.front.URL, "POST", "/v1/messages",
 		`{"model":"claude-sonnet-4-20250514","max_tokens":64,"messages":[{"role":"user","content":[`+

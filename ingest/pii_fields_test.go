@@ -16,6 +16,7 @@ var piiNotText = map[string]string{
 	"Exchange.Subject":              "replaced by its hash before anything else",
 	"Exchange.SubjectHash":          "keyed hash",
 	"Exchange.TraceParent":          "W3C trace id",
+	"Exchange.StoreOnly":            "enum, set by the tap",
 	"ChatCompletionMessage.Role":    "enum",
 	"ChatMessagePart.Type":          "enum",
 	"ChatMessageImageURL.Detail":    "enum",

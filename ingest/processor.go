@@ -207,6 +207,12 @@ func (p *Processor) process(ctx context.Context, d Delivery) {
 	if d.Owed.Records && !p.writeRecords(ctx, d) {
 		return
 	}
+	if d.Exchange.StoreOnly != "" {
+		// Stored with the incumbent's answer; no candidate runs on it.
+		p.stats.storeOnly(d.Exchange.StoreOnly)
+		d.Ack()
+		return
+	}
 	owed, release, ok := p.owedRuns(ctx, d)
 	if !ok {
 		// Stopped while another worker shadowed the request or the store did

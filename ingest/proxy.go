@@ -10,9 +10,13 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/http/httputil"
+	"net/netip"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/conductor-shadow/conductor-shadow/ingest/guard"
 )
 
 // Mirroring-proxy outcomes, counted in Stats.Mirrored.
@@ -48,6 +52,17 @@ type ProxyConfig struct {
 	// CaptureWorkers parse, pseudonymize and offer the copies; few, so the shadow
 	// side's CPU use stays bounded next to the production traffic.
 	CaptureWorkers int `yaml:"capture_workers"`
+	// TrustedNetworks are the caller networks (CIDR, or single addresses)
+	// trusted without the token: they may use the proxy beyond loopback and
+	// choose the stored request id and app (see Proxy.UseGuard). Matched
+	// against the TCP peer's address, never a forwarding header. Loopback is
+	// not trusted unless listed (it may use the proxy, but its ids are not
+	// taken).
+	TrustedNetworks []string `yaml:"trusted_networks"`
+	// TokenHeader is the request header in which a caller presents the
+	// server's API token (server.api_token_env) to be trusted; removed before
+	// forwarding. Authorization is the incumbent's: it passes untouched.
+	TokenHeader string `yaml:"token_header"`
 	// ConversationBytes caps the Responses API turns kept in memory (message
 	// text and media, bytes) to rebuild the conversation of a request that
 	// names previous_response_id; 0: none kept, such requests are shadowed
@@ -58,10 +73,11 @@ type ProxyConfig struct {
 // NewDefaultProxyConfig returns the proxy off, app "default" from X-Conductor-App,
 // 4 MiB captures, 4,096 capture slots and 1 capture worker (≈50 µs of CPU per copy,
 // so one worker keeps up with thousands of requests/s and leaves the other cores
-// to production traffic), and 64 MiB of Responses API conversations.
+// to production traffic), 64 MiB of Responses API conversations, no trusted
+// network and the token in X-Conductor-Shadow-Token.
 func NewDefaultProxyConfig() ProxyConfig {
 	return ProxyConfig{App: "default", AppHeader: "X-Conductor-App", MaxCaptureBytes: 4 << 20, CaptureSlots: 4096, CaptureWorkers: 1,
-		ConversationBytes: 64 << 20}
+		ConversationBytes: 64 << 20, TrustedNetworks: []string{}, TokenHeader: guard.DefaultTokenHeader}
 }
 
 // Enabled reports whether an incumbent URL is configured.
@@ -87,6 +103,14 @@ func (c ProxyConfig) Validate() error {
 	}
 	if c.App == "" {
 		errs = append(errs, errors.New("ingest: proxy.app must not be empty"))
+	}
+	if _, err := guard.ParseNetworks("ingest: proxy.trusted_networks", c.TrustedNetworks); err != nil {
+		errs = append(errs, err)
+	}
+	if c.TokenHeader == "" || strings.ContainsAny(c.TokenHeader, " :\r\n") {
+		errs = append(errs, fmt.Errorf("ingest: proxy.token_header %q: want a header name such as %s", c.TokenHeader, guard.DefaultTokenHeader))
+	} else if strings.EqualFold(c.TokenHeader, "Authorization") {
+		errs = append(errs, errors.New("ingest: proxy.token_header must not be Authorization: it carries the client's incumbent API key"))
 	}
 	if c.ConversationBytes < 0 {
 		errs = append(errs, fmt.Errorf("ingest: proxy.conversation_bytes must be at least 0, got %d", c.ConversationBytes))
@@ -124,6 +148,14 @@ type Proxy struct {
 	convs    *conversations // Responses API turns, for previous_response_id; nil: off
 	wg       sync.WaitGroup
 	observer AddedLatencyObserver // nil: nothing measured
+	loss     *lossLog
+
+	// The guard (UseGuard, UseBodyBudget): who may call, who is trusted, and
+	// the memory the bodies being copied may hold.
+	hosts    guard.Hosts
+	networks []netip.Prefix
+	callers  guard.Callers
+	budget   *BodyBudget
 
 	mu      sync.RWMutex
 	started bool
@@ -149,11 +181,16 @@ func NewProxy(cfg ProxyConfig, tap Offerer, stats *Stats, transport http.RoundTr
 		t.MaxIdleConnsPerHost = 1024
 		transport = t
 	}
-	p := &Proxy{cfg: cfg, tap: tap, stats: stats, log: log, captures: make(chan capture, cfg.CaptureSlots), convs: newConversations(cfg.ConversationBytes)}
+	networks, _ := guard.ParseNetworks("", cfg.TrustedNetworks) // validated above
+	p := &Proxy{cfg: cfg, tap: tap, stats: stats, log: log, captures: make(chan capture, cfg.CaptureSlots), loss: newLossLog(log),
+		convs: newConversations(cfg.ConversationBytes),
+		hosts: guard.NewHosts("", nil), networks: networks, callers: guard.NewCallers(networks, cfg.TokenHeader, ""),
+		budget: NewBodyBudget(max(DefaultMaxUnfinishedBodyBytes, cfg.MaxCaptureBytes+1))}
 	p.rp = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
-			pr.Out.Header.Del(SubjectHeader) // ours, not the incumbent's
+			pr.Out.Header.Del(SubjectHeader)   // ours, not the incumbent's
+			pr.Out.Header.Del(cfg.TokenHeader) // the server's token never leaves
 			// Rewrite drops the inbound forwarding headers; the client's own pass
 			// through untouched and none is added.
 			for _, h := range []string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto"} {
@@ -162,12 +199,17 @@ func NewProxy(cfg ProxyConfig, tap Offerer, stats *Stats, transport http.RoundTr
 				}
 			}
 		},
+		ModifyResponse: func(resp *http.Response) error {
+			setAnswerGuards(resp.Header)
+			return nil
+		},
 		Transport:     transport,
 		FlushInterval: -1,
 		BufferPool:    &bufferPool{},
 		ErrorLog:      slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			log.Warn("proxy: incumbent unreachable", "path", r.URL.Path, "err", err)
+			setAnswerGuards(w.Header())
 			w.WriteHeader(http.StatusBadGateway)
 		},
 	}
@@ -204,12 +246,14 @@ func mirrored(r *http.Request) bool {
 }
 
 // Front returns a handler that serves the mirrored routes (POST …/chat/completions,
-// POST …/responses, POST …/v1/messages) itself, ahead of any middleware, and hands every other request
-// to next. Mount the proxy as next's fallback (e.g. gin's NoRoute) so paths next
-// does not serve still reach the incumbent.
+// POST …/responses, POST …/v1/messages, judged on the normalised path)
+// itself, ahead of any middleware, and hands every other request to next.
+// Mount the proxy as next's fallback (e.g. gin's NoRoute) so paths next does
+// not serve still reach the incumbent.
 func (p *Proxy) Front(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if mirrored(r) {
+		clean, err := withCleanPath(r)
+		if err == nil && mirrored(clean) || err != nil && mirrored(r) {
 			p.ServeHTTP(w, r)
 			return
 		}
@@ -217,18 +261,36 @@ func (p *Proxy) Front(next http.Handler) http.Handler {
 	})
 }
 
-// ServeHTTP implements http.Handler.
+// ServeHTTP implements http.Handler. Every request passes the guard first
+// (UseGuard), whatever its route, and is forwarded on its normalised path.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	trusted, ok := p.admit(w, r)
+	if !ok {
+		return
+	}
+	r, err := withCleanPath(r)
+	if err != nil {
+		p.refuse(w, r, http.StatusBadRequest, RefusedBadPath, err.Error())
+		return
+	}
 	if !mirrored(r) {
 		p.rp.ServeHTTP(w, r)
 		return
 	}
 	start := time.Now()
-	reqBody, complete, err := readUpTo(r.Body, p.cfg.MaxCaptureBytes)
-	if err != nil {
+	reqBody, complete, release, err := p.budget.Read(r.Body, r.ContentLength, p.cfg.MaxCaptureBytes)
+	defer release()
+	overBudget := errors.Is(err, ErrBodyBudget)
+	if err != nil && !overBudget {
 		// The client broke off while sending: nothing reached the incumbent yet.
 		w.WriteHeader(http.StatusBadRequest)
 		return
+	}
+	if overBudget {
+		// Forwarded whole, not copied: production never waits for the shadow side.
+		p.stats.mirror(ReasonBodyBudget)
+		p.stats.drop(ReasonBodyBudget)
+		p.loss.log("proxy: exchange forwarded without a copy: the request bodies in memory reached ingest.max_unfinished_body_bytes", ReasonBodyBudget, err, 1)
 	}
 	if complete {
 		r.Body = io.NopCloser(bytes.NewReader(reqBody))
@@ -244,11 +306,21 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			WroteRequest: func(httptrace.WroteRequestInfo) { obs.ObserveAdded(time.Since(start)) },
 		}))
 	}
-	app := r.Header.Get(p.cfg.AppHeader)
-	if app == "" {
-		app = p.cfg.App
+	app := p.cfg.App
+	if trusted && r.Header.Get(p.cfg.AppHeader) != "" {
+		app = r.Header.Get(p.cfg.AppHeader)
 	}
 	cw := &captureWriter{ResponseWriter: w, limit: p.cfg.MaxCaptureBytes, start: start}
+	capt := func(end time.Time, how captureEnd) capture {
+		c := newCapture(r, app, reqBody, cw, end, how)
+		if !trusted {
+			// Only trusted callers choose the stored id and app; what the others
+			// sent is kept beside the generated id.
+			c.callerRequestID, c.requestID = callerValue(c.requestID), ""
+			c.callerApp = callerValue(r.Header.Get(p.cfg.AppHeader))
+		}
+		return c
+	}
 	defer func() {
 		// ReverseProxy aborts the handler (http.ErrAbortHandler) when the client or
 		// the incumbent breaks off mid-answer: what arrived is still mirrored,
@@ -256,7 +328,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if rec := recover(); rec != nil {
 			p.stats.mirror(ProxyOutcomeClientGone)
 			if complete && !cw.overflow {
-				p.handOff(newCapture(r, app, reqBody, cw, time.Now(), brokenEnd(r, cw)))
+				p.handOff(capt(time.Now(), brokenEnd(r, cw)))
 			}
 			panic(rec)
 		}
@@ -264,6 +336,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.rp.ServeHTTP(cw, r)
 	end := time.Now()
 
+	if overBudget {
+		return // counted above
+	}
 	if !complete || cw.overflow {
 		p.stats.mirror(ProxyOutcomeTooLarge)
 		return
@@ -275,7 +350,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if cw.clientErr != nil || r.Context().Err() != nil {
 		how = endClientGone // e.g. gone before the incumbent answered (502 written to no one)
 	}
-	p.handOff(newCapture(r, app, reqBody, cw, end, how))
+	p.handOff(capt(end, how))
 }
 
 // handOff gives c to the capture workers without waiting: a full queue drops it
@@ -360,6 +435,14 @@ func (p *Proxy) offer(c capture) {
 		p.stats.mirror(ProxyOutcomeUnparsable)
 		p.log.Debug("proxy: exchange not mirrored", "path", c.path, "err", err)
 		return
+	}
+	for k, v := range map[string]string{MetaCallerRequestID: c.callerRequestID, MetaCallerApp: c.callerApp} {
+		if v != "" {
+			if ex.Metadata == nil {
+				ex.Metadata = map[string]string{}
+			}
+			ex.Metadata[k] = v
+		}
 	}
 	if ex.Request.InputReduced != "" {
 		p.stats.mirror(ProxyOutcomeInputReduced)

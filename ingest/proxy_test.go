@@ -48,12 +48,20 @@ type proxyFixture struct {
 	stats     *Stats
 }
 
-func newProxyFixture(t *testing.T, fake *incumbenttest.Handler, tap Offerer) *proxyFixture {
+// newProxyFixture serves fake as the incumbent and a proxy in front of it;
+// configure adjusts the proxy's config.
+func newProxyFixture(t testing.TB, fake http.Handler, tap Offerer, configure ...func(*ProxyConfig)) *proxyFixture {
 	t.Helper()
-	f := &proxyFixture{fake: fake, stats: NewStats()}
+	f := &proxyFixture{stats: NewStats()}
+	if h, ok := fake.(*incumbenttest.Handler); ok {
+		f.fake = h
+	}
 	f.incumbent = httptest.NewServer(fake)
 	cfg := NewDefaultProxyConfig()
 	cfg.IncumbentURL = f.incumbent.URL
+	for _, c := range configure {
+		c(&cfg)
+	}
 	p, err := NewProxy(cfg, tap, f.stats, nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +133,8 @@ func waitForD(t *testing.T, d time.Duration, what string, cond func() bool) {
 // exchange must reach the tap with the reassembled answer, usage and timings.
 func TestProxyAnswersUnchangedAndMirrors(t *testing.T) {
 	tap := &recordingTap{}
-	f := newProxyFixture(t, &incumbenttest.Handler{Chunks: 4}, tap)
+	// Loopback is trusted here: the exchange takes the caller's id and app.
+	f := newProxyFixture(t, &incumbenttest.Handler{Chunks: 4}, tap, func(c *ProxyConfig) { c.TrustedNetworks = []string{"127.0.0.0/8", "::1"} })
 	tests := []struct {
 		name, method, path, body string
 		mirrored                 bool
@@ -156,6 +165,10 @@ func TestProxyAnswersUnchangedAndMirrors(t *testing.T) {
 				if direct.header.Get(h) != proxied.header.Get(h) {
 					t.Errorf("header %s: direct %q, proxied %q", h, direct.header.Get(h), proxied.header.Get(h))
 				}
+			}
+			// Two headers are added, which API clients ignore and browsers obey.
+			if proxied.header.Get("Content-Security-Policy") != "sandbox" || proxied.header.Get("X-Content-Type-Options") != "nosniff" {
+				t.Errorf("proxied answer headers %v; want CSP sandbox and nosniff added", proxied.header)
 			}
 			if !tt.mirrored {
 				time.Sleep(20 * time.Millisecond)

@@ -23,6 +23,9 @@ type Stats struct {
 	// first use, so it never waits on a lock the shadow side holds.
 	dropped  counterMap // by "queue_full", "shutdown", "capture_busy", ...
 	mirrored counterMap // proxy outcomes, by ProxyOutcome*
+	refused  counterMap // requests the proxy refused, by Refused*
+	// copies stored with their incumbent run but not shadowed, by reason (SkipIncumbentNotOK)
+	storedOnly counterMap
 
 	mu        sync.Mutex
 	rejected  map[string]int64 // by Reason*
@@ -84,6 +87,13 @@ type StatsSnapshot struct {
 	Unsampled   map[string]int64 `json:"unsampled"` // valid but left out by sampling or the per-minute cap, by reason
 	PII         map[string]int64 `json:"pii"`       // values pseudonymized, by rule
 	Mirrored    map[string]int64 `json:"mirrored"`  // mirroring-proxy exchanges, by outcome
+	// ProxyRefused are requests the mirroring proxy refused before forwarding
+	// anything, by reason (foreign_host, cross_site, untrusted, bad_path).
+	ProxyRefused map[string]int64 `json:"proxy_refused"`
+	// StoredOnly are copies stored with their incumbent run but not shadowed,
+	// by reason: incumbent_not_2xx (the incumbent did not answer 2xx and
+	// ingest.shadow_incumbent_errors is off).
+	StoredOnly map[string]int64 `json:"stored_only"`
 	// Unpriced are incumbent runs that used tokens but whose model had no price
 	// after shadow.ResolvePrice (response.model, then request.model): stored with
 	// cost 0 USD and a note on the step, by base model id (shadow.BaseModelID).
@@ -123,6 +133,10 @@ func (s *Stats) unsample(reason string) {
 }
 
 func (s *Stats) mirror(outcome string) { s.mirrored.add(outcome) }
+
+func (s *Stats) proxyRefuse(reason string) { s.refused.add(reason) }
+
+func (s *Stats) storeOnly(reason string) { s.storedOnly.add(reason) }
 
 // unpriced counts an incumbent run stored at 0 USD for want of a price; model ""
 // (priced, or no tokens used) counts nothing. At most maxUnpricedModels ids are
@@ -170,6 +184,8 @@ func (s *Stats) Snapshot(queued int) StatsSnapshot {
 		Unsampled:     maps.Clone(s.unsampled),
 		PII:           maps.Clone(s.pii),
 		Mirrored:      s.mirrored.snapshot(),
+		ProxyRefused:  s.refused.snapshot(),
+		StoredOnly:    s.storedOnly.snapshot(),
 		Unpriced:      maps.Clone(s.noPrice),
 		Queued:        queued,
 	}

@@ -382,9 +382,11 @@ func (q *StoreQueue) commit(ops []*acceptOp) {
 		q.stats.unpriced(op.unpriced)
 		b.Requests = append(b.Requests, op.records.Requests...)
 		b.Runs, b.Steps = append(b.Runs, op.records.Runs...), append(b.Steps, op.records.Steps...)
-		for _, c := range q.candidates {
-			b.Work = append(b.Work, store.Work{RequestID: op.ex.RequestID, Pipeline: c.Pipeline, PipelineVersion: c.PipelineVersion,
-				Status: store.WorkPending, ReceivedAt: op.ex.ReceivedAt})
+		if op.ex.StoreOnly == "" { // a store-only copy owes no candidate run
+			for _, c := range q.candidates {
+				b.Work = append(b.Work, store.Work{RequestID: op.ex.RequestID, Pipeline: c.Pipeline, PipelineVersion: c.PipelineVersion,
+					Status: store.WorkPending, ReceivedAt: op.ex.ReceivedAt})
+			}
 		}
 		ok = append(ok, op)
 	}

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"os"
@@ -29,6 +28,7 @@ type Tap struct {
 	sampler *Sampler
 	secret  []byte // the PII secret: keys pseudonyms and subject hashes
 	loss    *lossLog
+	budget  *BodyBudget // the request bodies held in memory at once
 
 	ephemeralSecret bool
 }
@@ -39,6 +39,14 @@ type TapOption func(*tapOptions)
 type tapOptions struct {
 	secret []byte
 	log    *slog.Logger
+	budget *BodyBudget
+}
+
+// WithBodyBudget makes the tap hold the bodies it reads within b, a budget it
+// may share with the mirroring proxy (Proxy.UseBodyBudget); default: a budget
+// of its own of cfg.MaxUnfinishedBodyBytes.
+func WithBodyBudget(b *BodyBudget) TapOption {
+	return func(o *tapOptions) { o.budget = b }
 }
 
 // WithLogger sets where the tap logs lost copies (rate-limited); default: nowhere.
@@ -74,7 +82,10 @@ func NewTap(cfg Config, q Queue, stats *Stats, opts ...TapOption) (*Tap, error) 
 	if o.log == nil {
 		o.log = slog.New(slog.DiscardHandler)
 	}
-	t := &Tap{cfg: cfg, queue: q, stats: stats, sampler: NewSampler(cfg.Sampling), loss: newLossLog(o.log)}
+	if o.budget == nil {
+		o.budget = NewBodyBudget(cfg.MaxUnfinishedBodyBytes)
+	}
+	t := &Tap{cfg: cfg, queue: q, stats: stats, sampler: NewSampler(cfg.Sampling), loss: newLossLog(o.log), budget: o.budget}
 	secret := o.secret
 	if len(secret) == 0 && cfg.PII.SecretEnv != "" {
 		secret = []byte(os.Getenv(cfg.PII.SecretEnv))
@@ -177,7 +188,12 @@ func (t *Tap) begin(ctx context.Context, ex Exchange, wait bool) offerState {
 			return answered(http.StatusOK, TapResponse{Status: "duplicate", RequestID: ex.RequestID})
 		}
 	}
-	if ok, reason := t.sampler.Admit(); !ok {
+	ex.StoreOnly = ""
+	if !t.cfg.ShadowIncumbentErrors && ex.incumbentNot2xx() {
+		// Stored as the incumbent's failure; no candidate runs, so no shadow
+		// run is taken from the per-minute cap either.
+		ex.StoreOnly = SkipIncumbentNotOK
+	} else if ok, reason := t.sampler.Admit(); !ok {
 		if t.seen != nil {
 			t.seen.Remove(ex.RequestID)
 		}
@@ -283,14 +299,9 @@ func publicDropError(reason string) string {
 }
 
 func (t *Tap) handle(c *gin.Context) {
-	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, t.cfg.MaxBodyBytes))
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			t.reject(c, http.StatusRequestEntityTooLarge, &DecodeError{Reason: ReasonTooLarge, Detail: fmt.Sprintf("body exceeds %d bytes", t.cfg.MaxBodyBytes)})
-			return
-		}
-		t.reject(c, http.StatusBadRequest, &DecodeError{Reason: ReasonMalformedJSON, Detail: "reading body: " + err.Error()})
+	body, release, ok := t.readBody(c, t.cfg.MaxBodyBytes, "body")
+	defer release()
+	if !ok {
 		return
 	}
 	ex, err := DecodeExchange(body, t.cfg.MaxMessages, true)
@@ -309,6 +320,33 @@ func (t *Tap) handle(c *gin.Context) {
 		_ = c.Error(&LoggedLossError{Reason: resp.Reason, Detail: resp.Error})
 	}
 	c.JSON(code, resp)
+}
+
+// readBody reads the request body, at most limit bytes, within the body
+// budget. It answers the caller itself and returns ok false when the body is
+// too large (413), broken off (400) or does not fit the budget (503
+// "body_budget", counted and logged: the bodies of other callers hold the
+// budget; sending again later is safe). release gives the body's share of the
+// budget back: call it when the request is answered.
+func (t *Tap) readBody(c *gin.Context, limit int64, what string) (body []byte, release func(), ok bool) {
+	body, complete, release, err := t.budget.Read(c.Request.Body, c.Request.ContentLength, limit)
+	switch {
+	case errors.Is(err, ErrBodyBudget):
+		t.stats.drop(ReasonBodyBudget)
+		t.loss.log("tap: copy refused: the request bodies in memory reached ingest.max_unfinished_body_bytes", ReasonBodyBudget, err, 1)
+		c.Header("Retry-After", "1")
+		_ = c.Error(&LoggedLossError{Reason: ReasonBodyBudget, Detail: err.Error()})
+		c.JSON(http.StatusServiceUnavailable, TapResponse{Status: "dropped", Reason: ReasonBodyBudget,
+			Error: "body_budget: the server holds as many request bodies as it may; sending the copy again later is safe"})
+		return nil, release, false
+	case err != nil:
+		t.reject(c, http.StatusBadRequest, &DecodeError{Reason: ReasonMalformedJSON, Detail: "reading " + what + ": " + err.Error()})
+		return nil, release, false
+	case !complete:
+		t.reject(c, http.StatusRequestEntityTooLarge, &DecodeError{Reason: ReasonTooLarge, Detail: fmt.Sprintf("%s exceeds %d bytes", what, limit)})
+		return nil, release, false
+	}
+	return body, release, true
 }
 
 func (t *Tap) reject(c *gin.Context, code int, de *DecodeError) {
@@ -334,14 +372,9 @@ type BatchResponse struct {
 // answered in results (a bad item never spoils the others). The status is 200
 // when every item was answered.
 func (t *Tap) handleBatch(c *gin.Context) {
-	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, t.cfg.MaxBatchBytes))
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			t.reject(c, http.StatusRequestEntityTooLarge, &DecodeError{Reason: ReasonTooLarge, Detail: fmt.Sprintf("batch body exceeds %d bytes", t.cfg.MaxBatchBytes)})
-			return
-		}
-		t.reject(c, http.StatusBadRequest, &DecodeError{Reason: ReasonMalformedJSON, Detail: "reading body: " + err.Error()})
+	body, release, ok := t.readBody(c, t.cfg.MaxBatchBytes, "batch body")
+	defer release()
+	if !ok {
 		return
 	}
 	// Invalid UTF-8 inside one exchange is that exchange's problem: the envelope

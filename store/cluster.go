@@ -25,7 +25,9 @@ var shardingKeys = map[string]string{
 	"audit_log":          "cityHash64(audit_id)",
 	"forgotten_subjects": "cityHash64(subject_hash)",
 	"shadow_work":        "cityHash64(request_id)",
+	"forget_keys":        "cityHash64(erasure_id)",
 	"judgments":          "cityHash64(request_id)",
+	"reviews":            "cityHash64(request_id)",
 	"verdict_notices":    "cityHash64(sink, kind, candidate, candidate_version, set_name)",
 	"suite_looks":        "cityHash64(set_name, candidate)",
 }

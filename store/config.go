@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"regexp"
 	"time"
+
+	"github.com/conductor-shadow/conductor-shadow/store/internal/consoleworker"
 )
 
 // Config chooses and configures the transport. With DSN set the store talks to a
@@ -30,9 +32,7 @@ type Config struct {
 	// QueryTimeout bounds one Store.Query statement on the engine
 	// (ClickHouse's max_execution_time, whole seconds; default 10s): a runaway
 	// ad-hoc query fails with a timeout instead of holding the store. On the
-	// embedded engine embedded_console_timeout bounds a statement tighter, and
-	// this is how long a console query may wait for a gap in the tap's and
-	// the pages' work before it gets ErrQueryBusy.
+	// embedded engine embedded_console_timeout bounds a statement tighter.
 	QueryTimeout time.Duration `yaml:"query_timeout"`
 	// QueryMaxRows caps the rows one Store.Query may return (max_result_rows,
 	// default 100,000); past it the query fails and asks for a LIMIT.
@@ -48,12 +48,12 @@ type Config struct {
 	// in front of pages and the tap.
 	QueryConcurrency int `yaml:"query_concurrency"`
 	// EmbeddedConsoleTimeout bounds one Store.Query statement on the embedded
-	// engine (max_execution_time with timeout_overflow_mode = 'throw'; ms
-	// precision; default 1s; at most query_timeout applies). The embedded
-	// engine runs one statement at a time, so this is how long the tap's
-	// writes and the pages' reads can wait behind a console statement: a
-	// console statement starts only while no other work waits, and the engine
-	// ends it at this bound.
+	// engine, from the start of its console worker (a child process with an
+	// engine of its own over a snapshot of the tables) to its answer: the
+	// engine's max_execution_time is set to what is left, and at the bound
+	// the worker is killed, whatever the statement is doing (ErrQueryKilled).
+	// ms precision; default 10s; at most query_timeout applies. The tap's
+	// writes and the pages' reads never wait for a console statement.
 	EmbeddedConsoleTimeout time.Duration `yaml:"embedded_console_timeout"`
 	// EmbeddedConsoleMaxRowsRead caps the rows one Store.Query may read on the
 	// embedded engine (max_rows_to_read; default 100,000,000; the smaller of
@@ -63,6 +63,12 @@ type Config struct {
 	// the embedded engine (max_bytes_to_read, uncompressed bytes; default
 	// 1 GiB).
 	EmbeddedConsoleMaxBytesRead int64 `yaml:"embedded_console_max_bytes_read"`
+	// StalledAfter is how long a statement may stay inside the embedded
+	// engine, or a caller wait for it, before the store reports itself
+	// stalled (EngineHealth; /readyz answers 503 store_stalled); default 5s;
+	// 0 never. The engine runs one statement at a time, so a stuck one holds
+	// every tap write and page read.
+	StalledAfter time.Duration `yaml:"stalled_after"`
 	// Cluster names the ClickHouse cluster (remote_servers) the migrations
 	// create their tables on: Replicated*MergeTree tables <name>_local on every
 	// node plus Distributed tables <name> over them (see clusterDDL). Needs DSN;
@@ -96,13 +102,14 @@ type RetentionConfig struct {
 
 // NewDefaultConfig returns the embedded store in ./data, database "shadow", ad-hoc
 // queries bounded to 10 s, 100,000 rows returned, 10^9 rows read, 1 GiB of
-// memory and one at a time; on the embedded engine to 1 s, 10^8 rows and
-// 1 GiB read; rows kept forever except done shadow work, kept 7 days (168h).
+// memory and one at a time; on the embedded engine to 10 s (worker included),
+// 10^8 rows and 1 GiB read; stalled after 5 s; rows kept forever except done
+// shadow work, kept 7 days (168h).
 func NewDefaultConfig() Config {
 	return Config{Path: "./data", Database: "shadow", QueryTimeout: 10 * time.Second, QueryMaxRows: 100000,
 		QueryMaxRowsRead: 1_000_000_000, QueryMaxMemoryBytes: 1 << 30, QueryConcurrency: 1,
-		EmbeddedConsoleTimeout: time.Second, EmbeddedConsoleMaxRowsRead: 100_000_000, EmbeddedConsoleMaxBytesRead: 1 << 30,
-		Retention: RetentionConfig{Work: 7 * 24 * time.Hour}}
+		EmbeddedConsoleTimeout: 10 * time.Second, EmbeddedConsoleMaxRowsRead: 100_000_000, EmbeddedConsoleMaxBytesRead: 1 << 30,
+		StalledAfter: 5 * time.Second, Retention: RetentionConfig{Work: 7 * 24 * time.Hour}}
 }
 
 // consoleLimits returns the limits a Store.Query statement runs with: the
@@ -139,14 +146,17 @@ func (c Config) Validate() error {
 	if c.QueryMaxMemoryBytes < 1<<20 {
 		errs = append(errs, fmt.Errorf("store: query_max_memory_bytes %d: want at least 1 MiB (1048576)", c.QueryMaxMemoryBytes))
 	}
-	if c.EmbeddedConsoleTimeout < 100*time.Millisecond {
-		errs = append(errs, fmt.Errorf("store: embedded_console_timeout %v: want at least 100ms", c.EmbeddedConsoleTimeout))
+	if c.EmbeddedConsoleTimeout < time.Second {
+		errs = append(errs, fmt.Errorf("store: embedded_console_timeout %v: want at least 1s (the console worker's start and the snapshot count towards it)", c.EmbeddedConsoleTimeout))
 	}
 	if c.EmbeddedConsoleMaxRowsRead < 1 {
 		errs = append(errs, fmt.Errorf("store: embedded_console_max_rows_read %d: want at least 1", c.EmbeddedConsoleMaxRowsRead))
 	}
 	if c.EmbeddedConsoleMaxBytesRead < 1<<20 {
 		errs = append(errs, fmt.Errorf("store: embedded_console_max_bytes_read %d: want at least 1 MiB (1048576)", c.EmbeddedConsoleMaxBytesRead))
+	}
+	if c.StalledAfter < 0 {
+		errs = append(errs, fmt.Errorf("store: stalled_after %v: want 0 (never) or more", c.StalledAfter))
 	}
 	if c.QueryConcurrency < 1 {
 		errs = append(errs, fmt.Errorf("store: query_concurrency %d: want at least 1", c.QueryConcurrency))
@@ -204,22 +214,35 @@ func open(ctx context.Context, cfg Config) (*sqlStore, error) {
 	)
 	if cfg.DSN != "" {
 		t, err = openServer(ctx, cfg.DSN)
-	} else {
+	} else if err = secureDataDir(cfg.Path); err == nil {
 		t, err = openEmbedded(cfg.Path, quoteIdent(cfg.Database))
 	}
 	if err != nil {
 		return nil, err
 	}
 	s := &sqlStore{t: t, db: quoteIdent(cfg.Database), dbName: cfg.Database, cluster: cfg.Cluster, console: newConsoleGuard(cfg.Database, cfg.QueryConcurrency),
-		queryLimits: cfg.consoleLimits(), consoleWait: cfg.QueryTimeout}
+		queryLimits: cfg.consoleLimits(), log: cfg.Log, stallAfter: cfg.StalledAfter, workerWait: consoleWorkerStart}
 	if e, ok := t.(*embedded); ok {
-		s.consoleT = e.consoleView()
+		// A process that ended mid-statement left its console snapshot.
+		removed, err := e.removeConsoleLeftovers()
+		if len(removed) > 0 && cfg.Log != nil {
+			cfg.Log.Warn("store: removed the console snapshots a stopped process left", "folders", len(removed))
+		}
+		if err != nil {
+			t.close()
+			return nil, fmt.Errorf("store: remove old console snapshots: %w", err)
+		}
+		s.workers = newConsoleWorkers(func(ctx context.Context) (*consoleworker.Worker, error) { return s.startWorker(ctx, e) })
 	}
 	if err := s.migrate(ctx, cfg.Log); err != nil {
 		t.close()
 		return nil, err
 	}
 	if err := s.applyRetention(ctx, cfg.Retention); err != nil {
+		t.close()
+		return nil, err
+	}
+	if err := s.applyForgetSettings(ctx); err != nil {
 		t.close()
 		return nil, err
 	}

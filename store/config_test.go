@@ -27,8 +27,10 @@ func TestConfigValidate(t *testing.T) {
 		{"cluster with dsn", func(c *Config) { c.DSN, c.Cluster = "clickhouse://ch:9000", "shadow_cluster" }, ""},
 		{"cluster without dsn", func(c *Config) { c.Cluster = "shadow_cluster" }, "cluster: needs a server dsn"},
 		{"bad cluster name", func(c *Config) { c.DSN, c.Cluster = "clickhouse://ch:9000", "a b" }, "cluster \"a b\""},
-		{"embedded console timeout", func(c *Config) { c.EmbeddedConsoleTimeout = 250 * time.Millisecond }, ""},
-		{"embedded console timeout too short", func(c *Config) { c.EmbeddedConsoleTimeout = 10 * time.Millisecond }, "embedded_console_timeout 10ms"},
+		{"embedded console timeout", func(c *Config) { c.EmbeddedConsoleTimeout = 1500 * time.Millisecond }, ""},
+		{"embedded console timeout too short", func(c *Config) { c.EmbeddedConsoleTimeout = 500 * time.Millisecond }, "embedded_console_timeout 500ms: want at least 1s"},
+		{"stalled after off", func(c *Config) { c.StalledAfter = 0 }, ""},
+		{"stalled after negative", func(c *Config) { c.StalledAfter = -time.Second }, "stalled_after -1s"},
 		{"embedded console rows read", func(c *Config) { c.EmbeddedConsoleMaxRowsRead = 0 }, "embedded_console_max_rows_read 0"},
 		{"embedded console bytes read", func(c *Config) { c.EmbeddedConsoleMaxBytesRead = 1000 }, "embedded_console_max_bytes_read 1000"},
 		{"retention", func(c *Config) { c.Retention = RetentionConfig{Requests: 2160 * time.Hour, Bodies: 720 * time.Hour} }, ""},
@@ -59,13 +61,16 @@ func TestConsoleLimits(t *testing.T) {
 	srv.DSN = "clickhouse://ch:9000"
 	short := NewDefaultConfig()
 	short.QueryTimeout, short.EmbeddedConsoleTimeout = time.Second, 5*time.Second
+	tight := NewDefaultConfig()
+	tight.EmbeddedConsoleTimeout = 2 * time.Second
 	tests := []struct {
 		name string
 		cfg  Config
 		want queryLimits
 	}{
-		{"embedded", emb, queryLimits{timeout: time.Second, maxRows: 100000, maxRowsRead: 100_000_000, maxBytesRead: 1 << 30, maxMemory: 1 << 30}},
+		{"embedded", emb, queryLimits{timeout: 10 * time.Second, maxRows: 100000, maxRowsRead: 100_000_000, maxBytesRead: 1 << 30, maxMemory: 1 << 30}},
 		{"server", srv, queryLimits{timeout: 10 * time.Second, maxRows: 100000, maxRowsRead: 1_000_000_000, maxMemory: 1 << 30}},
+		{"embedded bound below query_timeout", tight, queryLimits{timeout: 2 * time.Second, maxRows: 100000, maxRowsRead: 100_000_000, maxBytesRead: 1 << 30, maxMemory: 1 << 30}},
 		{"query_timeout below the embedded bound", short, queryLimits{timeout: time.Second, maxRows: 100000, maxRowsRead: 100_000_000, maxBytesRead: 1 << 30, maxMemory: 1 << 30}},
 	}
 	for _, tc := range tests {

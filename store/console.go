@@ -8,25 +8,32 @@ import (
 	"sync"
 )
 
-// The SQL console (Store.Query) runs text a caller typed. The engine decides
-// what that text is, in four steps, before anything of it runs:
+// The SQL console (Store.Query) runs text a caller typed. On the embedded
+// engine none of it reaches the store's engine: the text, the checks and the
+// statement go to a console worker, a child process with an engine of its own
+// over a snapshot of the store's tables, killed at the console's time limit
+// (console_worker.go). The worker's engine decides what that text is, in four
+// steps, before anything of it runs:
 //
-//  1. our lexer (CheckReadOnly) refuses what is plainly not one read;
+//  1. our lexer (CheckReadOnly) refuses what is plainly not one read, and a
+//     text longer than consoleMaxQueryBytes;
 //  2. the engine's parser renders the text as one canonical statement
 //     (formatQuery, given the text as a quoted string literal, so nothing of it
 //     runs); more than one statement is a parse error there;
 //  3. the engine's parser dumps the canonical statement's syntax tree (EXPLAIN
-//     AST, which runs nothing) and consoleAST allows only reads of this
+//     AST, which runs nothing) and checkAST allows only reads of this
 //     database, of a list of system tables (without their disk-path columns)
 //     and of harmless table functions, with no SETTINGS, no output file or
-//     format, and only functions of an allow-list (consoleFunctions): the
-//     engine's own categories of pure computation plus reviewed names, so no
-//     function touches files, URLs, other servers, the host, the process,
-//     the environment or the engine's settings;
-//  4. the canonical statement runs with engine-enforced limits and readonly = 1
-//     appended (the caller can set no setting), and on the embedded engine its
-//     exact text must classify as one read-only statement first
-//     (chdb_classify_query_n).
+//     format, a tree of at most consoleMaxASTElements nodes and
+//     consoleMaxASTDepth levels, and only the functions of a reviewed
+//     allow-list (console_functions.go), so no function touches files, URLs,
+//     other servers, the host, the process, the environment or the engine's
+//     settings, and none whose work per row an argument can blow up;
+//  4. the canonical statement runs with engine-enforced limits (time, rows,
+//     bytes, memory, analysis size, joins, sets, group-by keys) and
+//     readonly = 1 appended (the caller can set no setting), and on the
+//     embedded engine its exact text must classify as one read-only
+//     statement first (chdb_classify_query_n).
 
 // ErrQueryBusy: every console slot is taken; try again when a query finishes.
 var ErrQueryBusy = errors.New("store: query: the console is busy with other queries; try again in a moment")
@@ -63,51 +70,6 @@ var consolePathColumns = map[string]bool{
 // consolePathTables are the readable system tables holding consolePathColumns.
 var consolePathTables = map[string]bool{
 	"tables": true, "databases": true, "parts": true, "parts_columns": true, "merges": true,
-}
-
-// consoleFunctionCategories are the categories of the engine's
-// system.functions whose functions compute on their arguments only; a
-// function of another category (Other, Introspection, Internal, Dictionary,
-// Embedded Dictionary, Machine Learning, AI, or one a later engine adds) is
-// allowed only when consoleOtherFunctions names it.
-var consoleFunctionCategories = map[string]bool{
-	"Aggregate Functions": true, "Arithmetic": true, "Arrays": true, "Bit": true, "Bitmap": true,
-	"Comparison": true, "Conditional": true, "Dates and Times": true, "Distance": true,
-	"Encoding": true, "Encryption": true, "Financial": true, "Geo": true, "Geo Polygon": true,
-	"Hash": true, "IP Address": true, "JSON": true, "Logical": true, "Map": true,
-	"Mathematical": true, "Null": true, "NumericIndexedVector": true, "QBit": true,
-	"Random Number": true, "Rounding": true, "String": true, "String Replacement": true,
-	"String Search": true, "String Splitting": true, "Time Series": true, "Time Window": true,
-	"Tuple": true, "Type Conversion": true, "URL": true, "UUID": true,
-}
-
-// consoleOtherFunctions are the reviewed functions of the engine's "Other"
-// category that compute on their arguments or the rows only. The rest of
-// "Other" (file, hostName, tcpPort, currentUser, getSetting, uptime, version,
-// showCertificate, sleep, …) is refused.
-var consoleOtherFunctions = map[string]bool{
-	"MACNumToString": true, "MACStringToNum": true, "MACStringToOUI": true, "bar": true,
-	"blockNumber": true, "blockSerializedSize": true, "blockSize": true, "byteSize": true,
-	"colorOKLABToSRGB": true, "colorOKLCHToSRGB": true, "colorSRGBToOKLAB": true, "colorSRGBToOKLCH": true,
-	"countDigits": true, "currentDatabase": true, "currentSchemas": true,
-	"defaultValueOfArgumentType": true, "defaultValueOfTypeName": true, "dumpColumnStructure": true,
-	"errorCodeToName": true, "finalizeAggregation": true, "flipCoordinates": true,
-	"formatQuery": true, "formatQueryOrNull": true, "formatQuerySingleLine": true, "formatQuerySingleLineOrNull": true,
-	"formatReadableDecimalSize": true, "formatReadableQuantity": true, "formatReadableSize": true,
-	"formatReadableTimeDelta": true, "generateRandomStructure": true, "getSizeOfEnumType": true,
-	"getSubcolumn": true, "getTypeSerializationStreams": true, "highlightQuery": true,
-	"icebergBucket": true, "icebergTruncate": true, "identity": true, "ignore": true, "indexHint": true,
-	"initializeAggregation": true, "isConstant": true, "isDecimalOverflow": true,
-	"lowCardinalityIndices": true, "lowCardinalityKeys": true, "materialize": true,
-	"minSampleSizeContinuous": true, "minSampleSizeConversion": true, "neighbor": true,
-	"normalizeQuery": true, "normalizeQueryKeepNames": true, "normalizedQueryHash": true,
-	"normalizedQueryHashKeepNames": true, "obfuscateQuery": true, "obfuscateQueryWithSeed": true,
-	"parseReadableSize": true, "parseReadableSizeOrNull": true, "parseReadableSizeOrZero": true,
-	"parseTimeDelta": true, "partitionId": true, "rowNumberInAllBlocks": true, "rowNumberInBlock": true,
-	"runningAccumulate": true, "runningConcurrency": true, "runningDifference": true,
-	"runningDifferenceStartingWithFirstValue": true, "structureToCapnProtoSchema": true,
-	"structureToProtobufSchema": true, "throwIf": true, "toColumnTypeName": true, "toTypeName": true,
-	"tokenizeQuery": true, "transform": true, "variantElement": true, "variantType": true, "visibleWidth": true,
 }
 
 // consoleSyntaxFunctions are function nodes of the syntax tree that the
@@ -164,6 +126,10 @@ type consoleGuard struct {
 	funcs    *functionPolicy
 	slots    chan struct{}
 	database string // unquoted: qualified table names must name it
+	// unchecked turns the function allow-list and the analysis limits off
+	// (tests only): a statement the console would refuse runs, so a test can
+	// show the worker's time limit holds by itself.
+	unchecked bool
 	// userReadonly is the readonly setting the console's ClickHouse user has
 	// by its profile: 0 (the store's own connection) appends readonly = 1 and
 	// the limits to every statement; 2 appends the limits only (the engine
@@ -227,6 +193,7 @@ type functionPolicy struct {
 	exact       map[string]engineFunction // by name
 	folded      map[string]engineFunction // case-insensitive functions, by lower-case name
 	combinators []string                  // aggregate combinator suffixes (If, Array, State …), longest first
+	allowAll    bool                      // every function the engine has (tests only)
 }
 
 // lookup finds name as the engine would: exactly, or case-folded for a
@@ -248,7 +215,7 @@ func (p *functionPolicy) allowed(name string) bool {
 		return true
 	}
 	if f, ok := p.resolve(name); ok {
-		return permittedFunction(f)
+		return p.permittedFunction(f)
 	}
 	return p.combinedAggregate(name)
 }
@@ -262,20 +229,30 @@ func (p *functionPolicy) resolve(name string) (engineFunction, bool) {
 	return f, ok && f.AliasTo == ""
 }
 
-func permittedFunction(f engineFunction) bool {
-	return consoleFunctionCategories[f.Categories] || f.Categories == "Other" && consoleOtherFunctions[f.Name]
+// permittedFunction reports whether the console may call f (a function, not
+// an alias): a scalar function of consoleFunctions or an aggregate function
+// of consoleAggregates. When allowAll is set (tests that show the worker's
+// time limit holds by itself) every function is.
+func (p *functionPolicy) permittedFunction(f engineFunction) bool {
+	if p.allowAll {
+		return true
+	}
+	if f.IsAggregate == 1 {
+		return consoleAggregates[f.Name]
+	}
+	return consoleFunctions[f.Name]
 }
 
 // combinedAggregate reports whether name is an allowed aggregate function
-// followed by one or more combinator suffixes.
+// followed by one or more combinator suffixes of consoleCombinators.
 func (p *functionPolicy) combinedAggregate(name string) bool {
 	for _, c := range p.combinators {
 		base, cut := strings.CutSuffix(name, c)
-		if !cut || base == "" {
+		if !cut || base == "" || !consoleCombinators[c] && !p.allowAll {
 			continue
 		}
 		if f, ok := p.resolve(base); ok {
-			if f.IsAggregate == 1 && permittedFunction(f) {
+			if f.IsAggregate == 1 && p.permittedFunction(f) {
 				return true
 			}
 			continue
@@ -331,7 +308,10 @@ func canonical(ctx context.Context, t transport, sql string) (string, error) {
 		if strings.Contains(err.Error(), "Multi-statements are not allowed") {
 			return "", fmt.Errorf("%w: only one statement is allowed", ErrReadOnly)
 		}
-		return "", fmt.Errorf("store: query: %w", err)
+		if err := tooBig(err); err != nil {
+			return "", err
+		}
+		return "", fmt.Errorf("store: query: %w", shortError(err))
 	}
 	if len(rows) != 1 || strings.TrimSpace(rows[0].Q) == "" {
 		return "", fmt.Errorf("store: query: empty statement")
@@ -541,47 +521,189 @@ func plainName(s string) bool {
 	return true
 }
 
-// prepare runs steps 1–3 of the console check and returns the statement to run
-// (step 4's text, settings appended).
+// The console's analysis limits: how big a statement may be, enforced by the
+// engine (max_query_size and max_parser_depth for the worker's session,
+// max_ast_elements, max_expanded_ast_elements and max_ast_depth with every
+// statement) and checked again here, on the text and on the engine's syntax
+// tree, before the statement runs. An analyst's statement is a few hundred
+// elements; an 8,000-branch multiIf, which kept the engine's analyser busy
+// for seconds, is about 40,000.
+const (
+	consoleMaxQueryBytes          = 64 << 10 // bytes of the statement's text
+	consoleMaxASTElements         = 10_000   // nodes of its syntax tree
+	consoleMaxExpandedASTElements = 50_000   // nodes once aliases and * are expanded (the engine's check)
+	consoleMaxASTDepth            = 200      // depth of its syntax tree
+	consoleMaxParserDepth         = 300      // the parser's recursion (the engine's check)
+)
+
+// checkQuerySize refuses a statement longer than consoleMaxQueryBytes.
+func checkQuerySize(sql string) error {
+	if len(sql) > consoleMaxQueryBytes {
+		return fmt.Errorf("%w: the statement is %d bytes; the console takes at most %d", ErrReadOnly, len(sql), consoleMaxQueryBytes)
+	}
+	return nil
+}
+
+// tooBig returns ErrReadOnly naming the console's size limits when err is
+// the engine refusing a statement over them (parse and analysis limits),
+// nil otherwise.
+func tooBig(err error) error {
+	msg := err.Error()
+	for _, code := range []string{"(TOO_DEEP_AST)", "(TOO_BIG_AST)", "Max query size exceeded", "(TOO_DEEP_RECURSION)", "(TOO_DEEP_SUBQUERIES)"} {
+		if strings.Contains(msg, code) {
+			return fmt.Errorf("%w: the statement is over the console's size limits (%d bytes, %d syntax elements, %d levels): %v",
+				ErrReadOnly, consoleMaxQueryBytes, consoleMaxASTElements, consoleMaxASTDepth, shortError(err))
+		}
+	}
+	return nil
+}
+
+// maxErrorBytes bounds an engine error in a console answer: the engine's
+// message quotes the statement, which may be 64 KiB.
+const maxErrorBytes = 1000
+
+// shortError cuts err's text at maxErrorBytes.
+func shortError(err error) error {
+	msg := err.Error()
+	if len(msg) <= maxErrorBytes {
+		return err
+	}
+	return errors.New(msg[:maxErrorBytes] + "… (cut)")
+}
+
+// checkTreeSize refuses a syntax tree of more than consoleMaxASTElements
+// nodes or deeper than consoleMaxASTDepth.
+func checkTreeSize(nodes []astNode) error {
+	if len(nodes) > consoleMaxASTElements {
+		return fmt.Errorf("%w: the statement has %d syntax elements; the console takes at most %d", ErrReadOnly, len(nodes), consoleMaxASTElements)
+	}
+	for _, n := range nodes {
+		if n.depth+1 > consoleMaxASTDepth {
+			return fmt.Errorf("%w: the statement nests deeper than %d syntax levels", ErrReadOnly, consoleMaxASTDepth)
+		}
+	}
+	return nil
+}
+
+// prepare runs steps 1–3 of the console check on t and returns the statement
+// to run (step 4's text, settings appended).
 func (g *consoleGuard) prepare(ctx context.Context, t transport, sql string, lim queryLimits) (string, error) {
-	if err := CheckReadOnly(sql); err != nil {
+	canon, err := g.check(ctx, t, sql)
+	if err != nil {
 		return "", err
+	}
+	return g.statement(canon, lim), nil
+}
+
+// check runs steps 1–3 of the console check, asking t's engine to parse sql,
+// and returns the canonical statement.
+func (g *consoleGuard) check(ctx context.Context, t transport, sql string) (string, error) {
+	canon, _, err := g.checkReads(ctx, t, sql)
+	return canon, err
+}
+
+// checkReads is check, also returning which tables of the database the
+// statement may read (tablesRead).
+func (g *consoleGuard) checkReads(ctx context.Context, t transport, sql string) (string, tableSet, error) {
+	if err := CheckReadOnly(sql); err != nil {
+		return "", tableSet{}, err
+	}
+	if !g.unchecked {
+		if err := checkQuerySize(sql); err != nil {
+			return "", tableSet{}, err
+		}
 	}
 	canon, err := canonical(ctx, t, sql)
 	if err != nil {
-		return "", err
+		return "", tableSet{}, err
 	}
 	if err := checkCanonical(canon); err != nil {
-		return "", err
+		return "", tableSet{}, err
 	}
 	funcs, err := g.functionPolicy(ctx, t)
 	if err != nil {
-		return "", err
+		return "", tableSet{}, err
 	}
 	res, err := t.queryText(ctx, "EXPLAIN AST "+canon)
 	if err != nil {
-		return "", fmt.Errorf("store: query: %w", err)
+		if err := tooBig(err); err != nil {
+			return "", tableSet{}, err
+		}
+		return "", tableSet{}, fmt.Errorf("store: query: %w", shortError(err))
 	}
 	var dump strings.Builder
 	for _, r := range res.Rows {
 		if len(r) != 1 {
-			return "", fmt.Errorf("store: query: unexpected syntax tree shape")
+			return "", tableSet{}, fmt.Errorf("store: query: unexpected syntax tree shape")
 		}
 		dump.WriteString(r[0])
 		dump.WriteByte('\n')
 	}
 	nodes, err := parseAST(dump.String())
 	if err != nil {
-		return "", fmt.Errorf("%w: %v", ErrReadOnly, err)
+		return "", tableSet{}, fmt.Errorf("%w: %v", ErrReadOnly, err)
+	}
+	if !g.unchecked {
+		if err := checkTreeSize(nodes); err != nil {
+			return "", tableSet{}, err
+		}
+	}
+	if g.unchecked {
+		funcs = &functionPolicy{exact: funcs.exact, folded: funcs.folded, combinators: funcs.combinators, allowAll: true}
 	}
 	if err := g.checkAST(canon, nodes, funcs); err != nil {
-		return "", err
+		return "", tableSet{}, err
 	}
+	return canon, g.tablesRead(nodes), nil
+}
+
+// tableSet names tables of the store's database; all: every one.
+type tableSet struct {
+	all   bool
+	names map[string]bool
+}
+
+func (ts tableSet) has(name string) bool { return ts.all || ts.names[name] }
+
+// consoleSchemaTables are the readable system tables whose rows describe the
+// database's tables (row counts, parts, columns, merges).
+var consoleSchemaTables = map[string]bool{
+	"tables": true, "columns": true, "parts": true, "parts_columns": true,
+	"data_skipping_indices": true, "merges": true, "mutations": true,
+}
+
+// tablesRead returns the tables of the database a checked statement may
+// read: every name its tree gives a table or an identifier (unqualified, or
+// qualified by the database; a name that is no table is never looked up),
+// or all of them when it reads information_schema or a system table of
+// consoleSchemaTables (whose rows describe the others: parts, row counts).
+func (g *consoleGuard) tablesRead(nodes []astNode) tableSet {
+	ts := tableSet{names: map[string]bool{}}
+	for _, n := range nodes {
+		if n.kind != "TableIdentifier" && n.kind != "Identifier" {
+			continue
+		}
+		db, table, qualified := strings.Cut(n.name, ".")
+		switch {
+		case !qualified:
+			ts.names[n.name] = true
+		case db == g.database:
+			ts.names[table] = true
+		case n.kind == "TableIdentifier" && (db != "system" || consoleSchemaTables[table]):
+			ts.all = true // information_schema, or a system table describing the tables
+		}
+	}
+	return ts
+}
+
+// statement is the canonical statement with the store's settings appended,
+// as the console user's readonly setting allows (consoleGuard.userReadonly).
+func (g *consoleGuard) statement(canon string, lim queryLimits) string {
 	switch g.userReadonly {
 	case 1:
-		return canon, nil
+		return canon
 	case 2:
-		return canon + "\nSETTINGS " + strings.TrimSuffix(lim.settings(), ", "), nil
+		return canon + "\nSETTINGS " + strings.TrimSuffix(lim.settings(), ", ")
 	}
-	return canon + "\nSETTINGS " + lim.settings() + "readonly = 1", nil
+	return canon + "\nSETTINGS " + lim.settings() + "readonly = 1"
 }

@@ -9,7 +9,8 @@ import (
 	"time"
 )
 
-// recordingTransport passes every statement to the engine and keeps its text.
+// recordingTransport passes every statement to the transport it wraps (if
+// any) and keeps its text.
 type recordingTransport struct {
 	transport
 	mu   sync.Mutex
@@ -24,6 +25,9 @@ func (r *recordingTransport) record(sql string) {
 
 func (r *recordingTransport) exec(ctx context.Context, sql string, params Params) error {
 	r.record(sql)
+	if r.transport == nil {
+		return nil // recording only
+	}
 	return r.transport.exec(ctx, sql, params)
 }
 
@@ -46,14 +50,14 @@ func (r *recordingTransport) take() []string {
 }
 
 // FuzzConsoleCheck feeds Store.Query mutated statements on the real engine and
-// asserts that nothing but single reads of the database reached it: the
-// engine's own parser (chdb_classify_query_n) classifies every text the
-// console sent as one read-only statement; what the console answers (rows,
-// column names, errors) never shows the token of a canary file; the engine
-// opens no connection to a canary TCP listener nor sends an HTTP request; and
-// the schema is intact afterwards. Seeds: the attack and read lists of
-// console_test.go (with {CANARY}, {TCP}, {URL} expanded to the canaries) and
-// testdata/fuzz/FuzzConsoleCheck.
+// asserts that nothing but single reads of the database reached the console
+// worker's engine: the engine's own parser (chdb_classify_query_n)
+// classifies every text the console sent as one read-only statement; what
+// the console answers (rows, column names, errors) never shows the token of
+// a canary file; the engine opens no connection to a canary TCP listener nor
+// sends an HTTP request; and the schema is intact afterwards. Seeds: the
+// attack and read lists of console_test.go (with {CANARY}, {TCP}, {URL}
+// expanded to the canaries) and testdata/fuzz/FuzzConsoleCheck.
 func FuzzConsoleCheck(f *testing.F) {
 	for _, q := range consoleAttacks {
 		f.Add(q)
@@ -66,15 +70,16 @@ func FuzzConsoleCheck(f *testing.F) {
 	if !ok {
 		f.Skip("the fuzz target needs the embedded engine")
 	}
-	rec := &recordingTransport{transport: emb}
-	s := &sqlStore{t: rec, db: fx.s.db, console: newConsoleGuard(strings.Trim(fx.s.db, "`"), 1), queryLimits: queryLimits{
-		timeout: 2 * time.Second, maxRows: 1000, maxRowsRead: 10_000_000, maxMemory: 256 << 20}}
+	rec := &recordingTransport{}
+	s := fx.s
+	s.onWorkerSQL = rec.record
+	s.queryLimits = queryLimits{timeout: 2 * time.Second, maxRows: 1000, maxRowsRead: 10_000_000, maxMemory: 256 << 20}
 	f.Fuzz(func(t *testing.T, sql string) {
 		sql = fx.expand(sql)
 		res, err := s.Query(context.Background(), sql)
 		fx.leaked(t, sql, res, err)
 		for _, sent := range rec.take() {
-			a, cerr := emb.ref.Classify(sent)
+			a, cerr := emb.ref.Classify(context.Background(), sent)
 			if cerr != nil {
 				t.Fatalf("classify %q: %v", sent, cerr)
 			}

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -552,5 +553,130 @@ func TestConsoleCanariesWork(t *testing.T) {
 	_, _ = f.s.t.queryText(ctx, f.expand("SELECT * FROM url('http://{TCP}/x', 'LineAsString') SETTINGS http_max_tries = 1, http_connection_timeout = 1, http_receive_timeout = 1"))
 	if f.conns.Load() == 0 {
 		t.Fatal("a url() read on the engine did not reach the canary listener")
+	}
+}
+
+// TestConsoleAllowListNamesEngineFunctions: every name of the reviewed
+// allow-list is a function of this engine under its own name (not an alias),
+// scalar or aggregate as the list says, and every combinator exists; so the
+// list is checked against the engine it allows functions of, and an engine
+// that renames one shows here.
+func TestConsoleAllowListNamesEngineFunctions(t *testing.T) {
+	s := openTestStore(t)
+	ctx := context.Background()
+	p, err := s.console.functionPolicy(ctx, s.t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, list := range []struct {
+		names     map[string]bool
+		aggregate int64
+	}{{consoleFunctions, 0}, {consoleAggregates, 1}} {
+		for name := range list.names {
+			f, ok := p.exact[name]
+			switch {
+			case !ok:
+				t.Errorf("%s: not a function of this engine", name)
+			case f.AliasTo != "":
+				t.Errorf("%s: an alias of %s; list the function itself", name, f.AliasTo)
+			case f.IsAggregate != list.aggregate:
+				t.Errorf("%s: is_aggregate %d; listed as %d", name, f.IsAggregate, list.aggregate)
+			}
+		}
+	}
+	for c := range consoleCombinators {
+		if !slices.Contains(p.combinators, c) {
+			t.Errorf("combinator %s: not a combinator of this engine", c)
+		}
+	}
+	if n := len(consoleFunctions) + len(consoleAggregates); n > 500 {
+		t.Errorf("the allow-list has %d functions; it is a reviewed list, not the engine's", n)
+	}
+	t.Logf("allowed: %d scalar and %d aggregate functions of the engine's %d", len(consoleFunctions), len(consoleAggregates), len(p.exact))
+}
+
+// TestConsoleAnalysisLimits: a statement over the console's size limits is
+// refused before it runs (the text by our own check, the tree by the
+// worker engine's parse limits), naming the limits; and our own check of the
+// syntax tree refuses what an engine with wider limits (a server's
+// defaults: 50,000 elements, depth 1,000) would pass.
+func TestConsoleAnalysisLimits(t *testing.T) {
+	s := openTestStore(t)
+	ctx := context.Background()
+	nested := "SELECT " + strings.Repeat("abs(", consoleMaxASTDepth) + "1" + strings.Repeat(")", consoleMaxASTDepth)
+	wide := "SELECT " + strings.TrimSuffix(strings.Repeat("1, ", consoleMaxASTElements+10), ", ")
+	for _, tc := range []struct{ name, sql, want string }{
+		{"long text", "SELECT '" + strings.Repeat("x", consoleMaxQueryBytes) + "'", "the console takes at most 65536"},
+		{"deep tree", nested, "over the console's size limits"},
+		{"wide tree", wide, "over the console's size limits"},
+	} {
+		_, err := s.Query(ctx, tc.sql)
+		if !errors.Is(err, ErrReadOnly) || !strings.Contains(err.Error(), tc.want) || len(err.Error()) > 2*maxErrorBytes {
+			t.Errorf("%s: %.300v; want a short ErrReadOnly saying %q", tc.name, err, tc.want)
+		}
+	}
+	// Just under the limits the console answers.
+	ok := "SELECT " + strings.Repeat("abs(", 40) + "1" + strings.Repeat(")", 40)
+	if _, err := s.Query(ctx, ok); err != nil {
+		t.Errorf("40 nested calls: %v", err)
+	}
+	// The Go check on trees the engine's defaults let through.
+	for _, tc := range []struct{ name, sql, want string }{
+		{"deep tree", nested, "nests deeper than 200 syntax levels"},
+		{"wide tree", wide, "syntax elements; the console takes at most 10000"},
+	} {
+		res, err := s.t.queryText(ctx, "EXPLAIN AST "+tc.sql)
+		if err != nil {
+			t.Fatalf("%s: the engine's defaults refuse it: %v", tc.name, err)
+		}
+		var dump strings.Builder
+		for _, r := range res.Rows {
+			dump.WriteString(r[0] + "\n")
+		}
+		nodes, err := parseAST(dump.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := checkTreeSize(nodes); !errors.Is(err, ErrReadOnly) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: checkTreeSize = %v; want ErrReadOnly saying %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// TestConsoleTablesRead: the snapshot freezes the tables a statement names
+// (in FROM, joins, subqueries, IN, view()), all of them when it reads a
+// system table, none for SHOW TABLES; a WITH name is no table.
+func TestConsoleTablesRead(t *testing.T) {
+	s := openTestStore(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		sql  string
+		want []string // nil with all
+		all  bool
+	}{
+		{"SELECT count() FROM runs", []string{"runs"}, false},
+		{"SELECT r.run_id FROM runs AS r JOIN " + s.db + ".steps AS st ON st.run_id = r.run_id WHERE r.request_id IN (SELECT request_id FROM requests)", []string{"requests", "runs", "steps"}, false},
+		{"SELECT 1 WHERE 'x' IN scores", []string{"scores"}, false},
+		{"SELECT * FROM view(SELECT run_id FROM runs)", []string{"runs"}, false},
+		{"WITH c AS (SELECT 1 AS x) SELECT x FROM c", nil, false},
+		{"SHOW TABLES", nil, false},
+		{"SELECT name, total_rows FROM system.tables WHERE database = currentDatabase()", nil, true},
+		{"SELECT table_name FROM information_schema.tables", nil, true},
+		{"SELECT count() FROM system.numbers WHERE number IN (SELECT 1)", nil, false},
+	} {
+		_, reads, err := s.console.checkReads(ctx, s.t, tc.sql)
+		if err != nil {
+			t.Errorf("%s: %v", tc.sql, err)
+			continue
+		}
+		var got []string
+		for _, table := range []string{"requests", "runs", "steps", "scores", "suite_runs", "cases", "shadow_work"} {
+			if !reads.all && reads.has(table) {
+				got = append(got, table)
+			}
+		}
+		if reads.all != tc.all || !slices.Equal(got, tc.want) {
+			t.Errorf("%s: reads %v (all %v); want %v (all %v)", tc.sql, got, reads.all, tc.want, tc.all)
+		}
 	}
 }

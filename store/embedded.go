@@ -13,22 +13,13 @@ import (
 // embedded is the chDB transport: the ClickHouse engine loaded from libchdb.so
 // into this process, data in a local folder. The engine holds one connection per
 // process; every embedded store on the same folder shares it, and calls are
-// serialized. A statement cannot be interrupted once handed to the engine:
-// ctx is checked before each call.
+// serialized: a caller waits for the engine until its context ends. A
+// statement cannot be interrupted once handed to the engine, which is why the
+// SQL console never runs here but in a worker process of its own
+// (console_worker.go).
 type embedded struct {
 	ref *chdb.Ref
 	db  string // quoted database: Query resolves unqualified names in it
-	// low marks the console's view of the engine (consoleView): its calls
-	// start only while no other call runs or waits (chdb.Ref.QueryLow).
-	low bool
-}
-
-// consoleView returns the same engine at low priority, for the SQL console:
-// the tap's writes and the pages' reads that wait go before any console
-// statement, so they wait behind at most the one already running, which the
-// engine ends at embedded_console_timeout. Closing the view releases nothing.
-func (e *embedded) consoleView() *embedded {
-	return &embedded{ref: e.ref, db: e.db, low: true}
 }
 
 func openEmbedded(path, db string) (*embedded, error) {
@@ -50,13 +41,7 @@ func (e *embedded) run(ctx context.Context, sql, format string, params Params) (
 	if strings.IndexByte(sql, 0) >= 0 {
 		return nil, errors.New("statement contains a NUL byte")
 	}
-	if e.low {
-		return e.ref.QueryLow(ctx, setParams(params), sql, format)
-	}
-	if len(params) == 0 {
-		return e.ref.Query(sql, format)
-	}
-	return e.ref.QueryAfter(setParams(params), sql, format)
+	return e.ref.QueryAfter(ctx, setParams(params), sql, format)
 }
 
 func (e *embedded) exec(ctx context.Context, sql string, params Params) error {
@@ -90,53 +75,23 @@ func (e *embedded) queryText(ctx context.Context, sql string) (QueryResult, erro
 	if strings.IndexByte(sql, 0) >= 0 {
 		return QueryResult{}, errors.New("statement contains a NUL byte")
 	}
-	var (
-		out []byte
-		err error
-	)
-	if e.low {
-		out, err = e.ref.QueryLow(ctx, []string{"USE " + e.db}, sql, "TabSeparatedWithNames")
-	} else {
-		out, err = e.ref.QueryAfter([]string{"USE " + e.db}, sql, "TabSeparatedWithNames")
-	}
+	out, err := e.ref.QueryAfter(ctx, []string{"USE " + e.db}, sql, "TabSeparatedWithNames")
 	if err != nil {
 		return QueryResult{}, err
 	}
 	return parseTSVWithNames(out), nil
 }
 
-// checkOneRead implements statementClassifier with chdb_classify_query_n.
-func (e *embedded) checkOneRead(ctx context.Context, sql string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	var (
-		a   chdb.Analysis
-		err error
-	)
-	if e.low {
-		a, err = e.ref.ClassifyLow(ctx, sql)
-	} else {
-		a, err = e.ref.Classify(sql)
-	}
-	if errors.Is(err, chdb.ErrNoClassifier) {
-		return nil // an older engine: formatQuery has parsed it as one statement
-	}
-	if err != nil {
-		return fmt.Errorf("store: query: classify: %w", err)
-	}
-	if a.Statements != 1 || a.Class != chdb.ClassReadOnly {
-		return fmt.Errorf("%w: the engine parses %d statement(s) of class %d", ErrReadOnly, a.Statements, a.Class)
-	}
+func (e *embedded) close() error {
+	e.ref.Close()
 	return nil
 }
 
-func (e *embedded) close() error {
-	if e.low {
-		return nil // the store's own transport holds the reference
-	}
-	e.ref.Close()
-	return nil
+// closeWithin releases the store's reference on the engine; the last one
+// closes the engine, giving up at ctx's end on a statement still inside it
+// (an error wrapping chdb.ErrAbandoned that names it).
+func (e *embedded) closeWithin(ctx context.Context) error {
+	return e.ref.CloseContext(ctx)
 }
 
 // parseTSVWithNames parses ClickHouse TabSeparatedWithNames output: the first

@@ -25,6 +25,9 @@ var testEngine struct {
 }
 
 func TestMain(m *testing.M) {
+	if dir := os.Getenv(stuckShutdownEnv); dir != "" {
+		os.Exit(stuckShutdownMain(dir)) // a child of TestShutdownAbandonsAStuckStatement
+	}
 	if _, err := chdb.FindLibrary(); err != nil {
 		testEngine.missing = err
 	} else {

@@ -59,7 +59,7 @@ func TestQueryLimits(t *testing.T) {
 	defer s.Close()
 	start := time.Now()
 	_, err = s.Query(context.Background(), "SELECT sum(sipHash64(number)) FROM numbers(100000000000)")
-	if err == nil || !strings.Contains(err.Error(), "TIMEOUT_EXCEEDED") {
+	if !heldToLimit(err) {
 		t.Fatalf("a runaway query must time out, got %v", err)
 	}
 	if took := time.Since(start); took > 20*time.Second {

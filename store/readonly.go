@@ -75,7 +75,24 @@ type queryLimits struct {
 	maxRowsRead  int64         // max_rows_to_read
 	maxBytesRead int64         // max_bytes_to_read, uncompressed bytes
 	maxMemory    int64         // max_memory_usage, bytes
+	// unbounded leaves out consoleWorkLimits (tests only, with
+	// consoleGuard.unchecked: the worker's time limit alone must hold).
+	unbounded bool
 }
+
+// consoleWorkLimits bound the work of a console statement beyond time, rows
+// read and memory: the size of its syntax tree (the same limits
+// checkTreeSize checks in Go), the right side of a join, an IN set, DISTINCT
+// and GROUP BY keys (each 10^7 rows, then the statement fails), its result
+// (64 MiB), subquery and recursive CTE depth, the elements range() may make
+// per block (10^6) and sleep (none). The engine checks them as it goes, so a
+// statement that reaches one fails with the engine's limit error.
+var consoleWorkLimits = fmt.Sprintf("max_ast_elements = %d, max_expanded_ast_elements = %d, max_ast_depth = %d, "+
+	"max_subquery_depth = 20, max_recursive_cte_evaluation_depth = 100, "+
+	"max_rows_in_join = 10000000, join_overflow_mode = 'throw', max_rows_in_set = 10000000, set_overflow_mode = 'throw', "+
+	"max_rows_in_distinct = 10000000, distinct_overflow_mode = 'throw', max_rows_to_group_by = 10000000, group_by_overflow_mode = 'throw', "+
+	"max_result_bytes = 67108864, function_range_max_elements_in_block = 1000000, function_sleep_max_microseconds_per_block = 0, ",
+	consoleMaxASTElements, consoleMaxExpandedASTElements, consoleMaxASTDepth)
 
 // settings renders the limits as "name = value, " pairs. They come before
 // readonly = 1, which forbids changing settings after it.
@@ -100,6 +117,9 @@ func (l queryLimits) settings() string {
 	}
 	if l.maxMemory > 0 {
 		fmt.Fprintf(&b, "max_memory_usage = %d, ", l.maxMemory)
+	}
+	if !l.unbounded {
+		b.WriteString(consoleWorkLimits)
 	}
 	b.WriteString("allow_ddl = 0, allow_introspection_functions = 0, ")
 	return b.String()

@@ -66,22 +66,30 @@ func TestCheckReadOnly(t *testing.T) {
 }
 
 func TestQueryLimitsSettings(t *testing.T) {
+	const fixed = "allow_ddl = 0, allow_introspection_functions = 0, "
 	tests := []struct {
 		lim  queryLimits
 		want string
 	}{
-		{queryLimits{}, "allow_ddl = 0, allow_introspection_functions = 0, "},
+		{queryLimits{}, consoleWorkLimits + fixed},
+		{queryLimits{unbounded: true}, fixed},
 		{queryLimits{timeout: 10 * time.Second, maxRows: 5, maxRowsRead: 7, maxMemory: 1 << 20},
 			"max_execution_time = 10, timeout_overflow_mode = 'throw', max_result_rows = 5, result_overflow_mode = 'throw', " +
-				"max_rows_to_read = 7, read_overflow_mode = 'throw', max_memory_usage = 1048576, allow_ddl = 0, allow_introspection_functions = 0, "},
+				"max_rows_to_read = 7, read_overflow_mode = 'throw', max_memory_usage = 1048576, " + consoleWorkLimits + fixed},
 		{queryLimits{timeout: 1500 * time.Millisecond, maxRowsRead: 7, maxBytesRead: 9},
 			"max_execution_time = 1.5, timeout_overflow_mode = 'throw', max_rows_to_read = 7, max_bytes_to_read = 9, read_overflow_mode = 'throw', " +
-				"allow_ddl = 0, allow_introspection_functions = 0, "},
-		{queryLimits{maxBytesRead: 9}, "max_bytes_to_read = 9, read_overflow_mode = 'throw', allow_ddl = 0, allow_introspection_functions = 0, "},
+				consoleWorkLimits + fixed},
+		{queryLimits{maxBytesRead: 9}, "max_bytes_to_read = 9, read_overflow_mode = 'throw', " + consoleWorkLimits + fixed},
 	}
 	for _, tc := range tests {
 		if got := tc.lim.settings(); got != tc.want {
 			t.Errorf("settings(%+v) = %q; want %q", tc.lim, got, tc.want)
+		}
+	}
+	for _, want := range []string{"max_ast_elements = 10000", "max_expanded_ast_elements = 50000", "max_ast_depth = 200",
+		"max_rows_in_join = 10000000", "function_range_max_elements_in_block = 1000000", "max_result_bytes = 67108864"} {
+		if !strings.Contains(consoleWorkLimits, want) {
+			t.Errorf("the console's work limits lack %q", want)
 		}
 	}
 }

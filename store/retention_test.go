@@ -116,18 +116,12 @@ func TestClusterDDLGolden(t *testing.T) {
 		section(fmt.Sprintf("migration %04d_%s", m.version, m.name), stmts)
 	}
 	section("retention: requests 90 days, bodies 30 days", s.retentionStatements(RetentionConfig{Requests: 90 * 24 * time.Hour, Bodies: 30 * 24 * time.Hour}, nil))
-	var forget []string
-	for _, c := range s.forgetConditions(forgotten{}) {
-		stmt, _ := s.forgetStatement(c.table, c.cond, "0f1e2d3c")
-		forget = append(forget, stmt)
+	section("forget: old_parts_lifetime of the tables it deletes from, set at open", s.forgetSettingStatements(nil))
+	forget := s.keyStatements()
+	for _, t := range forgetTables {
+		forget = append(forget, s.forgetStatement(t.table, t.col, t.kind, "e-0f1e2d3c"))
 	}
-	section("forget: one subject's rows (hash 0f1e2d3c)", forget)
-	var sweep []string
-	for _, c := range s.forgetConditions(forgotten{requests: []string{"req-1", "req-'2"}, runs: []string{"req-1/run"}}) {
-		stmt, _ := s.forgetStatement(c.table, c.cond, "0f1e2d3c")
-		sweep = append(sweep, stmt)
-	}
-	section("forget, second sweep: also the requests and runs the first pass deleted", sweep)
+	section("forget: the erasure's keys (hash and erasure id bound), then its deletions", forget)
 	got := b.String()
 	golden := filepath.Join("testdata", "cluster_ddl.golden.sql")
 	if os.Getenv("UPDATE_GOLDEN") != "" {

@@ -274,6 +274,9 @@ func assignScanned(dst reflect.Value, src any) error {
 }
 
 func (s *server) queryText(ctx context.Context, sql string) (QueryResult, error) {
+	if id := queryIDFrom(ctx); id != "" { // a console statement: KILL QUERY can name it
+		ctx = clickhouse.Context(ctx, clickhouse.WithQueryID(id))
+	}
 	cols, types, rows, err := s.scanAll(ctx, sql, nil)
 	if err != nil {
 		return QueryResult{}, err

@@ -3,8 +3,10 @@ package store
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -228,5 +230,76 @@ func TestServerParameterEncoding(t *testing.T) {
 		if got := unescapeTSV([]byte(readQuotedField(t, dump))); got != v {
 			t.Errorf("%q reaches the server as %q, parsed back as %q", v, dump, got)
 		}
+	}
+}
+
+// consoleServerFake stands for a ClickHouse server on the console's path:
+// the checks (formatQuery, EXPLAIN AST, system.functions) are answered by the
+// embedded engine; the console statement itself is recorded with the query
+// id it was sent under and, when hang is set, never answered.
+type consoleServerFake struct {
+	*embedded
+	hang      bool
+	mu        sync.Mutex
+	statement string
+	queryID   string
+}
+
+func (f *consoleServerFake) queryText(ctx context.Context, sql string) (QueryResult, error) {
+	if !strings.Contains(sql, "\nSETTINGS ") {
+		return f.embedded.queryText(ctx, sql) // a check
+	}
+	f.mu.Lock()
+	f.statement, f.queryID = sql, queryIDFrom(ctx)
+	f.mu.Unlock()
+	if f.hang {
+		<-ctx.Done()
+		return QueryResult{}, ctx.Err()
+	}
+	return QueryResult{Columns: []string{"1"}, Rows: [][]string{{"1"}}}, nil
+}
+
+// TestConsoleOnServer: on a server the console statement goes out under a
+// query id of its own with the limits and readonly appended; when no answer
+// comes within the time limit plus serverKillAfter, the store's own
+// connection sends KILL QUERY for exactly that id, and the caller gets
+// ErrQueryKilled.
+func TestConsoleOnServer(t *testing.T) {
+	needEngine(t)
+	base := openTestStore(t)
+	for _, hang := range []bool{false, true} {
+		fake := &consoleServerFake{embedded: base.t.(*embedded), hang: hang}
+		kills := &recordingTransport{}
+		s := &sqlStore{t: kills, consoleT: fake, db: base.db, dbName: base.dbName, console: newConsoleGuard(base.dbName, 1),
+			queryLimits: queryLimits{timeout: time.Second, maxRows: 10, maxMemory: 1 << 30}}
+		begin := time.Now()
+		res, err := s.Query(context.Background(), "SELECT 1")
+		took := time.Since(begin)
+		fake.mu.Lock()
+		stmt, id := fake.statement, fake.queryID
+		fake.mu.Unlock()
+		for _, want := range []string{"SELECT 1\nSETTINGS max_execution_time = 1, timeout_overflow_mode = 'throw', max_result_rows = 10",
+			"max_ast_elements = 10000", "max_rows_in_join = 10000000", "allow_ddl = 0", "readonly = 1"} {
+			if !strings.Contains(stmt, want) {
+				t.Errorf("hang %v: the statement sent %q lacks %q", hang, stmt, want)
+			}
+		}
+		if !strings.HasPrefix(id, "console-") {
+			t.Errorf("hang %v: the statement went out under query id %q; want one of the console's", hang, id)
+		}
+		sent := kills.take()
+		if !hang {
+			if err != nil || len(res.Rows) != 1 || len(sent) != 0 {
+				t.Errorf("an answered statement: %+v, %v, kills %q; want the answer and no KILL QUERY", res, err, sent)
+			}
+			continue
+		}
+		if !errors.Is(err, ErrQueryKilled) {
+			t.Errorf("an unanswered statement: %v; want ErrQueryKilled", err)
+		}
+		if want := "KILL QUERY WHERE query_id = '" + id + "' ASYNC"; len(sent) != 1 || sent[0] != want {
+			t.Errorf("kills sent = %q; want [%q]", sent, want)
+		}
+		t.Logf("the unanswered statement was given up after %v", took)
 	}
 }

@@ -2,8 +2,8 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"strings"
 	"sync/atomic"
@@ -18,10 +18,19 @@ type sqlStore struct {
 	dbName      string // the database name unquoted
 	cluster     string // ClickHouse cluster of Replicated/Distributed tables; "" for one node
 	queryLimits queryLimits
-	consoleWait time.Duration // how long an embedded console query may wait for its turn (query_timeout)
 	console     *consoleGuard
-	consoleT    transport // the console's own connection (console_dsn) or the embedded engine's low-priority view; nil: t
+	consoleT    transport       // the console's own connection (console_dsn); nil: t (or a console worker on the embedded engine)
+	workers     *consoleWorkers // the embedded engine's console workers; nil on a server
+	workerWait  time.Duration   // how long a console statement may wait for its worker (consoleWorkerStart)
+	log         *slog.Logger    // the console's audit lines and the store's warnings; nil discards
+	stallAfter  time.Duration
 	closed      atomic.Bool
+
+	// Tests only: onWorker is called once a console statement has its worker
+	// (before its checks), onStatement just before the statement runs.
+	onWorker    func()
+	onStatement func()
+	onWorkerSQL func(sql string) // sees every statement sent to a console worker
 }
 
 // mutationTarget is what an ALTER of table names: db.table, or on a cluster
@@ -273,81 +282,6 @@ func (s *sqlStore) GetSuiteRun(ctx context.Context, suiteRunID string) (SuiteRun
 		return SuiteRun{}, fmt.Errorf("store: get suite run %q: %w", suiteRunID, ErrNotFound)
 	}
 	return rows[0], nil
-}
-
-// Query implements Store: one read statement, as the engine's own parser
-// decides, checked against the console's rules (console.go) and run in its
-// canonical form with the configured limits and readonly = 1. Unqualified
-// table names resolve in the store's database on the embedded engine, and in
-// the DSN's database on a server. Errors: ErrReadOnly for anything that is not
-// one allowed read, ErrQueryBusy when every console slot is taken (or, on the
-// embedded engine, when the tap and the pages kept it busy for query_timeout), the
-// engine's error (timeouts and limits included) otherwise.
-func (s *sqlStore) Query(ctx context.Context, sql string) (QueryResult, error) {
-	if err := s.check(ctx); err != nil {
-		return QueryResult{}, fmt.Errorf("store: query: %w", err)
-	}
-	if err := CheckReadOnly(sql); err != nil {
-		return QueryResult{}, err
-	}
-	if !s.console.acquire() {
-		return QueryResult{}, ErrQueryBusy
-	}
-	defer s.console.release()
-	t := s.t
-	if s.consoleT != nil {
-		t = s.consoleT
-	}
-	if e, ok := t.(*embedded); ok && e.low {
-		// The low-priority view waits for a gap in the tap's and the pages'
-		// work; it waits at most query_timeout in all, then the console is busy.
-		parent := ctx
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, s.consoleWait)
-		defer cancel()
-		res, err := s.runConsole(ctx, t, sql)
-		if err != nil && errors.Is(err, context.DeadlineExceeded) && parent.Err() == nil {
-			return QueryResult{}, fmt.Errorf("%w (the engine was busy with the tap's writes and the pages for %v)", ErrQueryBusy, s.consoleWait)
-		}
-		return res, err
-	}
-	return s.runConsole(ctx, t, sql)
-}
-
-// runConsole checks sql by the console's rules on t and runs it.
-func (s *sqlStore) runConsole(ctx context.Context, t transport, sql string) (QueryResult, error) {
-	stmt, err := s.console.prepare(ctx, t, sql, s.queryLimits)
-	if err != nil {
-		return QueryResult{}, err
-	}
-	if c, ok := t.(statementClassifier); ok {
-		if err := c.checkOneRead(ctx, stmt); err != nil {
-			return QueryResult{}, err
-		}
-	}
-	res, err := t.queryText(ctx, stmt)
-	if err != nil {
-		if strings.Contains(err.Error(), "(READONLY)") || strings.Contains(err.Error(), "(ACCESS_DENIED)") {
-			return QueryResult{}, fmt.Errorf("%w: %v", ErrReadOnly, err)
-		}
-		return QueryResult{}, fmt.Errorf("store: query: %w", err)
-	}
-	return res, nil
-}
-
-// Close implements Store. Safe to call twice.
-func (s *sqlStore) Close() error {
-	if s.closed.Swap(true) {
-		return nil
-	}
-	err := s.t.close()
-	if s.consoleT != nil {
-		err = errors.Join(err, s.consoleT.close())
-	}
-	if err != nil {
-		return fmt.Errorf("store: close: %w", err)
-	}
-	return nil
 }
 
 // keysetCond is the WHERE condition of a newest-first page that starts after the

@@ -11,6 +11,7 @@ package store
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // Sentinel errors. Callers test them with errors.Is.
@@ -45,13 +46,23 @@ type Store interface {
 	// ErrNotFound when no request has that id.
 	GetTrace(ctx context.Context, requestID string) (Trace, error)
 
-	// Close flushes nothing (Store is synchronous) and releases the transport.
-	// Safe to call twice.
+	// Close flushes nothing (Store is synchronous) and releases the
+	// transport: Shutdown within 10 s. Safe to call twice.
 	Close() error
+	// Shutdown releases the transport within ctx: console statements still
+	// running are ended, and on the embedded engine a statement still inside
+	// the engine at ctx's end is abandoned (ErrAbandoned, logged) rather than
+	// waited for, so a stop never hangs past its deadline. Safe to call twice.
+	Shutdown(ctx context.Context) error
 }
 
 // QueryResult is the answer to Console.Query: column names and rows of text values.
 type QueryResult struct {
 	Columns []string   `json:"columns"`
 	Rows    [][]string `json:"rows"`
+	// SnapshotAt is when the tables the answer read were frozen (UTC): on the
+	// embedded engine the console reads a snapshot taken as the statement
+	// starts, so rows written after it are not in the answer. Zero on a
+	// ClickHouse server, where the console reads the live tables.
+	SnapshotAt time.Time `json:"snapshot_at,omitzero"`
 }

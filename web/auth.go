@@ -3,11 +3,12 @@ package web
 import (
 	"crypto/subtle"
 	"errors"
-	"net"
 	"net/http"
 	"strings"
 
 	"github.com/gin-gonic/gin"
+
+	"github.com/conductor-shadow/conductor-shadow/ingest/guard"
 )
 
 // Auth is the UI's credentials, resolved from the environment by
@@ -50,18 +51,9 @@ func CheckExposure(addr string, a Auth) error {
 }
 
 // IsLoopback reports whether addr — a listen address or a request's RemoteAddr,
-// "host:port" or a bare host — is on a loopback interface ("localhost" counts).
-func IsLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		host = addr
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
+// "host:port" or a bare host — is on a loopback interface ("localhost" counts;
+// guard.IsLoopback).
+func IsLoopback(addr string) bool { return guard.IsLoopback(addr) }
 
 // Middleware requires a's credentials on every request it guards: a bearer
 // token, or basic auth (user and password, or any user with the token as

@@ -1,9 +1,9 @@
 package main
 
 import (
+	"context"
 	"crypto/subtle"
 	"errors"
-	"log/slog"
 	"net/http"
 	"strings"
 	"time"
@@ -30,6 +30,8 @@ type suiteRequest struct {
 }
 
 // suiteResponse answers POST /api/suite-runs once the suite run is done.
+// Through the API the report paths are relative to the server's
+// suite.report_dir and Store names the store's kind, never a folder.
 type suiteResponse struct {
 	SuiteRunID   string `json:"suite_run_id"`
 	Headline     string `json:"headline"`
@@ -55,7 +57,9 @@ type api struct {
 	admission func() ingest.AdmissionSnapshot
 	forget    *forgetter         // POST /api/forget; nil in the tap role (no store)
 	reviews   store.ReviewReader // GET /api/review/export; nil: 501
-	log       *slog.Logger       // console audit: every POST /api/query with its outcome; nil: none
+	// stopping ends when the server starts to stop: console statements still
+	// running are ended then, so they do not hold the drain.
+	stopping context.Context
 }
 
 func (a *api) register(r gin.IRouter) {
@@ -69,6 +73,16 @@ func (a *api) register(r gin.IRouter) {
 // maxQueryBodyBytes bounds the body of POST /api/query (1 MiB of SQL).
 const maxQueryBodyBytes = 1 << 20
 
+// queryResponse answers POST /api/query: the rows, and on the embedded
+// engine how fresh the snapshot they were read from is.
+type queryResponse struct {
+	store.QueryResult
+	// SnapshotAgeMs is how long before the answer the snapshot was taken
+	// (ms); absent on a ClickHouse server, where the console reads the live
+	// tables.
+	SnapshotAgeMs *int64 `json:"snapshot_age_ms,omitempty"`
+}
+
 func (a *api) query(c *gin.Context) {
 	var req queryRequest
 	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, maxQueryBodyBytes)
@@ -76,41 +90,38 @@ func (a *api) query(c *gin.Context) {
 		c.JSON(http.StatusBadRequest, gin.H{"error": "want a JSON body {\"sql\": \"SELECT ...\"}"})
 		return
 	}
-	start := time.Now()
-	res, err := a.console.Query(c.Request.Context(), req.SQL)
-	defer a.audit(c, req.SQL, start, len(res.Rows), err)
+	// The store writes the audit lines (before the statement runs, and its
+	// outcome after), naming the caller; a stopping server ends the statement.
+	ctx := store.WithConsoleCaller(c.Request.Context(), c.Request.RemoteAddr)
+	if a.stopping != nil {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		defer context.AfterFunc(a.stopping, cancel)()
+	}
+	res, err := a.console.Query(ctx, req.SQL)
 	switch {
 	case errors.Is(err, store.ErrReadOnly):
 		c.JSON(http.StatusBadRequest, gin.H{"error": err.Error()})
 	case errors.Is(err, store.ErrQueryBusy):
 		c.Header("Retry-After", "1")
 		c.JSON(http.StatusTooManyRequests, gin.H{"error": err.Error()})
+	case errors.Is(err, context.Canceled) && a.stopping != nil && a.stopping.Err() != nil:
+		// A stop is not a failure: the statement was ended for the drain.
+		c.JSON(http.StatusServiceUnavailable, gin.H{"error": "the server is stopping; the statement was ended"})
 	case errors.Is(err, store.ErrClosed):
 		_ = c.Error(err)
 		c.JSON(http.StatusServiceUnavailable, gin.H{"error": err.Error()})
 	case err != nil:
 		c.JSON(http.StatusUnprocessableEntity, gin.H{"error": err.Error()})
 	default:
-		c.JSON(http.StatusOK, res)
+		out := queryResponse{QueryResult: res}
+		if !res.SnapshotAt.IsZero() {
+			age := time.Since(res.SnapshotAt).Milliseconds()
+			out.SnapshotAgeMs = &age
+		}
+		c.JSON(http.StatusOK, out)
 	}
-}
-
-// audit logs one console query: the statement (first 500 bytes), the caller,
-// the answer's status, rows and duration (ms), and the engine's or the
-// console's refusal.
-func (a *api) audit(c *gin.Context, sql string, start time.Time, rows int, err error) {
-	if a.log == nil {
-		return
-	}
-	if len(sql) > 500 {
-		sql = sql[:500] + "…"
-	}
-	attrs := []any{"sql", sql, "remote", c.Request.RemoteAddr, "status", c.Writer.Status(),
-		"rows", rows, "ms", time.Since(start).Milliseconds()}
-	if err != nil {
-		attrs = append(attrs, "error", err.Error())
-	}
-	a.log.Info("console query", attrs...)
 }
 
 func (a *api) statsHandler(c *gin.Context) {
@@ -149,7 +160,7 @@ func (a *api) runSuite(c *gin.Context) {
 		c.JSON(code, gin.H{"error": err.Error()})
 		return
 	}
-	c.JSON(http.StatusOK, res)
+	c.JSON(http.StatusOK, a.suites.public(res))
 }
 
 // requireToken lets loopback callers through and asks every other caller for

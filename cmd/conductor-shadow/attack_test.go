@@ -69,7 +69,7 @@ func TestServeRefusesAttacks(t *testing.T) {
 	if err := os.Symlink(secretFile, filepath.Join(setsDir, "leak.jsonl")); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, cfgPath, "server:\n  allowed_hosts: [shadow.corp.example]\nsuite:\n  set: "+filepath.Join(setsDir, "demo.jsonl")+"\n")
+	writeFile(t, cfgPath, "server:\n  allowed_hosts: [shadow.corp.example]\nstore:\n  embedded_console_timeout: 2s\nsuite:\n  set: "+filepath.Join(setsDir, "demo.jsonl")+"\n")
 	const token, piiKey = "api-token-5f1e0c", "pii-key-9a7b3d"
 	t.Setenv("CONDUCTOR_SHADOW_ADDR", addr)
 	t.Setenv("CONDUCTOR_SHADOW_DATA", filepath.Join(dir, "data"))
@@ -87,35 +87,15 @@ func TestServeRefusesAttacks(t *testing.T) {
 		}
 	}
 
-	type answer struct {
-		status int
-		body   string
-	}
-	do := func(method, path string, body string, header map[string]string) answer {
+	do := func(method, path string, body string, header map[string]string) reply {
 		t.Helper()
-		req, err := http.NewRequestWithContext(ctx, method, base+path, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
+		a := ask(t, method, base+path, body, header)
+		if strings.Contains(a.body, token) || strings.Contains(a.body, piiKey) {
+			t.Errorf("%s %s: the answer shows a secret: %s", method, path, a.body)
 		}
-		for k, v := range header {
-			if k == "Host" {
-				req.Host = v
-				continue
-			}
-			req.Header.Set(k, v)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatalf("%s %s: %v", method, path, err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if bytes.Contains(b, []byte(token)) || bytes.Contains(b, []byte(piiKey)) {
-			t.Errorf("%s %s: the answer shows a secret: %s", method, path, b)
-		}
-		return answer{resp.StatusCode, string(b)}
+		return a
 	}
-	query := func(sql string, header map[string]string) answer {
+	query := func(sql string, header map[string]string) reply {
 		t.Helper()
 		body, _ := json.Marshal(queryRequest{SQL: sql})
 		h := map[string]string{"Content-Type": "application/json"}
@@ -234,7 +214,7 @@ func TestServeRefusesAttacks(t *testing.T) {
 
 	// A runaway console query ends on a limit; pages answer meanwhile.
 	start := time.Now()
-	runaway := make(chan answer, 1)
+	runaway := make(chan reply, 1)
 	go func() { runaway <- query("SELECT count() FROM system.numbers", nil) }()
 	time.Sleep(20 * time.Millisecond)
 	pageStart := time.Now()
@@ -248,7 +228,36 @@ func TestServeRefusesAttacks(t *testing.T) {
 		t.Errorf("runaway query answered %d %s; want 422 with the engine's limit", a.status, a.body)
 	}
 	schemaWhole("the runaway query")
-	for _, want := range []string{"console query", "TOO_MANY_ROWS", "only read-only statements", "attacker.example", "evil.example"} {
+
+	// A statement that passes every console rule but is one call the engine
+	// may not interrupt (hasAll comparing every pair of 200,000 elements): it
+	// runs in its console worker, a tap copy is accepted and a page answers
+	// while it runs, and it is ended at the 2 s time limit (the worker is
+	// killed there, unless the engine's own timeout got to it first).
+	const bomb = "SELECT hasAll(a, arrayMap(x -> x + 1, a)) FROM (SELECT groupArray(number) AS a FROM numbers(200000))"
+	bombDone := make(chan reply, 1)
+	go func() { bombDone <- query(bomb, nil) }()
+	time.Sleep(300 * time.Millisecond) // in its worker by now
+	copyBody := `{"request_id":"bomb-1","request":{"model":"gpt-5","messages":[{"role":"user","content":"hi"}]},"response":{"model":"gpt-5","content":"hello","latency_ms":100,"usage":{"prompt_tokens":10,"completion_tokens":2}}}`
+	tapAnswer := do("POST", "/v1/tap", copyBody, map[string]string{"Content-Type": "application/json"})
+	pageAnswer := do("GET", "/traces", "", nil)
+	select {
+	case a := <-bombDone:
+		t.Errorf("the bomb answered (%d %s) before a tap copy and a page made while it ran", a.status, a.body)
+		bombDone <- a
+	default:
+	}
+	if tapAnswer.status != http.StatusAccepted || pageAnswer.status != http.StatusOK {
+		t.Errorf("while the bomb ran: tap %d %s, /traces %d; want 202 and 200", tapAnswer.status, tapAnswer.body, pageAnswer.status)
+	}
+	if a := <-bombDone; a.status != http.StatusUnprocessableEntity ||
+		!strings.Contains(a.body, "ran to the console's time limit and was ended") && !strings.Contains(a.body, "TIMEOUT_EXCEEDED") {
+		t.Errorf("the bomb answered %d %s; want 422 saying it was ended at the time limit", a.status, a.body)
+	}
+	if a := query("SELECT count() FROM requests", nil); a.status != 200 || !strings.Contains(a.body, `"snapshot_at"`) || !strings.Contains(a.body, `"snapshot_age_ms"`) {
+		t.Errorf("a console answer = %d %s; want it to say how fresh its snapshot is", a.status, a.body)
+	}
+	for _, want := range []string{"console query started", "hasAll(a, arrayMap", "outcome=ended", "console query", "TOO_MANY_ROWS", "only read-only statements", "attacker.example", "evil.example"} {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("the log lacks %q", want)
 		}

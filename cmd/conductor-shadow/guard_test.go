@@ -15,6 +15,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/conductor-shadow/conductor-shadow/ingest"
+	"github.com/conductor-shadow/conductor-shadow/ingest/guard"
 )
 
 // guardRouter serves the guard over our own routes, /healthz and a NoRoute
@@ -22,7 +23,7 @@ import (
 func guardRouter(log *slog.Logger, allowed ...string) *gin.Engine {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
-	r.Use(logServerErrors(log), browserGuard(newHostRules("127.0.0.1:8080", allowed), log))
+	r.Use(logServerErrors(log), browserGuard(guard.NewHosts("127.0.0.1:8080", allowed), log))
 	ok := func(c *gin.Context) { c.String(http.StatusOK, "ok") }
 	r.GET("/healthz", ok)
 	r.GET("/traces", ok)
@@ -54,7 +55,8 @@ func TestBrowserGuard(t *testing.T) {
 		{name: "rebinding lookalike", method: "GET", path: "/traces", host: "localhost.attacker.example", want: 421},
 		{name: "rebinding domain edge", method: "GET", path: "/traces", host: "evilinternal.example", want: 421},
 		{name: "healthz any host", method: "GET", path: "/healthz", host: "svc.cluster.local", want: 200},
-		{name: "pass-through any host", method: "POST", path: "/v1/embeddings", host: "conductor-shadow:8080", ctype: "multipart/form-data; boundary=x", body: "x", want: 200},
+		{name: "pass-through foreign host", method: "POST", path: "/v1/embeddings", host: "conductor-shadow:8080", ctype: "multipart/form-data; boundary=x", body: "x", want: 421},
+		{name: "pass-through allowed host", method: "POST", path: "/v1/embeddings", host: "shadow.corp.example", ctype: "multipart/form-data; boundary=x", body: "x", want: 200},
 		{name: "cli json", method: "POST", path: "/api/query", host: "127.0.0.1:8080", ctype: js, body: "{}", want: 200},
 		{name: "json with charset", method: "POST", path: "/v1/tap", host: "127.0.0.1:8080", ctype: "application/json; charset=utf-8", body: "{}", want: 200},
 		{name: "suite run empty body", method: "POST", path: "/api/suite-runs", host: "127.0.0.1:8080", want: 200},

@@ -25,6 +25,7 @@ import (
 )
 
 func main() {
+	restrictUmask()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
@@ -164,7 +165,7 @@ func suiteCmd(load platform.Loader, log *slog.Logger) *cobra.Command {
 			if useServer {
 				if answered, err := askServer(ctx, cfg, false, "/api/suite-runs", 0, suiteRequest{Set: set, Limit: limit}, &res); answered {
 					if err == nil {
-						printSuite(out, res)
+						printSuite(out, fromServer(cfg, res))
 					}
 					return err
 				}
@@ -224,18 +225,18 @@ func queryCmd(load platform.Loader) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				return writeTSV(cmd.OutOrStdout(), res)
+				return writeQueryResult(cmd.OutOrStdout(), cmd.ErrOrStderr(), res)
 			}
 			st, _, err := platform.OpenStore(ctx, cfg)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			res, err = st.Query(ctx, args[0])
+			res, err = st.Query(store.WithConsoleCaller(ctx, "cli"), args[0])
 			if err != nil {
 				return err
 			}
-			return writeTSV(cmd.OutOrStdout(), res)
+			return writeQueryResult(cmd.OutOrStdout(), cmd.ErrOrStderr(), res)
 		},
 	}
 	cmd.Flags().BoolVar(&local, "local", false, "open the store directly instead of asking a running server")

@@ -79,6 +79,10 @@ var (
 		"Valid copies left out by sampling or the per-minute cap, by reason.", []string{"reason"}, nil)
 	descMirrored = prometheus.NewDesc("conductor_shadow_proxy_exchanges_total",
 		"Mirroring-proxy exchanges by outcome.", []string{"outcome"}, nil)
+	descProxyRefused = prometheus.NewDesc("conductor_shadow_proxy_refused_total",
+		"Requests the mirroring proxy refused before forwarding anything, by reason (foreign_host, cross_site, untrusted, bad_path).", []string{"reason"}, nil)
+	descStoredOnly = prometheus.NewDesc("conductor_shadow_tap_stored_only_total",
+		"Copies stored with their incumbent run but not shadowed, by reason (incumbent_not_2xx).", []string{"reason"}, nil)
 	descUnpriced = prometheus.NewDesc("conductor_shadow_incumbent_unpriced_runs_total", descUnpricedHelp, []string{"model"}, nil)
 	descQueue    = prometheus.NewDesc("conductor_shadow_tap_queue_depth",
 		"Copies waiting for a shadow worker now.", nil, nil)
@@ -99,7 +103,7 @@ type statsCollector struct {
 }
 
 func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descTap, descCancelled, descSkipped, descRejected, descDropped, descUnsampled, descMirrored, descUnpriced, descQueue,
+	for _, d := range []*prometheus.Desc{descTap, descCancelled, descSkipped, descRejected, descDropped, descUnsampled, descMirrored, descProxyRefused, descStoredOnly, descUnpriced, descQueue,
 		descWriterRows, descWriterQueued, descWriterFailures, descWriterRejected} {
 		ch <- d
 	}
@@ -122,7 +126,7 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, m := range []struct {
 		d *prometheus.Desc
 		v map[string]int64
-	}{{descRejected, s.Rejected}, {descDropped, s.Dropped}, {descUnsampled, s.Unsampled}, {descMirrored, s.Mirrored}, {descUnpriced, s.Unpriced}} {
+	}{{descRejected, s.Rejected}, {descDropped, s.Dropped}, {descUnsampled, s.Unsampled}, {descMirrored, s.Mirrored}, {descProxyRefused, s.ProxyRefused}, {descStoredOnly, s.StoredOnly}, {descUnpriced, s.Unpriced}} {
 		for k, v := range m.v {
 			counter(m.d, v, k)
 		}

@@ -130,7 +130,9 @@ func (s *server) addStore(ctx context.Context) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	s.st, s.where, s.roles = st, where, store.NewRoles(st)
-	s.add("store", funcs(nil, func(context.Context) error { return st.Close() }))
+	// Within the drain deadline: a statement stuck inside the embedded engine
+	// is abandoned (logged, named in the error), not waited for.
+	s.add("store", funcs(nil, st.Shutdown))
 	s.checkCodeSandbox(ctx)
 	return nil
 }
@@ -191,7 +193,7 @@ func (s *server) addQueue(role string) error {
 }
 
 func (s *server) addTap(piiKey []byte) error {
-	tap, err := ingest.NewTap(s.cfg.Ingest, s.queue, s.stats, ingest.WithLogger(s.log), ingest.WithPIISecret(piiKey))
+	tap, err := ingest.NewTap(s.cfg.Ingest, s.queue, s.stats, ingest.WithLogger(s.log), ingest.WithPIISecret(piiKey), ingest.WithBodyBudget(s.bodies))
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
@@ -273,11 +275,13 @@ func (s *server) stopWorkers(proc *ingest.Processor) func(context.Context) error
 
 // addAPI adds /api/* and /metrics: the tap role serves /api/stats only.
 func (s *server) addAPI(role string, piiKey []byte) {
+	stopping, stopConsole := context.WithCancel(context.Background())
+	s.stopConsole = stopConsole
 	a := &api{
-		console: s.roles.Console,
-		stats:   func() ingest.StatsSnapshot { return s.stats.Snapshot(s.queue.Len()) },
-		writer:  func() store.WriterStats { return store.WriterStats{} },
-		log:     s.log,
+		console:  s.roles.Console,
+		stats:    func() ingest.StatsSnapshot { return s.stats.Snapshot(s.queue.Len()) },
+		writer:   func() store.WriterStats { return store.WriterStats{} },
+		stopping: stopping,
 	}
 	if s.writer != nil {
 		a.writer = s.writer.Stats
@@ -344,6 +348,10 @@ func (s *server) addProxy() error {
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
+	// The same names and origins as the API; beyond loopback the API token
+	// (in its own header) or a trusted network. The tap's body budget.
+	proxy.UseGuard(s.hosts, s.token)
+	proxy.UseBodyBudget(s.bodies)
 	if s.admission != nil {
 		proxy.ObserveAddedLatency(s.admission)
 	}
@@ -352,7 +360,7 @@ func (s *server) addProxy() error {
 			return err
 		}
 		h.router.NoRoute(gin.WrapH(proxy))
-		h.front = proxy.Front // production calls skip the middleware
+		h.front = proxy.Front // production calls skip the middleware (the proxy guards them itself)
 		return nil
 	}, proxy.Shutdown))
 	return nil
@@ -399,7 +407,11 @@ func (s *server) listen(_ context.Context, h *host) error {
 	if h.front != nil {
 		handler = h.front(handler)
 	}
-	s.http = &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	// ReadTimeout bounds the request (net/http lifts it once the body has been
+	// read); no WriteTimeout: the proxy's SSE answers stream as long as the
+	// incumbent's do.
+	s.http = &http.Server{Handler: handler, ReadHeaderTimeout: s.cfg.Server.ReadHeaderTimeout,
+		ReadTimeout: s.cfg.Server.ReadTimeout, IdleTimeout: s.cfg.Server.IdleTimeout}
 	go func() { s.serveErr <- s.http.Serve(ln) }()
 	for _, w := range judgeFamilyWarnings(s.cfg) {
 		s.log.Warn(w + ": judges favour their own family's answers; set suite.judge.worker (or judge.live.worker) to another family, or judge.same_family: refuse in the gate policy to refuse such verdicts")

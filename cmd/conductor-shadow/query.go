@@ -129,3 +129,17 @@ func writeTSV(w io.Writer, res store.QueryResult) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// writeQueryResult writes res as TSV to out and, when it was read from the
+// embedded engine's snapshot, when that snapshot was taken to info (stderr,
+// so the rows stay machine-readable).
+func writeQueryResult(out, info io.Writer, res store.QueryResult) error {
+	if err := writeTSV(out, res); err != nil {
+		return err
+	}
+	if !res.SnapshotAt.IsZero() {
+		fmt.Fprintf(info, "-- read from a snapshot of the store taken at %s (%d ms ago); rows written since are not in it\n",
+			res.SnapshotAt.UTC().Format(time.RFC3339Nano), time.Since(res.SnapshotAt).Milliseconds())
+	}
+	return nil
+}

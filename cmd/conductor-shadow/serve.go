@@ -18,6 +18,7 @@ import (
 	"github.com/conductor-shadow/conductor-shadow/cmd/internal/platform"
 	"github.com/conductor-shadow/conductor-shadow/eval/livejudge"
 	"github.com/conductor-shadow/conductor-shadow/ingest"
+	"github.com/conductor-shadow/conductor-shadow/ingest/guard"
 	"github.com/conductor-shadow/conductor-shadow/ingest/segment"
 	"github.com/conductor-shadow/conductor-shadow/store"
 	"github.com/conductor-shadow/conductor-shadow/web"
@@ -57,11 +58,21 @@ type server struct {
 	live      *livejudge.Stage   // live judging; nil when judge.live.share is 0 or in the tap role
 	http      *http.Server
 	codeNote  string // /readyz detail when code graders are refused (sandbox.go)
+	// hosts are the names the server answers under and the origins of its
+	// own pages (server.allowed_hosts), for the router and the proxy alike.
+	hosts guard.Hosts
+	// bodies caps the request bodies the tap and the proxy hold in memory.
+	bodies *ingest.BodyBudget
+	// stopConsole ends the console statements still running when the server
+	// stops, so the HTTP drain does not wait for them; nil before addAPI.
+	stopConsole context.CancelFunc
 }
 
 func newServer(cfg platform.Config, log *slog.Logger) *server {
 	return &server{cfg: cfg, log: log, serveErr: make(chan error, 1),
-		where: "none (tap role: copies go to Kafka)"}
+		where:  "none (tap role: copies go to Kafka)",
+		hosts:  guard.NewHosts(cfg.Server.Addr, cfg.Server.AllowedHosts),
+		bodies: ingest.NewBodyBudget(cfg.Ingest.MaxUnfinishedBodyBytes)}
 }
 
 // Start builds the role's parts, starts them in order on one host (the
@@ -111,7 +122,7 @@ func (s *server) newHost(tp trace.TracerProvider) *host {
 	// join the production request's trace.
 	router.Use(gin.Recovery(), otelgin.Middleware(s.cfg.Telemetry.ServiceName, otelgin.WithTracerProvider(tp),
 		otelgin.WithPropagators(propagation.TraceContext{})),
-		logServerErrors(s.log), browserGuard(newHostRules(s.cfg.Server.Addr, s.cfg.Server.AllowedHosts), s.log))
+		logServerErrors(s.log), browserGuard(s.hosts, s.log), securityHeaders(), newPathScrubber(s.cfg).middleware())
 	health := serverHealth{Status: "ok", Role: s.cfg.Server.Role, Store: "none (tap role)"}
 	if s.st != nil {
 		health.Store = storeKind(s.cfg)
@@ -143,6 +154,9 @@ func (s *server) shutdownLocked(ctx context.Context) error {
 		return nil
 	}
 	s.stopped = true
+	if s.stopConsole != nil {
+		s.stopConsole() // before the listener drains: a console statement does not hold the drain
+	}
 	var errs []error
 	for i := len(s.parts) - 1; i >= 0; i-- {
 		if err := s.parts[i].Shutdown(ctx); err != nil {
@@ -168,6 +182,7 @@ const (
 	readyStoreUnavailable = "store_unavailable: writes failing (see server log)"
 	readyQueueFull        = "queue_full: the shadow queue is full"
 	readyKafkaUnavailable = "kafka_unavailable: brokers unreachable (see server log)"
+	readyStoreStalled     = "store_stalled: a statement has been inside the engine longer than store.stalled_after (see server log)"
 )
 
 // kafkaReason is the public /readyz reason of an unreachable Kafka: which
@@ -185,8 +200,9 @@ func kafkaReason(err error) string {
 }
 
 // readyz answers 200 while copies can be taken and stored, else 503 naming why:
-// the store cannot be written (its last write failed), the queue is full, or
-// Kafka is unreachable (readyStoreUnavailable, readyQueueFull,
+// the store cannot be written (its last write failed), its engine is stuck in
+// one statement, the queue is full, or Kafka is unreachable
+// (readyStoreUnavailable, readyStoreStalled, readyQueueFull,
 // readyKafkaUnavailable). The full causes are logged (logServerErrors).
 // /healthz stays a liveness check.
 func (s *server) readyz(c *gin.Context) {
@@ -212,6 +228,11 @@ func (s *server) readyz(c *gin.Context) {
 			} else {
 				note("store", readyStoreUnavailable, err)
 			}
+		}
+	}
+	if h, ok := s.st.(store.EngineHealth); ok { // the embedded engine runs one statement at a time
+		if err := h.Stalled(); err != nil {
+			note("store", readyStoreStalled, err)
 		}
 	}
 	if s.kafka != nil {

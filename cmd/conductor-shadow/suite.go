@@ -99,6 +99,36 @@ func (s *suiteRunner) runScheduled(ctx context.Context, job schedule.Suite, prog
 		HTMLPath: strings.TrimSuffix(md, ".md") + ".html", Verdict: rep.Verdict, VerdictDetail: verdictDetail(rep), Store: s.where}, nil
 }
 
+// public is res as POST /api/suite-runs answers it, naming no folder of the
+// server: the report files relative to suite.report_dir and the store by its
+// kind (storeKind) and the server's address.
+func (s *suiteRunner) public(res suiteResponse) suiteResponse {
+	dir := absPath(s.cfg.Suite.ReportDir)
+	for _, p := range []*string{&res.MarkdownPath, &res.JSONPath, &res.HTMLPath} {
+		if rel, err := filepath.Rel(dir, *p); err == nil && !strings.HasPrefix(rel, "..") {
+			*p = filepath.ToSlash(rel)
+		} else {
+			*p = filepath.Base(*p)
+		}
+	}
+	res.Store = storeKind(s.cfg) + " (through the server at " + s.cfg.Server.Addr + ")"
+	return res
+}
+
+// fromServer is a server's answer (public) as the CLI prints it: the report
+// files in this configuration's suite.report_dir and the store it names,
+// which suiteTarget checked the server holds.
+func fromServer(cfg platform.Config, res suiteResponse) suiteResponse {
+	dir := absPath(cfg.Suite.ReportDir)
+	for _, p := range []*string{&res.MarkdownPath, &res.JSONPath, &res.HTMLPath} {
+		if *p != "" && !filepath.IsAbs(*p) {
+			*p = filepath.Join(dir, filepath.FromSlash(*p))
+		}
+	}
+	res.Store = platform.StoreWhere(cfg) + " (through the server at " + cfg.Server.Addr + ")"
+	return res
+}
+
 // checkLimit refuses a negative case limit of a suite run (0 means all cases).
 func checkLimit(limit int) error {
 	if limit < 0 {

@@ -131,4 +131,6 @@ func (s *sinkStore) Query(context.Context, string) (store.QueryResult, error) {
 }
 func (s *sinkStore) Close() error { return nil }
 
+func (s *sinkStore) Shutdown(context.Context) error { return nil }
+
 var _ store.Store = (*sinkStore)(nil)

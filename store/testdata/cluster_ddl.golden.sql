@@ -324,6 +324,21 @@ ORDER BY (subject_hash, forgotten_at);
 CREATE TABLE IF NOT EXISTS `shadow`.forgotten_subjects ON CLUSTER `shadow_cluster` AS `shadow`.forgotten_subjects_local
 ENGINE = Distributed('shadow_cluster', 'shadow', 'forgotten_subjects_local', cityHash64(subject_hash));
 
+-- migration 0130_forget_on_disk
+
+CREATE TABLE IF NOT EXISTS `shadow`.forget_keys_local ON CLUSTER `shadow_cluster`
+(
+    erasure_id String,
+    kind       LowCardinality(String),
+    id         String
+)
+ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/shadow/forget_keys_local', '{replica}')
+ORDER BY (erasure_id, kind, id)
+SETTINGS old_parts_lifetime = 1;
+
+CREATE TABLE IF NOT EXISTS `shadow`.forget_keys ON CLUSTER `shadow_cluster` AS `shadow`.forget_keys_local
+ENGINE = Distributed('shadow_cluster', 'shadow', 'forget_keys_local', cityHash64(erasure_id));
+
 -- migration 0150_judgments
 
 CREATE TABLE IF NOT EXISTS `shadow`.judgments_local ON CLUSTER `shadow_cluster`
@@ -470,7 +485,7 @@ ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/shadow/reviews
 ORDER BY (request_id, pipeline, candidate_run_id, reviewer);
 
 CREATE TABLE IF NOT EXISTS `shadow`.reviews ON CLUSTER `shadow_cluster` AS `shadow`.reviews_local
-ENGINE = Distributed('shadow_cluster', 'shadow', 'reviews_local', rand());
+ENGINE = Distributed('shadow_cluster', 'shadow', 'reviews_local', cityHash64(request_id));
 
 -- retention: requests 90 days, bodies 30 days
 
@@ -510,35 +525,41 @@ OPTIMIZE TABLE `shadow`.`shadow_work_local` ON CLUSTER `shadow_cluster` FINAL;
 
 ALTER TABLE `shadow`.`shadow_work_local` ON CLUSTER `shadow_cluster` MODIFY TTL toDateTime(received_at) + toIntervalSecond(7776000) WHERE status = 'pending';
 
--- forget: one subject's rows (hash 0f1e2d3c)
+-- forget: old_parts_lifetime of the tables it deletes from, set at open
 
-ALTER TABLE `shadow`.`scores_local` ON CLUSTER `shadow_cluster` DELETE WHERE request_id IN (SELECT request_id FROM `shadow`.requests WHERE subject_hash = '0f1e2d3c') SETTINGS mutations_sync = 2;
+ALTER TABLE `shadow`.`forget_keys_local` ON CLUSTER `shadow_cluster` MODIFY SETTING old_parts_lifetime = 1;
 
-ALTER TABLE `shadow`.`judgments_local` ON CLUSTER `shadow_cluster` DELETE WHERE request_id IN (SELECT request_id FROM `shadow`.requests WHERE subject_hash = '0f1e2d3c') SETTINGS mutations_sync = 2;
+ALTER TABLE `shadow`.`scores_local` ON CLUSTER `shadow_cluster` MODIFY SETTING old_parts_lifetime = 1;
 
-ALTER TABLE `shadow`.`reviews_local` ON CLUSTER `shadow_cluster` DELETE WHERE request_id IN (SELECT request_id FROM `shadow`.requests WHERE subject_hash = '0f1e2d3c') SETTINGS mutations_sync = 2;
+ALTER TABLE `shadow`.`judgments_local` ON CLUSTER `shadow_cluster` MODIFY SETTING old_parts_lifetime = 1;
 
-ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` DELETE WHERE run_id IN (SELECT run_id FROM `shadow`.runs WHERE request_id IN (SELECT request_id FROM `shadow`.requests WHERE subject_hash = '0f1e2d3c')) SETTINGS mutations_sync = 2;
+ALTER TABLE `shadow`.`reviews_local` ON CLUSTER `shadow_cluster` MODIFY SETTING old_parts_lifetime = 1;
 
-ALTER TABLE `shadow`.`runs_local` ON CLUSTER `shadow_cluster` DELETE WHERE request_id IN (SELECT request_id FROM `shadow`.requests WHERE subject_hash = '0f1e2d3c') SETTINGS mutations_sync = 2;
+ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` MODIFY SETTING old_parts_lifetime = 1;
 
-ALTER TABLE `shadow`.`shadow_work_local` ON CLUSTER `shadow_cluster` DELETE WHERE request_id IN (SELECT request_id FROM `shadow`.requests WHERE subject_hash = '0f1e2d3c') SETTINGS mutations_sync = 2;
+ALTER TABLE `shadow`.`runs_local` ON CLUSTER `shadow_cluster` MODIFY SETTING old_parts_lifetime = 1;
 
-ALTER TABLE `shadow`.`requests_local` ON CLUSTER `shadow_cluster` DELETE WHERE subject_hash = '0f1e2d3c' SETTINGS mutations_sync = 2;
+ALTER TABLE `shadow`.`shadow_work_local` ON CLUSTER `shadow_cluster` MODIFY SETTING old_parts_lifetime = 1;
 
--- forget, second sweep: also the requests and runs the first pass deleted
+ALTER TABLE `shadow`.`requests_local` ON CLUSTER `shadow_cluster` MODIFY SETTING old_parts_lifetime = 1;
 
-ALTER TABLE `shadow`.`scores_local` ON CLUSTER `shadow_cluster` DELETE WHERE (request_id IN (SELECT request_id FROM `shadow`.requests WHERE subject_hash = '0f1e2d3c') OR request_id IN ('req-1', 'req-\'2')) SETTINGS mutations_sync = 2;
+-- forget: the erasure's keys (hash and erasure id bound), then its deletions
 
-ALTER TABLE `shadow`.`judgments_local` ON CLUSTER `shadow_cluster` DELETE WHERE (request_id IN (SELECT request_id FROM `shadow`.requests WHERE subject_hash = '0f1e2d3c') OR request_id IN ('req-1', 'req-\'2')) SETTINGS mutations_sync = 2;
+INSERT INTO `shadow`.forget_keys (erasure_id, kind, id) SETTINGS insert_distributed_sync = 1 SELECT {erasure:String}, 'request', request_id FROM `shadow`.requests WHERE subject_hash = {subject:String};
 
-ALTER TABLE `shadow`.`reviews_local` ON CLUSTER `shadow_cluster` DELETE WHERE (request_id IN (SELECT request_id FROM `shadow`.requests WHERE subject_hash = '0f1e2d3c') OR request_id IN ('req-1', 'req-\'2')) SETTINGS mutations_sync = 2;
+INSERT INTO `shadow`.forget_keys (erasure_id, kind, id) SETTINGS insert_distributed_sync = 1 SELECT {erasure:String}, 'run', run_id FROM `shadow`.runs WHERE request_id IN (SELECT id FROM `shadow`.forget_keys WHERE erasure_id = {erasure:String} AND kind = 'request');
 
-ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` DELETE WHERE (run_id IN (SELECT run_id FROM `shadow`.runs WHERE (request_id IN (SELECT request_id FROM `shadow`.requests WHERE subject_hash = '0f1e2d3c') OR request_id IN ('req-1', 'req-\'2'))) OR run_id IN ('req-1/run')) SETTINGS mutations_sync = 2;
+ALTER TABLE `shadow`.`scores_local` ON CLUSTER `shadow_cluster` DELETE WHERE request_id IN (SELECT id FROM `shadow`.forget_keys WHERE erasure_id = 'e-0f1e2d3c' AND kind = 'request') SETTINGS mutations_sync = 2, allow_nondeterministic_mutations = 1;
 
-ALTER TABLE `shadow`.`runs_local` ON CLUSTER `shadow_cluster` DELETE WHERE (request_id IN (SELECT request_id FROM `shadow`.requests WHERE subject_hash = '0f1e2d3c') OR request_id IN ('req-1', 'req-\'2')) SETTINGS mutations_sync = 2;
+ALTER TABLE `shadow`.`judgments_local` ON CLUSTER `shadow_cluster` DELETE WHERE request_id IN (SELECT id FROM `shadow`.forget_keys WHERE erasure_id = 'e-0f1e2d3c' AND kind = 'request') SETTINGS mutations_sync = 2, allow_nondeterministic_mutations = 1;
 
-ALTER TABLE `shadow`.`shadow_work_local` ON CLUSTER `shadow_cluster` DELETE WHERE (request_id IN (SELECT request_id FROM `shadow`.requests WHERE subject_hash = '0f1e2d3c') OR request_id IN ('req-1', 'req-\'2')) SETTINGS mutations_sync = 2;
+ALTER TABLE `shadow`.`reviews_local` ON CLUSTER `shadow_cluster` DELETE WHERE request_id IN (SELECT id FROM `shadow`.forget_keys WHERE erasure_id = 'e-0f1e2d3c' AND kind = 'request') SETTINGS mutations_sync = 2, allow_nondeterministic_mutations = 1;
 
-ALTER TABLE `shadow`.`requests_local` ON CLUSTER `shadow_cluster` DELETE WHERE (subject_hash = '0f1e2d3c' OR request_id IN ('req-1', 'req-\'2')) SETTINGS mutations_sync = 2;
+ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` DELETE WHERE run_id IN (SELECT id FROM `shadow`.forget_keys WHERE erasure_id = 'e-0f1e2d3c' AND kind = 'run') SETTINGS mutations_sync = 2, allow_nondeterministic_mutations = 1;
+
+ALTER TABLE `shadow`.`runs_local` ON CLUSTER `shadow_cluster` DELETE WHERE request_id IN (SELECT id FROM `shadow`.forget_keys WHERE erasure_id = 'e-0f1e2d3c' AND kind = 'request') SETTINGS mutations_sync = 2, allow_nondeterministic_mutations = 1;
+
+ALTER TABLE `shadow`.`shadow_work_local` ON CLUSTER `shadow_cluster` DELETE WHERE request_id IN (SELECT id FROM `shadow`.forget_keys WHERE erasure_id = 'e-0f1e2d3c' AND kind = 'request') SETTINGS mutations_sync = 2, allow_nondeterministic_mutations = 1;
+
+ALTER TABLE `shadow`.`requests_local` ON CLUSTER `shadow_cluster` DELETE WHERE request_id IN (SELECT id FROM `shadow`.forget_keys WHERE erasure_id = 'e-0f1e2d3c' AND kind = 'request') SETTINGS mutations_sync = 2, allow_nondeterministic_mutations = 1;
 

@@ -12,7 +12,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/caarlos0/env/v11"
@@ -25,6 +24,7 @@ import (
 	"github.com/conductor-shadow/conductor-shadow/eval/notify"
 	"github.com/conductor-shadow/conductor-shadow/eval/schedule"
 	"github.com/conductor-shadow/conductor-shadow/ingest"
+	"github.com/conductor-shadow/conductor-shadow/ingest/guard"
 	"github.com/conductor-shadow/conductor-shadow/shadow"
 	"github.com/conductor-shadow/conductor-shadow/store"
 	"github.com/conductor-shadow/conductor-shadow/web"
@@ -74,6 +74,18 @@ type ServerConfig struct {
 	// ShutdownTimeout bounds draining: in-flight HTTP requests, the tap's queue and
 	// the store writer.
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// ReadHeaderTimeout bounds how long a caller may take to send a request's
+	// headers (http.Server.ReadHeaderTimeout).
+	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"`
+	// ReadTimeout bounds how long a caller may take to send a whole request,
+	// headers and body (http.Server.ReadTimeout). The answer is not bounded:
+	// the server lifts the read deadline once the body has been read, and
+	// there is no write timeout, so the proxy's SSE answers stream as long as
+	// the incumbent's do.
+	ReadTimeout time.Duration `yaml:"read_timeout"`
+	// IdleTimeout closes a keep-alive connection idle this long
+	// (http.Server.IdleTimeout).
+	IdleTimeout time.Duration `yaml:"idle_timeout"`
 	// Role is what this process runs: RoleAll (default), RoleTap or RoleShadow.
 	Role string `yaml:"role"`
 	// AllowedHosts are the further names the server answers under (Host
@@ -176,7 +188,8 @@ type envOverrides struct {
 // the incumbent of suite runs.
 func NewDefaultConfig() Config {
 	return Config{
-		Server:    ServerConfig{Addr: "127.0.0.1:8080", APITokenEnv: "CONDUCTOR_SHADOW_API_TOKEN", ShutdownTimeout: 30 * time.Second, Role: RoleAll},
+		Server: ServerConfig{Addr: "127.0.0.1:8080", APITokenEnv: "CONDUCTOR_SHADOW_API_TOKEN", ShutdownTimeout: 30 * time.Second, Role: RoleAll,
+			ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute},
 		Store:     store.NewDefaultConfig(),
 		Writer:    store.NewDefaultWriterConfig(),
 		Ingest:    ingest.NewDefaultConfig(),
@@ -254,11 +267,17 @@ func (c Config) Validate() error {
 	if _, _, err := net.SplitHostPort(c.Server.Addr); err != nil {
 		errs = append(errs, fmt.Errorf("config: server.addr %q: want host:port", c.Server.Addr))
 	}
-	if err := ValidateAllowedHosts(c.Server.AllowedHosts); err != nil {
+	if err := guard.ValidateAllowedHosts(c.Server.AllowedHosts); err != nil {
 		errs = append(errs, err)
 	}
-	if c.Server.ShutdownTimeout <= 0 {
-		errs = append(errs, fmt.Errorf("config: server.shutdown_timeout must be > 0, got %v", c.Server.ShutdownTimeout))
+	for _, d := range []struct {
+		key string
+		v   time.Duration
+	}{{"shutdown_timeout", c.Server.ShutdownTimeout}, {"read_header_timeout", c.Server.ReadHeaderTimeout},
+		{"read_timeout", c.Server.ReadTimeout}, {"idle_timeout", c.Server.IdleTimeout}} {
+		if d.v <= 0 {
+			errs = append(errs, fmt.Errorf("config: server.%s must be > 0, got %v", d.key, d.v))
+		}
 	}
 	if c.Telemetry.MaxContentBytes < 1024 {
 		errs = append(errs, fmt.Errorf("config: telemetry.max_content_bytes must be at least 1024, got %d", c.Telemetry.MaxContentBytes))
@@ -318,19 +337,6 @@ func (c Config) Validate() error {
 	}
 	if err := c.Schedules.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("config: %w", err))
-	}
-	return errors.Join(errs...)
-}
-
-// ValidateAllowedHosts checks server.allowed_hosts: bare host names (no scheme,
-// port or path), optionally starting with "." for a whole domain.
-func ValidateAllowedHosts(hosts []string) error {
-	var errs []error
-	for i, h := range hosts {
-		name := strings.TrimPrefix(h, ".")
-		if name == "" || strings.ContainsAny(name, "/:@ *") || strings.HasPrefix(name, ".") {
-			errs = append(errs, fmt.Errorf("config: server.allowed_hosts[%d] %q: want a host name such as shadow.example.com, or .example.com for every name under it", i, h))
-		}
 	}
 	return errors.Join(errs...)
 }

@@ -125,11 +125,16 @@ func OpenStore(ctx context.Context, cfg Config) (store.Store, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	where := "embedded chDB in " + cfg.Store.Path
+	return st, StoreWhere(cfg), nil
+}
+
+// StoreWhere says which store cfg names, for the user: "embedded chDB in
+// ./data" or "ClickHouse server clickhouse://user:***@host:9000".
+func StoreWhere(cfg Config) string {
 	if cfg.Store.DSN != "" {
-		where = "ClickHouse server " + RedactDSN(cfg.Store.DSN)
+		return "ClickHouse server " + RedactDSN(cfg.Store.DSN)
 	}
-	return st, where, nil
+	return "embedded chDB in " + cfg.Store.Path
 }
 
 // RedactDSN hides a password in a DSN for logs.

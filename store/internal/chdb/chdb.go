@@ -16,7 +16,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -67,99 +69,94 @@ type cAnalysis struct {
 	class      uint32
 }
 
-// lowQuiet is how long the engine must have been free of normal calls before
-// a low-priority call starts: a tap accept or a page is several calls in a
-// row, and a console statement must not slip in between them.
-const lowQuiet = 50 * time.Millisecond
+// engineLock serializes the calls into the engine's one connection. A caller
+// waits for it until its context ends (lock), so a statement stuck inside the
+// engine makes the others give up at their own deadlines instead of queueing
+// without end; the lock also tracks the call in flight and the waiters, for
+// readiness (InFlight) and a bounded close.
+type engineLock struct {
+	sem chan struct{} // one token: held while a call runs
 
-// prioLock is a mutex with two classes of waiters: normal ones (Lock) go
-// before low ones (lockLow); a low waiter takes the lock only when it is free,
-// no normal waiter is queued and no normal call ended within lowQuiet. Low
-// waiters give up when their context ends.
-type prioLock struct {
-	mu         sync.Mutex
-	busy       bool
-	low        bool          // the holder is a low-priority call
-	waiting    int           // normal waiters queued
-	lastNormal time.Time     // when the last normal call released the lock
-	changed    chan struct{} // closed (and replaced) at every unlock; nil until first wait
+	mu      sync.Mutex
+	current Call               // the call in flight; zero when none
+	waiters map[*int]time.Time // waiting callers, by when they started to wait
 }
 
-func (p *prioLock) signal() <-chan struct{} {
-	if p.changed == nil {
-		p.changed = make(chan struct{})
-	}
-	return p.changed
+func newEngineLock() *engineLock {
+	return &engineLock{sem: make(chan struct{}, 1), waiters: map[*int]time.Time{}}
 }
 
-// Lock takes the lock ahead of every low-priority waiter.
-func (p *prioLock) Lock() {
-	p.mu.Lock()
-	p.waiting++
-	for p.busy {
-		ch := p.signal()
-		p.mu.Unlock()
-		<-ch
-		p.mu.Lock()
-	}
-	p.waiting--
-	p.busy, p.low = true, false
-	p.mu.Unlock()
-}
-
-// lockLow takes the lock once it is free, no normal waiter is queued and no
-// normal call ended within lowQuiet, or returns ctx's error.
-func (p *prioLock) lockLow(ctx context.Context) error {
-	p.mu.Lock()
-	for {
-		var quiet time.Duration
-		if !p.busy && p.waiting == 0 {
-			if quiet = lowQuiet - time.Since(p.lastNormal); quiet <= 0 {
-				break
-			}
-		}
-		ch := p.signal()
-		p.mu.Unlock()
-		var (
-			t     *time.Timer
-			timer <-chan time.Time
-		)
-		if quiet > 0 {
-			t = time.NewTimer(quiet)
-			timer = t.C
-		}
+// lock takes the engine for the call labelled label, or returns ctx's error
+// when ctx ends first.
+func (l *engineLock) lock(ctx context.Context, label string) error {
+	select {
+	case l.sem <- struct{}{}: // free: no wait to record
+	default:
+		key := new(int)
+		l.mu.Lock()
+		l.waiters[key] = time.Now()
+		l.mu.Unlock()
 		var err error
 		select {
-		case <-ch:
-		case <-timer:
+		case l.sem <- struct{}{}:
 		case <-ctx.Done():
 			err = ctx.Err()
 		}
-		if t != nil {
-			t.Stop()
-		}
+		l.mu.Lock()
+		delete(l.waiters, key)
+		l.mu.Unlock()
 		if err != nil {
 			return err
 		}
-		p.mu.Lock()
 	}
-	p.busy, p.low = true, true
-	p.mu.Unlock()
+	l.mu.Lock()
+	l.current = Call{Label: label, Since: time.Now()}
+	l.mu.Unlock()
 	return nil
 }
 
-// Unlock releases the lock and wakes every waiter.
-func (p *prioLock) Unlock() {
-	p.mu.Lock()
-	if !p.low {
-		p.lastNormal = time.Now()
+func (l *engineLock) unlock() {
+	l.mu.Lock()
+	l.current = Call{}
+	l.mu.Unlock()
+	<-l.sem
+}
+
+// state returns the call in flight (zero when none), how many callers wait
+// and since when the longest of them waits (zero when none).
+func (l *engineLock) state() (Call, int, time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var oldest time.Time
+	for _, at := range l.waiters {
+		if oldest.IsZero() || at.Before(oldest) {
+			oldest = at
+		}
 	}
-	p.busy, p.low = false, false
-	if p.changed != nil {
-		close(p.changed)
-		p.changed = nil
+	return l.current, len(l.waiters), oldest
+}
+
+// Call is a statement inside the engine: Label is its first words (cut
+// before any quoted value, at most 80 bytes), Since when it started.
+type Call struct {
+	Label string
+	Since time.Time
+}
+
+// label renders the start of sql for Call.Label: whitespace collapsed, cut
+// before the first quote (values stay out of logs) and at 80 bytes.
+func label(sql string) string {
+	if i := strings.Index(sql, "FORMAT JSONEachRow"); i >= 0 {
+		sql = sql[:i+len("FORMAT JSONEachRow")] // an INSERT's rows follow
 	}
-	p.mu.Unlock()
+	if i := strings.IndexByte(sql, '\''); i >= 0 {
+		sql = sql[:i]
+	}
+	sql = strings.Join(strings.Fields(sql), " ")
+	if len(sql) > 80 {
+		sql = sql[:80] + "…"
+	}
+	return sql
 }
 
 // process holds the library and the engine's single connection.
@@ -226,19 +223,21 @@ func loadLocked() (*lib, error) {
 	return l, nil
 }
 
-// Conn is a reference to the engine's connection. Calls are serialized by a
-// two-level lock: a low-priority call (QueryLow, ClassifyLow: the SQL
-// console) starts only while no other call runs or waits and none ended in
-// the last 50 ms, so the product's writes and page reads wait behind at most
-// the one console statement already running, never behind a queue of them.
+// Conn is the engine's connection. Calls are serialized by engineLock: a
+// caller waits for its turn until its context ends, and the call in flight is
+// known (InFlight) so readiness can name a stalled engine and Close can give
+// up on one at its deadline.
 type Conn struct {
 	path string // absolute data folder
 	refs int    // open references, guarded by process.mu
 
-	mu     prioLock // serializes engine calls; guards closed
+	mu     *engineLock // serializes engine calls; guards closed
 	l      *lib
 	c      *cConnection
 	closed bool
+	// abandoned is set when Close gave up on a statement in flight; no
+	// later call runs.
+	abandoned atomic.Bool
 }
 
 // Ref is one holder's handle on the shared connection; Close releases it once.
@@ -269,7 +268,7 @@ func Open(dir string) (*Ref, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(abs, 0o755); err != nil {
+	if err := os.MkdirAll(abs, 0o700); err != nil {
 		return nil, fmt.Errorf("chdb: create data folder: %w", err)
 	}
 	args := []string{"clickhouse", "--path=" + abs}
@@ -283,7 +282,7 @@ func Open(dir string) (*Ref, error) {
 	if cc == nil || cc.internal == nil {
 		return nil, fmt.Errorf("chdb: connect to %s failed", abs)
 	}
-	c := &Conn{path: abs, refs: 1, l: l, c: cc}
+	c := &Conn{path: abs, refs: 1, mu: newEngineLock(), l: l, c: cc}
 	process.conn = c
 	return &Ref{conn: c}, nil
 }
@@ -295,22 +294,24 @@ func (r *Ref) Path() string { return r.conn.path }
 func (r *Ref) LibraryPath() string { return r.conn.l.path }
 
 // Query runs one statement and returns the output rendered in format (a
-// ClickHouse output format such as "JSONEachRow"), or the engine's error. The
-// text must not contain NUL bytes (it is passed as a C string).
-func (r *Ref) Query(sql, format string) ([]byte, error) {
-	c := r.conn
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.queryLocked(sql, format)
+// ClickHouse output format such as "JSONEachRow"), or the engine's error. It
+// waits for the engine until ctx ends (ctx's error); once handed to the
+// engine a statement runs to its end (bound it with the engine's own
+// settings, max_execution_time). The text must not contain NUL bytes (it is
+// passed as a C string).
+func (r *Ref) Query(ctx context.Context, sql, format string) ([]byte, error) {
+	return r.QueryAfter(ctx, nil, sql, format)
 }
 
 // QueryAfter runs sql as Query does, with the pre statements (such as "USE db"
 // or "SET param_x = '…'") run first under the same lock, so no other call runs
 // in between.
-func (r *Ref) QueryAfter(pre []string, sql, format string) ([]byte, error) {
+func (r *Ref) QueryAfter(ctx context.Context, pre []string, sql, format string) ([]byte, error) {
 	c := r.conn
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	if err := c.mu.lock(ctx, label(sql)); err != nil {
+		return nil, err
+	}
+	defer c.mu.unlock()
 	for _, p := range pre {
 		if _, err := c.queryLocked(p, "TabSeparated"); err != nil {
 			return nil, err
@@ -319,26 +320,15 @@ func (r *Ref) QueryAfter(pre []string, sql, format string) ([]byte, error) {
 	return c.queryLocked(sql, format)
 }
 
-// QueryLow runs sql as QueryAfter does, at low priority: it waits until no
-// other call runs or waits (see Conn), or returns ctx's error. Once started it
-// runs to its end; bound it with the engine's own settings
-// (max_execution_time).
-func (r *Ref) QueryLow(ctx context.Context, pre []string, sql, format string) ([]byte, error) {
-	c := r.conn
-	if err := c.mu.lockLow(ctx); err != nil {
-		return nil, err
-	}
-	defer c.mu.Unlock()
-	for _, p := range pre {
-		if _, err := c.queryLocked(p, "TabSeparated"); err != nil {
-			return nil, err
-		}
-	}
-	return c.queryLocked(sql, format)
+// InFlight returns the statement inside the engine (ok false when none), how
+// many callers wait for the engine and since when the longest of them waits.
+func (r *Ref) InFlight() (call Call, ok bool, waiting int, waitingSince time.Time) {
+	call, waiting, waitingSince = r.conn.mu.state()
+	return call, !call.Since.IsZero(), waiting, waitingSince
 }
 
 func (c *Conn) queryLocked(sql, format string) ([]byte, error) {
-	if c.closed {
+	if c.closed || c.abandoned.Load() {
 		return nil, errors.New("chdb: connection closed")
 	}
 	res := c.l.query(c.c.internal, sql, format)
@@ -383,26 +373,19 @@ var ErrNoClassifier = errors.New("chdb: the loaded libchdb lacks chdb_classify_q
 
 // Classify asks the engine's parser what sql would do, without running it.
 // Text that does not parse is ClassUnknown with zero statements. Errors:
-// ErrNoClassifier, or a closed connection.
-func (r *Ref) Classify(sql string) (Analysis, error) {
+// ErrNoClassifier, a closed connection, or ctx's error while waiting for the
+// engine.
+func (r *Ref) Classify(ctx context.Context, sql string) (Analysis, error) {
 	c := r.conn
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.classifyLocked(sql)
-}
-
-// ClassifyLow is Classify at low priority (see QueryLow).
-func (r *Ref) ClassifyLow(ctx context.Context, sql string) (Analysis, error) {
-	c := r.conn
-	if err := c.mu.lockLow(ctx); err != nil {
+	if err := c.mu.lock(ctx, "classify"); err != nil {
 		return Analysis{}, err
 	}
-	defer c.mu.Unlock()
+	defer c.mu.unlock()
 	return c.classifyLocked(sql)
 }
 
 func (c *Conn) classifyLocked(sql string) (Analysis, error) {
-	if c.closed {
+	if c.closed || c.abandoned.Load() {
 		return Analysis{}, errors.New("chdb: connection closed")
 	}
 	if c.l.classify == nil {
@@ -428,9 +411,22 @@ func (c *Conn) drainLocked() {
 	}
 }
 
-// Close releases this reference; the last one closes the engine's connection.
-// Safe to call twice.
-func (r *Ref) Close() {
+// ErrAbandoned: Close gave up waiting for a statement still inside the
+// engine; the connection is left open (the process ends it).
+var ErrAbandoned = errors.New("chdb: engine abandoned with a statement still running")
+
+// Close releases this reference; the last one closes the engine's connection,
+// waiting for the statement in flight. Safe to call twice.
+func (r *Ref) Close() { _ = r.CloseContext(context.Background()) }
+
+// CloseContext releases this reference; the last one closes the engine's
+// connection once the statement in flight (if any) has ended, or, when ctx
+// ends first, marks the connection closed without closing it (a statement
+// cannot be interrupted) and returns an error wrapping ErrAbandoned that
+// names the statement, how long it ran and how many callers still waited.
+// Every later call on the connection fails. Safe to call twice (nil).
+func (r *Ref) CloseContext(ctx context.Context) error {
+	var err error
 	r.once.Do(func() {
 		process.mu.Lock()
 		defer process.mu.Unlock()
@@ -439,10 +435,21 @@ func (r *Ref) Close() {
 		if c.refs > 0 {
 			return
 		}
-		c.mu.Lock()
+		process.conn = nil
+		if lerr := c.mu.lock(ctx, "close"); lerr != nil {
+			call, waiting, _ := c.mu.state()
+			err = fmt.Errorf("%w: %q running for %v, %d more caller(s) waiting (%v)", ErrAbandoned, call.Label,
+				time.Since(call.Since).Round(time.Millisecond), waiting, lerr)
+			c.abandon()
+			return
+		}
 		c.closed = true
 		c.l.closeConn(c.c)
-		c.mu.Unlock()
-		process.conn = nil
+		c.mu.unlock()
 	})
+	return err
 }
+
+// abandon marks c abandoned without the engine lock: the statement in flight
+// keeps the connection; every call that gets the lock after it fails.
+func (c *Conn) abandon() { c.abandoned.Store(true) }

@@ -43,50 +43,51 @@ func TestFindLibrary(t *testing.T) {
 	}
 }
 
-// TestPrioLockOrder: a low-priority waiter starts only after every normal
-// waiter queued before it has run, and gives up when its context ends.
-func TestPrioLockOrder(t *testing.T) {
-	var p prioLock
-	p.Lock() // held: both waiters queue
-	order := make(chan string, 2)
-	lowDone := make(chan error, 1)
-	go func() {
-		err := p.lockLow(context.Background())
-		if err == nil {
-			order <- "low"
-			p.Unlock()
-		}
-		lowDone <- err
-	}()
-	waitFor(t, func() bool { p.mu.Lock(); defer p.mu.Unlock(); return p.changed != nil }) // the low waiter waits
-	normalDone := make(chan struct{})
-	go func() {
-		p.Lock()
-		order <- "normal"
-		p.Unlock()
-		close(normalDone)
-	}()
-	waitFor(t, func() bool { p.mu.Lock(); defer p.mu.Unlock(); return p.waiting == 1 })
-	p.Unlock()
-	<-normalDone
-	if err := <-lowDone; err != nil {
+// TestEngineLock: a caller waits for a held engine until its context ends,
+// the waiter and the call in flight are visible meanwhile, and the next
+// caller gets the engine once it is free.
+func TestEngineLock(t *testing.T) {
+	l := newEngineLock()
+	if err := l.lock(context.Background(), "SELECT 1"); err != nil {
 		t.Fatal(err)
 	}
-	if first, second := <-order, <-order; first != "normal" || second != "low" {
-		t.Fatalf("order = %s, %s; want normal before low", first, second)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	waited := make(chan error, 1)
+	go func() { waited <- l.lock(ctx, "INSERT") }()
+	waitFor(t, func() bool { _, n, _ := l.state(); return n == 1 })
+	call, n, since := l.state()
+	if call.Label != "SELECT 1" || call.Since.IsZero() || n != 1 || since.IsZero() {
+		t.Fatalf("state = %+v, %d waiting since %v; want SELECT 1 in flight and one waiter", call, n, since)
 	}
+	if err := <-waited; !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("lock of a held engine = %v; want the caller's deadline", err)
+	}
+	if _, n, _ := l.state(); n != 0 {
+		t.Fatalf("%d waiters after the deadline; want 0", n)
+	}
+	l.unlock()
+	if err := l.lock(context.Background(), "SELECT 2"); err != nil {
+		t.Fatalf("lock of a free engine: %v", err)
+	}
+	l.unlock()
+	if call, _, _ := l.state(); !call.Since.IsZero() {
+		t.Fatalf("a call in flight after unlock: %+v", call)
+	}
+}
 
-	p.Lock()
-	ctx, cancel := context.WithCancel(context.Background())
-	go cancel()
-	if err := p.lockLow(ctx); !errors.Is(err, context.Canceled) {
-		t.Fatalf("lockLow with a cancelled context = %v; want context.Canceled", err)
+// TestLabel: a call's label keeps the statement's first words and no value.
+func TestLabel(t *testing.T) {
+	for _, tc := range []struct{ sql, want string }{
+		{"SELECT\n    request_id\nFROM `db`.requests", "SELECT request_id FROM `db`.requests"},
+		{"INSERT INTO `db`.`runs` (`run_id`) FORMAT JSONEachRow\n{\"run_id\":\"secret\"}", "INSERT INTO `db`.`runs` (`run_id`) FORMAT JSONEachRow"},
+		{"SET param_id = 'subject@example.com'", "SET param_id ="},
+		{strings.Repeat("x", 100), strings.Repeat("x", 80) + "…"},
+	} {
+		if got := label(tc.sql); got != tc.want {
+			t.Errorf("label(%q) = %q; want %q", tc.sql, got, tc.want)
+		}
 	}
-	p.Unlock()
-	if err := p.lockLow(context.Background()); err != nil {
-		t.Fatalf("lockLow on a free lock = %v", err)
-	}
-	p.Unlock()
 }
 
 func waitFor(t *testing.T, cond func() bool) {
