@@ -144,29 +144,70 @@ type ExportSummary struct {
 	Skipped int `json:"skipped"` // reviewed pairs whose answers are no longer stored
 }
 
-// ExportReviews writes the reviewed pairs q selects (store.ReviewedQuery;
-// Texts is set here) to w as JSON Lines, one LabelledPair per line. A failed
-// read or write is an error.
+// ExportReviews writes every reviewed pair q selects (store.ReviewedQuery;
+// Texts is set here, the pages are ReadReviews') to w as JSON Lines, one
+// LabelledPair per line. A failed read or write is an error.
 func ExportReviews(ctx context.Context, rd store.ReviewReader, q store.ReviewedQuery, w io.Writer) (ExportSummary, error) {
 	q.Texts = true
-	rows, err := rd.ReviewedPairs(ctx, q)
-	if err != nil {
-		return ExportSummary{}, fmt.Errorf("eval: export reviews: %w", err)
-	}
-	pairs, skipped := LabelledPairs(rows)
-	sum := ExportSummary{Skipped: skipped}
+	var sum ExportSummary
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
 	enc.SetEscapeHTML(false)
-	for _, p := range pairs {
-		if err := enc.Encode(p); err != nil {
-			return sum, fmt.Errorf("eval: export reviews: %w", err)
+	err := ReadReviews(ctx, rd, q, func(rows []store.ReviewedPair) error {
+		pairs, skipped := LabelledPairs(rows)
+		sum.Skipped += skipped
+		for _, p := range pairs {
+			if err := enc.Encode(p); err != nil {
+				return err
+			}
+			sum.Pairs++
+			sum.Labels += len(p.Labels)
 		}
-		sum.Pairs++
-		sum.Labels += len(p.Labels)
+		return nil
+	})
+	if err == nil {
+		err = bw.Flush()
 	}
-	if err := bw.Flush(); err != nil {
+	if err != nil {
 		return sum, fmt.Errorf("eval: export reviews: %w", err)
 	}
 	return sum, nil
+}
+
+// ReadReviews calls fn with every reviewed row q selects, page by page
+// (store.ReviewedQuery: whole pairs, q.PageLimit() pairs a page, in pair
+// order from q.After), until a page has fewer pairs than the limit. A failed
+// read, or fn's error, ends it with that error.
+func ReadReviews(ctx context.Context, rd store.ReviewReader, q store.ReviewedQuery, fn func([]store.ReviewedPair) error) error {
+	for {
+		rows, err := rd.ReviewedPairs(ctx, q)
+		if err != nil {
+			return err
+		}
+		pairs := 0
+		for i, r := range rows {
+			if i == 0 || r.Key() != rows[i-1].Key() {
+				pairs++
+			}
+		}
+		if len(rows) > 0 {
+			if err := fn(rows); err != nil {
+				return err
+			}
+		}
+		if pairs < q.PageLimit() {
+			return nil
+		}
+		q.After = rows[len(rows)-1].Key()
+	}
+}
+
+// AllReviews is every reviewed row q selects (ReadReviews' pages joined).
+func AllReviews(ctx context.Context, rd store.ReviewReader, q store.ReviewedQuery) ([]store.ReviewedPair, error) {
+	var all []store.ReviewedPair
+	err := ReadReviews(ctx, rd, q, func(rows []store.ReviewedPair) error {
+		all = append(all, rows...)
+		return nil
+	})
+	return all, err
 }

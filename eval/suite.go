@@ -540,7 +540,7 @@ func (r *suiteRunner) humanReview(ctx context.Context, outcomes []Outcome, p gat
 	if r.reviews == nil {
 		return nil, "this store cannot read reviews (" + store.NotSupported("store.ReviewReader").Error() + ")"
 	}
-	rows, err := r.reviews.ReviewedPairs(ctx, store.ReviewedQuery{})
+	rows, err := AllReviews(ctx, r.reviews, store.ReviewedQuery{})
 	if err != nil {
 		return nil, "the reviews could not be read: " + clip(err.Error(), 200)
 	}

@@ -134,7 +134,8 @@ type ReviewReader interface {
 	// per review and real judgment of its pair (a pair judged by two judges
 	// gives two rows per review; a review whose pair has no judgment left
 	// gives one row with an empty Judge), by (request, pipeline, candidate
-	// run, reviewer, judge), at most q's limit.
+	// run, reviewer, judge): one page of at most q.PageLimit() pairs after
+	// q.After.
 	ReviewedPairs(ctx context.Context, q ReviewedQuery) ([]ReviewedPair, error)
 }
 
@@ -212,13 +213,32 @@ func (p ReviewPair) Key() PairKey {
 // (SuiteRunID), of live traffic (Live), joined with one judge's judgments
 // (Judge: judgments.judge; reviews of pairs that judge did not judge are left
 // out). Texts adds the request's input and both answers.
+//
+// The rows come a page of whole pairs at a time: the first Limit reviewed
+// pairs in key order (request, pipeline, candidate run) after After (the
+// zero key: from the first). A page with fewer than Limit pairs is the last;
+// else the next page starts after its last row's pair (eval.ReadReviews
+// reads them all).
 type ReviewedQuery struct {
 	SuiteRunID string
 	Live       bool
 	Judge      string
 	Texts      bool
-	// Limit caps the rows: 0 gives MaxJudgmentLimit, at most that.
+	// Limit caps the pairs of a page: 0 gives MaxReviewedPairs, at most that.
 	Limit int
+	After PairKey
+}
+
+// MaxReviewedPairs caps ReviewedQuery.Limit: the reviewed pairs of one page.
+const MaxReviewedPairs = 10_000
+
+// PageLimit is q's effective page size in pairs (Limit, 0 or above the cap
+// read as MaxReviewedPairs).
+func (q ReviewedQuery) PageLimit() int {
+	if q.Limit <= 0 || q.Limit > MaxReviewedPairs {
+		return MaxReviewedPairs
+	}
+	return q.Limit
 }
 
 // ReviewedPair is one review with one real judgment of its pair, the
@@ -397,10 +417,6 @@ func (s *sqlStore) ReviewedPairs(ctx context.Context, q ReviewedQuery) ([]Review
 	if q.Limit < 0 {
 		return nil, fmt.Errorf("store: reviewed pairs: limit must be >= 0, got %d", q.Limit)
 	}
-	limit := q.Limit
-	if limit == 0 || limit > MaxJudgmentLimit {
-		limit = MaxJudgmentLimit
-	}
 	p := Params{}
 	where := "label != '" + ReviewSkip + "'"
 	switch {
@@ -410,6 +426,15 @@ func (s *sqlStore) ReviewedPairs(ctx context.Context, q ReviewedQuery) ([]Review
 	case q.Live:
 		where += " AND suite_run_id = ''"
 	}
+	after := ""
+	if q.After != (PairKey{}) {
+		after = " AND (request_id, pipeline, candidate_run_id) > ({after_req:String}, {after_pipe:String}, {after_cand:String})"
+		p.Str("after_req", q.After.RequestID).Str("after_pipe", q.After.Pipeline).Str("after_cand", q.After.CandidateRunID)
+	}
+	// The page's pairs: the first PageLimit reviewed pairs after After.
+	where = fmt.Sprintf(`%[2]s AND (request_id, pipeline, candidate_run_id) IN (
+    SELECT request_id, pipeline, candidate_run_id FROM %[1]s.reviews FINAL WHERE %[2]s%[3]s
+    GROUP BY request_id, pipeline, candidate_run_id ORDER BY request_id, pipeline, candidate_run_id LIMIT %[4]d)`, s.db, where, after, q.PageLimit())
 	join, judge := "LEFT JOIN", ""
 	if q.Judge != "" {
 		join, judge = "INNER JOIN", " AND judge = {judge:String}"
@@ -440,12 +465,11 @@ FROM r
     ON j.request_id = r.request_id AND j.pipeline = r.pipeline AND j.candidate_run_id = r.candidate_run_id
 LEFT JOIN (SELECT suite_run_id, any(set_name) AS set_name FROM %[1]s.suite_runs FINAL WHERE suite_run_id IN (SELECT suite_run_id FROM r) GROUP BY suite_run_id) AS sr
     ON sr.suite_run_id = r.suite_run_id
-LEFT JOIN (SELECT request_id, %[9]sany(language) AS language, any(has_table) AS has_table, any(has_code) AS has_code,
+LEFT JOIN (SELECT request_id, %[8]sany(language) AS language, any(has_table) AS has_table, any(has_code) AS has_code,
         any(length_bucket) AS length_bucket
     FROM %[1]s.requests FINAL WHERE request_id IN (SELECT request_id FROM r) GROUP BY request_id) AS q
     ON q.request_id = r.request_id%[7]s
-ORDER BY request_id, pipeline, candidate_run_id, reviewer, judge
-LIMIT %[8]d`, s.db, where, texts, join, decidedOutcomes, judge, textJoins, limit, input), p)
+ORDER BY request_id, pipeline, candidate_run_id, reviewer, judge`, s.db, where, texts, join, decidedOutcomes, judge, textJoins, input), p)
 	if err != nil {
 		return nil, fmt.Errorf("store: reviewed pairs: %w", err)
 	}

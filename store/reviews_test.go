@@ -267,3 +267,78 @@ func TestForgetRemovesReviews(t *testing.T) {
 		t.Errorf("forget report %+v, reviews left %d", rep, len(rows))
 	}
 }
+
+// ReviewedPairs reads a page of whole pairs: with a page of one pair, each
+// page holds every review and judgment of one pair, the next page starts
+// after it, and the pages joined are the rows of one full read. A pair whose
+// only review is a skip is on no page.
+func TestReviewedPairsPages(t *testing.T) {
+	s := openTestStore(t)
+	ctx := context.Background()
+	keys := reviewFixture(t, s, 4)
+	at := time.Date(2026, 6, 2, 9, 0, 0, 0, time.UTC)
+	add := func(k PairKey, reviewer, choice string) {
+		l, err := ReviewLabel(choice, VerdictCandidate)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.AddReview(ctx, Review{RequestID: k.RequestID, Pipeline: k.Pipeline, CandidateRunID: k.CandidateRunID, IncumbentRunID: k.RequestID + "/inc",
+			SuiteRunID: "suite-r", Reviewer: reviewer, ShownFirst: VerdictCandidate, Choice: choice, Label: l, InclusionProb: 1, SampleShare: 1, ReviewedAt: at}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Pair 0 (two judges) by two reviewers, pair 1 skipped, pairs 2 and 3 once.
+	add(keys[0], "rev-1", ChoiceA)
+	add(keys[0], "rev-2", ChoiceTie)
+	add(keys[1], "rev-1", ChoiceSkip)
+	add(keys[2], "rev-1", ChoiceB)
+	add(keys[3], "rev-2", ChoiceA)
+	full, err := s.ReviewedPairs(ctx, ReviewedQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(full) != 6 {
+		t.Fatalf("full read: %d rows, want 6 (pair 0: 2 reviews × 2 judges; pairs 2 and 3: 1 each)", len(full))
+	}
+	var joined []ReviewedPair
+	wantPages := []struct {
+		key  PairKey
+		rows int
+	}{{keys[0], 4}, {keys[2], 1}, {keys[3], 1}}
+	q := ReviewedQuery{Limit: 1}
+	for i := 0; ; i++ {
+		page, err := s.ReviewedPairs(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == len(wantPages) {
+			if len(page) != 0 {
+				t.Errorf("a page after the last pair: %+v", page)
+			}
+			break
+		}
+		if len(page) != wantPages[i].rows {
+			t.Fatalf("page %d: %d rows, want %d", i, len(page), wantPages[i].rows)
+		}
+		for _, r := range page {
+			if r.Key() != wantPages[i].key {
+				t.Errorf("page %d holds pair %v, want only %v", i, r.Key(), wantPages[i].key)
+			}
+		}
+		joined = append(joined, page...)
+		q.After = page[len(page)-1].Key()
+	}
+	if fmt.Sprint(joined) != fmt.Sprint(full) {
+		t.Errorf("the pages joined differ from the full read:\n%+v\n%+v", joined, full)
+	}
+	two, err := s.ReviewedPairs(ctx, ReviewedQuery{Limit: 2, After: keys[0]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(two) != 2 || two[0].Key() != keys[2] || two[1].Key() != keys[3] {
+		t.Errorf("two pairs after pair 0: %+v", two)
+	}
+	if got := (ReviewedQuery{Limit: MaxReviewedPairs + 1}).PageLimit(); got != MaxReviewedPairs {
+		t.Errorf("PageLimit above the cap = %d", got)
+	}
+}

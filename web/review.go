@@ -424,7 +424,7 @@ type agreementView struct {
 }
 
 func (s *server) agreement(c *gin.Context) {
-	rows, err := s.read.Reviews.ReviewedPairs(c.Request.Context(), store.ReviewedQuery{})
+	rows, err := eval.AllReviews(c.Request.Context(), s.read.Reviews, store.ReviewedQuery{})
 	if err != nil {
 		s.storeFailed(c, "reviews", "", err)
 		return
