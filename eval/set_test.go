@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/conductor-shadow/conductor-shadow/store/storetest"
-	"go.uber.org/goleak"
 	"gopkg.in/yaml.v3"
 )
 
@@ -20,10 +19,7 @@ var engine *storetest.Engine
 
 func TestMain(m *testing.M) {
 	engine = storetest.StartEngine()
-	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
-		engine.Close()
-		os.Exit(code)
-	}))
+	engine.VerifyTestMain(m)
 }
 
 func TestLoadSetShipped(t *testing.T) {

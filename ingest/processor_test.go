@@ -3,14 +3,12 @@ package ingest
 import (
 	"context"
 	"math"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
-	"go.uber.org/goleak"
 
 	"github.com/conductor-shadow/conductor-shadow/ingest/segment"
 	"github.com/conductor-shadow/conductor-shadow/shadow"
@@ -24,10 +22,7 @@ var engine *storetest.Engine
 
 func TestMain(m *testing.M) {
 	engine = storetest.StartEngine()
-	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
-		engine.Close()
-		os.Exit(code)
-	}))
+	engine.VerifyTestMain(m)
 }
 
 // syncWriter stores each batch at once in st.

@@ -55,6 +55,14 @@ type Config struct {
 	// ms precision; default 10s; at most query_timeout applies. The tap's
 	// writes and the pages' reads never wait for a console statement.
 	EmbeddedConsoleTimeout time.Duration `yaml:"embedded_console_timeout"`
+	// EmbeddedNice is how many niceness steps (0–19, as nice(1)'s -n) below
+	// the process's own priority the embedded engine's threads run (default
+	// 10; 0 = the same priority). Every call into the engine runs on one
+	// thread lowered at start and the engine's threads inherit it, so in an
+	// all-in-one serve the kernel gives the proxy and the tap the CPU before
+	// the engine's inserts, merges and page queries (README, Performance).
+	// Linux only; a store opened elsewhere needs 0.
+	EmbeddedNice int `yaml:"embedded_nice"`
 	// EmbeddedConsoleMaxRowsRead caps the rows one Store.Query may read on the
 	// embedded engine (max_rows_to_read; default 100,000,000; the smaller of
 	// it and query_max_rows_read applies).
@@ -103,12 +111,13 @@ type RetentionConfig struct {
 // NewDefaultConfig returns the embedded store in ./data, database "shadow", ad-hoc
 // queries bounded to 10 s, 100,000 rows returned, 10^9 rows read, 1 GiB of
 // memory and one at a time; on the embedded engine to 10 s (worker included),
-// 10^8 rows and 1 GiB read; stalled after 5 s; rows kept forever except done
+// 10^8 rows and 1 GiB read, its threads 10 niceness steps down; stalled
+// after 5 s; rows kept forever except done
 // shadow work, kept 7 days (168h).
 func NewDefaultConfig() Config {
 	return Config{Path: "./data", Database: "shadow", QueryTimeout: 10 * time.Second, QueryMaxRows: 100000,
 		QueryMaxRowsRead: 1_000_000_000, QueryMaxMemoryBytes: 1 << 30, QueryConcurrency: 1,
-		EmbeddedConsoleTimeout: 10 * time.Second, EmbeddedConsoleMaxRowsRead: 100_000_000, EmbeddedConsoleMaxBytesRead: 1 << 30,
+		EmbeddedConsoleTimeout: 10 * time.Second, EmbeddedConsoleMaxRowsRead: 100_000_000, EmbeddedConsoleMaxBytesRead: 1 << 30, EmbeddedNice: 10,
 		StalledAfter: 5 * time.Second, Retention: RetentionConfig{Work: 7 * 24 * time.Hour}}
 }
 
@@ -154,6 +163,9 @@ func (c Config) Validate() error {
 	}
 	if c.EmbeddedConsoleMaxBytesRead < 1<<20 {
 		errs = append(errs, fmt.Errorf("store: embedded_console_max_bytes_read %d: want at least 1 MiB (1048576)", c.EmbeddedConsoleMaxBytesRead))
+	}
+	if c.EmbeddedNice < 0 || c.EmbeddedNice > 19 {
+		errs = append(errs, fmt.Errorf("store: embedded_nice %d: want 0–19", c.EmbeddedNice))
 	}
 	if c.StalledAfter < 0 {
 		errs = append(errs, fmt.Errorf("store: stalled_after %v: want 0 (never) or more", c.StalledAfter))
@@ -215,7 +227,7 @@ func open(ctx context.Context, cfg Config) (*sqlStore, error) {
 	if cfg.DSN != "" {
 		t, err = openServer(ctx, cfg.DSN)
 	} else if err = secureDataDir(cfg.Path); err == nil {
-		t, err = openEmbedded(cfg.Path, quoteIdent(cfg.Database))
+		t, err = openEmbedded(cfg.Path, quoteIdent(cfg.Database), cfg.EmbeddedNice)
 	}
 	if err != nil {
 		return nil, err

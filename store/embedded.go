@@ -22,8 +22,8 @@ type embedded struct {
 	db  string // quoted database: Query resolves unqualified names in it
 }
 
-func openEmbedded(path, db string) (*embedded, error) {
-	ref, err := chdb.Open(path)
+func openEmbedded(path, db string, nice int) (*embedded, error) {
+	ref, err := chdb.OpenWith(path, chdb.Options{Nice: nice})
 	if err != nil {
 		if errors.Is(err, chdb.ErrLibraryMissing) {
 			return nil, fmt.Errorf("%w: %v", ErrEngineMissing, err)

@@ -44,13 +44,20 @@ func TestMain(m *testing.M) {
 		}
 		testEngine.keeper = keeper
 	}
-	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
-		if testEngine.keeper != nil {
-			testEngine.keeper.Close()
-			os.RemoveAll(testEngine.dir)
+	// Leaks are looked for after the engine is closed: its thread
+	// (embedded_nice) must have ended with it.
+	code := m.Run()
+	if testEngine.keeper != nil {
+		testEngine.keeper.Close()
+		os.RemoveAll(testEngine.dir)
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: errors on a successful test run: %v\n", err)
+			code = 1
 		}
-		os.Exit(code)
-	}))
+	}
+	os.Exit(code)
 }
 
 // needEngine skips t when libchdb.so is absent (only then).
@@ -89,5 +96,6 @@ func openTestStore(t testing.TB) *sqlStore {
 func testConfig(path, database string) Config {
 	c := NewDefaultConfig()
 	c.Path, c.Database = path, database
+	c.EmbeddedNice = 0 // as storetest's engine: the priority is chdb's TestEngineThreadsNiced
 	return c
 }

@@ -1,11 +1,9 @@
 package web
 
 import (
-	"os"
 	"testing"
 
 	"github.com/conductor-shadow/conductor-shadow/store/storetest"
-	"go.uber.org/goleak"
 )
 
 // engine is the real embedded engine the pages read from, a database per test
@@ -16,8 +14,5 @@ var engine *storetest.Engine
 // (the browser tests start chromium and its readers).
 func TestMain(m *testing.M) {
 	engine = storetest.StartEngine()
-	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
-		engine.Close()
-		os.Exit(code)
-	}))
+	engine.VerifyTestMain(m)
 }

@@ -1,10 +1,7 @@
 package livejudge_test
 
 import (
-	"os"
 	"testing"
-
-	"go.uber.org/goleak"
 
 	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
@@ -15,8 +12,5 @@ var engine *storetest.Engine
 
 func TestMain(m *testing.M) {
 	engine = storetest.StartEngine()
-	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
-		engine.Close()
-		os.Exit(code)
-	}))
+	engine.VerifyTestMain(m)
 }

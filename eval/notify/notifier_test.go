@@ -10,14 +10,11 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"go.uber.org/goleak"
 
 	"github.com/conductor-shadow/conductor-shadow/eval/gate"
 	"github.com/conductor-shadow/conductor-shadow/store"
@@ -30,10 +27,7 @@ var engine *storetest.Engine
 
 func TestMain(m *testing.M) {
 	engine = storetest.StartEngine()
-	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
-		engine.Close()
-		os.Exit(code)
-	}))
+	engine.VerifyTestMain(m)
 }
 
 // receiver is a webhook receiver: it records every request and answers

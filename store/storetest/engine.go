@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"go.uber.org/goleak"
+
 	"github.com/conductor-shadow/conductor-shadow/store"
 	"github.com/conductor-shadow/conductor-shadow/store/internal/chdb"
 )
@@ -24,9 +26,7 @@ import (
 //
 //	func TestMain(m *testing.M) {
 //		engine = storetest.StartEngine()
-//		code := m.Run()
-//		engine.Close()
-//		os.Exit(code)
+//		engine.VerifyTestMain(m) // or: code := m.Run(); engine.Close(); os.Exit(code)
 //	}
 //
 // Do not use it in package store's own tests: they hold the process's engine
@@ -58,6 +58,27 @@ func StartEngine() *Engine {
 	return e
 }
 
+// VerifyTestMain runs the package's tests (m.Run), closes the engine, then
+// fails a passing run when goroutines are left (goleak.Find with opts). The
+// check comes after Close, so the engine's own thread (store.embedded_nice)
+// must have ended with it. It exits the process with the run's code.
+//
+//	func TestMain(m *testing.M) {
+//		engine = storetest.StartEngine()
+//		engine.VerifyTestMain(m)
+//	}
+func (e *Engine) VerifyTestMain(m *testing.M, opts ...goleak.Option) {
+	code := m.Run()
+	e.Close()
+	if code == 0 {
+		if err := goleak.Find(opts...); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: errors on a successful test run: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
 // Close closes the engine and removes its folder. Safe on a nil Engine and twice.
 func (e *Engine) Close() {
 	if e == nil {
@@ -76,6 +97,10 @@ func (e *Engine) Close() {
 func (e *Engine) config(database string) store.Config {
 	c := store.NewDefaultConfig()
 	c.Path, c.Database = e.dir, database
+	// The engine at the test process's priority: test packages run side by
+	// side, and a niced engine would wait behind another package's CPU-bound
+	// simulations. The priority itself is chdb's TestEngineThreadsNiced.
+	c.EmbeddedNice = 0
 	return c
 }
 

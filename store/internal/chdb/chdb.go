@@ -235,6 +235,9 @@ type Conn struct {
 	l      *lib
 	c      *cConnection
 	closed bool
+	// thread runs every call into the library at the engine's niceness
+	// (Options.Nice); nil runs them on the caller's thread.
+	thread *engineThread
 	// abandoned is set when Close gave up on a statement in flight; no
 	// later call runs.
 	abandoned atomic.Bool
@@ -246,11 +249,33 @@ type Ref struct {
 	conn *Conn
 }
 
-// Open loads the library if needed and returns a reference to the engine's
-// connection for the data folder dir (created if absent). A different dir while
-// a connection is open is an error. Errors wrap ErrLibraryMissing when the
-// library is absent.
-func Open(dir string) (*Ref, error) {
+// Options are how the engine's connection is made.
+type Options struct {
+	// Nice is how many niceness steps (0–19, as nice(1)'s -n) below the
+	// process's own priority the engine's threads run: 0 keeps the
+	// process's priority; above it, every call into the library runs on one
+	// OS thread lowered by Nice before the engine starts, and the engine's
+	// own threads inherit its niceness (engineThread), capped at 19. One
+	// exception is the engine's: its memory sampler (MemoryWorker, a thread
+	// that wakes to read the process's memory) raises its own priority when
+	// allowed. Linux only; elsewhere Open fails for Nice > 0. It applies
+	// when the connection is made: a second Open of the same folder shares
+	// the first one's threads.
+	Nice int
+}
+
+// Open is OpenWith(dir, Options{}).
+func Open(dir string) (*Ref, error) { return OpenWith(dir, Options{}) }
+
+// OpenWith loads the library if needed and returns a reference to the
+// engine's connection for the data folder dir (created if absent). A
+// different dir while a connection is open is an error. Errors wrap
+// ErrLibraryMissing when the library is absent; a Nice outside 0–19 or one
+// the kernel refuses is an error.
+func OpenWith(dir string, o Options) (*Ref, error) {
+	if o.Nice < 0 || o.Nice > 19 {
+		return nil, fmt.Errorf("chdb: nice %d: want 0–19", o.Nice)
+	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("chdb: data folder %q: %w", dir, err)
@@ -278,11 +303,19 @@ func Open(dir string) (*Ref, error) {
 		keep[i] = append([]byte(a), 0)
 		argv[i] = &keep[i][0]
 	}
-	cc := l.connect(len(argv), argv)
+	var thread *engineThread
+	if o.Nice > 0 {
+		if thread, err = startEngineThread(o.Nice); err != nil {
+			return nil, err
+		}
+	}
+	var cc *cConnection
+	thread.do(func() { cc = l.connect(len(argv), argv) })
 	if cc == nil || cc.internal == nil {
+		thread.stop()
 		return nil, fmt.Errorf("chdb: connect to %s failed", abs)
 	}
-	c := &Conn{path: abs, refs: 1, mu: newEngineLock(), l: l, c: cc}
+	c := &Conn{path: abs, refs: 1, mu: newEngineLock(), l: l, c: cc, thread: thread}
 	process.conn = c
 	return &Ref{conn: c}, nil
 }
@@ -327,10 +360,16 @@ func (r *Ref) InFlight() (call Call, ok bool, waiting int, waitingSince time.Tim
 	return call, !call.Since.IsZero(), waiting, waitingSince
 }
 
-func (c *Conn) queryLocked(sql, format string) ([]byte, error) {
+func (c *Conn) queryLocked(sql, format string) (out []byte, err error) {
 	if c.closed || c.abandoned.Load() {
 		return nil, errors.New("chdb: connection closed")
 	}
+	c.thread.do(func() { out, err = c.queryOnThread(sql, format) })
+	return out, err
+}
+
+// queryOnThread is queryLocked's call into the library, on the engine thread.
+func (c *Conn) queryOnThread(sql, format string) ([]byte, error) {
 	res := c.l.query(c.c.internal, sql, format)
 	if res == nil {
 		return nil, nil
@@ -393,7 +432,8 @@ func (c *Conn) classifyLocked(sql string) (Analysis, error) {
 	}
 	out := cAnalysis{size: uint32(unsafe.Sizeof(cAnalysis{}))}
 	buf := append([]byte(sql), 0)
-	st := c.l.classify(c.c.internal, &buf[0], uintptr(len(sql)), nil, 0, &out)
+	var st int32
+	c.thread.do(func() { st = c.l.classify(c.c.internal, &buf[0], uintptr(len(sql)), nil, 0, &out) })
 	runtime.KeepAlive(buf)
 	if st != 0 {
 		return Analysis{}, errors.New("chdb: chdb_classify_query_n could not analyse the statement")
@@ -444,7 +484,8 @@ func (r *Ref) CloseContext(ctx context.Context) error {
 			return
 		}
 		c.closed = true
-		c.l.closeConn(c.c)
+		c.thread.do(func() { c.l.closeConn(c.c) })
+		c.thread.stop()
 		c.mu.unlock()
 	})
 	return err
