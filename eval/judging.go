@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/conductor-shadow/conductor-shadow/eval/gate"
 	"github.com/conductor-shadow/conductor-shadow/shadow"
@@ -210,14 +211,14 @@ func (r *suiteRunner) runCanaries(ctx context.Context, recs []*caseRecord) ([]Ca
 			}
 		}
 		for _, rec := range pick(CanaryPadded, rubric) {
-			res := r.rubricCanary(ctx, rec, p)
+			res, row := r.rubricCanary(ctx, rec, p)
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			out = append(out, res)
+			out, rows = append(out, res), append(rows, row)
 		}
 	}
-	if len(rows) > 0 {
+	if len(rows) > 0 && r.judgments != nil {
 		if err := r.judgments.InsertJudgments(ctx, rows); err != nil {
 			return nil, fmt.Errorf("store canary judgments: %w", err)
 		}
@@ -262,21 +263,38 @@ func (r *suiteRunner) pairCanary(ctx context.Context, pj PairJudge, kind string,
 
 // rubricCanary grades the incumbent's answer of rec padded with its own
 // content with the case's (LLM judge) grader: it must not score above the
-// answer itself.
-func (r *suiteRunner) rubricCanary(ctx context.Context, rec *caseRecord, p int) CanaryResult {
+// answer itself. Its row (store.Judgment, canary padded) has the padded copy
+// as the candidate side: outcome win when it scored above the answer, tie
+// when equal, loss below, error when the judge failed; the grade's
+// explanation is Raw1.
+func (r *suiteRunner) rubricCanary(ctx context.Context, rec *caseRecord, p int) (CanaryResult, store.Judgment) {
 	orig := rec.outcomes[0]
-	g := r.graders[rec.c.Grader].Grade(ctx, rec.c, PadAnswer(rec.runs[0].FinalOutput))
-	res := CanaryResult{Candidate: rec.runs[p].Pipeline, Kind: CanaryPadded, CaseID: rec.c.ID,
+	inc, cand := rec.runs[0], rec.runs[p]
+	g := r.graders[rec.c.Grader].Grade(ctx, rec.c, PadAnswer(inc.FinalOutput))
+	res := CanaryResult{Candidate: cand.Pipeline, Kind: CanaryPadded, CaseID: rec.c.ID,
 		Want: fmt.Sprintf("at most %.3g (the answer's own score)", orig.Value)}
 	if g.Judge != nil {
 		res.Usage = *g.Judge
 	}
+	j := PairJudgment{Usage: res.Usage, JudgedAt: time.Now().UTC(), Outcome: store.JudgmentError}
+	j.Orders[0] = OrderVerdict{IncumbentFirst: true, Raw: g.Explanation}
 	if g.Err != nil {
 		res.Got, res.Error = "error", g.Err.Error()
-		return res
+		j.Error = res.Error
+	} else {
+		res.Got, res.Passed = fmt.Sprintf("%.3g", g.Value), g.Value <= orig.Value
+		switch {
+		case g.Value > orig.Value:
+			j.Outcome = store.JudgmentWin
+		case g.Value == orig.Value:
+			j.Outcome = store.JudgmentTie
+		default:
+			j.Outcome = store.JudgmentLoss
+		}
 	}
-	res.Got, res.Passed = fmt.Sprintf("%.3g", g.Value), g.Value <= orig.Value
-	return res
+	return res, j.Record(JudgmentMeta{RequestID: r.row.SuiteRunID + "/" + rec.c.ID, SuiteRunID: r.row.SuiteRunID, CaseID: rec.c.ID,
+		Pipeline: cand.Pipeline, PipelineVersion: cand.PipelineVersion, CandidateRun: inc.RunID,
+		IncumbentPipeline: inc.Pipeline, IncumbentRun: inc.RunID, Canary: CanaryPadded, CanaryPassed: res.Passed})
 }
 
 // JudgeReport is what a comparison's verdict rests on when a judge graded it:

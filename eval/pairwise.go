@@ -55,9 +55,16 @@ type JudgeUsage struct {
 	TokensIn  int64   `json:"tokens_in"`
 	TokensOut int64   `json:"tokens_out"`
 	CostUSD   float64 `json:"cost_usd"`
+	// Host is the host[:port] the calls went to (shadow.Call.Host; "" when
+	// none was sent); Requests their HTTP requests (attempts); SentBytes and
+	// ReceivedBytes their HTTP bodies.
+	Host          string `json:"host,omitempty"`
+	Requests      int    `json:"requests"`
+	SentBytes     int64  `json:"sent_bytes"`
+	ReceivedBytes int64  `json:"received_bytes"`
 }
 
-// Add sums two usages (the worker and model of u win when set).
+// Add sums two usages (the worker, model and host of u win when set).
 func (u JudgeUsage) Add(o JudgeUsage) JudgeUsage {
 	if u.Worker == "" {
 		u.Worker = o.Worker
@@ -65,11 +72,26 @@ func (u JudgeUsage) Add(o JudgeUsage) JudgeUsage {
 	if u.Model == "" {
 		u.Model = o.Model
 	}
+	if u.Host == "" {
+		u.Host = o.Host
+	}
 	u.Calls += o.Calls
+	u.Requests += o.Requests
 	u.TokensIn += o.TokensIn
 	u.TokensOut += o.TokensOut
 	u.CostUSD += o.CostUSD
+	u.SentBytes += o.SentBytes
+	u.ReceivedBytes += o.ReceivedBytes
 	return u
+}
+
+// ScoreCalls sets the Judge* columns of sc (the judge's own calls for this
+// grade) from u.
+func (u JudgeUsage) ScoreCalls(sc *store.Score) {
+	sc.JudgeWorker, sc.JudgeHost = u.Worker, u.Host
+	sc.JudgeCalls, sc.JudgeRequests = int32(min(u.Calls, 1<<30)), int32(min(u.Requests, 1<<30))
+	sc.JudgeTokensIn, sc.JudgeTokensOut = u.TokensIn, u.TokensOut
+	sc.JudgeSentBytes, sc.JudgeReceivedBytes = u.SentBytes, u.ReceivedBytes
 }
 
 // OrderVerdict is one order of a pairwise judgment.
@@ -172,7 +194,9 @@ func (j PairJudgment) Record(m JudgmentMeta) store.Judgment {
 		Verdict1: j.Orders[0].Verdict, Raw1: clip(j.Orders[0].Raw, MaxJudgeReply),
 		Verdict2: j.Orders[1].Verdict, Raw2: clip(j.Orders[1].Raw, MaxJudgeReply),
 		InclusionProb: p, TokensIn: j.Usage.TokensIn, TokensOut: j.Usage.TokensOut, CostUSD: j.Usage.CostUSD,
-		Error: j.Error,
+		Error:     j.Error,
+		JudgeHost: j.Usage.Host, JudgeCalls: int32(min(j.Usage.Calls, 1<<30)), JudgeRequests: int32(min(j.Usage.Requests, 1<<30)),
+		SentBytes: j.Usage.SentBytes, ReceivedBytes: j.Usage.ReceivedBytes,
 	}
 }
 

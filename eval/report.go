@@ -15,6 +15,7 @@ import (
 	"github.com/conductor-shadow/conductor-shadow/eval/shift"
 	"github.com/conductor-shadow/conductor-shadow/eval/stats"
 	"github.com/conductor-shadow/conductor-shadow/store"
+	"github.com/conductor-shadow/conductor-shadow/store/dataflow"
 	"github.com/conductor-shadow/conductor-shadow/store/figure"
 )
 
@@ -259,6 +260,11 @@ type Report struct {
 	// window (LiveVerdicts); LiveError says why it is missing when it failed.
 	Live      *LiveSection `json:"live,omitempty"`
 	LiveError string       `json:"live_error,omitempty"`
+	// DataFlows is the record of data flows of the same window: every party
+	// outside the platform that received data (SuiteOptions.DataFlows);
+	// DataFlowsError says why it is missing when it failed.
+	DataFlows      *dataflow.Record `json:"data_flows,omitempty"`
+	DataFlowsError string           `json:"data_flows_error,omitempty"`
 }
 
 // BuildReport computes a Report from outcomes. Pipelines named in meta come
@@ -568,6 +574,11 @@ func (r *Report) Markdown() string {
 		b.WriteString(r.Live.Markdown())
 	} else if r.LiveError != "" {
 		fmt.Fprintf(&b, "\n## Running verdict on live traffic\n\nThe live section could not be computed: %s\n", mdText(r.LiveError))
+	}
+	if r.DataFlows != nil {
+		b.WriteString(r.DataFlows.Markdown())
+	} else if r.DataFlowsError != "" {
+		fmt.Fprintf(&b, "\n## Data flows and recipients\n\nThe data-flows section could not be computed: %s\n", mdText(r.DataFlowsError))
 	}
 	return b.String()
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/conductor-shadow/conductor-shadow/ingest/segment"
 	"github.com/conductor-shadow/conductor-shadow/shadow"
 	"github.com/conductor-shadow/conductor-shadow/store"
+	"github.com/conductor-shadow/conductor-shadow/store/dataflow"
 )
 
 // DefaultConcurrency is the number of cases a suite run works on at once.
@@ -91,6 +92,12 @@ type SuiteOptions struct {
 	// agree). Each pairwise canary costs two judge calls (both orders), a
 	// rubric canary one; 0 means DefaultCanaries.
 	Canaries int
+	// DataFlows, when set with a positive ShiftWindow, adds the record of
+	// data flows of the report's live window (Report.DataFlows): every party
+	// outside the platform that received data in it, this suite run's calls
+	// included (dataflow.Build, which serve and the CLI hand in with the
+	// configured recipients).
+	DataFlows func(ctx context.Context, from, to time.Time) (*dataflow.Record, error)
 	// LatencyScales, when set, is asked once the cases are done for the factors
 	// the simulated pool scaled latencies by (shadow.Pool.SimulatedLatencyScales);
 	// the report says so.
@@ -292,13 +299,12 @@ func newSuiteRunner(st SuiteStores, set *Set, incumbent shadow.Pipeline, candida
 		}
 		graders[c.Grader] = g
 	}
-	var judgments store.JudgmentWriter
+	// Pairwise judgments are stored in a table of their own (so are the
+	// rubric judge's canaries, when the store has it).
+	judgments := st.Judgments
 	for _, g := range graders {
 		if _, ok := g.(PairJudge); ok && judgments == nil {
-			// Pairwise judgments are stored in a table of their own.
-			if judgments = st.Judgments; judgments == nil {
-				return nil, fmt.Errorf("eval: run suite: %w", store.NotSupported("store.JudgmentWriter"))
-			}
+			return nil, fmt.Errorf("eval: run suite: %w", store.NotSupported("store.JudgmentWriter"))
 		}
 	}
 	return &suiteRunner{
@@ -456,6 +462,12 @@ feed:
 		rep.Live, err = LiveVerdicts(ctx, r.overview, store.OverviewQuery{From: r.row.FinishedAt.Add(-r.opts.ShiftWindow), To: r.row.FinishedAt, BucketSeconds: liveDayBucket}, pol)
 		if err != nil {
 			rep.LiveError = err.Error()
+		}
+	}
+	if r.opts.ShiftWindow > 0 && r.opts.DataFlows != nil {
+		var err error
+		if rep.DataFlows, err = r.opts.DataFlows(ctx, r.row.FinishedAt.Add(-r.opts.ShiftWindow), r.row.FinishedAt); err != nil {
+			rep.DataFlowsError = err.Error()
 		}
 	}
 	js, err := rep.JSON()
@@ -730,6 +742,9 @@ func (r *suiteRunner) runCase(ctx context.Context, c Case) (*caseRecord, error) 
 			gr, excluded = applyTruncation(rule, gr)
 		}
 		sc.Value, sc.Passed, sc.Explanation = gr.Value, gr.Passed, gr.Explanation
+		if gr.Judge != nil { // the judge's own calls (rubric): the record of data flows counts them
+			gr.Judge.ScoreCalls(&sc)
+		}
 		if gr.Err != nil {
 			sc.Error, sc.Value, sc.Passed = gr.Err.Error(), 0, false
 		}

@@ -9,11 +9,13 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/segmentio/kafka-go"
 
 	"github.com/conductor-shadow/conductor-shadow/store"
+	"github.com/conductor-shadow/conductor-shadow/store/dataflow"
 )
 
 // KafkaConfig sets the Kafka transport between the tap and the shadow workers.
@@ -128,7 +130,18 @@ type KafkaQueue struct {
 
 	shutOnce sync.Once
 	shutErr  error
+
+	flows atomic.Pointer[dataflow.Meter] // counts what the brokers acknowledged (UseFlowMeter)
 }
+
+// UseFlowMeter counts every message the brokers acknowledge in m (the record
+// of data flows: kind kafka, recipient the topic, host the brokers), with
+// the PII kinds pseudonymized in its exchange.
+func (q *KafkaQueue) UseFlowMeter(m *dataflow.Meter) { q.flows.Store(m) }
+
+// BrokersHost is how the record of data flows names brokers: their
+// host:port addresses joined by ",".
+func BrokersHost(brokers []string) string { return strings.Join(brokers, ",") }
 
 // partitionAcks tracks fetched offsets of one partition in fetch order.
 type partitionAcks struct {
@@ -236,6 +249,7 @@ func (q *KafkaQueue) publishLoop() {
 		}
 		err := q.writer.WriteMessages(q.stopCtx, batch...)
 		q.notePublish(err)
+		q.countFlow(batch, ops, err)
 		if err != nil {
 			err = fmt.Errorf("%w: %w", ErrKafkaUnavailable, err)
 		}
@@ -243,6 +257,33 @@ func (q *KafkaQueue) publishLoop() {
 			op.done(err)
 		}
 	}
+}
+
+// countFlow counts a written batch in the flow meter: each message the
+// brokers acknowledged (all of them when err is nil; those without an error
+// of a kafka.WriteErrors) with its key and value bytes and its exchange's PII
+// kinds (MetadataPIIRules), the others as failed.
+func (q *KafkaQueue) countFlow(batch []kafka.Message, ops []kafkaOp, err error) {
+	m := q.flows.Load()
+	if m == nil {
+		return
+	}
+	var werrs kafka.WriteErrors
+	partial := errors.As(err, &werrs) && len(werrs) == len(batch)
+	d := dataflow.Delta{Requests: 1}
+	for i, msg := range batch {
+		if err != nil && (!partial || werrs[i] != nil) {
+			d.FailedItems++
+			continue
+		}
+		d.Items++
+		d.ContentItems++
+		d.SentBytes += int64(len(msg.Key) + len(msg.Value))
+		if rules := ops[i].ex.Metadata[MetadataPIIRules]; rules != "" {
+			d.PII = append(d.PII, strings.Split(rules, ",")...)
+		}
+	}
+	m.Add(dataflow.KindKafka, q.cfg.Topic, BrokersHost(q.cfg.Brokers), d)
 }
 
 func (q *KafkaQueue) notePublish(err error) {

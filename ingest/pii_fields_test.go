@@ -38,6 +38,8 @@ var piiNotText = map[string]string{
 	"Judgment.Judge": "the judge worker's model", "Judgment.JudgeWorker": "configured name", "Judgment.PromptVersion": "configured version",
 	"Judgment.Canary": "enum", "Judgment.Labels": "judge prompt labels", "Judgment.Outcome": "enum",
 	"Judgment.Verdict1": "enum", "Judgment.Verdict2": "enum",
+	"Step.EndpointHost": "configured host", "Score.JudgeWorker": "configured name", "Score.JudgeHost": "configured host",
+	"Judgment.JudgeHost": "configured host",
 }
 
 // fillStrings sets every string (and every key and value of every string

@@ -119,6 +119,11 @@ var textColumns = map[string]string{
 	"reviews.request_id": "exchange id (textFields)", "reviews.pipeline": "config name", "reviews.candidate_run_id": "id",
 	"reviews.incumbent_run_id": "id", "reviews.suite_run_id": "id", "reviews.reviewer": "pseudonym (HMAC of the reviewer's identity)",
 	"reviews.shown_first": "enum", "reviews.choice": "enum", "reviews.label": "enum",
+	// Where a call went (host[:port] of a configured base URL): config, not exchange text.
+	"steps.endpoint_host": "config host", "judgments.judge_host": "config host",
+	"scores.judge_worker": "config name", "scores.judge_host": "config host",
+	"flow_exports.process_id": "id", "flow_exports.kind": "enum", "flow_exports.recipient": "config name",
+	"flow_exports.host": "config host", "flow_exports.pii_kind": "PII rule name",
 
 	"forgotten_subjects.subject_hash": "hash",
 	"forget_keys.erasure_id":          "random id", "forget_keys.kind": "enum",

@@ -83,6 +83,16 @@ type WorkerConfig struct {
 	InputModalities []string `yaml:"input_modalities"`
 }
 
+// Host returns the host[:port] of the worker's base URL: where its calls go,
+// without credentials, path or query ("" when the URL does not parse).
+func (w WorkerConfig) Host() string {
+	u, err := url.Parse(w.BaseURL)
+	if err != nil {
+		return ""
+	}
+	return u.Host
+}
+
 // Price returns the worker's configured price.
 func (w WorkerConfig) Price() Price {
 	return Price{InputUSDPerMTok: w.InputUSDPerMTok, OutputUSDPerMTok: w.OutputUSDPerMTok,

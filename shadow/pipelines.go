@@ -149,6 +149,10 @@ func (r *runRecorder) add(in stepInput, call Call, status string, err error) sto
 		OrchestrationInputTokens:       call.OrchestrationInputTokens,
 		OrchestrationInputCachedTokens: call.OrchestrationInputCachedTokens,
 		OrchestrationOutputTokens:      call.OrchestrationOutputTokens,
+
+		EndpointHost:  call.Host,
+		SentBytes:     call.SentBytes,
+		ReceivedBytes: call.ReceivedBytes,
 	}
 	switch {
 	case err != nil:

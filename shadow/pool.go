@@ -92,6 +92,14 @@ type Call struct {
 	// Sent is the messages as sent when they differ from those asked for (a
 	// media part was withheld); nil otherwise.
 	Sent []openai.ChatCompletionMessage
+	// Host is the host[:port] of the worker's base URL the call went to
+	// (WorkerConfig.Host at call time); "" when no attempt was made (refused
+	// by the budget or an open breaker), so nothing was sent.
+	Host string
+	// SentBytes and ReceivedBytes are the HTTP request and response bodies
+	// of every attempt, bytes (what left for the worker and what came back).
+	SentBytes     int64
+	ReceivedBytes int64
 }
 
 // Usage returns the call's token usage.
@@ -135,6 +143,7 @@ func WithTelemetry(t Telemetry) PoolOption {
 
 type poolWorker struct {
 	cfg    WorkerConfig
+	host   string // cfg.Host(): where its calls go
 	client *openai.Client
 	guard  *guard
 }
@@ -180,7 +189,7 @@ func NewPool(cfg Config, opts ...PoolOption) (*Pool, error) {
 		cc := openai.DefaultConfig(key)
 		cc.BaseURL = strings.TrimRight(w.BaseURL, "/")
 		cc.HTTPClient = client
-		p.workers[w.Name] = poolWorker{cfg: w, client: openai.NewClientWithConfig(cc), guard: newGuard(w.Name, res, w)}
+		p.workers[w.Name] = poolWorker{cfg: w, host: w.Host(), client: openai.NewClientWithConfig(cc), guard: newGuard(w.Name, res, w)}
 	}
 	return p, nil
 }
@@ -353,10 +362,13 @@ func (p *Pool) attempt(ctx context.Context, w poolWorker, msgs []openai.ChatComp
 	}
 	defer release()
 	_, err = w.guard.breaker.Execute(func() (struct{}, error) {
-		*c = Call{Worker: c.Worker, Model: c.Model, StartedAt: c.StartedAt, Attempts: c.Attempts + 1, PriceVersion: c.PriceVersion}
+		*c = Call{Worker: c.Worker, Model: c.Model, StartedAt: c.StartedAt, Attempts: c.Attempts + 1, PriceVersion: c.PriceVersion,
+			Host: w.host, SentBytes: c.SentBytes, ReceivedBytes: c.ReceivedBytes}
 		actx, cancel := context.WithTimeoutCause(context.WithValue(ctx, hintKey{}, hint), p.cfg.CallTimeout, errAttemptTimeout)
 		defer cancel()
 		err := p.stream(actx, w, msgs, tools, time.Now(), c)
+		c.SentBytes += hint.sent.Load()
+		c.ReceivedBytes += hint.received.Load()
 		if err != nil && ctx.Err() == nil && errors.Is(context.Cause(actx), errAttemptTimeout) && !errors.Is(err, errAttemptTimeout) {
 			err = fmt.Errorf("%w after %v: %w", errAttemptTimeout, p.cfg.CallTimeout, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"sync/atomic"
@@ -220,10 +221,13 @@ func estimateTokens(msgs []openai.ChatCompletionMessage) int {
 	return n / 4
 }
 
-// attemptHint is filled by hintTransport with what the HTTP response said.
+// attemptHint is filled by hintTransport with what the HTTP response said
+// and how many body bytes went each way.
 type attemptHint struct {
 	status     int
 	retryAfter time.Duration
+	sent       atomic.Int64 // request body bytes written
+	received   atomic.Int64 // response body bytes read
 }
 
 type hintKey struct{}
@@ -233,14 +237,30 @@ type hintKey struct{}
 type hintTransport struct{ base http.RoundTripper }
 
 func (t hintTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	h, ok := r.Context().Value(hintKey{}).(*attemptHint)
+	if ok && r.Body != nil && r.Body != http.NoBody {
+		r = r.Clone(r.Context())
+		r.Body = &countingBody{ReadCloser: r.Body, n: &h.sent}
+	}
 	resp, err := t.base.RoundTrip(r)
-	if err == nil {
-		if h, ok := r.Context().Value(hintKey{}).(*attemptHint); ok {
-			h.status = resp.StatusCode
-			h.retryAfter = ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
-		}
+	if err == nil && ok {
+		h.status = resp.StatusCode
+		h.retryAfter = ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now())
+		resp.Body = &countingBody{ReadCloser: resp.Body, n: &h.received}
 	}
 	return resp, err
+}
+
+// countingBody adds the bytes read through it to n.
+type countingBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	k, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(k))
+	return k, err
 }
 
 // ParseRetryAfter reads a Retry-After header (RFC 9110 §10.2.3): delay-seconds or

@@ -29,6 +29,7 @@ var shardingKeys = map[string]string{
 	"judgments":          "cityHash64(request_id)",
 	"reviews":            "cityHash64(request_id)",
 	"verdict_notices":    "cityHash64(sink, kind, candidate, candidate_version, set_name)",
+	"flow_exports":       "cityHash64(kind, recipient, host)",
 	"suite_looks":        "cityHash64(set_name, candidate)",
 }
 

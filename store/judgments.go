@@ -90,6 +90,15 @@ type Judgment struct {
 	// judged (JudgmentUnjudged: "budget: …", "queue_full: …", "stopped: …");
 	// "" for a judged pair.
 	Note string `json:"note"`
+	// JudgeHost is the host[:port] of the judge worker's base URL when it was
+	// called; JudgeCalls and JudgeRequests count the calls and their HTTP
+	// requests (attempts) of this judgment, both orders; SentBytes and
+	// ReceivedBytes their HTTP bodies.
+	JudgeHost     string `json:"judge_host"`
+	JudgeCalls    int32  `json:"judge_calls"`
+	JudgeRequests int32  `json:"judge_requests"`
+	SentBytes     int64  `json:"sent_bytes"`
+	ReceivedBytes int64  `json:"received_bytes"`
 }
 
 // JudgmentWriter stores pairwise judgments (suite runs, live judging).

@@ -176,6 +176,15 @@ type Step struct {
 	OrchestrationInputTokens       int64 `json:"orchestration_input_tokens"`
 	OrchestrationInputCachedTokens int64 `json:"orchestration_input_cached_tokens"`
 	OrchestrationOutputTokens      int64 `json:"orchestration_output_tokens"`
+	// EndpointHost is the host[:port] of the worker's base URL when the call
+	// was made (no credentials, path or query): where the step's messages
+	// went. "" when no request was sent (refused before any attempt, a
+	// tapped incumbent's copy, or stored before hosts were recorded).
+	EndpointHost string `json:"endpoint_host"`
+	// SentBytes and ReceivedBytes are the HTTP request and response bodies of
+	// every attempt of the call, bytes.
+	SentBytes     int64 `json:"sent_bytes"`
+	ReceivedBytes int64 `json:"received_bytes"`
 }
 
 // Score is one grader's verdict on one run. Key: (SuiteRunID, RunID, Grader).
@@ -191,6 +200,19 @@ type Score struct {
 	Explanation string    `json:"explanation"`
 	Error       string    `json:"error"` // the grader itself failed; Value is then meaningless
 	CreatedAt   time.Time `json:"created_at"`
+	// Judge* are the calls the grade made to an LLM judge itself (the rubric
+	// judge): the judge worker, the host[:port] of its base URL at call
+	// time, calls, HTTP requests (attempts), tokens and HTTP body bytes.
+	// Zero for graders that call no model, and for pairwise scores, whose
+	// calls are on their Judgment.
+	JudgeWorker        string `json:"judge_worker"`
+	JudgeHost          string `json:"judge_host"`
+	JudgeCalls         int32  `json:"judge_calls"`
+	JudgeRequests      int32  `json:"judge_requests"`
+	JudgeTokensIn      int64  `json:"judge_tokens_in"`
+	JudgeTokensOut     int64  `json:"judge_tokens_out"`
+	JudgeSentBytes     int64  `json:"judge_sent_bytes"`
+	JudgeReceivedBytes int64  `json:"judge_received_bytes"`
 }
 
 // SuiteRun is one execution of a regression set through incumbent and candidate(s).

@@ -131,6 +131,7 @@ var (
 	_ EvalHistory    = (*sqlStore)(nil)
 	_ SubjectEraser  = (*sqlStore)(nil)
 	_ LookStore      = (*sqlStore)(nil)
+	_ FlowReader     = (*sqlStore)(nil)
 )
 
 // Roles are the roles of one opened store, resolved once by NewRoles (the
@@ -168,6 +169,11 @@ type Roles struct {
 	// LiveJudgments: live judging's day spend (the judge budget across
 	// restarts) and live judges' figures (the trace list, the live verdict).
 	LiveJudgments LiveJudgmentReader
+	// FlowReader and FlowExportWriter keep the record of data flows: what
+	// left the platform, read by the data-flows page, report section and
+	// command; the exporters' counts written by store/dataflow.Meter.
+	FlowReader       FlowReader
+	FlowExportWriter FlowExportWriter
 }
 
 // NewRoles resolves the roles of st, once. A nil st gives Roles with every
@@ -193,6 +199,8 @@ func NewRoles(st Store) Roles {
 	r.ReviewReader, _ = st.(ReviewReader)
 	r.LookStore, _ = st.(LookStore)
 	r.LiveJudgments, _ = st.(LiveJudgmentReader)
+	r.FlowReader, _ = st.(FlowReader)
+	r.FlowExportWriter, _ = st.(FlowExportWriter)
 	return r
 }
 

@@ -107,7 +107,7 @@ func TestBatchColumnsMatchDDL(t *testing.T) {
 		{"scores", reflect.TypeFor[Score]()}, {"suite_runs", reflect.TypeFor[SuiteRun]()}, {"cases", reflect.TypeFor[Case]()},
 		{"audit_log", reflect.TypeFor[AuditEntry]()}, {"shadow_work", reflect.TypeFor[Work]()},
 		{"forgotten_subjects", reflect.TypeFor[ForgottenSubject]()}, {"judgments", reflect.TypeFor[Judgment]()},
-		{"verdict_notices", reflect.TypeFor[VerdictNotice]()}, {"suite_looks", reflect.TypeFor[SuiteLook]()},
+		{"verdict_notices", reflect.TypeFor[VerdictNotice]()}, {"suite_looks", reflect.TypeFor[SuiteLook]()}, {"flow_exports", reflect.TypeFor[FlowExport]()},
 	} {
 		t.Run(tc.table, func(t *testing.T) {
 			type col struct {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/conductor-shadow/conductor-shadow/eval/gate"
 	"github.com/conductor-shadow/conductor-shadow/store"
+	"github.com/conductor-shadow/conductor-shadow/store/dataflow"
 )
 
 // Config configures the web UI.
@@ -34,6 +35,10 @@ type Config struct {
 	// overview's running verdicts use; nil means gate.NewDefaultPolicy(). Not a
 	// config key: serve sets it from suite.policy.
 	GatePolicy *gate.Policy `yaml:"-"`
+	// DataFlows is what the data-flows page says about the configuration:
+	// the recipients it names, retention, PII. Not a config key: serve sets
+	// it from the whole configuration.
+	DataFlows dataflow.Settings `yaml:"-"`
 }
 
 // ReviewConfig configures the human review page (/review).

@@ -16,6 +16,7 @@ import (
 	"github.com/conductor-shadow/conductor-shadow/eval"
 	"github.com/conductor-shadow/conductor-shadow/eval/gate"
 	"github.com/conductor-shadow/conductor-shadow/store"
+	"github.com/conductor-shadow/conductor-shadow/store/dataflow"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden.html from the current output")
@@ -98,6 +99,7 @@ func TestGolden(t *testing.T) {
 		{"suite_run_judges", suiteRunJudges([]reportJudge{{Candidate: "conductor", Judge: "claude-sonnet-4", Unreliable: true,
 			Reasons: []string{"judge claude-sonnet-4: Cohen's κ with human reviewers 0.36 (95% CI 0.19 to 0.53, …); the lower bound 0.19 < 0.60 (judge.min_judge_kappa)"},
 			Review:  "judge claude-sonnet-4: Cohen's κ with human reviewers 0.36 (95% CI 0.19 to 0.53, …); the lower bound 0.19 < 0.60 (judge.min_judge_kappa)"}})},
+		{"data_flows_page", dataFlowsPage(newDataFlowsView(meta("Data flows", navDataFlows), 7*24*time.Hour, goldenDataFlows()))},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -134,6 +136,46 @@ func firstDiff(want, got string) string {
 	lo := max(0, i-80)
 	line := strings.Count(want[:i], "\n") + 1
 	return "line " + strconv.Itoa(line) + ":\n want …" + want[lo:min(len(want), i+80)] + "…\n  got …" + got[lo:min(len(got), i+80)] + "…"
+}
+
+// goldenDataFlows is a week's record: the simulated pool's workers, a real
+// provider, a worker no longer configured, the judge, OTLP with and
+// without content, Kafka, and a webhook that got nothing; a host name
+// holding markup is escaped.
+func goldenDataFlows() dataflow.Record {
+	to := t0.Truncate(time.Hour)
+	totals := store.FlowTotals{
+		Calls: []store.FlowCalls{
+			{Kind: dataflow.KindWorker, Name: "conductor", Host: "127.0.0.1:9090", Models: []string{"conductor"}, Calls: 6, Requests: 6, SimulatedCalls: 6, InputTokens: 2400, OutputTokens: 600, SentBytes: 18000, ReceivedBytes: 9000},
+			{Kind: dataflow.KindWorker, Name: "gpt-5", Host: "api.openai.com", Models: []string{"gpt-5", "gpt-5-2025-08-07"}, Calls: 9, Requests: 11, SuiteCalls: 4, InputTokens: 5100, OutputTokens: 1200, SentBytes: 41000, ReceivedBytes: 22000},
+			{Kind: dataflow.KindWorker, Name: "qwen3-32b", Host: "gw.<b>internal</b>:8000", Calls: 1, Requests: 1, SentBytes: 900, ReceivedBytes: 300},
+			{Kind: dataflow.KindJudge, Name: "claude-sonnet-4", Host: "api.anthropic.com", Models: []string{"claude-sonnet-4-20250514"}, Calls: 12, Requests: 12, SuiteCalls: 12, InputTokens: 9000, OutputTokens: 400, SentBytes: 60000, ReceivedBytes: 5000},
+		},
+		Exports: []store.FlowExportTotal{
+			{Kind: dataflow.KindOTLP, Name: "traces", Host: "otel-collector:4318", Items: 48, ContentItems: 12, Requests: 4, SentBytes: 30500},
+			{Kind: dataflow.KindKafka, Name: "conductor-shadow.exchanges", Host: "kafka:9092", Items: 5, ContentItems: 5, Requests: 3, SentBytes: 14000, FailedItems: 1},
+		},
+		PII: []store.FlowPII{
+			{Kind: dataflow.KindWorker, Name: "gpt-5", Host: "api.openai.com", PIIKind: "email", Items: 2},
+			{Kind: dataflow.KindWorker, Name: "gpt-5", Host: "api.openai.com", PIIKind: "person", Items: 1},
+			{Kind: dataflow.KindKafka, Name: "conductor-shadow.exchanges", Host: "kafka:9092", PIIKind: "email", Items: 2},
+		},
+		UnrecordedCalls: 3,
+	}
+	s := dataflow.Settings{
+		Configured: []dataflow.Configured{
+			{Kind: dataflow.KindWorker, Name: "conductor", Host: "127.0.0.1:9090"},
+			{Kind: dataflow.KindWorker, Name: "gpt-5", Host: "api.openai.com"},
+			{Kind: dataflow.KindWorker, Name: "gemma-3-27b", Host: "127.0.0.1:9090", Models: []string{"gemma-3-27b"}},
+			{Kind: dataflow.KindJudge, Name: "claude-sonnet-4", Host: "api.anthropic.com"},
+			{Kind: dataflow.KindOTLP, Name: "traces", Host: "otel-collector:4318"},
+			{Kind: dataflow.KindKafka, Name: "conductor-shadow.exchanges", Host: "kafka:9092"},
+			{Kind: dataflow.KindWebhook, Name: "webhook", Host: "hooks.slack.com"},
+		},
+		Retention:  store.RetentionConfig{Requests: 90 * 24 * time.Hour, Steps: 90 * 24 * time.Hour, Bodies: 30 * 24 * time.Hour, Work: 7 * 24 * time.Hour},
+		PIIEnabled: true, PIIRules: []string{"email", "phone", "person"},
+	}
+	return dataflow.Assemble(totals, s, to.Add(-7*24*time.Hour), to)
 }
 
 // goldenOverview is the overview of the two fixture traces with a PASS verdict.

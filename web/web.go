@@ -66,13 +66,14 @@ type Readers struct {
 	// LiveJudgments is optional: without it the overview has no live judges.
 	LiveJudgments store.LiveJudgmentReader
 	Reviews       store.ReviewReader // the review page and the agreement page
+	Flows         store.FlowReader   // the data-flows page
 }
 
 // ReadersOf picks the pages' roles out of r.
 func ReadersOf(r store.Roles) Readers {
 	return Readers{Suites: r.SuiteReader, Traces: r.TraceReader, Overview: r.OverviewReader,
 		Runs: r.RunComparer, Workers: r.WorkerReader, Segments: r.SegmentReader, Judgments: r.JudgmentReader, LiveJudgments: r.LiveJudgments,
-		Reviews: r.ReviewReader}
+		Reviews: r.ReviewReader, Flows: r.FlowReader}
 }
 
 // Writers are the store roles the UI writes through, resolved once where the
@@ -127,6 +128,8 @@ type server struct {
 //	POST /review/labels              store a label: JSON {"token": the page's pair token, "choice": "A"|"B"|"T"|"S"}
 //	POST /review/reviewer            remember the reviewer's name in a cookie: JSON {"name": "…"}
 //	GET /review/agreement            judge–human agreement (raw and Cohen's κ) per judge, set and segment
+//	GET /data-flows                  every party outside the platform that received data in a window, with what it
+//	                                 received and the retention that applies (store/dataflow); query: since (default 168h)
 //	GET /static/*file                the embedded stylesheet and the review page's script
 //
 // An {id} may hold "/" (suite-case request ids such as "suite-…/gsm8k-test-0"),
@@ -183,6 +186,7 @@ func Register(r gin.IRouter, rd Readers, cfg Config, opts ...Option) error {
 	get("/workers", s.needs("worker usage", s.workers, pageRole{"store.WorkerReader", rd.Workers != nil}))
 	get("/traces", s.needs("traces", s.traces, traces))
 	get("/shift", s.needs("the shift page", s.shift, pageRole{"store.SegmentReader", rd.Segments != nil}))
+	get("/data-flows", s.needs("the data flows", s.dataFlows, pageRole{"store.FlowReader", rd.Flows != nil}))
 	get("/traces/*id", s.needs("a trace", s.trace, traces))
 	get("/suite-runs", s.suiteRuns)
 	get("/suite-runs/*id", s.suiteRunRoutes)

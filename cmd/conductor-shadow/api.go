@@ -60,6 +60,7 @@ type api struct {
 	// stopping ends when the server starts to stop: console statements still
 	// running are ended then, so they do not hold the drain.
 	stopping context.Context
+	flows    *flowRecorder // POST /api/data-flows; nil in the tap role
 }
 
 func (a *api) register(r gin.IRouter) {
@@ -68,6 +69,7 @@ func (a *api) register(r gin.IRouter) {
 	r.POST("/api/suite-runs", a.runSuite)
 	r.POST("/api/forget", a.forgetHandler)
 	r.GET(reviewExportPath, a.reviewExport)
+	r.POST("/api/data-flows", a.flowsHandler)
 }
 
 // maxQueryBodyBytes bounds the body of POST /api/query (1 MiB of SQL).

@@ -38,7 +38,7 @@ func (s *server) addLiveJudging(proc *ingest.Processor, piiKey []byte) error {
 	if s.roles.JudgmentReader == nil || s.roles.LiveJudgments == nil {
 		return fmt.Errorf("serve: live judging: %w", store.NotSupported("store.LiveJudgmentReader"))
 	}
-	lp, err := newLoggerProvider(context.Background(), s.cfg.Telemetry)
+	lp, err := newLoggerProvider(context.Background(), s.cfg.Telemetry, s.flows)
 	if err != nil {
 		return fmt.Errorf("serve: live judging: %w", err)
 	}

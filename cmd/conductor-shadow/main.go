@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -52,7 +53,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	load := flags.Loader(log)
 	root.AddCommand(serveCmd(load, log), replayCmd(load, log), suiteCmd(load, log), queryCmd(load))
 	root.AddCommand(setCmd(load), exportCmd(load), shiftCmd(load))
-	root.AddCommand(forgetCmd(load), reviewCmd(load))
+	root.AddCommand(forgetCmd(load), reviewCmd(load), dataFlowsCmd(load))
 	root.AddCommand(gradeCmd(load), planCmd())
 	root.AddCommand(powerCmd(), validityCmd())
 	return root.ExecuteContext(ctx)
@@ -69,11 +70,15 @@ func serveCmd(load platform.Loader, log *slog.Logger) *cobra.Command {
 				return err
 			}
 			ctx := cmd.Context()
-			tp, stopTracing, err := newTracerProvider(ctx, cfg.Telemetry)
+			srv := newServer(cfg, log)
+			tp, stop, err := newTracerProvider(ctx, cfg.Telemetry, srv.flows)
 			if err != nil {
 				return err
 			}
-			srv := newServer(cfg, log)
+			var once sync.Once
+			var stopErr error
+			stopTracing := func(ctx context.Context) error { once.Do(func() { stopErr = stop(ctx) }); return stopErr }
+			srv.stopTracing = stopTracing
 			if err := srv.Start(ctx, tp); err != nil {
 				return errors.Join(err, stopTracing(context.Background()))
 			}
@@ -184,7 +189,9 @@ func suiteCmd(load platform.Loader, log *slog.Logger) *cobra.Command {
 			if note != "" {
 				log.Info(note+"; running the suite against the store directly", "store", where)
 			}
-			runner := &suiteRunner{cfg: cfg, stores: eval.SuiteStoresOf(store.NewRoles(st)), p: pipes, where: where}
+			roles := store.NewRoles(st)
+			runner := &suiteRunner{cfg: cfg, stores: eval.SuiteStoresOf(roles), p: pipes, where: where,
+				flows: &flowRecorder{reader: roles.FlowReader, settings: flowSettings(cfg, os.Getenv)}}
 			res, err = runner.run(ctx, set, limit, cmd.ErrOrStderr())
 			if err != nil {
 				return err

@@ -13,6 +13,7 @@ import (
 	"github.com/conductor-shadow/conductor-shadow/eval/gate"
 	"github.com/conductor-shadow/conductor-shadow/eval/notify"
 	"github.com/conductor-shadow/conductor-shadow/store"
+	"github.com/conductor-shadow/conductor-shadow/store/dataflow"
 )
 
 // notifyUnit is serve's verdict notifications (eval/notify, section
@@ -29,9 +30,10 @@ type notifyUnit struct {
 
 // newNotify builds the notifier of cfg.Notify over the store's roles, reading
 // its secrets from the environment (before serve scrubs them), and registers
-// its counters on reg; Start starts it. It returns nil without a sink or
+// its counters on reg; its deliveries are counted in flows (the record of
+// data flows); Start starts it. It returns nil without a sink or
 // outside the all-in-one role.
-func newNotify(cfg platform.Config, roles store.Roles, pipes *platform.Pipelines, reg prometheus.Registerer, log *slog.Logger) (*notifyUnit, error) {
+func newNotify(cfg platform.Config, roles store.Roles, pipes *platform.Pipelines, reg prometheus.Registerer, log *slog.Logger, flows *dataflow.Meter) (*notifyUnit, error) {
 	if !cfg.Notify.Enabled() || cfg.Server.Role != platform.RoleAll {
 		return nil, nil
 	}
@@ -43,7 +45,7 @@ func newNotify(cfg platform.Config, roles store.Roles, pipes *platform.Pipelines
 	for _, c := range pipes.Candidates {
 		u.versions[c.Name()] = c.Version()
 	}
-	opts := []notify.Option{notify.WithLogger(log), notify.WithEnv(os.Getenv)}
+	opts := []notify.Option{notify.WithLogger(log), notify.WithEnv(os.Getenv), notify.WithFlowMeter(flows)}
 	if cfg.Notify.LiveInterval > 0 {
 		la := roles.OverviewReader
 		if la == nil {

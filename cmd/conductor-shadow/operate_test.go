@@ -214,7 +214,7 @@ func TestOTLPEndpointForms(t *testing.T) {
 	srv := httptest.NewServer(sink)
 	defer srv.Close()
 	for _, endpoint := range []string{strings.TrimPrefix(srv.URL, "http://"), srv.URL, srv.URL + "/v1/traces"} {
-		tp, shutdown, err := newTracerProvider(context.Background(), platform.TelemetryConfig{OTLPEndpoint: endpoint, ServiceName: "t"})
+		tp, shutdown, err := newTracerProvider(context.Background(), platform.TelemetryConfig{OTLPEndpoint: endpoint, ServiceName: "t"}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

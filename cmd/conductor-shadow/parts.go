@@ -28,6 +28,8 @@ import (
 //	part              all  tap  shadow  shutdown
 //	stop log           ✓         ✓      logs what was accepted, processed and dropped
 //	store              ✓         ✓      closed last but the log
+//	data flows         ✓    ✓    ✓      the exporters' counts: last flush to the store (none in the tap role)
+//	tracing            ✓    ✓    ✓      the OTLP exporter flushes its last spans (counted above)
 //	metrics            ✓    ✓    ✓      meter provider stopped
 //	pipelines          ✓         ✓      worker pool closed
 //	writer             ✓         ✓      flushes within the deadline
@@ -54,6 +56,7 @@ func (s *server) build(ctx context.Context, tp trace.TracerProvider) error {
 			return err
 		}
 	}
+	s.addFlows()
 	if err := s.addMetrics(); err != nil {
 		return err
 	}
@@ -137,6 +140,29 @@ func (s *server) addStore(ctx context.Context) error {
 	return nil
 }
 
+// addFlows adds the flow meter (the exporters' counts for the record of
+// data flows, written to the store; in the tap role kept in memory and on
+// /metrics only) and, after it, the tracer provider's shutdown, so the spans
+// it flushes last are counted before the meter's last flush. The settings
+// (the configured recipients) are read now, before serve scrubs the
+// webhook's URL from the environment.
+func (s *server) addFlows() {
+	if s.roles.FlowExportWriter != nil {
+		s.flows.UseWriter(s.roles.FlowExportWriter)
+	} else if s.st != nil {
+		s.log.Warn("serve: the store cannot keep the exporters' counts; the record of data flows misses OTLP, Kafka and notifications", "err", store.NotSupported("store.FlowExportWriter"))
+	} else if s.cfg.Ingest.Kafka.Enabled() || s.cfg.Telemetry.OTLPEndpoint != "" {
+		s.log.Info("serve: tap role without a store: what this process sends to Kafka and the OTLP receiver is counted on /metrics (conductor_shadow_data_flow_*), not in a store's record of data flows")
+	}
+	s.add("data flows", funcs(func(ctx context.Context, _ *host) error { return s.flows.Start(ctx) }, s.flows.Shutdown))
+	if s.stopTracing != nil {
+		s.add("tracing", funcs(nil, s.stopTracing))
+	}
+	if s.st != nil {
+		s.flowRec = &flowRecorder{reader: s.roles.FlowReader, settings: flowSettings(s.cfg, os.Getenv)}
+	}
+}
+
 func (s *server) addMetrics() error {
 	m, err := newMetrics()
 	if err != nil {
@@ -178,6 +204,7 @@ func (s *server) addQueue(role string) error {
 		if err != nil {
 			return fmt.Errorf("serve: %w", err)
 		}
+		q.UseFlowMeter(s.flows)
 		s.kafka, s.queue = q, q
 		s.add("kafka", hostless{q}) // Start runs the metadata ping /readyz reads
 		return nil
@@ -294,6 +321,8 @@ func (s *server) addAPI(role string, piiKey []byte) {
 		a.suites = s.suites
 		a.forget = newForgetter(s.roles.SubjectEraser, piiKey, forgetSweepAfter(s.cfg.Writer))
 		a.reviews = s.roles.ReviewReader
+		a.flows = s.flowRec
+		s.suites.flows = s.flowRec
 	}
 	s.add("api", routes(func(h *host) error {
 		if role == platform.RoleTap {
@@ -304,6 +333,9 @@ func (s *server) addAPI(role string, piiKey []byte) {
 		if err := s.metrics.watch(a.stats, a.writer); err != nil {
 			return err
 		}
+		if err := s.metrics.reg.Register(flowsCollector{s.flows}); err != nil {
+			return fmt.Errorf("metrics: data flows: %w", err)
+		}
 		registerMetrics(h.guarded, s.metrics)
 		return nil
 	}))
@@ -312,7 +344,7 @@ func (s *server) addAPI(role string, piiKey []byte) {
 // addNotify adds the verdict notifications (notify.go): every finished
 // suite run's verdicts and the live verdicts go to the notifier.
 func (s *server) addNotify() error {
-	u, err := newNotify(s.cfg, s.roles, s.pipes, s.metrics.reg, s.log)
+	u, err := newNotify(s.cfg, s.roles, s.pipes, s.metrics.reg, s.log, s.flows)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
@@ -389,6 +421,7 @@ func (s *server) addWeb(piiKey []byte) error {
 		}
 		webCfg.GatePolicy = &p
 	}
+	webCfg.DataFlows = s.flowRec.settings
 	readers, writers := web.ReadersOf(s.roles), web.WritersOf(s.roles)
 	s.add("web", routes(func(h *host) error {
 		return web.Register(h.router.Group("/", webAuth.Middleware()), readers, webCfg, web.WithWriters(writers), web.WithReviewerKey(piiKey))

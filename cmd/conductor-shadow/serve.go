@@ -21,6 +21,7 @@ import (
 	"github.com/conductor-shadow/conductor-shadow/ingest/guard"
 	"github.com/conductor-shadow/conductor-shadow/ingest/segment"
 	"github.com/conductor-shadow/conductor-shadow/store"
+	"github.com/conductor-shadow/conductor-shadow/store/dataflow"
 	"github.com/conductor-shadow/conductor-shadow/web"
 )
 
@@ -66,13 +67,23 @@ type server struct {
 	// stopConsole ends the console statements still running when the server
 	// stops, so the HTTP drain does not wait for them; nil before addAPI.
 	stopConsole context.CancelFunc
+	// flows counts what the exporters send outside the platform (OTLP
+	// spans, Kafka messages, notices) for the record of data flows; its
+	// part writes the counts to the store.
+	flows *dataflow.Meter
+	// stopTracing flushes and stops the tracer provider (newTracerProvider):
+	// a part stopped after every other exporter and before the flow meter's
+	// last flush, so the last spans are counted. nil: serve's caller does it.
+	stopTracing func(context.Context) error
+	flowRec     *flowRecorder // the record of data flows; nil in the tap role
 }
 
 func newServer(cfg platform.Config, log *slog.Logger) *server {
 	return &server{cfg: cfg, log: log, serveErr: make(chan error, 1),
 		where:  "none (tap role: copies go to Kafka)",
 		hosts:  guard.NewHosts(cfg.Server.Addr, cfg.Server.AllowedHosts),
-		bodies: ingest.NewBodyBudget(cfg.Ingest.MaxUnfinishedBodyBytes)}
+		bodies: ingest.NewBodyBudget(cfg.Ingest.MaxUnfinishedBodyBytes),
+		flows:  dataflow.NewMeter(log)}
 }
 
 // Start builds the role's parts, starts them in order on one host (the

@@ -19,6 +19,7 @@ import (
 	"github.com/conductor-shadow/conductor-shadow/eval/gate"
 	"github.com/conductor-shadow/conductor-shadow/eval/judge"
 	"github.com/conductor-shadow/conductor-shadow/eval/schedule"
+	"github.com/conductor-shadow/conductor-shadow/store/dataflow"
 )
 
 // errBadSet marks a regression set that cannot be loaded: the caller's mistake,
@@ -35,6 +36,9 @@ type suiteRunner struct {
 	// onReport, when set, is given every finished suite run's report (verdict
 	// notifications); it must not wait.
 	onReport func(*eval.Report)
+	// flows, when set, adds the record of data flows of the report's live
+	// window to every report.
+	flows *flowRecorder
 }
 
 // run loads setPath (empty: the configured set), runs at most limit cases (0: all),
@@ -83,6 +87,7 @@ func (s *suiteRunner) runScheduled(ctx context.Context, job schedule.Suite, prog
 		ShiftWindow: s.cfg.Suite.ShiftWindow,
 		// The simulated pool says by what factor it scaled latencies; the report repeats it.
 		LatencyScales: s.p.Pool.SimulatedLatencyScales,
+		DataFlows:     s.dataFlows(),
 	})
 	if err != nil {
 		return suiteResponse{}, fmt.Errorf("suite run %s: %w", filepath.Base(setPath), err)
@@ -97,6 +102,14 @@ func (s *suiteRunner) runScheduled(ctx context.Context, job schedule.Suite, prog
 	md, js = absPath(md), absPath(js)
 	return suiteResponse{SuiteRunID: rep.SuiteRunID, Headline: rep.Headline, Markdown: rep.Markdown(), MarkdownPath: md, JSONPath: js,
 		HTMLPath: strings.TrimSuffix(md, ".md") + ".html", Verdict: rep.Verdict, VerdictDetail: verdictDetail(rep), Store: s.where}, nil
+}
+
+// dataFlows is the report's data-flows section, nil without a recorder.
+func (s *suiteRunner) dataFlows() func(context.Context, time.Time, time.Time) (*dataflow.Record, error) {
+	if s.flows == nil {
+		return nil
+	}
+	return s.flows.between
 }
 
 // public is res as POST /api/suite-runs answers it, naming no folder of the

@@ -113,7 +113,8 @@ func usageOf(worker string, c shadow.Call) eval.JudgeUsage {
 	if model == "" {
 		model = c.Model
 	}
-	return eval.JudgeUsage{Worker: worker, Model: model, Calls: 1, TokensIn: c.PromptTokens, TokensOut: c.CompletionTokens, CostUSD: c.CostUSD}
+	return eval.JudgeUsage{Worker: worker, Model: model, Calls: 1, TokensIn: c.PromptTokens, TokensOut: c.CompletionTokens, CostUSD: c.CostUSD,
+		Host: c.Host, Requests: c.Attempts, SentBytes: c.SentBytes, ReceivedBytes: c.ReceivedBytes}
 }
 
 // Rubric is the single-answer judge: the judge scores the answer on the

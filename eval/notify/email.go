@@ -6,7 +6,10 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -63,6 +66,8 @@ func newEmail(cfg EmailConfig, password string, timeout time.Duration) (*email, 
 
 func (e *email) name() string { return SinkEmail }
 
+func (e *email) host() string { return net.JoinHostPort(e.cfg.SMTPHost, strconv.Itoa(e.cfg.SMTPPort)) }
+
 // message renders n: Subject is SubjectPrefix + Notice.Subject; the body
 // says what changed, the headline, the gates that did not pass with their
 // reasons and the link. Auto-Submitted: auto-generated (RFC 3834) keeps
@@ -105,19 +110,22 @@ func EmailBody(n Notice) string {
 // send delivers n in one SMTP session. A permanent refusal (a 5xx reply:
 // recipient, sender or message rejected) is not retried; a temporary one
 // (4xx), a connection, TLS or timeout failure is.
-func (e *email) send(ctx context.Context, n Notice) error {
+// The message's bytes (as go-mail writes it) count as sent once the server
+// took it.
+func (e *email) send(ctx context.Context, n Notice) (int64, error) {
 	m, err := e.message(n)
 	if err != nil {
-		return backoff.Permanent(err)
+		return 0, backoff.Permanent(err)
 	}
 	if err := e.client.DialAndSendWithContext(ctx, m); err != nil {
 		var se *gomail.SendError
 		if errors.As(err, &se) && se.ErrorCode() >= 500 {
-			return backoff.Permanent(fmt.Errorf("email: %w", err))
+			return 0, backoff.Permanent(fmt.Errorf("email: %w", err))
 		}
-		return fmt.Errorf("email: %w", err)
+		return 0, fmt.Errorf("email: %w", err)
 	}
-	return nil
+	size, _ := m.WriteTo(io.Discard)
+	return size, nil
 }
 
 func (e *email) close() { _ = e.client.Close() }

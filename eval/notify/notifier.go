@@ -31,6 +31,7 @@ import (
 
 	"github.com/conductor-shadow/conductor-shadow/eval/gate"
 	"github.com/conductor-shadow/conductor-shadow/store"
+	"github.com/conductor-shadow/conductor-shadow/store/dataflow"
 )
 
 // Sink names (store.VerdictNotice.Sink, Stats.Sinks, metric labels).
@@ -48,10 +49,14 @@ const (
 
 // sink delivers one notice per call: nil on success, an error wrapped in
 // backoff.Permanent when retrying cannot help, a *backoff.RetryAfterError
-// in the chain when the receiver said how long to wait.
+// in the chain when the receiver said how long to wait; sent is the body
+// bytes that reached the receiver (0 when nothing did). host is where it
+// delivers (host[:port], never a URL's path or query: the record of data
+// flows names it).
 type sink interface {
 	name() string
-	send(ctx context.Context, n Notice) error
+	host() string
+	send(ctx context.Context, n Notice) (sent int64, err error)
 	close()
 }
 
@@ -156,6 +161,7 @@ type Notifier struct {
 	st     store.VerdictNotices
 	log    *slog.Logger
 	live   LiveFunc
+	flows  *dataflow.Meter // nil: deliveries are not counted for the record of data flows
 	boxes  []*outbox
 	intake chan []VerdictState
 
@@ -183,7 +189,12 @@ type options struct {
 	log    *slog.Logger
 	getenv func(string) string
 	live   LiveFunc
+	flows  *dataflow.Meter
 }
+
+// WithFlowMeter counts every delivery attempt and every delivered notice in
+// m, per sink and host (the record of data flows).
+func WithFlowMeter(m *dataflow.Meter) Option { return func(o *options) { o.flows = m } }
 
 // WithLogger logs through l (default: discard).
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.log = l } }
@@ -207,7 +218,7 @@ func New(cfg Config, st store.VerdictNotices, opts ...Option) (*Notifier, error)
 	for _, opt := range opts {
 		opt(&o)
 	}
-	n := &Notifier{cfg: cfg, st: st, log: o.log, live: o.live, intake: make(chan []VerdictState, cfg.OutboxSize),
+	n := &Notifier{cfg: cfg, st: st, log: o.log, live: o.live, flows: o.flows, intake: make(chan []VerdictState, cfg.OutboxSize),
 		last: map[noticeKey]decided{}, stats: Stats{Dropped: map[string]int64{}, Sinks: map[string]SinkStats{}}}
 	if !cfg.Enabled() {
 		return n, nil
@@ -575,7 +586,13 @@ func (n *Notifier) deliver(ctx context.Context, b *outbox, q queued) {
 		attempts++
 		actx, cancel := context.WithTimeout(ctx, n.cfg.Timeout)
 		defer cancel()
-		return struct{}{}, b.sink.send(actx, q.notice)
+		sent, err := b.sink.send(actx, q.notice)
+		d := dataflow.Delta{Requests: 1, SentBytes: sent}
+		if err == nil {
+			d.Items = 1
+		}
+		n.flows.Add(b.sink.name(), b.sink.name(), b.sink.host(), d)
+		return struct{}{}, err
 	}, backoff.WithBackOff(bo), backoff.WithMaxElapsedTime(n.cfg.Retry.MaxElapsed), backoff.WithNotify(func(err error, wait time.Duration) {
 		n.smu.Lock()
 		b.stats.Retries++

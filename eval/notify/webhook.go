@@ -117,6 +117,7 @@ func slackEscape(s string) string {
 // webhook posts SlackPayload to one URL.
 type webhook struct {
 	url    string // secret: never in an error or log line
+	addr   string // the URL's host[:port], which is no secret
 	client *http.Client
 }
 
@@ -129,7 +130,7 @@ func newWebhook(rawURL string, timeout time.Duration) (*webhook, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, errors.New("not an http:// or https:// URL") // the URL itself is the secret: not quoted
 	}
-	return &webhook{url: rawURL, client: &http.Client{
+	return &webhook{url: rawURL, addr: u.Host, client: &http.Client{
 		Timeout: timeout,
 		// A redirect could send the notice (and the process) anywhere;
 		// Slack's webhooks never redirect.
@@ -139,20 +140,24 @@ func newWebhook(rawURL string, timeout time.Duration) (*webhook, error) {
 
 func (w *webhook) name() string { return SinkWebhook }
 
+func (w *webhook) host() string { return w.addr }
+
 // send posts n once. A 2xx answer is success. 429, 408, 5xx and transport
 // errors may be retried; a 429 or 503 with Retry-After waits that long
 // (backoff.RetryAfterError). Any other answer (400 invalid_payload, 403,
 // 404 no_service, a redirect) is permanent. Errors never name the URL.
-func (w *webhook) send(ctx context.Context, n Notice) error {
+// The body's bytes count as sent once the receiver answered.
+func (w *webhook) send(ctx context.Context, n Notice) (int64, error) {
 	var body bytes.Buffer
 	enc := json.NewEncoder(&body)
 	enc.SetEscapeHTML(false) // "&amp;" stays readable; JSON needs no HTML escaping
 	if err := enc.Encode(SlackPayload(n)); err != nil {
-		return backoff.Permanent(fmt.Errorf("webhook: encode: %w", err))
+		return 0, backoff.Permanent(fmt.Errorf("webhook: encode: %w", err))
 	}
+	size := int64(body.Len())
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, &body)
 	if err != nil {
-		return backoff.Permanent(errors.New("webhook: bad URL"))
+		return 0, backoff.Permanent(errors.New("webhook: bad URL"))
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "conductor-shadow")
@@ -162,25 +167,25 @@ func (w *webhook) send(ctx context.Context, n Notice) error {
 		if errors.As(err, &ue) { // url.Error quotes the URL: keep only its cause
 			err = ue.Err
 		}
-		return fmt.Errorf("webhook: post: %w", err)
+		return 0, fmt.Errorf("webhook: post: %w", err)
 	}
 	answer, _ := io.ReadAll(io.LimitReader(resp.Body, maxWebhookAnswer))
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20)) // let the connection be reused
 	resp.Body.Close()
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-		return nil
+		return size, nil
 	}
 	failed := fmt.Errorf("webhook: HTTP %d %s", resp.StatusCode, cut(strings.TrimSpace(oneLine(string(answer))), 200))
 	switch {
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable:
 		if d := shadow.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); d > 0 {
-			return fmt.Errorf("%w: %w", failed, &backoff.RetryAfterError{Duration: d})
+			return size, fmt.Errorf("%w: %w", failed, &backoff.RetryAfterError{Duration: d})
 		}
-		return failed
+		return size, failed
 	case resp.StatusCode == http.StatusRequestTimeout || resp.StatusCode >= 500:
-		return failed
+		return size, failed
 	}
-	return backoff.Permanent(failed)
+	return size, backoff.Permanent(failed)
 }
 
 func (w *webhook) close() { w.client.CloseIdleConnections() }

@@ -487,6 +487,96 @@ ORDER BY (request_id, pipeline, candidate_run_id, reviewer);
 CREATE TABLE IF NOT EXISTS `shadow`.reviews ON CLUSTER `shadow_cluster` AS `shadow`.reviews_local
 ENGINE = Distributed('shadow_cluster', 'shadow', 'reviews_local', cityHash64(request_id));
 
+-- migration 0230_data_flows
+
+ALTER TABLE `shadow`.steps_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS endpoint_host LowCardinality(String) DEFAULT '' AFTER model;
+
+ALTER TABLE `shadow`.steps ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS endpoint_host LowCardinality(String) DEFAULT '' AFTER model;
+
+ALTER TABLE `shadow`.steps_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS sent_bytes Int64 DEFAULT 0 AFTER endpoint_host;
+
+ALTER TABLE `shadow`.steps ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS sent_bytes Int64 DEFAULT 0 AFTER endpoint_host;
+
+ALTER TABLE `shadow`.steps_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS received_bytes Int64 DEFAULT 0 AFTER sent_bytes;
+
+ALTER TABLE `shadow`.steps ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS received_bytes Int64 DEFAULT 0 AFTER sent_bytes;
+
+ALTER TABLE `shadow`.judgments_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS judge_host LowCardinality(String) DEFAULT '' AFTER judge_worker;
+
+ALTER TABLE `shadow`.judgments ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS judge_host LowCardinality(String) DEFAULT '' AFTER judge_worker;
+
+ALTER TABLE `shadow`.judgments_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS judge_calls Int32 DEFAULT 0 AFTER judge_host;
+
+ALTER TABLE `shadow`.judgments ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS judge_calls Int32 DEFAULT 0 AFTER judge_host;
+
+ALTER TABLE `shadow`.judgments_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS judge_requests Int32 DEFAULT 0 AFTER judge_calls;
+
+ALTER TABLE `shadow`.judgments ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS judge_requests Int32 DEFAULT 0 AFTER judge_calls;
+
+ALTER TABLE `shadow`.judgments_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS sent_bytes Int64 DEFAULT 0 AFTER cost_usd;
+
+ALTER TABLE `shadow`.judgments ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS sent_bytes Int64 DEFAULT 0 AFTER cost_usd;
+
+ALTER TABLE `shadow`.judgments_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS received_bytes Int64 DEFAULT 0 AFTER sent_bytes;
+
+ALTER TABLE `shadow`.judgments ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS received_bytes Int64 DEFAULT 0 AFTER sent_bytes;
+
+ALTER TABLE `shadow`.scores_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS judge_worker LowCardinality(String) DEFAULT '' AFTER error;
+
+ALTER TABLE `shadow`.scores ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS judge_worker LowCardinality(String) DEFAULT '' AFTER error;
+
+ALTER TABLE `shadow`.scores_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS judge_host LowCardinality(String) DEFAULT '' AFTER judge_worker;
+
+ALTER TABLE `shadow`.scores ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS judge_host LowCardinality(String) DEFAULT '' AFTER judge_worker;
+
+ALTER TABLE `shadow`.scores_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS judge_calls Int32 DEFAULT 0 AFTER judge_host;
+
+ALTER TABLE `shadow`.scores ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS judge_calls Int32 DEFAULT 0 AFTER judge_host;
+
+ALTER TABLE `shadow`.scores_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS judge_requests Int32 DEFAULT 0 AFTER judge_calls;
+
+ALTER TABLE `shadow`.scores ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS judge_requests Int32 DEFAULT 0 AFTER judge_calls;
+
+ALTER TABLE `shadow`.scores_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS judge_tokens_in Int64 DEFAULT 0 AFTER judge_requests;
+
+ALTER TABLE `shadow`.scores ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS judge_tokens_in Int64 DEFAULT 0 AFTER judge_requests;
+
+ALTER TABLE `shadow`.scores_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS judge_tokens_out Int64 DEFAULT 0 AFTER judge_tokens_in;
+
+ALTER TABLE `shadow`.scores ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS judge_tokens_out Int64 DEFAULT 0 AFTER judge_tokens_in;
+
+ALTER TABLE `shadow`.scores_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS judge_sent_bytes Int64 DEFAULT 0 AFTER judge_tokens_out;
+
+ALTER TABLE `shadow`.scores ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS judge_sent_bytes Int64 DEFAULT 0 AFTER judge_tokens_out;
+
+ALTER TABLE `shadow`.scores_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS judge_received_bytes Int64 DEFAULT 0 AFTER judge_sent_bytes;
+
+ALTER TABLE `shadow`.scores ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS judge_received_bytes Int64 DEFAULT 0 AFTER judge_sent_bytes;
+
+-- migration 0231_flow_exports
+
+CREATE TABLE IF NOT EXISTS `shadow`.flow_exports_local ON CLUSTER `shadow_cluster`
+(
+    window_start  DateTime64(3, 'UTC'),
+    process_id    String,
+    kind          LowCardinality(String),
+    recipient     String,
+    host          String,
+    pii_kind      LowCardinality(String),
+    items         Int64,
+    content_items Int64,
+    requests      Int64,
+    sent_bytes    Int64,
+    failed_items  Int64,
+    updated_at    DateTime64(3, 'UTC'),
+    inserted_at   DateTime64(6, 'UTC') DEFAULT now64(6)
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/shadow/flow_exports_local', '{replica}', inserted_at)
+ORDER BY (window_start, kind, recipient, host, process_id, pii_kind);
+
+CREATE TABLE IF NOT EXISTS `shadow`.flow_exports ON CLUSTER `shadow_cluster` AS `shadow`.flow_exports_local
+ENGINE = Distributed('shadow_cluster', 'shadow', 'flow_exports_local', cityHash64(kind, recipient, host));
+
 -- retention: requests 90 days, bodies 30 days
 
 ALTER TABLE `shadow`.`requests_local` ON CLUSTER `shadow_cluster` MODIFY TTL toDateTime(received_at) + toIntervalSecond(7776000);
