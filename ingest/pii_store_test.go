@@ -62,7 +62,7 @@ var textColumns = map[string]string{
 	"requests.request_id": "exchange id (textFields)", "requests.source": "enum", "requests.app": "exchange app (textFields)",
 	"requests.input": "messages (textFields)", "requests.input_hash": "hash", "requests.subject_hash": "hash",
 	"requests.category": "metadata value (textFields)", "requests.metadata": "metadata keys and values (textFields)",
-	"requests.language": "segment", "requests.length_bucket": "segment",
+	"requests.language": "segment", "requests.length_bucket": "segment", "requests.not_shadowed": "enum (why not shadowed)",
 	"requests.tools": "JSON of the exchange's tools (textFields)", "requests.input_reduced": "text (textFields)",
 	"runs.input_reduced_reason": "text (textFields)", "steps.tool_calls": "JSON text (textFields)",
 
@@ -96,6 +96,8 @@ var textColumns = map[string]string{
 
 	"audit_log.audit_id": "id", "audit_log.action": "enum", "audit_log.actor": "operator name", "audit_log.subject_hash": "hash",
 	"audit_log.detail": "operator action",
+
+	"live_sequences.pipeline": "config name", "live_sequences.pipeline_version": "config version", "live_sequences.first_run_id": "id",
 
 	"verdict_notices.sink": "enum", "verdict_notices.kind": "enum", "verdict_notices.candidate": "config name",
 	"verdict_notices.candidate_version": "config version", "verdict_notices.set_name": "config name",

@@ -64,6 +64,12 @@ type Request struct {
 	// it is whole. Both are what candidates get besides Input.
 	Tools        string `json:"tools"`
 	InputReduced string `json:"input_reduced"`
+	// NotShadowed says why a recorded production exchange was not sent to
+	// the candidates ("" when it was): a proxy that records every exchange it
+	// forwards writes the reason of one it sheds (e.g. "queue_full",
+	// "admission", "sampled_out"). The live verdict's coverage check counts
+	// such rows per segment (LiveCoverage).
+	NotShadowed string `json:"not_shadowed"`
 }
 
 // Run is one pipeline's execution on one request. Key: RunID.

@@ -104,11 +104,9 @@ type Console interface {
 }
 
 // OverviewReader computes the overview: counts, per-pipeline totals and
-// series (OverviewAnalytics) and the agreement sequence live verdicts are
-// computed from (LiveAgreement).
+// series, agreement (OverviewAnalytics).
 type OverviewReader interface {
 	OverviewAnalytics
-	LiveAgreement
 }
 
 // SubjectEraser (forget.go) is the role of `forget` and POST /api/forget;
@@ -130,6 +128,7 @@ var (
 	_ WorkerReader   = (*sqlStore)(nil)
 	_ EvalHistory    = (*sqlStore)(nil)
 	_ SubjectEraser  = (*sqlStore)(nil)
+	_ LiveReader     = (*sqlStore)(nil)
 	_ LookStore      = (*sqlStore)(nil)
 	_ FlowReader     = (*sqlStore)(nil)
 )
@@ -165,6 +164,7 @@ type Roles struct {
 	JudgmentReader JudgmentReader // a trace's judgments, a judge's figures
 	ReviewWriter   ReviewWriter   // the review page's labels: the web UI's only write
 	ReviewReader   ReviewReader   // the review sample, judge–human agreement, `review export`
+	LiveReader     LiveReader     // the live verdicts: sequences, observations, coverage, the live judge's record
 	LookStore      LookStore      // suite runs: the looks of group-sequential plans
 	// LiveJudgments: live judging's day spend (the judge budget across
 	// restarts) and live judges' figures (the trace list, the live verdict).
@@ -197,6 +197,7 @@ func NewRoles(st Store) Roles {
 	r.JudgmentReader, _ = st.(JudgmentReader)
 	r.ReviewWriter, _ = st.(ReviewWriter)
 	r.ReviewReader, _ = st.(ReviewReader)
+	r.LiveReader, _ = st.(LiveReader)
 	r.LookStore, _ = st.(LookStore)
 	r.LiveJudgments, _ = st.(LiveJudgmentReader)
 	r.FlowReader, _ = st.(FlowReader)

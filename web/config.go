@@ -31,9 +31,10 @@ type Config struct {
 	ShiftSets []string `yaml:"shift_sets"`
 	// Review configures the human review page.
 	Review ReviewConfig `yaml:"review"`
-	// GatePolicy is the gate policy whose quality margin and confidence the
-	// overview's running verdicts use; nil means gate.NewDefaultPolicy(). Not a
-	// config key: serve sets it from suite.policy.
+	// GatePolicy is the gate policy the overview's live verdicts are read
+	// under (its quality, cost, latency, segments and live sections); nil
+	// means gate.NewDefaultPolicy(). Not a config key: serve sets it from
+	// suite.policy.
 	GatePolicy *gate.Policy `yaml:"-"`
 	// DataFlows is what the data-flows page says about the configuration:
 	// the recipients it names, retention, PII. Not a config key: serve sets

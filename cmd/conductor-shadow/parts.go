@@ -414,7 +414,7 @@ func (s *server) addWeb(piiKey []byte) error {
 	if len(webCfg.ShiftSets) == 0 {
 		webCfg.ShiftSets = setsInUse(s.cfg)
 	}
-	if s.cfg.Suite.Policy != "" { // the overview's running verdicts use the suites' policy
+	if s.cfg.Suite.Policy != "" { // the overview's live verdicts use the suites' policy
 		p, err := gate.Load(s.cfg.Suite.Policy)
 		if err != nil {
 			return fmt.Errorf("serve: %w", err)

@@ -23,6 +23,11 @@
 //     et al. 2023, "Judging LLM-as-a-Judge with MT-Bench and Chatbot Arena",
 //     Table 2 "consistency"). Judgments that failed and canaries are in
 //     neither count. 0 when nothing was judged.
+//   - Coverage = exchanges that reached a stage / exchanges of the stage
+//     before it, per window and segment: shadowed / recorded (recorded =
+//     request rows of production traffic, shadowed = those with a candidate
+//     run that was neither cancelled nor skipped), judged / answered (both
+//     sides answered). 0 when the earlier stage is empty (coverage.go).
 package figure
 
 import (

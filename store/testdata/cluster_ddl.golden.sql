@@ -487,6 +487,28 @@ ORDER BY (request_id, pipeline, candidate_run_id, reviewer);
 CREATE TABLE IF NOT EXISTS `shadow`.reviews ON CLUSTER `shadow_cluster` AS `shadow`.reviews_local
 ENGINE = Distributed('shadow_cluster', 'shadow', 'reviews_local', cityHash64(request_id));
 
+-- migration 0220_live_sequences
+
+CREATE TABLE IF NOT EXISTS `shadow`.live_sequences_local ON CLUSTER `shadow_cluster`
+(
+    pipeline         LowCardinality(String),
+    pipeline_version String,
+    started_at       DateTime64(3, 'UTC'),
+    first_run_id     String,
+    inserted_at      DateTime64(6, 'UTC') DEFAULT now64(6)
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/shadow/live_sequences_local', '{replica}', inserted_at)
+ORDER BY (pipeline, pipeline_version, started_at, first_run_id);
+
+CREATE TABLE IF NOT EXISTS `shadow`.live_sequences ON CLUSTER `shadow_cluster` AS `shadow`.live_sequences_local
+ENGINE = Distributed('shadow_cluster', 'shadow', 'live_sequences_local', cityHash64(pipeline, pipeline_version));
+
+-- migration 0221_requests_not_shadowed
+
+ALTER TABLE `shadow`.requests_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS not_shadowed LowCardinality(String) DEFAULT '' AFTER input_reduced;
+
+ALTER TABLE `shadow`.requests ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS not_shadowed LowCardinality(String) DEFAULT '' AFTER input_reduced;
+
 -- migration 0230_data_flows
 
 ALTER TABLE `shadow`.steps_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS endpoint_host LowCardinality(String) DEFAULT '' AFTER model;
