@@ -64,6 +64,10 @@ var textColumns = map[string]string{
 	"requests.category": "metadata value (textFields)", "requests.metadata": "metadata keys and values (textFields)",
 	"requests.language": "segment", "requests.length_bucket": "segment", "requests.not_shadowed": "enum (why not shadowed)",
 	"requests.tools": "JSON of the exchange's tools (textFields)", "requests.input_reduced": "text (textFields)",
+	"requests.body_omitted": "enum (why the text is not stored)",
+	"requests.route":        "metadata value (textFields)", "requests.response_id": "the answer's id (textFields)",
+	"tap_offered.tap_id": "id", "tap_offered.source": "enum", "tap_offered.route": "metadata value, pseudonymized by the tap",
+	"tap_offered.app":           "exchange app, pseudonymized by the tap",
 	"runs.input_reduced_reason": "text (textFields)", "steps.tool_calls": "JSON text (textFields)",
 
 	"runs.run_id": "id", "runs.request_id": "exchange id (textFields)", "runs.suite_run_id": "id", "runs.pipeline": "config name",

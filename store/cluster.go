@@ -32,6 +32,7 @@ var shardingKeys = map[string]string{
 	"flow_exports":       "cityHash64(kind, recipient, host)",
 	"live_sequences":     "cityHash64(pipeline, pipeline_version)",
 	"suite_looks":        "cityHash64(set_name, candidate)",
+	"tap_offered":        "cityHash64(tap_id)",
 }
 
 var (

@@ -70,6 +70,21 @@ type Request struct {
 	// "admission", "sampled_out"). The live verdict's coverage check counts
 	// such rows per segment (LiveCoverage).
 	NotShadowed string `json:"not_shadowed"`
+	// Route is the API path the exchange came through ("/v1/chat/completions";
+	// "" when the copy did not say). ResponseID is the provider's id of the
+	// answer ("chatcmpl-…"), kept as answered and never a key: distinct
+	// exchanges may share one (a gateway's cache hits).
+	Route      string `json:"route"`
+	ResponseID string `json:"response_id"`
+	// RequestBytes and ResponseBytes are the sizes of the request and answer
+	// bodies as they travelled (bytes; 0 when not known).
+	RequestBytes  int64 `json:"request_bytes"`
+	ResponseBytes int64 `json:"response_bytes"`
+	// BodyOmitted says why Input and the incumbent's answer text are not
+	// stored ("" when they are): a metadata row of an exchange recorded
+	// without its text ("too_large", "capture_busy", "record_budget", …).
+	// Such a row has Input "[]" and no segments.
+	BodyOmitted string `json:"body_omitted"`
 }
 
 // Run is one pipeline's execution on one request. Key: RunID.

@@ -130,6 +130,8 @@ var (
 	_ SubjectEraser  = (*sqlStore)(nil)
 	_ LiveReader     = (*sqlStore)(nil)
 	_ LookStore      = (*sqlStore)(nil)
+	_ CoverageWriter = (*sqlStore)(nil)
+	_ CoverageReader = (*sqlStore)(nil)
 	_ FlowReader     = (*sqlStore)(nil)
 )
 
@@ -169,6 +171,10 @@ type Roles struct {
 	// LiveJudgments: live judging's day spend (the judge budget across
 	// restarts) and live judges' figures (the trace list, the live verdict).
 	LiveJudgments LiveJudgmentReader
+	// Coverage: the tap's offered counts (CoverageWriter) and what became of
+	// the exchanges (CoverageReader: the overview, the live verdict).
+	CoverageWriter CoverageWriter
+	CoverageReader CoverageReader
 	// FlowReader and FlowExportWriter keep the record of data flows: what
 	// left the platform, read by the data-flows page, report section and
 	// command; the exporters' counts written by store/dataflow.Meter.
@@ -200,6 +206,8 @@ func NewRoles(st Store) Roles {
 	r.LiveReader, _ = st.(LiveReader)
 	r.LookStore, _ = st.(LookStore)
 	r.LiveJudgments, _ = st.(LiveJudgmentReader)
+	r.CoverageWriter, _ = st.(CoverageWriter)
+	r.CoverageReader, _ = st.(CoverageReader)
 	r.FlowReader, _ = st.(FlowReader)
 	r.FlowExportWriter, _ = st.(FlowExportWriter)
 	return r
