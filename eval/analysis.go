@@ -59,6 +59,12 @@ type AnalysisOptions struct {
 	// per day (recent traffic): the days in the sample-size advice. Missing:
 	// the advice gives cases only.
 	ShadowCasesPerDay map[string]float64
+	// HumanReview is the judges' agreement with human reviewers (AgreementOf
+	// over every review): a pairwise judge's κ is checked against the
+	// policy's judge.min_judge_kappa. Nil: no judge is validated by human
+	// review, for the reason ReviewNote gives ("" for none yet).
+	HumanReview *HumanReview
+	ReviewNote  string
 	// Looks maps a candidate to the earlier looks of its group-sequential
 	// plan (the suite runs of this set, incumbent, candidate version and
 	// policy version before this one, store.LookStore), in order; none: this
@@ -125,6 +131,9 @@ func (r *Report) Analyze(opts AnalysisOptions) error {
 		// The judge first: a verdict read from a judge that failed its checks
 		// is no evidence either way (and takes no look of the plan).
 		jr, ev := r.judgeReport(name)
+		if ev.Pairwise && ev.Judge != "" {
+			jr.attachReview(&ev, opts)
+		}
 		rows, judgeWithheld := gate.CheckJudge(p, ev)
 		c, look, err := gate.CompareLook(p, inc, cand, sopts, opts.Looks[name], withheld || len(judgeWithheld) > 0, r.SuiteRunID)
 		if err != nil {
@@ -132,6 +141,11 @@ func (r *Report) Analyze(opts AnalysisOptions) error {
 		}
 		v := gate.EvaluateLook(p, c, noise, look)
 		v.WithholdForJudge(rows, judgeWithheld)
+		for _, row := range rows {
+			if row.Gate == gate.GateHumanReview {
+				jr.Review = row.Reason
+			}
+		}
 		if len(rows) > 0 {
 			jr.Unreliable, jr.Reasons = len(judgeWithheld) > 0, judgeWithheld
 			r.Judging = append(r.Judging, jr)

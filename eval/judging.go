@@ -324,6 +324,29 @@ type JudgeReport struct {
 	Reasons    []string `json:"reasons,omitempty"`
 	// Usage is every judge call of the comparison, canaries included.
 	Usage JudgeUsage `json:"usage"`
+	// HumanReview is a pairwise judge's agreement with human reviewers over
+	// every pair of it they reviewed (earlier suite runs and live traffic),
+	// overall, per set and per segment; nil before any review. Review is
+	// the gate's human_review row: validated, below the floor, or not
+	// validated by human review.
+	HumanReview *JudgeAgreement `json:"human_review,omitempty"`
+	Review      string          `json:"review,omitempty"`
+}
+
+// attachReview sets the judge's human-review figures from opts, on jr and
+// on its gate evidence ev.
+func (jr *JudgeReport) attachReview(ev *gate.JudgeEvidence, opts AnalysisOptions) {
+	if opts.HumanReview == nil {
+		ev.Review.Note = opts.ReviewNote
+		return
+	}
+	a, ok := opts.HumanReview.Judge(jr.Usage.ID())
+	if !ok {
+		ev.Review.Note = "no pair of this judge was reviewed yet"
+		return
+	}
+	jr.HumanReview = &a
+	ev.Review = a.Evidence()
 }
 
 // JudgeErrorCase is a case whose grader could not judge one or both sides.
@@ -499,6 +522,16 @@ func (r *Report) judgingMarkdown(b *strings.Builder) {
 			b.WriteString("\n| case with a judge error | incumbent | candidate |\n|---|---|---|\n")
 			for _, e := range jr.ErrorCases {
 				fmt.Fprintf(b, "| %s | %s | %s |\n", mdText(e.CaseID), mdText(orDash(e.Incumbent)), mdText(orDash(e.Candidate)))
+			}
+		}
+		if jr.Review != "" {
+			fmt.Fprintf(b, "\nHuman review: %s\n", mdText(jr.Review))
+		}
+		if a := jr.HumanReview; a != nil {
+			b.WriteString("\nAgreement with human reviewers (labels weighted by 1/inclusion probability; κ's interval from the large-sample SE of Fleiss, Cohen & Everitt 1969):\n\n")
+			b.WriteString("| scope | reviewed pairs | labels | raw agreement | Cohen's κ (CI) |\n|---|--:|--:|--:|---|\n")
+			for _, f := range a.Rows() {
+				fmt.Fprintf(b, "| %s | %d | %d | %s | %s |\n", mdText(f.Scope), f.Pairs, f.Reviews, pct(f.Agreement), mdText(f.KappaText()))
 			}
 		}
 		b.WriteString("\n")

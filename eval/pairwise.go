@@ -183,10 +183,7 @@ func (j PairJudgment) Record(m JudgmentMeta) store.Judgment {
 	if p <= 0 {
 		p = 1
 	}
-	judge := j.Usage.Model
-	if judge == "" {
-		judge = j.Usage.Worker
-	}
+	judge := j.Usage.ID()
 	return store.Judgment{
 		RequestID: m.RequestID, SuiteRunID: m.SuiteRunID, CaseID: m.CaseID,
 		Pipeline: m.Pipeline, PipelineVersion: m.PipelineVersion, CandidateRunID: m.CandidateRun,
@@ -201,6 +198,15 @@ func (j PairJudgment) Record(m JudgmentMeta) store.Judgment {
 		JudgeHost: j.Usage.Host, JudgeCalls: int32(min(j.Usage.Calls, 1<<30)), JudgeRequests: int32(min(j.Usage.Requests, 1<<30)),
 		SentBytes: j.Usage.SentBytes, ReceivedBytes: j.Usage.ReceivedBytes,
 	}
+}
+
+// ID is the judge as judgments name it (store.Judgment.Judge): the model
+// id, else the worker.
+func (u JudgeUsage) ID() string {
+	if u.Model != "" {
+		return u.Model
+	}
+	return u.Worker
 }
 
 // JudgeName is "worker (model)", or the one of them that is known.

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -180,6 +181,10 @@ type SuiteStores struct {
 	Segments store.SegmentReader
 	// Judgments is required only when a case is graded pairwise.
 	Judgments store.JudgmentWriter
+	// Reviews is optional: the human reviews a pairwise judge's agreement
+	// (κ, gate.CheckJudge's human_review row) is computed from; without it
+	// the report says the judge is not validated by human review.
+	Reviews store.ReviewReader
 	// Looks is optional: it keeps the looks of each candidate's
 	// group-sequential plan; without it every run is its plan's first look.
 	Looks store.LookStore
@@ -191,7 +196,7 @@ type SuiteStores struct {
 // SuiteStoresOf picks a suite run's roles out of r.
 func SuiteStoresOf(r store.Roles) SuiteStores {
 	return SuiteStores{Traces: r.TraceWriter, Suites: r.SuiteWriter, History: r.EvalHistory,
-		Overview: r.OverviewReader, Segments: r.SegmentReader, Judgments: r.JudgmentWriter, Looks: r.LookStore, Live: r.LiveReader}
+		Overview: r.OverviewReader, Segments: r.SegmentReader, Judgments: r.JudgmentWriter, Looks: r.LookStore, Live: r.LiveReader, Reviews: r.ReviewReader}
 }
 
 // check names the first required role st lacks.
@@ -230,7 +235,8 @@ type suiteRunner struct {
 	// version, policy version); nil when the store has none (every run is then
 	// the first look of its plan, and the report says so).
 	looks     store.LookStore
-	casesDone int // cases finished (every pipeline run, graded, stored) when the run stopped
+	reviews   store.ReviewReader // human reviews for the judges' κ; nil: none
+	casesDone int                // cases finished (every pipeline run, graded, stored) when the run stopped
 }
 
 func newSuiteRunner(st SuiteStores, set *Set, incumbent shadow.Pipeline, candidates []shadow.Pipeline, opts SuiteOptions) (*suiteRunner, error) {
@@ -311,7 +317,7 @@ func newSuiteRunner(st SuiteStores, set *Set, incumbent shadow.Pipeline, candida
 	}
 	return &suiteRunner{
 		traces: &caseWriter{traces: st.Traces, judgments: judgments}, judgments: judgments, suites: st.Suites, history: st.History, overview: st.Overview, live: st.Live, set: set, cases: cases, pipelines: pipelines, graders: graders, opts: opts, segmenter: segment.New(nil),
-		segments: st.Segments, looks: st.Looks,
+		segments: st.Segments, looks: st.Looks, reviews: st.Reviews,
 		row: store.SuiteRun{
 			SuiteRunID: opts.SuiteRunID,
 			SetName:    set.Name,
@@ -433,8 +439,10 @@ feed:
 	if err != nil {
 		return nil, r.finishWithError(ctx, err)
 	}
+	review, reviewNote := r.humanReview(ctx, outcomes, pol)
 	if err := rep.Analyze(AnalysisOptions{Policy: r.opts.Policy, Seed: r.opts.Seed, Rerun: rerunName,
-		ShadowCasesPerDay: shadowCasesPerDay(ctx, r.overview, r.row.FinishedAt), Looks: previous}); err != nil {
+		ShadowCasesPerDay: shadowCasesPerDay(ctx, r.overview, r.row.FinishedAt), Looks: previous,
+		HumanReview: review, ReviewNote: reviewNote}); err != nil {
 		return nil, r.finishWithError(ctx, err)
 	}
 	if err := r.storeLooks(ctx, rep); err != nil {
@@ -540,6 +548,26 @@ func (r *suiteRunner) storeLooks(ctx context.Context, rep *Report) error {
 		return fmt.Errorf("eval: run suite %s: %w", r.row.SuiteRunID, err)
 	}
 	return nil
+}
+
+// humanReview reads every human review of the judged pairs and computes the
+// judges' agreement with the reviewers (AgreementOf) at the policy's
+// confidence, when a case was judged pairwise; nil and a note saying why
+// when the store has no reviews role or the read failed (the report then
+// says the judge is not validated by human review).
+func (r *suiteRunner) humanReview(ctx context.Context, outcomes []Outcome, p gate.Policy) (*HumanReview, string) {
+	if !slices.ContainsFunc(outcomes, func(o Outcome) bool { return o.Pairwise != "" && o.Judge != nil }) {
+		return nil, ""
+	}
+	if r.reviews == nil {
+		return nil, "this store cannot read reviews (" + store.NotSupported("store.ReviewReader").Error() + ")"
+	}
+	rows, err := AllReviews(ctx, r.reviews, store.ReviewedQuery{})
+	if err != nil {
+		return nil, "the reviews could not be read: " + clip(err.Error(), 200)
+	}
+	h := AgreementOf(rows, p.Confidence)
+	return &h, ""
 }
 
 // ShadowRateWindow is the traffic window the sample-size advice's "days of

@@ -123,6 +123,9 @@ var textColumns = map[string]string{
 	"suite_looks.candidate_version": "config version", "suite_looks.policy_version": "config version",
 	"suite_looks.suite_run_id": "id", "suite_looks.spending": "enum", "suite_looks.verdict": "enum",
 
+	"reviews.request_id": "exchange id (textFields)", "reviews.pipeline": "config name", "reviews.candidate_run_id": "id",
+	"reviews.incumbent_run_id": "id", "reviews.suite_run_id": "id", "reviews.reviewer": "pseudonym (HMAC of the reviewer's identity)",
+	"reviews.shown_first": "enum", "reviews.choice": "enum", "reviews.label": "enum",
 	// Where a call went (host[:port] of a configured base URL): config, not exchange text.
 	"steps.endpoint_host": "config host", "judgments.judge_host": "config host",
 	"scores.judge_worker": "config name", "scores.judge_host": "config host",

@@ -27,6 +27,7 @@ var shardingKeys = map[string]string{
 	"shadow_work":        "cityHash64(request_id)",
 	"forget_keys":        "cityHash64(erasure_id)",
 	"judgments":          "cityHash64(request_id)",
+	"reviews":            "cityHash64(request_id)",
 	"verdict_notices":    "cityHash64(sink, kind, candidate, candidate_version, set_name)",
 	"flow_exports":       "cityHash64(kind, recipient, host)",
 	"live_sequences":     "cityHash64(pipeline, pipeline_version)",

@@ -16,7 +16,7 @@ const ActionForget = "forget"
 // SubjectEraser deletes a data subject's rows. The SQL store implements it.
 type SubjectEraser interface {
 	// ForgetSubject deletes every row of the requests whose subject_hash is
-	// subjectHash, in every table (scores, judgments, steps, runs,
+	// subjectHash, in every table (scores, judgments, reviews, steps, runs,
 	// shadow_work, then requests), and records an audit_log entry (the hash, the counts and
 	// actor; never the subject's value). In order:
 	//
@@ -68,6 +68,8 @@ type ForgetReport struct {
 	Work     int64     `json:"shadow_work"` // the store-first queue's work rows
 	// Judgments counts the pairwise judgments of the subject's requests.
 	Judgments int64 `json:"judgments"`
+	// Reviews counts the human reviews of the subject's judged pairs.
+	Reviews int64 `json:"reviews"`
 	// Swept counts the rows (all tables) only the second pass found: written
 	// by shadow work that was already under way when the erasure began.
 	Swept int64 `json:"swept"`
@@ -112,6 +114,7 @@ const (
 var forgetTables = []struct{ table, col, kind string }{
 	{"scores", "request_id", keyRequest},
 	{"judgments", "request_id", keyRequest},
+	{"reviews", "request_id", keyRequest},
 	{"steps", "run_id", keyRun},
 	{"runs", "request_id", keyRequest},
 	{"shadow_work", "request_id", keyRequest},
@@ -413,13 +416,13 @@ func (s *sqlStore) ForgetSubject(ctx context.Context, subjectHash, actor string,
 	_, _ = rand.Read(id[:])
 	rep := ForgetReport{AuditID: hex.EncodeToString(id[:]), At: at,
 		Requests: sum("requests"), Runs: sum("runs"), Steps: sum("steps"), Scores: sum("scores"), Work: sum("shadow_work"), Judgments: sum("judgments"),
-		DiskCleanupMs: time.Since(cleanupStart).Milliseconds()}
+		Reviews: sum("reviews"), DiskCleanupMs: time.Since(cleanupStart).Milliseconds()}
 	for _, n := range second {
 		rep.Swept += n
 	}
 	entry := AuditEntry{AuditID: rep.AuditID, At: rep.At, Action: ActionForget, Actor: actor, SubjectHash: subjectHash,
 		Requests: rep.Requests, Runs: rep.Runs, Steps: rep.Steps, Scores: rep.Scores,
-		Detail: fmt.Sprintf("shadow_work=%d judgments=%d swept=%d", rep.Work, rep.Judgments, rep.Swept)}
+		Detail: fmt.Sprintf("shadow_work=%d judgments=%d reviews=%d swept=%d", rep.Work, rep.Judgments, rep.Reviews, rep.Swept)}
 	if err := insert(ctx, s, "audit_log", []AuditEntry{entry}); err != nil {
 		return rep, fmt.Errorf("store: forget: rows deleted but the audit entry failed: %w", err)
 	}

@@ -165,6 +165,8 @@ type Roles struct {
 	VerdictNotices VerdictNotices // the verdict notifications' state
 	JudgmentWriter JudgmentWriter // suite runs' pairwise judgments and canaries
 	JudgmentReader JudgmentReader // a trace's judgments, a judge's figures
+	ReviewWriter   ReviewWriter   // the review page's labels: the web UI's only write
+	ReviewReader   ReviewReader   // the review sample, judge–human agreement, `review export`
 	LiveReader     LiveReader     // the live verdicts: sequences, observations, coverage, the live judge's record
 	LookStore      LookStore      // suite runs: the looks of group-sequential plans
 	// LiveJudgments: live judging's day spend (the judge budget across
@@ -202,6 +204,8 @@ func NewRoles(st Store) Roles {
 	r.VerdictNotices, _ = st.(VerdictNotices)
 	r.JudgmentWriter, _ = st.(JudgmentWriter)
 	r.JudgmentReader, _ = st.(JudgmentReader)
+	r.ReviewWriter, _ = st.(ReviewWriter)
+	r.ReviewReader, _ = st.(ReviewReader)
 	r.LiveReader, _ = st.(LiveReader)
 	r.LookStore, _ = st.(LookStore)
 	r.LiveJudgments, _ = st.(LiveJudgmentReader)

@@ -24,11 +24,13 @@ func TestRoles(t *testing.T) {
 			"store.WorkerReader": r.WorkerReader != nil, "store.EvalHistory": r.EvalHistory != nil,
 			"store.SubjectEraser": r.SubjectEraser != nil, "store.SegmentReader": r.SegmentReader != nil,
 			"store.ForgetLookup": r.ForgetLookup != nil, "store.RunLookup": r.RunLookup != nil,
+			"store.ReviewWriter": r.ReviewWriter != nil, "store.ReviewReader": r.ReviewReader != nil,
 		}
 	}
 	optional := map[string]bool{"store.TraceReader": true, "store.OverviewReader": true,
 		"store.RunComparer": true, "store.WorkerReader": true, "store.EvalHistory": true, "store.SubjectEraser": true,
-		"store.SegmentReader": true, "store.ForgetLookup": true, "store.RunLookup": true}
+		"store.SegmentReader": true, "store.ForgetLookup": true, "store.RunLookup": true,
+		"store.ReviewWriter": true, "store.ReviewReader": true}
 	st := store.OpenTestStore(t)
 	tests := []struct {
 		name        string

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/conductor-shadow/conductor-shadow/eval/gate"
+	"github.com/conductor-shadow/conductor-shadow/store"
 	"github.com/conductor-shadow/conductor-shadow/store/dataflow"
 )
 
@@ -28,6 +29,8 @@ type Config struct {
 	// live traffic; `serve` uses the sets in use (suite.set and the scheduled
 	// suites' sets) when empty.
 	ShiftSets []string `yaml:"shift_sets"`
+	// Review configures the human review page.
+	Review ReviewConfig `yaml:"review"`
 	// GatePolicy is the gate policy the overview's live verdicts are read
 	// under (its quality, cost, latency, segments and live sections); nil
 	// means gate.NewDefaultPolicy(). Not a config key: serve sets it from
@@ -39,14 +42,34 @@ type Config struct {
 	DataFlows dataflow.Settings `yaml:"-"`
 }
 
+// ReviewConfig configures the human review page (/review).
+type ReviewConfig struct {
+	// SampleShare (0, 1] is the share of judged pairs in the review sample:
+	// each real judged pair is in it with this probability (a hash of its
+	// key, store.ReviewQueueQuery), stored with every review as its
+	// inclusion probability. 0 takes store.DefaultReviewShare (0.2).
+	SampleShare float64 `yaml:"sample_share"`
+}
+
+// share is the sample share in use.
+func (c ReviewConfig) share() float64 {
+	if c.SampleShare == 0 {
+		return store.DefaultReviewShare
+	}
+	return c.SampleShare
+}
+
 // NewDefaultConfig returns the defaults: pages at the root, title
-// "conductor-shadow", the token in $CONDUCTOR_SHADOW_WEB_TOKEN, no basic auth.
+// "conductor-shadow", the token in $CONDUCTOR_SHADOW_WEB_TOKEN, no basic
+// auth, a review sample of store.DefaultReviewShare of the judged pairs.
 func NewDefaultConfig() Config {
-	return Config{BasePath: "", Title: "conductor-shadow", AuthTokenEnv: "CONDUCTOR_SHADOW_WEB_TOKEN", ShiftSets: []string{}}
+	return Config{BasePath: "", Title: "conductor-shadow", AuthTokenEnv: "CONDUCTOR_SHADOW_WEB_TOKEN", ShiftSets: []string{},
+		Review: ReviewConfig{SampleShare: store.DefaultReviewShare}}
 }
 
 // Validate reports a bad BasePath (not starting with "/", ending with "/", or
-// holding a character other than letters, digits and "/-._~") or an empty Title.
+// holding a character other than letters, digits and "/-._~"), an empty Title
+// or a review sample share outside [0, 1].
 func (c Config) Validate() error {
 	var errs []error
 	if c.BasePath != "" {
@@ -70,6 +93,9 @@ func (c Config) Validate() error {
 	}
 	if strings.TrimSpace(c.Title) == "" {
 		errs = append(errs, errors.New("web: title must not be empty"))
+	}
+	if v := c.Review.SampleShare; !(v >= 0 && v <= 1) {
+		errs = append(errs, fmt.Errorf("web: review.sample_share must be in (0, 1] (0: the default), got %g", v))
 	}
 	return errors.Join(errs...)
 }

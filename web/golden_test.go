@@ -93,6 +93,12 @@ func TestGolden(t *testing.T) {
 			Rows: newWorkerRows([]store.WorkerUse{{Worker: "gpt-5", Category: "math", Position: store.PositionFinal, Steps: 3, CostUSD: 0.06, LatencyMs: 600},
 				{Worker: "<b>qwen</b>", Category: "qa", Position: store.PositionFirst, Steps: 1, CostUSD: 0.02, LatencyMs: 200}})})},
 		{"error_page", errorPage(errorView{Meta: meta("Not Found", ""), Status: 404, Message: `No trace with id "<x>".`})},
+		{"review_page", reviewPage(goldenReview(meta("Review", navReview), true))},
+		{"review_page_name", reviewPage(goldenReview(meta("Review", navReview), false))},
+		{"agreement_page", agreementPage(goldenAgreement(meta("Judge–human agreement", navReview)))},
+		{"suite_run_judges", suiteRunJudges([]reportJudge{{Candidate: "conductor", Judge: "claude-sonnet-4", Unreliable: true,
+			Reasons: []string{"judge claude-sonnet-4: Cohen's κ with human reviewers 0.36 (95% CI 0.19 to 0.53, …); the lower bound 0.19 < 0.60 (judge.min_judge_kappa)"},
+			Review:  "judge claude-sonnet-4: Cohen's κ with human reviewers 0.36 (95% CI 0.19 to 0.53, …); the lower bound 0.19 < 0.60 (judge.min_judge_kappa)"}})},
 		{"data_flows_page", dataFlowsPage(newDataFlowsView(meta("Data flows", navDataFlows), 7*24*time.Hour, goldenDataFlows()))},
 	}
 	for _, tt := range tests {

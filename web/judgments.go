@@ -125,6 +125,10 @@ type reportJudge struct {
 	Canaries []struct {
 		Passed bool `json:"passed"`
 	} `json:"canaries"`
+	// Review is the gate's human_review row: κ with human reviewers and its
+	// interval against the floor, or "not validated by human review" (the
+	// report's Markdown, shown below, has the table per set and segment).
+	Review string `json:"review"`
 }
 
 // canaryCounts is "passed of ran".

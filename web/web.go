@@ -8,7 +8,8 @@
 // store.OverviewReader, store.RunComparer, store.WorkerReader,
 // store.SegmentReader), handed over once at Register; a page whose role is
 // missing answers 501 naming it, never a page with less. Pages need
-// no JavaScript and load no third-party assets; all stored text is escaped, and
+// no JavaScript (but the review page, whose keys and buttons post labels
+// with a script served from /static) and load no third-party assets; all stored text is escaped, and
 // Markdown is rendered and sanitized before it is embedded. Auth.Middleware
 // guards the pages when they are reachable beyond loopback.
 package web
@@ -65,6 +66,7 @@ type Readers struct {
 	Judgments store.JudgmentReader
 	// LiveJudgments is optional: without it the overview has no live judges.
 	LiveJudgments store.LiveJudgmentReader
+	Reviews       store.ReviewReader // the review page and the agreement page
 	// Plans: the plans page (a conductor's plan shapes, attribution, drift, diff).
 	Plans store.PlanReader
 	Flows store.FlowReader // the data-flows page
@@ -74,15 +76,31 @@ type Readers struct {
 func ReadersOf(r store.Roles) Readers {
 	return Readers{Suites: r.SuiteReader, Traces: r.TraceReader, Overview: r.OverviewReader, Live: r.LiveReader,
 		Runs: r.RunComparer, Workers: r.WorkerReader, Segments: r.SegmentReader, Judgments: r.JudgmentReader, LiveJudgments: r.LiveJudgments,
-		Flows: r.FlowReader, Plans: r.PlanReader}
+		Reviews: r.ReviewReader, Flows: r.FlowReader, Plans: r.PlanReader}
 }
+
+// Writers are the store roles the UI writes through, resolved once where the
+// program is wired (WritersOf(store.NewRoles(st))) and handed over with
+// WithWriters. The pages are read-only: the review page's labels are the one
+// write, into their own table. Without Reviews the review page answers 501
+// naming store.ReviewWriter.
+type Writers struct {
+	Reviews store.ReviewWriter
+}
+
+// WritersOf picks the UI's write roles out of r.
+func WritersOf(r store.Roles) Writers { return Writers{Reviews: r.ReviewWriter} }
 
 // server holds what the handlers share; it is read-only after Register.
 type server struct {
-	read   Readers
-	cfg    Config
-	md     *markdown
-	static fs.FS
+	read  Readers
+	write Writers
+	cfg   Config
+	// reviewKey is the PII key reviewers' pseudonyms are made with
+	// (ingest.ReviewerID); tokenKey seals the review page's pair tokens.
+	reviewKey, tokenKey []byte
+	md                  *markdown
+	static              fs.FS
 	// suiteRunPage serves /suite-runs/{id}: suiteRun, or 501 without Runs.
 	suiteRunPage gin.HandlerFunc
 }
@@ -116,9 +134,14 @@ type server struct {
 //	                                 requests); 404 when absent or empty
 //	GET /compare/runs                two runs side by side; query: a, b (run ids)
 //	GET /compare/suite-runs          two suite runs case by case; query: a, b (suite run ids), pipeline, changed=1
+//	GET /review                      the next pair of the review sample to label, blinded; query: suite_run
+//	                                 (one suite run's pairs) or live=1 (live traffic's)
+//	POST /review/labels              store a label: JSON {"token": the page's pair token, "choice": "A"|"B"|"T"|"S"}
+//	POST /review/reviewer            remember the reviewer's name in a cookie: JSON {"name": "…"}
+//	GET /review/agreement            judge–human agreement (raw and Cohen's κ) per judge, set and segment
 //	GET /data-flows                  every party outside the platform that received data in a window, with what it
 //	                                 received and the retention that applies (store/dataflow); query: since (default 168h)
-//	GET /static/*file                the embedded stylesheet
+//	GET /static/*file                the embedded stylesheet and the review page's script
 //
 // An {id} may hold "/" (suite-case request ids such as "suite-…/gsm8k-test-0"),
 // sent as "%2F" or as "/": the id is the rest of the path. Every route answers
@@ -151,7 +174,8 @@ func Register(r gin.IRouter, rd Readers, cfg Config, opts ...Option) error {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	s := &server{read: rd, cfg: cfg, md: newMarkdown(), static: static}
+	s := &server{read: rd, write: o.writers, cfg: cfg, md: newMarkdown(), static: static}
+	s.setReviewKey(o.reviewKey)
 	traces := pageRole{"store.TraceReader", rd.Traces != nil}
 	runs := pageRole{"store.RunComparer", rd.Runs != nil}
 	s.suiteRunPage = s.needs("a suite run's cases", func(c *gin.Context) { s.suiteRun(c, pathID(c)) }, runs)
@@ -180,6 +204,7 @@ func Register(r gin.IRouter, rd Readers, cfg Config, opts ...Option) error {
 	get("/suite-runs/*id", s.suiteRunRoutes)
 	get("/compare/runs", s.needs("comparisons", s.compareRuns, runs))
 	get("/compare/suite-runs", s.needs("comparisons", s.compareSuiteRuns, runs))
+	s.registerReview(g, get)
 	get("/static/*file", s.staticFile)
 	return nil
 }
@@ -206,7 +231,20 @@ func (s *server) needs(what string, h gin.HandlerFunc, roles ...pageRole) gin.Ha
 type Option func(*options)
 
 type options struct {
-	log *slog.Logger
+	log       *slog.Logger
+	writers   Writers
+	reviewKey []byte
+}
+
+// WithWriters hands the UI its write roles (WritersOf): the review labels.
+func WithWriters(w Writers) Option { return func(o *options) { o.writers = w } }
+
+// WithReviewerKey sets the key reviewers' pseudonyms are made with: the
+// platform's PII key (ingest.LoadPIISecret), so one reviewer has one
+// pseudonym wherever the key is shared. Without it the review page answers
+// 501.
+func WithReviewerKey(key []byte) Option {
+	return func(o *options) { o.reviewKey = append([]byte(nil), key...) }
 }
 
 // WithLogger logs the cause of every 5xx page to l (default: not logged here, for
@@ -267,6 +305,11 @@ func (s *server) meta(title, nav string) pageMeta {
 
 // render writes comp as an HTML page with status, rendered with the request's context.
 func (s *server) render(c *gin.Context, status int, comp templ.Component) {
+	s.renderWith(c, status, comp, contentSecurityPolicy)
+}
+
+// renderWith is render with the Content-Security-Policy csp.
+func (s *server) renderWith(c *gin.Context, status int, comp templ.Component, csp string) {
 	var buf bytes.Buffer
 	if err := comp.Render(c.Request.Context(), &buf); err != nil {
 		_ = c.Error(fmt.Errorf("web: render %s: %w", c.FullPath(), err))
@@ -275,7 +318,7 @@ func (s *server) render(c *gin.Context, status int, comp templ.Component) {
 		return
 	}
 	h := c.Writer.Header()
-	h.Set("Content-Security-Policy", contentSecurityPolicy)
+	h.Set("Content-Security-Policy", csp)
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Referrer-Policy", "same-origin")
 	// NUL is no HTML character: text stored before NUL was replaced at the tap

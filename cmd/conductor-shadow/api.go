@@ -84,6 +84,7 @@ type api struct {
 	admission func() ingest.AdmissionSnapshot
 	forget    *forgetter          // POST /api/forget; nil in the tap role (no store)
 	segments  store.SegmentReader // POST /api/segment-mix; nil: 501
+	reviews   store.ReviewReader  // GET /api/review/export; nil: 501
 	// stopping ends when the server starts to stop: console statements still
 	// running are ended then, so they do not hold the drain.
 	stopping context.Context
@@ -96,6 +97,7 @@ func (a *api) register(r gin.IRouter) {
 	r.POST("/api/suite-runs", a.runSuite)
 	r.POST("/api/forget", a.forgetHandler)
 	r.POST("/api/segment-mix", a.segmentMix)
+	r.GET(reviewExportPath, a.reviewExport)
 	r.POST("/api/data-flows", a.flowsHandler)
 }
 

@@ -1,7 +1,8 @@
 // Command conductor-shadow is the shadow-evaluation platform for learned LLM
 // orchestrators: `serve` runs the tap, the shadow workers and the web UI; `replay`
 // sends recorded exchanges to a tap; `suite run` runs a regression set through the
-// incumbent and the candidates; `query` runs read-only SQL on the store.
+// incumbent and the candidates; `query` runs read-only SQL on the store; `review
+// export` writes the human-reviewed pairs as a labelled set.
 package main
 
 import (
@@ -60,7 +61,7 @@ func rootCmd(stdout, stderr io.Writer) *cobra.Command {
 	load := flags.Loader(log)
 	root.AddCommand(serveCmd(load, log), replayCmd(load, log), suiteCmd(load), queryCmd(load))
 	root.AddCommand(setCmd(load), exportCmd(load), shiftCmd(load))
-	root.AddCommand(forgetCmd(load), dataFlowsCmd(load))
+	root.AddCommand(forgetCmd(load), reviewCmd(load), dataFlowsCmd(load))
 	root.AddCommand(gradeCmd(load), planCmd())
 	root.AddCommand(powerCmd(), validityCmd())
 	return root

@@ -114,7 +114,7 @@ func (s *server) build(ctx context.Context, tp trace.TracerProvider) error {
 		}
 	}
 	if s.st != nil {
-		if err := s.addWeb(); err != nil {
+		if err := s.addWeb(pii.Key); err != nil {
 			return err
 		}
 	}
@@ -350,6 +350,7 @@ func (s *server) addAPI(role string, piiKey []byte) {
 		a.suites = s.suites
 		a.forget = newForgetter(s.roles.SubjectEraser, piiKey, forgetSweepAfter(s.cfg.Writer))
 		a.segments = s.roles.SegmentReader
+		a.reviews = s.roles.ReviewReader
 		a.flows = s.flowRec
 		s.suites.flows = s.flowRec
 	}
@@ -432,8 +433,10 @@ func (s *server) addProxy() error {
 }
 
 // addWeb adds the UI with its own credentials; beyond loopback the API token
-// (required at Start) also opens it, as the basic-auth password.
-func (s *server) addWeb() error {
+// (required at Start) also opens it, as the basic-auth password. Its one
+// write, the review page's labels, goes through the store's ReviewWriter;
+// reviewers are pseudonymized with the PII key.
+func (s *server) addWeb(piiKey []byte) error {
 	webAuth := s.cfg.Web.ResolveAuth(os.Getenv)
 	if webAuth.Token == "" && !web.IsLoopback(s.cfg.Server.Addr) {
 		webAuth.Token = s.token
@@ -453,9 +456,9 @@ func (s *server) addWeb() error {
 		webCfg.GatePolicy = &p
 	}
 	webCfg.DataFlows = s.flowRec.settings
-	readers := web.ReadersOf(s.roles)
+	readers, writers := web.ReadersOf(s.roles), web.WritersOf(s.roles)
 	s.add("web", routes(func(h *host) error {
-		return web.Register(h.router.Group("/", webAuth.Middleware()), readers, webCfg)
+		return web.Register(h.router.Group("/", webAuth.Middleware()), readers, webCfg, web.WithWriters(writers), web.WithReviewerKey(piiKey))
 	}))
 	return nil
 }

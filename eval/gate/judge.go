@@ -16,6 +16,9 @@ import (
 //	  max_error_share: 0.1           # either arm's share of cases the grader could not judge
 //	  max_canary_failures: 0         # canaries (identical, padded, label swap) a judge may fail
 //	  same_family: warn              # a judge of the incumbent's or the candidate's model family: warn | refuse
+//	  min_judge_kappa: 0.6           # pairwise: floor of the lower confidence bound of the judge's κ with human reviewers
+//	  min_reviews: 50                # reviewed pairs before κ is checked; fewer: "not validated by human review"
+//	  require_review: false          # true: a judge with fewer than min_reviews reviewed pairs makes the verdict INCONCLUSIVE
 type JudgePolicy struct {
 	// MinPositionConsistency (0..1) is the floor of the judge's position
 	// consistency on the pairs it judged in both orders (figure.
@@ -37,6 +40,20 @@ type JudgePolicy struct {
 	// when empty) a warning in the gate table; SameFamilyRefuse an
 	// INCONCLUSIVE verdict.
 	SameFamily string `yaml:"same_family" json:"same_family,omitempty"`
+	// MinJudgeKappa (−1..1) is the floor of a pairwise judge's agreement with
+	// human reviewers: the lower bound of Cohen's κ's interval at the
+	// policy's confidence (stats.CohenKappa) must reach it, so a small review
+	// sample cannot pass a bad judge; below it the verdict is INCONCLUSIVE,
+	// naming the judge, κ and its interval. Nil means DefaultMinJudgeKappa;
+	// −1 turns the rule off.
+	MinJudgeKappa *float64 `yaml:"min_judge_kappa" json:"min_judge_kappa,omitempty"`
+	// MinReviews (≥ 1) is how many of the judge's pairs humans must have
+	// reviewed before its κ is checked; with fewer the report says the judge
+	// is "not validated by human review". Nil means DefaultMinReviews.
+	MinReviews *int `yaml:"min_reviews" json:"min_reviews,omitempty"`
+	// RequireReview makes a verdict resting on a pairwise judge with fewer
+	// than MinReviews reviewed pairs INCONCLUSIVE (default false: a warning).
+	RequireReview bool `yaml:"require_review" json:"require_review,omitempty"`
 }
 
 // Defaults of JudgePolicy.
@@ -47,6 +64,17 @@ const (
 	DefaultMinPositionConsistency = 0.8
 	DefaultMaxJudgeErrorShare     = 0.1
 	DefaultMaxCanaryFailures      = 0
+	// DefaultMinJudgeKappa: κ of at least 0.6 at the lower confidence bound,
+	// the top of Landis & Koch's (1977) "moderate" band. κ never exceeds the
+	// raw agreement ((p_o − p_e)/(1 − p_e) ≤ p_o), so no judge that agrees
+	// with the reviewers on 60% of the pairs or less can pass, whatever the
+	// mix of labels. This is strict: on MT-Bench with ties, GPT-4 agreed with
+	// experts on 66% of the pairs and experts with each other on 63% (Zheng
+	// et al. 2023, MT-Bench agreement, the setup with ties).
+	DefaultMinJudgeKappa = 0.6
+	// DefaultMinReviews: 50 reviewed pairs put the interval of a good judge's
+	// κ (about 0.8) at roughly ±0.15, so it can clear the floor.
+	DefaultMinReviews = 50
 )
 
 // Same-family rules (JudgePolicy.SameFamily).
@@ -61,6 +89,7 @@ const (
 	GatePositionConsistency = "position_consistency"
 	GateCanaries            = "canaries"
 	GateJudgeFamily         = "judge_family"
+	GateHumanReview         = "human_review"
 )
 
 // JudgeRules are a policy's judge rules with the defaults filled in.
@@ -69,12 +98,15 @@ type JudgeRules struct {
 	MaxErrorShare          float64
 	MaxCanaryFailures      int
 	SameFamily             string
+	MinJudgeKappa          float64
+	MinReviews             int
+	RequireReview          bool
 }
 
 // JudgeRules returns p's judge rules, each unset one at its default.
 func (p Policy) JudgeRules() JudgeRules {
 	r := JudgeRules{MinPositionConsistency: DefaultMinPositionConsistency, MaxErrorShare: DefaultMaxJudgeErrorShare,
-		MaxCanaryFailures: DefaultMaxCanaryFailures, SameFamily: SameFamilyWarn}
+		MaxCanaryFailures: DefaultMaxCanaryFailures, SameFamily: SameFamilyWarn, MinJudgeKappa: DefaultMinJudgeKappa, MinReviews: DefaultMinReviews}
 	if j := p.Judge; j != nil {
 		if j.MinPositionConsistency != nil {
 			r.MinPositionConsistency = *j.MinPositionConsistency
@@ -88,6 +120,13 @@ func (p Policy) JudgeRules() JudgeRules {
 		if j.SameFamily != "" {
 			r.SameFamily = j.SameFamily
 		}
+		if j.MinJudgeKappa != nil {
+			r.MinJudgeKappa = *j.MinJudgeKappa
+		}
+		if j.MinReviews != nil {
+			r.MinReviews = *j.MinReviews
+		}
+		r.RequireReview = j.RequireReview
 	}
 	return r
 }
@@ -106,6 +145,12 @@ func (j *JudgePolicy) validate() []error {
 	}
 	if v := j.MaxCanaryFailures; v != nil && *v < 0 {
 		errs = append(errs, fmt.Errorf("judge.max_canary_failures must be >= 0, got %d", *v))
+	}
+	if v := j.MinJudgeKappa; v != nil && (*v < -1 || *v > 1) {
+		errs = append(errs, fmt.Errorf("judge.min_judge_kappa must be in [-1, 1], got %g", *v))
+	}
+	if v := j.MinReviews; v != nil && *v < 1 {
+		errs = append(errs, fmt.Errorf("judge.min_reviews must be >= 1, got %d", *v))
 	}
 	switch j.SameFamily {
 	case "", SameFamilyWarn, SameFamilyRefuse:
@@ -155,6 +200,23 @@ type JudgeEvidence struct {
 	// each pipeline of that family, e.g. "incumbent single:gpt-5 (gpt-5)".
 	Family     string
 	SameFamily []string
+	// Review is the judge's agreement with human reviewers (pairwise judges).
+	Review ReviewEvidence
+}
+
+// ReviewEvidence is a pairwise judge's agreement with human reviewers over
+// every pair of its real judgments humans reviewed (eval.AgreementOf).
+type ReviewEvidence struct {
+	// Pairs is how many distinct judged pairs humans labelled (skips apart),
+	// Reviews the labels (a pair may have several reviewers).
+	Pairs, Reviews int
+	// Agreement is the share (weighted by 1/inclusion probability) of labels
+	// equal to the judge's outcome; Kappa Cohen's κ with its interval at the
+	// policy's confidence, nil when there is none (no review, or κ
+	// undefined: Note says why).
+	Agreement float64
+	Kappa     *stats.Kappa
+	Note      string
 }
 
 // PositionConsistency is Consistent / Judged (figure.PositionConsistency).
@@ -178,7 +240,11 @@ func (ev JudgeEvidence) PositionConsistency() float64 {
 //     agree is below min_position_consistency;
 //   - canaries: the judge failed more than max_canary_failures, or none ran;
 //   - judge_family: the judge shares a model family with the incumbent or
-//     the candidate and same_family is refuse (warn: PASS with a warning).
+//     the candidate and same_family is refuse (warn: PASS with a warning);
+//   - human_review (pairwise): with at least min_reviews reviewed pairs, the
+//     lower bound of the judge's κ with human reviewers is below
+//     min_judge_kappa; with fewer, the judge is "not validated by human
+//     review" — a PASS row saying so, INCONCLUSIVE when require_review.
 //
 // withheld lists the INCONCLUSIVE rows' reasons: the verdict is then
 // INCONCLUSIVE whatever the other gates say (Verdict.WithholdForJudge).
@@ -238,7 +304,52 @@ func CheckJudge(p Policy, ev JudgeEvidence) (rows []Result, withheld []string) {
 			ev.Judge, ev.Family, strings.Join(ev.SameFamily, ", "))
 	}
 	add(r)
+	if ev.Pairwise {
+		add(HumanReviewRow(p, ev.Judge, ev.Review))
+	}
 	return rows, withheld
+}
+
+// HumanReviewRow is the human_review row of pairwise judge (named as in
+// JudgeEvidence.Judge) under p's rules: with at least judge.min_reviews
+// reviewed pairs and a κ, PASS when the lower bound of κ's interval reaches
+// judge.min_judge_kappa, else INCONCLUSIVE; with fewer, PASS saying the
+// judge is not validated by human review, INCONCLUSIVE when
+// judge.require_review. Figure is κ, Interval its interval, Threshold the
+// floor. CheckJudge adds it for pairwise judges; the agreement page shows
+// it per judge.
+func HumanReviewRow(p Policy, judge string, rev ReviewEvidence) Result {
+	rules := p.JudgeRules()
+	r := Result{Gate: GateHumanReview, Threshold: rules.MinJudgeKappa, Status: Pass}
+	figures := ""
+	if k := rev.Kappa; k != nil {
+		r.Figure, r.Interval = k.Kappa, &stats.Interval{Low: k.Interval.Low, High: k.Interval.High}
+		figures = fmt.Sprintf("Cohen's κ with human reviewers %.2f (%.0f%% CI %.2f to %.2f, large-sample SE of Fleiss, Cohen & Everitt 1969), raw agreement %.2f, over %d reviewed pairs (%d labels)",
+			k.Kappa, 100*k.Confidence, k.Interval.Low, k.Interval.High, rev.Agreement, rev.Pairs, rev.Reviews)
+	}
+	if rev.Pairs < rules.MinReviews || rev.Kappa == nil {
+		s := fmt.Sprintf("judge %s is not validated by human review: %d reviewed pairs, judge.min_reviews %d", judge, rev.Pairs, rules.MinReviews)
+		if figures != "" {
+			s += "; so far " + figures
+		}
+		if rev.Note != "" {
+			s += "; " + rev.Note
+		}
+		if rules.RequireReview {
+			r.Status, r.Reason = Inconclusive, s+"; the policy requires review (judge.require_review: true); no verdict"
+		} else {
+			r.Reason = s + " (label pairs on the review page; judge.require_review: true makes this INCONCLUSIVE)"
+		}
+		return r
+	}
+	if k := rev.Kappa; k.Interval.Low < rules.MinJudgeKappa {
+		r.Status = Inconclusive
+		r.Reason = fmt.Sprintf("judge %s: %s; the lower bound %.2f < %.2f (judge.min_judge_kappa): the judge does not agree with human reviewers well enough; no verdict",
+			judge, figures, k.Interval.Low, rules.MinJudgeKappa)
+		return r
+	}
+	r.Reason = fmt.Sprintf("judge %s: %s; the lower bound %.2f ≥ %.2f (judge.min_judge_kappa)", judge, figures, rev.Kappa.Interval.Low, rules.MinJudgeKappa)
+	return r
 }
 
 // judgeErrors is the judge-error row: each arm's share against the limit and

@@ -20,7 +20,8 @@ func TestLoadPolicies(t *testing.T) {
 				p.LookSpending() != "obrien-fleming" || p.Looks.MaxCases != 2000 {
 				t.Errorf("decoded %+v", p)
 			}
-			if r := p.JudgeRules(); r != (JudgeRules{MinPositionConsistency: 0.85, MaxErrorShare: 0.05, MaxCanaryFailures: 1, SameFamily: SameFamilyRefuse}) {
+			if r := p.JudgeRules(); r != (JudgeRules{MinPositionConsistency: 0.85, MaxErrorShare: 0.05, MaxCanaryFailures: 1, SameFamily: SameFamilyRefuse,
+				MinJudgeKappa: 0.7, MinReviews: 100, RequireReview: true}) {
 				t.Errorf("judge rules %+v", r)
 			}
 		}},
@@ -39,7 +40,8 @@ func TestLoadPolicies(t *testing.T) {
 		{file: "bad-segment-margin-range.bad.yaml", wantErr: []string{"segments.margin_points must be in [0, 100), got 150"}},
 		{file: "judge-defaults.good.yaml", check: func(t *testing.T, p Policy) {
 			if r := p.JudgeRules(); r != (JudgeRules{MinPositionConsistency: DefaultMinPositionConsistency, MaxErrorShare: DefaultMaxJudgeErrorShare,
-				MaxCanaryFailures: 0, SameFamily: SameFamilyWarn}) || DefaultMinPositionConsistency != 0.8 {
+				MaxCanaryFailures: 0, SameFamily: SameFamilyWarn, MinJudgeKappa: DefaultMinJudgeKappa, MinReviews: DefaultMinReviews}) ||
+				DefaultMinPositionConsistency != 0.8 || DefaultMinJudgeKappa != 0.6 || DefaultMinReviews != 50 {
 				t.Errorf("judge rules %+v", r)
 			}
 			if r := NewDefaultPolicy().JudgeRules(); r.MinPositionConsistency != 0.8 || r.MaxErrorShare != 0.1 {
@@ -48,7 +50,8 @@ func TestLoadPolicies(t *testing.T) {
 		}},
 		{file: "bad-judge.bad.yaml", wantErr: []string{"judge.min_position_consistency must be in [0, 1], got 1.2",
 			"judge.max_error_share must be in [0, 1], got -0.5", "judge.max_canary_failures must be >= 0, got -1",
-			`judge.same_family must be warn or refuse, got "ignore"`}},
+			`judge.same_family must be warn or refuse, got "ignore"`, "judge.min_judge_kappa must be in [-1, 1], got 1.5",
+			"judge.min_reviews must be >= 1, got 0"}},
 		{file: "quality-only.good.yaml", check: func(t *testing.T, p Policy) {
 			if p.Confidence != 0.95 || p.Cost != nil || p.Quality.MarginPoints != 2.5 || p.TruncationRule() != TruncationFail ||
 				p.RunErrorShare() != DefaultMaxRunErrorShare || p.LookSpending() != "pocock" {

@@ -8,7 +8,8 @@
 // and sample sizes of the three-way quality rule (Operating, Plan,
 // DetectableDrop); group-sequential boundaries (Boundaries); and the
 // anytime-valid tests: Sequential, BettingCS, CostRatioSequence,
-// QuantileRatioSequence.
+// QuantileRatioSequence; and Cohen's κ of a judge against human reviewers
+// (CohenKappa).
 //
 // Every function is pure and deterministic for a given seed.
 package stats

@@ -463,6 +463,30 @@ ALTER TABLE `shadow`.judgments ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXI
 
 ALTER TABLE `shadow`.judgments_local ON CLUSTER `shadow_cluster` ADD INDEX IF NOT EXISTS idx_judged_at judged_at TYPE minmax GRANULARITY 1;
 
+-- migration 0210_reviews
+
+CREATE TABLE IF NOT EXISTS `shadow`.reviews_local ON CLUSTER `shadow_cluster`
+(
+    request_id       String,
+    pipeline         LowCardinality(String),
+    candidate_run_id String,
+    incumbent_run_id String,
+    suite_run_id     String,
+    reviewer         String,
+    shown_first      LowCardinality(String),
+    choice           LowCardinality(String),
+    label            LowCardinality(String),
+    inclusion_prob   Float64,
+    sample_share     Float64,
+    reviewed_at      DateTime64(3, 'UTC'),
+    inserted_at      DateTime64(6, 'UTC') DEFAULT now64(6)
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/shadow/reviews_local', '{replica}', inserted_at)
+ORDER BY (request_id, pipeline, candidate_run_id, reviewer);
+
+CREATE TABLE IF NOT EXISTS `shadow`.reviews ON CLUSTER `shadow_cluster` AS `shadow`.reviews_local
+ENGINE = Distributed('shadow_cluster', 'shadow', 'reviews_local', cityHash64(request_id));
+
 -- migration 0220_live_sequences
 
 CREATE TABLE IF NOT EXISTS `shadow`.live_sequences_local ON CLUSTER `shadow_cluster`
@@ -682,6 +706,8 @@ ALTER TABLE `shadow`.`scores_local` ON CLUSTER `shadow_cluster` MODIFY SETTING o
 
 ALTER TABLE `shadow`.`judgments_local` ON CLUSTER `shadow_cluster` MODIFY SETTING old_parts_lifetime = 1;
 
+ALTER TABLE `shadow`.`reviews_local` ON CLUSTER `shadow_cluster` MODIFY SETTING old_parts_lifetime = 1;
+
 ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` MODIFY SETTING old_parts_lifetime = 1;
 
 ALTER TABLE `shadow`.`runs_local` ON CLUSTER `shadow_cluster` MODIFY SETTING old_parts_lifetime = 1;
@@ -699,6 +725,8 @@ INSERT INTO `shadow`.forget_keys (erasure_id, kind, id) SETTINGS insert_distribu
 ALTER TABLE `shadow`.`scores_local` ON CLUSTER `shadow_cluster` DELETE WHERE request_id IN (SELECT id FROM `shadow`.forget_keys WHERE erasure_id = 'e-0f1e2d3c' AND kind = 'request') SETTINGS mutations_sync = 2, allow_nondeterministic_mutations = 1;
 
 ALTER TABLE `shadow`.`judgments_local` ON CLUSTER `shadow_cluster` DELETE WHERE request_id IN (SELECT id FROM `shadow`.forget_keys WHERE erasure_id = 'e-0f1e2d3c' AND kind = 'request') SETTINGS mutations_sync = 2, allow_nondeterministic_mutations = 1;
+
+ALTER TABLE `shadow`.`reviews_local` ON CLUSTER `shadow_cluster` DELETE WHERE request_id IN (SELECT id FROM `shadow`.forget_keys WHERE erasure_id = 'e-0f1e2d3c' AND kind = 'request') SETTINGS mutations_sync = 2, allow_nondeterministic_mutations = 1;
 
 ALTER TABLE `shadow`.`steps_local` ON CLUSTER `shadow_cluster` DELETE WHERE run_id IN (SELECT id FROM `shadow`.forget_keys WHERE erasure_id = 'e-0f1e2d3c' AND kind = 'run') SETTINGS mutations_sync = 2, allow_nondeterministic_mutations = 1;
 

@@ -2,7 +2,8 @@
 // verdict rests on: each is a shadow.Caller answering the real prompts of
 // eval/judge (read back with judge.ReadPairPrompt and ReadRubricPrompt) by a
 // fixed rule — always "A", always "B", the answer shown first, a coin flip,
-// the longer answer, or an honest reading of the answers' quality markers —
+// the longer answer, an honest reading of the answers' quality markers, or
+// one honest on a given share of the pairs only —
 // so suites run through the product's own code path (eval.RunSuite,
 // judge.Graders) with a judge whose bias is known. Pipeline is a candidate
 // or incumbent whose answers carry those markers.
@@ -10,6 +11,8 @@ package judgetest
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"regexp"
@@ -139,6 +142,66 @@ func Honest() *Judge {
 			return "Judged by its quality.\nSCORE: " + strconv.Itoa(max(lo, min(hi, int(Quality(answer)))))
 		},
 	}
+}
+
+// Agrees is a judge that agrees with the truth — the answers' quality
+// markers, which is what simulated reviewers read — on share (0..1) of the
+// pairs and is otherwise wrong in a way no other check sees. Which pairs, and
+// which wrong verdict (the lower answer wins, or a tie; on equal answers one
+// of them wins), follow from a hash of seed and the case the answers name, so the
+// verdict is about the answers, never their positions or labels: the same in
+// both orders (position consistency 1) and under swapped labels.
+// Identical answers and an answer against its own padded copy get the honest
+// verdict, so every canary passes. Rubric prompts are scored honestly.
+func Agrees(share float64, seed uint64) *Judge {
+	j := Honest()
+	j.Pair = func(p judge.ShownPair, _ *rand.Rand) string {
+		a, b := p.First, p.Second
+		if a == b || strings.Contains(a, b) || strings.Contains(b, a) {
+			return "WINNER: " + pick(p, Quality(a), Quality(b))
+		}
+		// In content terms: lo and hi are the answers in text order; the
+		// truth is the higher quality winning, or a tie.
+		lo, hi := min(a, b), max(a, b)
+		outcomes := []string{lo, hi, ""} // lo wins, hi wins, tie
+		truth := ""
+		switch qa, qb := Quality(lo), Quality(hi); {
+		case qa > qb:
+			truth = lo
+		case qb > qa:
+			truth = hi
+		}
+		sum := sha256.Sum256(fmt.Appendf(nil, "%d/%s", seed, caseOf(a)))
+		u := binary.BigEndian.Uint64(sum[:8])
+		verdict := truth
+		if float64(u>>11)/(1<<53) >= share {
+			var wrong []string
+			for _, o := range outcomes {
+				if o != truth {
+					wrong = append(wrong, o)
+				}
+			}
+			verdict = wrong[u&1]
+		}
+		switch verdict {
+		case "":
+			return "WINNER: TIE"
+		case a:
+			return "WINNER: " + p.Labels.First
+		}
+		return "WINNER: " + p.Labels.Second
+	}
+	return j
+}
+
+var caseRe = regexp.MustCompile(`Answer to (\S+) \(`)
+
+// caseOf is the case id an Answer names ("" for another text).
+func caseOf(answer string) string {
+	if m := caseRe.FindStringSubmatch(answer); m != nil {
+		return m[1]
+	}
+	return ""
 }
 
 // pick is the label of the higher of a (first) and b (second), TIE when equal.
