@@ -104,11 +104,13 @@ type Console interface {
 }
 
 // OverviewReader computes the overview: counts, per-pipeline totals and
-// series (OverviewAnalytics) and the agreement sequence live verdicts are
-// computed from (LiveAgreement).
+// series (OverviewAnalytics), the agreement sequence live verdicts are
+// computed from (LiveAgreement) and where the stored traffic is in time, which
+// the default window follows (TrafficClock).
 type OverviewReader interface {
 	OverviewAnalytics
 	LiveAgreement
+	TrafficClock
 }
 
 // SubjectEraser (forget.go) is the role of `forget` and POST /api/forget;
