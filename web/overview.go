@@ -93,6 +93,27 @@ func parseOverviewQuery(v url.Values, now time.Time) (overviewQuery, error) {
 	return q, nil
 }
 
+// defaultWindow reports whether the URL leaves both window bounds to the
+// default.
+func defaultWindow(v url.Values) bool {
+	return strings.TrimSpace(v.Get("from")) == "" && strings.TrimSpace(v.Get("to")) == ""
+}
+
+// followData moves the default window back to the data: when the newest
+// stored traffic request was received before the window's start (replayed or
+// recorded traffic keeps its recorded time, so the last 24 h hold none of
+// it), the window starts 24 h before that request and still ends now, so it
+// holds the newest day of traffic, its incumbent runs (started when the
+// request was received) and the shadow runs started on it since. It returns
+// the window and newest when it moved it, else q and the zero time.
+func followData(q overviewQuery, newest time.Time) (overviewQuery, time.Time) {
+	if newest.IsZero() || !newest.Before(q.From) {
+		return q, time.Time{}
+	}
+	q.From = newest.UTC().Truncate(time.Minute).Add(time.Minute - defaultOverviewWindow)
+	return q, newest
+}
+
 // bucketFor picks the narrowest bucket giving at most maxOverviewBuckets over span.
 func bucketFor(span time.Duration) int {
 	for _, b := range bucketChoices {
@@ -111,6 +132,9 @@ type pipelineRow struct {
 	Live         *gate.LiveVerdict // the running verdict on the window's live pairs (eval.LiveVerdicts), nil without pairs
 	SeriesClass  string            // colour class of its chart lines
 	AgreementPct string            // "87.5%" or "—"
+	// CostRatio and P95Ratio are the candidate's cost per request and p95
+	// divided by the production incumbent's ("0.62×"), "" for the incumbent.
+	CostRatio, P95Ratio string
 }
 
 // suiteVerdict is the latest verdict on a candidate.
@@ -122,6 +146,12 @@ type suiteVerdict struct {
 	// WorseOn lists the segments where that run found the candidate
 	// significantly worse after Holm's correction (eval.SignificantSegments).
 	WorseOn []string
+	// Baseline is that suite's incumbent pipeline (the suite baseline, not
+	// necessarily the production incumbent).
+	Baseline string
+	// Comparison is the candidate's paired comparison and gate verdict in
+	// that run's report, nil when the report is unreadable.
+	Comparison *eval.CandidateComparison
 }
 
 // fmtProgress renders a 0..1 progress as "37%".
@@ -174,6 +204,15 @@ type overviewView struct {
 	Live *eval.LiveSection
 	// LiveJudges is each live judge's record on the window's live judgments.
 	LiveJudges liveJudgesView
+	// Incumbent is the production incumbent's totals, nil without its runs.
+	Incumbent *store.PipelinePoint
+	// Cutover answers "can we cut over?" per candidate.
+	Cutover []cutoverRow
+	// Suite is the newest finished suite run, nil without one.
+	Suite *latestSuite
+	// Followed is the newest stored traffic's receive time when the default
+	// window was moved back to it (no traffic in the last 24 h), else zero.
+	Followed time.Time
 }
 
 // newLineChart draws series of (bucket, value) per pipeline across [from, to).
@@ -246,10 +285,12 @@ func latestVerdicts(runs []store.SuiteRun) map[string]*suiteVerdict {
 		}
 		for _, c := range r.Candidates {
 			if _, ok := out[c]; !ok {
-				sv := &suiteVerdict{SuiteRunID: r.SuiteRunID, Verdict: r.Verdict, Headline: r.Headline, StartedAt: r.StartedAt}
-				for _, cc := range rep.Comparisons {
+				sv := &suiteVerdict{SuiteRunID: r.SuiteRunID, Verdict: r.Verdict, Headline: r.Headline, StartedAt: r.StartedAt,
+					Baseline: r.Incumbent}
+				for i, cc := range rep.Comparisons {
 					if cc.Candidate == c {
 						sv.WorseOn, _ = eval.SignificantSegments(cc.Comparison)
+						sv.Comparison = &rep.Comparisons[i]
 					}
 				}
 				out[c] = sv
@@ -278,9 +319,19 @@ func newOverviewView(meta pageMeta, q overviewQuery, bucket int, ov store.Overvi
 			running[live.Verdicts[i].Candidate] = &live.Verdicts[i]
 		}
 	}
+	v.Incumbent = productionIncumbent(ov.Totals)
+	v.Suite = newestSuite(suiteRuns)
 	for _, p := range ov.Totals {
 		row := pipelineRow{Total: p, SeriesClass: classes[p.Pipeline], AgreementPct: "—"}
 		if p.Mode == store.ModeCandidate {
+			v.Cutover = append(v.Cutover, newCutoverRow(p, v.Incumbent, agree[p.Pipeline], verdicts[p.Pipeline], running[p.Pipeline]))
+			if v.Incumbent != nil {
+				row.CostRatio = fmtRatio(p.CostPerRequestUSD, v.Incumbent.CostPerRequestUSD)
+				row.P95Ratio = "—"
+				if p.P95Ms > 0 {
+					row.P95Ratio = fmtRatio(p.P95Ms, v.Incumbent.P95Ms)
+				}
+			}
 			if a := agree[p.Pipeline]; a != nil && a.Pairs > 0 {
 				row.Agreement = a
 				row.AgreementPct = strconv.FormatFloat(100*float64(a.Agree)/float64(a.Pairs), 'f', 1, 64) + "%"
@@ -306,13 +357,23 @@ func newOverviewView(meta pageMeta, q overviewQuery, bucket int, ov store.Overvi
 
 // overview serves GET /overview.
 func (s *server) overview(c *gin.Context) {
-	q, err := parseOverviewQuery(c.Request.URL.Query(), time.Now())
+	now := time.Now()
+	q, err := parseOverviewQuery(c.Request.URL.Query(), now)
 	if err != nil {
 		s.fail(c, http.StatusBadRequest, "Bad query: "+err.Error()+".", nil)
 		return
 	}
 	meta := s.meta("Overview", navOverview)
 	an, sr := s.read.Overview, s.read.Suites
+	var followed time.Time
+	if defaultWindow(c.Request.URL.Query()) {
+		newest, err := an.NewestTraffic(c.Request.Context(), q.App)
+		if err != nil {
+			s.storeFailed(c, "newest traffic", "", fmt.Errorf("web: overview: %w", err))
+			return
+		}
+		q, followed = followData(q, newest) // the page says when the window moved
+	}
 	bucket := bucketFor(q.To.Sub(q.From))
 	ov, err := an.Overview(c.Request.Context(), store.OverviewQuery{App: q.App, From: q.From, To: q.To, BucketSeconds: bucket, Segments: q.Seg})
 	if err != nil {
@@ -334,6 +395,7 @@ func (s *server) overview(c *gin.Context) {
 		return
 	}
 	v := newOverviewView(meta, q, bucket, ov, runs, live)
+	v.Followed = followed
 	v.ThisURL = s.urls().overviewWith(q)
 	v.LiveJudges = s.liveJudgesOf(c, q.From, q.To)
 	s.render(c, http.StatusOK, overviewPage(v))
