@@ -134,6 +134,8 @@ func TestMainJobEndToEnd(t *testing.T) {
 		}
 	}
 
+	checkOverviewScreen(t, "http://"+addr)
+
 	cancel()
 	select {
 	case err := <-serveDone:
