@@ -106,11 +106,13 @@ type Console interface {
 // OverviewReader computes the overview: counts, per-pipeline totals and
 // series (OverviewAnalytics), the agreement sequence live verdicts are
 // computed from (LiveAgreement) and where the stored traffic is in time, which
-// the default window follows (TrafficClock).
+// the default window follows (TrafficClock) and its histogram and coverage
+// charts (OverviewChartReader).
 type OverviewReader interface {
 	OverviewAnalytics
 	LiveAgreement
 	TrafficClock
+	OverviewChartReader
 }
 
 // SubjectEraser (forget.go) is the role of `forget` and POST /api/forget;

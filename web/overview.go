@@ -27,7 +27,7 @@ const (
 	chartW     = 560.0
 	chartH     = 200.0
 	chartPadL  = 64.0 // room for the y labels
-	chartPadR  = 12.0
+	chartPadR  = 40.0 // room for the last x label, centred on the right edge
 	chartPadT  = 10.0
 	chartPadB  = 26.0 // room for the x labels
 	maxSeries  = 8    // series-0..7 colour classes in style.css
@@ -198,6 +198,11 @@ type overviewView struct {
 	Rows      []pipelineRow
 	CostChart lineChart
 	LatChart  lineChart
+	// Histogram, SegChart and CoverageChart are the latency histogram
+	// (production incumbent beside each candidate), quality by segment and
+	// coverage over time.
+	Histogram, SegChart barChart
+	CoverageChart       lineChart
 	ThisURL   string // deep link of this exact window
 	// Live holds the running verdicts on the window's live pairs, per
 	// candidate and per segment (eval.LiveVerdicts); nil without a store read.
@@ -232,9 +237,7 @@ func newLineChart(id, title, unit string, from, to time.Time, classes map[string
 			maxY = max(maxY, l.value(p))
 		}
 	}
-	if maxY <= 0 {
-		maxY = 1
-	}
+	maxY = niceCeil(maxY)
 	x := func(t time.Time) float64 { return chartPadL + plotW*max(0, min(1, t.Sub(from).Seconds()/span)) }
 	y := func(v float64) float64 { return chartPadT + plotH*(1-v/maxY) }
 	byPipe := map[string][]store.PipelinePoint{}
@@ -265,7 +268,7 @@ func newLineChart(id, title, unit string, from, to time.Time, classes map[string
 		v := maxY * float64(k) / chartTicks
 		c.YTicks = append(c.YTicks, chartTick{Pos: y(v), Label: fmtY(v)})
 		t := from.Add(time.Duration(float64(to.Sub(from)) * float64(k) / chartTicks))
-		c.XTicks = append(c.XTicks, chartTick{Pos: x(t), Label: t.UTC().Format("01-02 15:04")})
+		c.XTicks = append(c.XTicks, chartTick{Pos: x(t), Label: fmtTickTime(t, to.Sub(from))})
 	}
 	return c
 }
@@ -347,12 +350,24 @@ func newOverviewView(meta pageMeta, q overviewQuery, bucket int, ov store.Overvi
 		dashed bool
 	}
 	v.CostChart = newLineChart("cost-chart", "Cost per request", "USD", q.From, q.To, classes, ov.Series,
-		[]line{{"", func(p store.PipelinePoint) float64 { return p.CostPerRequestUSD }, false}}, fmtUSD)
+		[]line{{"", func(p store.PipelinePoint) float64 { return p.CostPerRequestUSD }, false}}, fmtTickUSD)
 	v.LatChart = newLineChart("latency-chart", "Latency p50 (solid) and p95 (dashed)", "ms", q.From, q.To, classes, ov.Series,
 		[]line{{" p50", func(p store.PipelinePoint) float64 { return p.P50Ms }, false},
 			{" p95", func(p store.PipelinePoint) float64 { return p.P95Ms }, true}},
-		func(v float64) string { return fmtMs(v) + " ms" })
+		fmtTickMs)
 	return v
+}
+
+// addCharts draws the latency histogram, quality by segment and coverage
+// over time with the pipelines' colours of the other charts.
+func (v *overviewView) addCharts(oc store.OverviewCharts) {
+	classes := map[string]string{}
+	for _, r := range v.Rows {
+		classes[r.Total.Pipeline] = r.SeriesClass
+	}
+	v.Histogram = newLatencyHistogram(oc.Latency, classes)
+	v.SegChart = newSegmentQuality(v.Live, classes)
+	v.CoverageChart = coverageLine(v.Query.From, v.Query.To, oc.Coverage)
 }
 
 // overview serves GET /overview.
@@ -394,8 +409,14 @@ func (s *server) overview(c *gin.Context) {
 		s.storeFailed(c, "agreement sequence", "", fmt.Errorf("web: overview: %w", err))
 		return
 	}
+	charts, err := an.OverviewCharts(c.Request.Context(), store.OverviewQuery{App: q.App, From: q.From, To: q.To, BucketSeconds: bucket, Segments: q.Seg})
+	if err != nil {
+		s.storeFailed(c, "overview charts", "", fmt.Errorf("web: overview: %w", err))
+		return
+	}
 	v := newOverviewView(meta, q, bucket, ov, runs, live)
 	v.Followed = followed
+	v.addCharts(charts)
 	v.ThisURL = s.urls().overviewWith(q)
 	v.LiveJudges = s.liveJudgesOf(c, q.From, q.To)
 	s.render(c, http.StatusOK, overviewPage(v))

@@ -93,6 +93,28 @@ func checkOverviewScreen(t *testing.T, base string) {
 		t.Fatal(err)
 	}
 	t.Logf("overview screenshot: %s (%d bytes)", path, len(png))
+	// The charts, scrolled into view, as a second artifact for the reviewer.
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => { const e = document.querySelector('[data-testid="overview-charts"]'); if (e) e.scrollIntoView(); return !!e; })()`)); err == nil {
+		if shot, err := chromedp.Run(ctx, chromedp.CaptureScreenshot()); err == nil {
+			_ = os.WriteFile(filepath.Join(dir, "overview-after-replay-charts.png"), shot, 0o644)
+		}
+		_, _ = chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => { window.scrollTo(0, 0); return true; })()`))
+	}
+	// The charts below the table: each draws something.
+	for sel, what := range map[string]string{
+		`[data-testid="latency-histogram"] rect`: "latency histogram bars",
+		`[data-testid="cost-chart"] circle`:      "cost per request points",
+		`[data-testid="segment-quality"] rect`:   "quality-by-segment bars",
+		`[data-testid="coverage-chart"] circle`:  "coverage points",
+	} {
+		n, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll('`+sel+`').length`))
+		if err != nil {
+			t.Fatalf("count %s: %v", what, err)
+		}
+		if n == 0 {
+			t.Errorf("overview: no %s (screenshot %s)", what, path)
+		}
+	}
 	for _, h := range overviewHeadlines {
 		type headline struct {
 			Found bool    `json:"found"`

@@ -121,3 +121,19 @@ func PositionConsistency(consistent, judged int) float64 {
 func PositionConsistencySQL(consistentCond, judgedCond string) string {
 	return fmt.Sprintf("if(countIf(%[2]s) = 0, 0, countIf((%[1]s) AND (%[2]s)) / countIf(%[2]s))", consistentCond, judgedCond)
 }
+
+// Coverage returns shadowed / requests, the share of traffic requests that
+// have at least one candidate run (0..1); 0 when requests is 0.
+func Coverage(shadowed, requests int) float64 {
+	if requests <= 0 {
+		return 0
+	}
+	return float64(shadowed) / float64(requests)
+}
+
+// CoverageSQL returns a ClickHouse aggregate expression for Coverage over
+// the request rows of a group: shadowedCond is a boolean SQL expression of one
+// request row (it has a candidate run). Float64, 0 for an empty group.
+func CoverageSQL(shadowedCond string) string {
+	return fmt.Sprintf("if(count() = 0, 0, countIf(%s) / count())", shadowedCond)
+}

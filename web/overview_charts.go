@@ -1,0 +1,250 @@
+package web
+
+import (
+	"math"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/conductor-shadow/conductor-shadow/eval"
+	"github.com/conductor-shadow/conductor-shadow/store"
+)
+
+// maxSegmentBars bounds the quality-by-segment chart to the segments with
+// the most live pairs.
+const maxSegmentBars = 6
+
+// niceCeil rounds v up to 1, 2, 2.5 or 5 times a power of ten, so the axis
+// ends on a round figure and its chartTicks steps are round too ($0.005,
+// 250 ms, 25%). v ≤ 0 gives 1.
+func niceCeil(v float64) float64 {
+	if v <= 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 1
+	}
+	p := math.Pow(10, math.Floor(math.Log10(v)))
+	for _, m := range []float64{1, 2, 2.5, 5, 10} {
+		if v <= m*p*(1+1e-9) {
+			return m * p
+		}
+	}
+	return 10 * p
+}
+
+// fmtTickUSD renders a USD axis tick with the fewest decimals that tell the
+// ticks apart (at least two): "$0.005", "$0.0125", "$1.50".
+func fmtTickUSD(v float64) string {
+	for d := 2; d <= 8; d++ {
+		s := strconv.FormatFloat(v, 'f', d, 64)
+		if back, _ := strconv.ParseFloat(s, 64); math.Abs(back-v) <= 1e-12 {
+			return "$" + s
+		}
+	}
+	return fmtUSD(v)
+}
+
+// fmtTickMs renders a latency axis tick: "250 ms", "1.5 s", "30 s".
+func fmtTickMs(ms float64) string {
+	if ms >= 1000 {
+		return strconv.FormatFloat(ms/1000, 'g', 3, 64) + " s"
+	}
+	return strconv.FormatFloat(ms, 'g', 4, 64) + " ms"
+}
+
+// fmtTickPct renders a 0..1 share as "25%".
+func fmtTickPct(v float64) string { return strconv.FormatFloat(100*v, 'g', 3, 64) + "%" }
+
+// fmtTickTime renders an x tick: the date and minute for spans over a day,
+// the minute otherwise.
+func fmtTickTime(t time.Time, span time.Duration) string {
+	if span > 24*time.Hour {
+		return t.UTC().Format("Jan 2 15:04")
+	}
+	return t.UTC().Format("15:04")
+}
+
+// barGroup is one series of a bar chart: a value per category.
+type barGroup struct {
+	Name   string
+	Class  string
+	Values []float64
+}
+
+// bar is one drawn bar, px, with its tooltip.
+type bar struct {
+	X, Y, W, H float64
+	Class      string
+	Title      string
+}
+
+// barChart is a server-drawn SVG grouped bar chart: categories along x,
+// one bar per group in each.
+type barChart struct {
+	ID, Title, Unit string
+	Width, Height   float64
+	Bars            []bar
+	Legend          []barGroup
+	XTicks, YTicks  []chartTick
+	Empty           string // said instead of the chart when there is nothing to draw
+}
+
+// newBarChart lays out groups over categories; fmtY formats the y ticks and
+// the bars' tooltips.
+func newBarChart(id, title, unit string, categories []string, groups []barGroup, fmtY func(float64) string) barChart {
+	c := barChart{ID: id, Title: title, Unit: unit, Width: chartW, Height: chartH, Legend: groups}
+	var maxY float64
+	for _, g := range groups {
+		for _, v := range g.Values {
+			maxY = max(maxY, v)
+		}
+	}
+	maxY = niceCeil(maxY)
+	plotW, plotH := chartW-chartPadL-chartPadR, chartH-chartPadT-chartPadB
+	y := func(v float64) float64 { return chartPadT + plotH*(1-v/maxY) }
+	if len(categories) == 0 || len(groups) == 0 {
+		return c
+	}
+	slot := plotW / float64(len(categories))
+	bw := slot * 0.8 / float64(len(groups))
+	for i, cat := range categories {
+		x0 := chartPadL + slot*float64(i) + slot*0.1
+		for k, g := range groups {
+			v := g.Values[i]
+			c.Bars = append(c.Bars, bar{X: x0 + bw*float64(k), Y: y(v), W: max(bw-1, 1), H: chartPadT + plotH - y(v),
+				Class: g.Class, Title: g.Name + " · " + cat + ": " + fmtY(v)})
+		}
+		c.XTicks = append(c.XTicks, chartTick{Pos: chartPadL + slot*(float64(i)+0.5), Label: cat})
+	}
+	for k := 0; k <= chartTicks; k++ {
+		v := maxY * float64(k) / chartTicks
+		c.YTicks = append(c.YTicks, chartTick{Pos: y(v), Label: fmtY(v)})
+	}
+	return c
+}
+
+// binLabel names a latency bin by its bounds: "<10", "10–20", "≥50k" (ms).
+func binLabel(lower, upper float64) string {
+	f := func(ms float64) string {
+		if ms >= 1000 {
+			return strconv.FormatFloat(ms/1000, 'g', 3, 64) + "k"
+		}
+		return strconv.FormatFloat(ms, 'g', 4, 64)
+	}
+	switch {
+	case lower == 0:
+		return "<" + f(upper)
+	case upper == 0:
+		return "≥" + f(lower)
+	}
+	return f(lower) + "–" + f(upper)
+}
+
+// newLatencyHistogram draws each pipeline's share of runs per latency bin
+// (store.LatencyEdgesMs), the production incumbent beside each candidate;
+// shares, not counts, so pipelines with different run counts compare.
+func newLatencyHistogram(bins []store.LatencyBin, classes map[string]string) barChart {
+	title := "Latency histogram: share of runs per latency bin"
+	if len(bins) == 0 {
+		c := newBarChart("latency-histogram", title, "% of runs, bins in ms", nil, nil, fmtTickPct)
+		c.Empty = "No run of known latency in this window."
+		return c
+	}
+	lo, hi := int64(math.MaxInt64), int64(0)
+	total := map[string]int64{}
+	var order []string
+	for _, b := range bins {
+		if _, ok := total[b.Pipeline]; !ok {
+			order = append(order, b.Pipeline)
+		}
+		total[b.Pipeline] += b.Runs
+		lo, hi = min(lo, b.Bin), max(hi, b.Bin)
+	}
+	var cats []string
+	for i := lo; i <= hi; i++ {
+		var lower, upper float64
+		if i > 0 {
+			lower = store.LatencyEdgesMs[i-1]
+		}
+		if int(i) < len(store.LatencyEdgesMs) {
+			upper = store.LatencyEdgesMs[i]
+		}
+		cats = append(cats, binLabel(lower, upper))
+	}
+	var groups []barGroup
+	for _, p := range order {
+		g := barGroup{Name: p, Class: classes[p], Values: make([]float64, len(cats))}
+		for _, b := range bins {
+			if b.Pipeline == p {
+				g.Values[b.Bin-lo] = float64(b.Runs) / float64(total[p])
+			}
+		}
+		groups = append(groups, g)
+	}
+	return newBarChart("latency-histogram", title, "% of runs, bins in ms", cats, groups, fmtTickPct)
+}
+
+// newSegmentQuality draws each candidate's agreement with the production
+// incumbent on the maxSegmentBars segments with the most live pairs
+// (eval.LiveVerdicts' segments, agreement = 1 − differ / pairs).
+func newSegmentQuality(live *eval.LiveSection, classes map[string]string) barChart {
+	const id, title, unit = "segment-quality", "Quality by segment: agreement with the production incumbent", "% of live pairs"
+	pairs := map[string]int{}
+	if live != nil {
+		for _, v := range live.Verdicts {
+			for _, s := range v.Segments {
+				pairs[s.Segment] += s.Pairs
+			}
+		}
+	}
+	if len(pairs) == 0 {
+		c := newBarChart(id, title, unit, nil, nil, fmtTickPct)
+		c.Empty = "No live pairs in this window."
+		return c
+	}
+	var segs []string
+	for s := range pairs {
+		segs = append(segs, s)
+	}
+	slices.SortFunc(segs, func(a, b string) int {
+		if pairs[a] != pairs[b] {
+			return pairs[b] - pairs[a]
+		}
+		if a < b {
+			return -1
+		}
+		return 1
+	})
+	segs = segs[:min(len(segs), maxSegmentBars)]
+	var groups []barGroup
+	for _, v := range live.Verdicts {
+		g := barGroup{Name: v.Candidate, Class: classes[v.Candidate], Values: make([]float64, len(segs))}
+		for _, s := range v.Segments {
+			if i := slices.Index(segs, s.Segment); i >= 0 && s.Pairs > 0 {
+				g.Values[i] = 1 - float64(s.Disagree)/float64(s.Pairs)
+			}
+		}
+		groups = append(groups, g)
+	}
+	return newBarChart(id, title, unit, segs, groups, fmtTickPct)
+}
+
+// coverageLine draws the coverage buckets (figure.Coverage, 0..1) as one
+// line over the window.
+func coverageLine(from, to time.Time, cov []store.CoveragePoint) lineChart {
+	pts := make([]store.PipelinePoint, len(cov))
+	for i, c := range cov {
+		pts[i] = store.PipelinePoint{Pipeline: "shadowed share of requests", Bucket: c.Bucket, Runs: c.Requests}
+	}
+	vals := map[time.Time]float64{}
+	for _, c := range cov {
+		vals[c.Bucket] = c.Coverage
+	}
+	type line = struct {
+		suffix string
+		value  func(store.PipelinePoint) float64
+		dashed bool
+	}
+	c := newLineChart("coverage-chart", "Coverage over time: requests with a candidate run", "% of requests received", from, to,
+		map[string]string{"shadowed share of requests": "series-2"}, pts,
+		[]line{{"", func(p store.PipelinePoint) float64 { return vals[p.Bucket] }, false}}, fmtTickPct)
+	return c
+}
