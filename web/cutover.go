@@ -29,11 +29,11 @@ type cutoverRow struct {
 	Suite     *suiteVerdict
 	Live      *gate.LiveVerdict
 	// Against the production incumbent over the window (store figures).
-	Agreement   string // "87.5% [83.1%, 90.9%]" (Wilson 95%), "—" without pairs
-	CostRatio   string // "0.62×", "—" when either cost is unknown
-	P95Ratio    string // "1.40×"
-	CostPerReq  string // the candidate's cost per request, USD
-	P95         string // the candidate's p95, ms
+	Agreement  string // "87.5% [83.1%, 90.9%]" (Wilson 95%), "—" without pairs
+	CostRatio  string // "0.62×", "—" when either cost is unknown
+	P95Ratio   string // "1.40×"
+	CostPerReq string // the candidate's cost per request, USD
+	P95        string // the candidate's p95, ms
 	// From the latest suite run against its baseline, at its decision confidence.
 	SuiteQuality string // "+2.0 pts [−1.1, +5.0]" (candidate − suite baseline)
 	SuiteCost    string // "0.62× [0.58, 0.66]"

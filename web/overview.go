@@ -203,7 +203,7 @@ type overviewView struct {
 	// coverage over time.
 	Histogram, SegChart barChart
 	CoverageChart       lineChart
-	ThisURL   string // deep link of this exact window
+	ThisURL             string // deep link of this exact window
 	// Live holds the running verdicts on the window's live pairs, per
 	// candidate and per segment (eval.LiveVerdicts); nil without a store read.
 	Live *eval.LiveSection
