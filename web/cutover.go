@@ -57,6 +57,21 @@ func fmtX(r float64) string {
 	return strconv.FormatFloat(r, 'f', 2, 64) + "×"
 }
 
+// maxShownRatio is the largest interval bound shown as a number; a bootstrap
+// on a handful of cases can reach any bound, said as "unbounded".
+const maxShownRatio = 1000
+
+// fmtRatioIv renders a ratio with its interval: "1.81× [1.31, 2.50]".
+func fmtRatioIv(r float64, iv stats.Interval) string {
+	f := func(v float64) string {
+		if v >= maxShownRatio || math.IsInf(v, 1) {
+			return "unbounded"
+		}
+		return strconv.FormatFloat(v, 'f', 2, 64)
+	}
+	return fmtX(r) + " [" + f(iv.Low) + ", " + f(iv.High) + "]"
+}
+
 // fmtPts renders a difference in proportion (0..1) as signed percentage points.
 func fmtPts(d float64) string {
 	s := strconv.FormatFloat(100*d, 'f', 1, 64)
@@ -115,12 +130,10 @@ func newCutoverRow(p store.PipelinePoint, inc *store.PipelinePoint, a *store.Agr
 				r.SuiteQuality = fmtPts(q.Diff) + " pts [" + fmtPts(q.DiffCI.Low) + ", " + fmtPts(q.DiffCI.High) + "]"
 			}
 			if c.Comparison.CostRatio > 0 {
-				r.SuiteCost = fmtX(c.Comparison.CostRatio) + " [" + strconv.FormatFloat(c.Comparison.CostRatioCI.Low, 'f', 2, 64) +
-					", " + strconv.FormatFloat(c.Comparison.CostRatioCI.High, 'f', 2, 64) + "]"
+				r.SuiteCost = fmtRatioIv(c.Comparison.CostRatio, c.Comparison.CostRatioCI)
 			}
 			if c.Comparison.P95Ratio > 0 {
-				r.SuiteP95 = fmtX(c.Comparison.P95Ratio) + " [" + strconv.FormatFloat(c.Comparison.P95RatioCI.Low, 'f', 2, 64) +
-					", " + strconv.FormatFloat(c.Comparison.P95RatioCI.High, 'f', 2, 64) + "]"
+				r.SuiteP95 = fmtRatioIv(c.Comparison.P95Ratio, c.Comparison.P95RatioCI)
 			}
 		}
 	}
