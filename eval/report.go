@@ -256,8 +256,9 @@ type Report struct {
 	// ShiftWindow); ShiftError says why it is missing when it failed.
 	Shift      *shift.Report `json:"shift,omitempty"`
 	ShiftError string        `json:"shift_error,omitempty"`
-	// Live is the running verdict on the live shadow traffic of the same
-	// window (LiveVerdicts); LiveError says why it is missing when it failed.
+	// Live is the live verdict of each candidate version as of the run's end
+	// (LiveVerdicts: its one sequence since its shadowing started, not a
+	// window); LiveError says why it is missing when it failed.
 	Live      *LiveSection `json:"live,omitempty"`
 	LiveError string       `json:"live_error,omitempty"`
 	// DataFlows is the record of data flows of the same window: every party
@@ -573,7 +574,7 @@ func (r *Report) Markdown() string {
 	if r.Live != nil {
 		b.WriteString(r.Live.Markdown())
 	} else if r.LiveError != "" {
-		fmt.Fprintf(&b, "\n## Running verdict on live traffic\n\nThe live section could not be computed: %s\n", mdText(r.LiveError))
+		fmt.Fprintf(&b, "\n## Live verdict\n\nThe live section could not be computed: %s\n", mdText(r.LiveError))
 	}
 	if r.DataFlows != nil {
 		b.WriteString(r.DataFlows.Markdown())

@@ -28,6 +28,7 @@ var reportTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 	"running": func(method string, st *stats.SequentialState) string { return gate.RunningVerdictIn(method, *st) },
 	"short":   shortHash,
 	"time":    mdTime,
+	"cs":      gate.CSText,
 	"iv": func(iv *stats.Interval) string {
 		if iv == nil {
 			return "-"

@@ -77,12 +77,12 @@ type SuiteOptions struct {
 	// NoiseRun runs the incumbent a second time per case (A′, pipeline name
 	// incumbent name + RerunSuffix, mode incumbent) for the noise floor.
 	NoiseRun bool
-	// ShiftWindow, when positive, is the report's live window, the
-	// ShiftWindow before the run finished. It adds a shift section (the set's
+	// ShiftWindow, when positive, is the report's shift window, the
+	// ShiftWindow before the run finished: it adds a shift section (the set's
 	// segment mix against the live traffic received in it; eval/shift, needs a
-	// store with store.SegmentReader) and a live section (Report.Live: the
-	// candidates' running verdicts on the window's shadow traffic, overall
-	// and per segment, LiveVerdicts).
+	// store with store.SegmentReader). The report's live section (Report.Live,
+	// with SuiteStores.Live) does not depend on it: each candidate version's
+	// live verdict covers its sequence since its shadowing started.
 	ShiftWindow time.Duration
 	// Canaries is how many canaries of each kind check the LLM judge of the
 	// suite's judged cases, per candidate: identical answers (must tie), an
@@ -170,7 +170,7 @@ type SuiteStores struct {
 	Traces   store.TraceWriter    // the cases' requests, runs, steps and scores
 	Suites   store.SuiteWriter    // the suite run row and the case snapshot
 	History  store.EvalHistory    // the previous suite run of the set and candidate
-	Overview store.OverviewReader // shadow traffic per day for the sample-size advice; live pairs of the live section
+	Overview store.OverviewReader // shadow traffic per day for the sample-size advice
 	// Segments is optional: without it a report asked for a shift section
 	// says why it has none.
 	Segments store.SegmentReader
@@ -179,12 +179,15 @@ type SuiteStores struct {
 	// Looks is optional: it keeps the looks of each candidate's
 	// group-sequential plan; without it every run is its plan's first look.
 	Looks store.LookStore
+	// Live is optional: without it the report's live section says why it
+	// is missing.
+	Live store.LiveReader
 }
 
 // SuiteStoresOf picks a suite run's roles out of r.
 func SuiteStoresOf(r store.Roles) SuiteStores {
 	return SuiteStores{Traces: r.TraceWriter, Suites: r.SuiteWriter, History: r.EvalHistory,
-		Overview: r.OverviewReader, Segments: r.SegmentReader, Judgments: r.JudgmentWriter, Looks: r.LookStore}
+		Overview: r.OverviewReader, Segments: r.SegmentReader, Judgments: r.JudgmentWriter, Looks: r.LookStore, Live: r.LiveReader}
 }
 
 // check names the first required role st lacks.
@@ -207,6 +210,7 @@ type suiteRunner struct {
 	suites    store.SuiteWriter
 	history   store.EvalHistory
 	overview  store.OverviewReader
+	live      store.LiveReader // the report's live section; nil: the section says why it is missing
 	set       *Set
 	cases     []Case
 	pipelines []shadow.Pipeline // incumbent first
@@ -302,7 +306,7 @@ func newSuiteRunner(st SuiteStores, set *Set, incumbent shadow.Pipeline, candida
 		}
 	}
 	return &suiteRunner{
-		traces: &caseWriter{traces: st.Traces, judgments: judgments}, judgments: judgments, suites: st.Suites, history: st.History, overview: st.Overview, set: set, cases: cases, pipelines: pipelines, graders: graders, opts: opts, segmenter: segment.New(nil),
+		traces: &caseWriter{traces: st.Traces, judgments: judgments}, judgments: judgments, suites: st.Suites, history: st.History, overview: st.Overview, live: st.Live, set: set, cases: cases, pipelines: pipelines, graders: graders, opts: opts, segmenter: segment.New(nil),
 		segments: st.Segments, looks: st.Looks,
 		row: store.SuiteRun{
 			SuiteRunID: opts.SuiteRunID,
@@ -446,12 +450,14 @@ feed:
 			rep.ShiftError = err.Error()
 		}
 	}
-	if r.opts.ShiftWindow > 0 {
-		if rep.Policy != nil {
-			pol = *rep.Policy
-		}
+	// The live verdicts of the run's candidate versions as of its end: each
+	// version's one sequence since its shadowing started (no window).
+	if rep.Policy != nil {
+		pol = *rep.Policy
+	}
+	if pol.Quality != nil {
 		var err error
-		rep.Live, err = LiveVerdicts(ctx, r.overview, store.OverviewQuery{From: r.row.FinishedAt.Add(-r.opts.ShiftWindow), To: r.row.FinishedAt, BucketSeconds: liveDayBucket}, pol)
+		rep.Live, err = LiveVerdicts(ctx, r.live, LiveQuery{Candidates: rep.Candidates, Versions: rep.Versions, AsOf: r.row.FinishedAt}, pol)
 		if err != nil {
 			rep.LiveError = err.Error()
 		}

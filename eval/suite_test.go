@@ -216,6 +216,10 @@ func TestRunSuiteReport(t *testing.T) {
 	// Golden Markdown with fixed times.
 	rep.StartedAt = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 	rep.FinishedAt = rep.StartedAt.Add(42 * time.Second)
+	if rep.Live == nil {
+		t.Fatal("the report has no live section, though the store reads live verdicts")
+	}
+	rep.Live.AsOf = rep.FinishedAt // the live look is at the run's finish
 	checkGolden(t, "testdata/report.golden.md", []byte(rep.Markdown()))
 
 	dir := t.TempDir()

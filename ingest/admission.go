@@ -57,16 +57,24 @@ type AdmissionConfig struct {
 	// MaxCPU is the machine's busy CPU fraction (0–1, from /proc/stat; Linux only)
 	// over an interval; 0 turns this signal off.
 	MaxCPU float64 `yaml:"max_cpu"`
+	// MinOwnCPU is the share of the machine's CPU (0–1) this process must use
+	// over an interval for the scheduler and CPU signals to count: below it
+	// they only say the machine is shared with other work, and backing off
+	// would not relieve it (at one request at a time the process uses ~1%).
+	// The proxy's added latency always counts. 0: they always count. From
+	// /proc/self/stat and /proc/stat (Linux only; elsewhere they always count).
+	MinOwnCPU float64 `yaml:"min_own_cpu"`
 }
 
 // NewDefaultAdmissionConfig returns the limit on, starting at 16 runs, between 1
 // and 128, adjusted every 100 ms, halved under pressure; pressure is a proxy p95
-// added latency above 1 ms, a scheduler p99 delay above 2 ms, or the CPU above 90%.
+// added latency above 1 ms, or, while this process uses at least 20% of the
+// machine's CPU, a scheduler p99 delay above 2 ms or the CPU above 90%.
 func NewDefaultAdmissionConfig() AdmissionConfig {
 	return AdmissionConfig{
 		Enabled: true, InitialLimit: 16, MinLimit: 1, MaxLimit: 128,
 		Interval: 100 * time.Millisecond, BackoffRatio: 0.5,
-		MaxAddedLatency: time.Millisecond, MaxSchedLatency: 2 * time.Millisecond, MaxCPU: 0.9,
+		MaxAddedLatency: time.Millisecond, MaxSchedLatency: 2 * time.Millisecond, MaxCPU: 0.9, MinOwnCPU: 0.2,
 	}
 }
 
@@ -97,6 +105,9 @@ func (c AdmissionConfig) Validate() error {
 	if c.MaxCPU < 0 || c.MaxCPU > 1 {
 		errs = append(errs, fmt.Errorf("ingest: admission.max_cpu must be between 0 and 1, got %v", c.MaxCPU))
 	}
+	if c.MinOwnCPU < 0 || c.MinOwnCPU > 1 {
+		errs = append(errs, fmt.Errorf("ingest: admission.min_own_cpu must be between 0 and 1, got %v", c.MinOwnCPU))
+	}
 	return errors.Join(errs...)
 }
 
@@ -105,7 +116,13 @@ type Pressure struct {
 	SlowShare  float64 // share of the interval's proxied requests above max_added_latency (0–1)
 	SchedP99Ms float64 // Go scheduler delay p99, ms
 	CPU        float64 // machine CPU busy fraction, 0–1 (-1: unknown)
-	Reason     string  // ShedLatency, ShedCPU or "" when healthy
+	// OwnCPU is this process's share of the machine's CPU, 0–1 (-1: unknown);
+	// below min_own_cpu the scheduler and CPU signals are not counted.
+	OwnCPU float64
+	// Shared: the scheduler or CPU signal was over its bound but not counted,
+	// since this process used less than min_own_cpu (the machine is shared).
+	Shared bool
+	Reason string // ShedLatency, ShedCPU or "" when healthy
 }
 
 // AdmissionSnapshot is the controller's state, as served by GET /api/stats.
@@ -141,7 +158,8 @@ type Admission struct {
 
 	sched   *schedReader
 	cpu     *cpuReader
-	lastLog time.Time // of the pressure log line, at most one per 10 s
+	own     *ownCPUReader // nil: the machine signals always count
+	lastLog time.Time     // of the pressure log line, at most one per 10 s
 
 	lifeMu  sync.Mutex
 	started bool
@@ -168,6 +186,9 @@ func NewAdmission(cfg AdmissionConfig, stats *Stats, log *slog.Logger) (*Admissi
 	}
 	if cfg.Enabled && cfg.MaxCPU > 0 {
 		a.cpu = newCPUReader("/proc/stat")
+	}
+	if cfg.Enabled && cfg.MinOwnCPU > 0 && (a.sched != nil || a.cpu != nil) {
+		a.own = newOwnCPUReader("/proc/self/stat", "/proc/stat")
 	}
 	return a, nil
 }
@@ -241,7 +262,13 @@ func (a *Admission) Shedding(backlog int) (reason string, shed bool) {
 
 // read takes one interval's signals.
 func (a *Admission) read() Pressure {
-	p := Pressure{CPU: -1}
+	p := Pressure{CPU: -1, OwnCPU: -1}
+	machine := true // the scheduler and CPU signals count
+	if a.own != nil {
+		if share, ok := a.own.share(); ok {
+			p.OwnCPU, machine = share, share >= a.cfg.MinOwnCPU
+		}
+	}
 	if n := a.observed.Swap(0); n > 0 {
 		slow := a.slow.Swap(0)
 		// p95 above the threshold: more than 5% were slower.
@@ -253,14 +280,22 @@ func (a *Admission) read() Pressure {
 	if a.sched != nil {
 		p.SchedP99Ms = a.sched.p99().Seconds() * 1000
 		if p.Reason == "" && p.SchedP99Ms > float64(a.cfg.MaxSchedLatency.Microseconds())/1000 {
-			p.Reason = ShedLatency
+			if machine {
+				p.Reason = ShedLatency
+			} else {
+				p.Shared = true
+			}
 		}
 	}
 	if a.cpu != nil {
 		if busy, ok := a.cpu.busy(); ok {
 			p.CPU = busy
 			if p.Reason == "" && busy > a.cfg.MaxCPU {
-				p.Reason = ShedCPU
+				if machine {
+					p.Reason = ShedCPU
+				} else {
+					p.Shared = true
+				}
 			}
 		}
 	}
@@ -393,11 +428,30 @@ type admittedMirrorer struct {
 
 // Mirror sheds like Offer, else hands ex to next's Mirror without waiting.
 func (o admittedMirrorer) Mirror(ex Exchange) (int, TapResponse) {
-	if reason, shed := o.a.Shedding(o.backlog()); shed {
-		o.a.stats.drop(reason)
-		return http.StatusServiceUnavailable, TapResponse{Status: "dropped", RequestID: ex.RequestID, Reason: reason}
+	if code, resp, shed := o.shed(ex); shed {
+		return code, resp
 	}
 	return o.m.Mirror(ex)
+}
+
+// recorder keeps an exchange that is not shadowed; *Tap is one (Tap.Record).
+type recorder interface {
+	Record(ex Exchange, notShadowed string)
+}
+
+// shed turns ex away from shadowing while Shedding says so: counted by
+// reason, and recorded when next records (the exchange still leaves a row,
+// its not_shadowed the reason).
+func (o admittedOfferer) shed(ex Exchange) (int, TapResponse, bool) {
+	reason, shed := o.a.Shedding(o.backlog())
+	if !shed {
+		return 0, TapResponse{}, false
+	}
+	o.a.stats.drop(reason)
+	if r, ok := o.next.(recorder); ok {
+		r.Record(ex, reason)
+	}
+	return http.StatusServiceUnavailable, TapResponse{Status: "dropped", RequestID: ex.RequestID, Reason: reason}, true
 }
 
 type admittedOfferer struct {
@@ -407,9 +461,8 @@ type admittedOfferer struct {
 }
 
 func (o admittedOfferer) Offer(ctx context.Context, ex Exchange) (int, TapResponse) {
-	if reason, shed := o.a.Shedding(o.backlog()); shed {
-		o.a.stats.drop(reason)
-		return http.StatusServiceUnavailable, TapResponse{Status: "dropped", RequestID: ex.RequestID, Reason: reason}
+	if code, resp, shed := o.shed(ex); shed {
+		return code, resp
 	}
 	return o.next.Offer(ctx, ex)
 }
@@ -495,16 +548,73 @@ func newCPUReader(path string) *cpuReader {
 
 func (r *cpuReader) busy() (float64, bool) {
 	b, all, ok := readProcStat(r.path)
-	if !ok || !r.ok {
-		r.prevBusy, r.prevAll, r.ok = b, all, ok
+	share, known := tickShare(b, all, r.prevBusy, r.prevAll, ok && r.ok)
+	r.prevBusy, r.prevAll, r.ok = b, all, ok
+	return share, known
+}
+
+// tickShare is (part − prevPart) / (all − prevAll) between two readings of
+// clock ticks; false when either reading failed or no tick passed.
+func tickShare(part, all, prevPart, prevAll uint64, ok bool) (float64, bool) {
+	if !ok || all == prevAll {
 		return 0, false
 	}
-	db, da := b-r.prevBusy, all-r.prevAll
-	r.prevBusy, r.prevAll = b, all
-	if da == 0 {
+	return float64(part-prevPart) / float64(all-prevAll), true
+}
+
+// ownCPUReader reads this process's share of the machine's CPU between
+// calls: its user and system ticks (/proc/self/stat) over every CPU's ticks
+// (/proc/stat).
+type ownCPUReader struct {
+	self, stat       string
+	prevOwn, prevAll uint64
+	ok               bool
+}
+
+func newOwnCPUReader(self, stat string) *ownCPUReader {
+	r := &ownCPUReader{self: self, stat: stat}
+	r.prevOwn, r.prevAll, r.ok = r.read()
+	return r
+}
+
+func (r *ownCPUReader) read() (own, all uint64, ok bool) {
+	own, ok = readProcSelfTicks(r.self)
+	if !ok {
+		return 0, 0, false
+	}
+	_, all, ok = readProcStat(r.stat)
+	return own, all, ok
+}
+
+func (r *ownCPUReader) share() (float64, bool) {
+	own, all, ok := r.read()
+	share, known := tickShare(own, all, r.prevOwn, r.prevAll, ok && r.ok)
+	r.prevOwn, r.prevAll, r.ok = own, all, ok
+	return share, known
+}
+
+// readProcSelfTicks parses utime and stime (fields 14 and 15, clock ticks)
+// of a /proc/<pid>/stat file; the command name before them may hold spaces
+// and parentheses, so fields are counted after its last ')'.
+func readProcSelfTicks(path string) (uint64, bool) {
+	data, err := os.ReadFile(path)
+	if err != nil {
 		return 0, false
 	}
-	return float64(db) / float64(da), true
+	i := strings.LastIndexByte(string(data), ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(data[i+1:])) // from field 3 (state)
+	if len(f) < 13 {
+		return 0, false
+	}
+	u, err1 := strconv.ParseUint(f[11], 10, 64)
+	s, err2 := strconv.ParseUint(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, false
+	}
+	return u + s, true
 }
 
 // readProcStat parses the "cpu" line of /proc/stat: busy is everything but idle

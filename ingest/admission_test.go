@@ -163,6 +163,58 @@ func TestAdmissionCPUSignal(t *testing.T) {
 	}
 }
 
+// TestAdmissionIgnoresAMachineMerelyShared: the machine's CPU at 2/3 over
+// max_cpu 0.5 sheds only while this process uses min_own_cpu of it. Using 1%
+// of the machine (one request at a time) the reading says "shared" and
+// nothing is shed; using half of it, the CPU signal sheds.
+func TestAdmissionIgnoresAMachineMerelyShared(t *testing.T) {
+	dir := t.TempDir()
+	stat, self := filepath.Join(dir, "stat"), filepath.Join(dir, "self")
+	selfStat := func(utime, stime int) string {
+		// pid (comm with a space and a parenthesis) state, then fields 4..13, utime, stime, ...
+		return fmt.Sprintf("42 (conductor (x) shadow) S 1 1 1 0 -1 4194560 100 0 0 0 %d %d 0 0 20 0 8 0 1 1 1\n", utime, stime)
+	}
+	for _, tc := range []struct {
+		name       string
+		own        int // ticks of this process over the 300 the machine counted
+		wantReason string
+		wantShared bool
+	}{
+		{"one request at a time", 3, "", true},
+		{"this process is the load", 150, ShedCPU, false},
+	} {
+		cfg := NewDefaultAdmissionConfig()
+		cfg.MaxSchedLatency, cfg.MaxCPU, cfg.MinOwnCPU = 0, 0.5, 0.2
+		a, err := NewAdmission(cfg, NewStats(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		copyFile(t, "testdata/proc_stat_1", stat)
+		if err := os.WriteFile(self, []byte(selfStat(10, 5)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		a.cpu, a.own = newCPUReader(stat), newOwnCPUReader(self, stat)
+		copyFile(t, "testdata/proc_stat_2", stat) // 200 of 300 ticks busy
+		if err := os.WriteFile(self, []byte(selfStat(10+tc.own, 5)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		p := a.read()
+		if p.Reason != tc.wantReason || p.Shared != tc.wantShared {
+			t.Errorf("%s: reading %+v; want reason %q, shared %v", tc.name, p, tc.wantReason, tc.wantShared)
+		}
+		if want := float64(tc.own) / 300; p.OwnCPU < want-1e-9 || p.OwnCPU > want+1e-9 {
+			t.Errorf("%s: own CPU %v; want %v", tc.name, p.OwnCPU, want)
+		}
+		a.adjust(p)
+		if _, shed := a.Shedding(1 << 20); shed != (tc.wantReason != "") {
+			t.Errorf("%s: shedding %v", tc.name, shed)
+		}
+	}
+	if _, ok := readProcSelfTicks(filepath.Join(dir, "missing")); ok {
+		t.Error("a missing /proc/self/stat must read as unknown")
+	}
+}
+
 func copyFile(t *testing.T, from, to string) {
 	t.Helper()
 	b, err := os.ReadFile(from)
@@ -205,6 +257,7 @@ func TestAdmissionConfigValidate(t *testing.T) {
 		func(c *AdmissionConfig) { c.BackoffRatio = 1 },
 		func(c *AdmissionConfig) { c.Interval = 0 },
 		func(c *AdmissionConfig) { c.MaxCPU = 2 },
+		func(c *AdmissionConfig) { c.MinOwnCPU = -0.1 },
 	}
 	for i, mut := range bad {
 		c := NewDefaultAdmissionConfig()

@@ -10,9 +10,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	openai "github.com/sashabaranov/go-openai"
 	"go.opentelemetry.io/otel/propagation"
@@ -36,7 +38,11 @@ type captureWriter struct {
 	firstByte time.Time
 	buf       bytes.Buffer
 	overflow  bool
+	written   int64 // bytes of the answer body written to the client
 	clientErr error
+	// clientGone: the client left before the incumbent answered (set by the
+	// proxy's error handler).
+	clientGone bool
 }
 
 func (w *captureWriter) WriteHeader(code int) {
@@ -62,6 +68,7 @@ func (w *captureWriter) Write(b []byte) (int, error) {
 		}
 	}
 	n, err := w.ResponseWriter.Write(b)
+	w.written += int64(n)
 	if err != nil && w.clientErr == nil {
 		w.clientErr = err
 	}
@@ -94,6 +101,7 @@ type capture struct {
 	// request id and app (kept in the metadata, see Proxy.UseGuard).
 	callerRequestID, callerApp string
 	reqBody, respBody          []byte
+	reqBytes, respBytes        int64 // the bodies' sizes as they travelled
 	status                     int
 	respHeader                 http.Header
 	start                      time.Time
@@ -111,6 +119,8 @@ func newCapture(r *http.Request, app string, reqBody []byte, cw *captureWriter, 
 		traceParent: TraceParentOf(traceContext.Extract(r.Context(), propagation.HeaderCarrier(r.Header))),
 		reqBody:     reqBody,
 		respBody:    cw.buf.Bytes(),
+		reqBytes:    int64(len(reqBody)),
+		respBytes:   cw.written,
 		status:      cw.status,
 		respHeader:  cw.Header().Clone(),
 		start:       cw.start,
@@ -124,6 +134,52 @@ func newCapture(r *http.Request, app string, reqBody []byte, cw *captureWriter, 
 		c.status = http.StatusOK // headers never sent: the answer broke off before its first byte
 	}
 	return c
+}
+
+// metadata is the record of c without its texts (why names what kept them
+// out): a copy id, the app, time, route, the request's model when its body
+// names it early (modelOf), the answer's status, latency, time to first byte,
+// rate-limit headers, how it ended, and the bodies' sizes. Nothing is parsed
+// beyond the first bytes of the request: it is built on the production path.
+func (c capture) metadata(why string) Exchange {
+	id := c.requestID
+	if id == "" {
+		id = newCopyID()
+	}
+	md := map[string]string{"source": "proxy", "route": c.path}
+	for k, v := range map[string]string{MetaCallerRequestID: c.callerRequestID, MetaCallerApp: c.callerApp} {
+		if v != "" {
+			md[k] = v
+		}
+	}
+	resp := &ExchangeResponse{Status: c.status, LatencyMs: float64(c.latency.Microseconds()) / 1000,
+		TTFTMs: float64(c.ttft.Microseconds()) / 1000, Partial: c.end != endComplete, CancelledByClient: c.end == endClientGone}
+	if c.status < 200 || c.status > 299 {
+		resp.Headers = RateLimitHeaders(c.respHeader)
+	}
+	return Exchange{SchemaVersion: SchemaVersion, RequestID: id, App: c.app, ReceivedAt: c.start.UTC(),
+		Request: ExchangeRequest{Model: modelOf(c.reqBody)}, Response: resp, Metadata: md,
+		Subject: c.subject, TraceParent: c.traceParent, BodyOmitted: why, RequestBytes: c.reqBytes, ResponseBytes: c.respBytes}
+}
+
+// modelHead matches a top-level-looking "model" string field.
+var modelHead = regexp.MustCompile(`"model"\s*:\s*"([^"\\]{1,256})"`)
+
+// modelOf is the model a request body names within its first 4 KiB (SDKs
+// write it first), "" when it names none there.
+func modelOf(body []byte) string {
+	if m := modelHead.FindSubmatch(body[:min(len(body), 4<<10)]); m != nil && utf8.Valid(m[1]) {
+		return string(m[1])
+	}
+	return ""
+}
+
+// newCopyID is a fresh id for a copy the proxy makes: each forwarded
+// exchange is its own copy, whatever the provider answered as its id.
+func newCopyID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return "proxy-" + hex.EncodeToString(b[:])
 }
 
 // brokenEnd says who broke off an aborted answer: the client when writing to it
@@ -227,14 +283,19 @@ func (c capture) exchange(convs *conversations) (Exchange, error) {
 		LatencyMs: float64(c.latency.Microseconds()) / 1000,
 		TTFTMs:    float64(c.ttft.Microseconds()) / 1000,
 	}
-	partial := c.end != endComplete
 	body, bodyErr := decodedBody(c.respBody, c.respHeader)
+	streamed := strings.HasPrefix(strings.ToLower(c.respHeader.Get("Content-Type")), "text/event-stream")
+	if c.end != endComplete && c.status >= 200 && c.status <= 299 && bodyErr == nil && answerEnded(body, api, streamed) {
+		// The whole answer arrived (its end marker, or all of a JSON body):
+		// whoever closed the connection after it, the record is complete.
+		c.end = endComplete
+	}
+	partial := c.end != endComplete
 	var a answer
 	if c.status >= 200 && c.status <= 299 {
 		if bodyErr != nil {
 			return Exchange{}, bodyErr
 		}
-		streamed := strings.HasPrefix(strings.ToLower(c.respHeader.Get("Content-Type")), "text/event-stream")
 		a, err = parseAnswer(body, api, streamed, partial)
 		if err != nil {
 			return Exchange{}, err
@@ -269,15 +330,14 @@ func (c capture) exchange(convs *conversations) (Exchange, error) {
 			resp.Error = "the incumbent broke off mid-answer"
 		}
 	}
+	// The copy's id: the trusted caller's X-Request-Id, else a fresh one. The
+	// provider's answer id is kept as such, never a key: gateways answer cache
+	// hits, and some servers every answer, with one id.
 	id := c.requestID
 	if id == "" {
-		id = a.id
+		id = newCopyID()
 	}
-	if id == "" {
-		var b [12]byte
-		_, _ = rand.Read(b[:])
-		id = "proxy-" + hex.EncodeToString(b[:])
-	}
+	resp.ID = a.id
 	resp.Model = a.model
 	if resp.Model == "" {
 		resp.Model = req.Model
@@ -304,6 +364,38 @@ func (c capture) exchange(convs *conversations) (Exchange, error) {
 		convs.remember(a.id, rr.previousID, turn)
 	}
 	return ex, nil
+}
+
+// answerEnded reports whether body holds a whole 2xx answer: a JSON body
+// that parses whole, or a stream whose last event is its API's end: "[DONE]"
+// (chat completions), message_stop (Anthropic), response.completed,
+// .incomplete or .failed (Responses API).
+func answerEnded(body []byte, kind api, streamed bool) bool {
+	if !streamed {
+		return len(bytes.TrimSpace(body)) > 0 && json.Valid(body)
+	}
+	if kind == apiChat {
+		return bytes.HasSuffix(bytes.TrimRight(body, "\r\n "), []byte("[DONE]"))
+	}
+	var last struct {
+		Type string `json:"type"`
+	}
+	closed := false
+	_ = sseEvents(body, func(d []byte, unclosed bool) error {
+		last.Type, closed = "", !unclosed
+		_ = json.Unmarshal(d, &last)
+		return nil
+	})
+	if !closed {
+		return false
+	}
+	switch last.Type {
+	case "message_stop":
+		return kind == apiMessages
+	case "response.completed", "response.incomplete", "response.failed":
+		return kind == apiResponses
+	}
+	return false
 }
 
 // answerMessage is the assistant turn of a recorded answer: its text and

@@ -57,6 +57,9 @@ type Config struct {
 	// Admission is the adaptive limit on concurrent shadow runs and the shedding
 	// of proxy copies while production is under pressure.
 	Admission AdmissionConfig `yaml:"admission"`
+	// Record sizes the recorder of exchanges not shadowed (shed, sampled out,
+	// too large, ...): every exchange forwarded leaves a row.
+	Record RecordConfig `yaml:"record"`
 	// Segments configures the segment columns computed for every stored request.
 	Segments SegmentsConfig `yaml:"segments"`
 }
@@ -94,6 +97,7 @@ func NewDefaultConfig() Config {
 		Proxy:                  NewDefaultProxyConfig(),
 		Kafka:                  NewDefaultKafkaConfig(),
 		Admission:              NewDefaultAdmissionConfig(),
+		Record:                 NewDefaultRecordConfig(),
 		Segments:               SegmentsConfig{VocabularySets: []string{}},
 	}
 }
@@ -134,6 +138,6 @@ func (c Config) Validate() error {
 	if c.MaxMessages < 1 {
 		errs = append(errs, fmt.Errorf("ingest: max_messages must be at least 1, got %d", c.MaxMessages))
 	}
-	errs = append(errs, c.PII.Validate(), c.Sampling.Validate(), c.Proxy.Validate(), c.Kafka.Validate(), c.Admission.Validate())
+	errs = append(errs, c.PII.Validate(), c.Sampling.Validate(), c.Proxy.Validate(), c.Kafka.Validate(), c.Admission.Validate(), c.Record.Validate())
 	return errors.Join(errs...)
 }

@@ -83,6 +83,7 @@ func DecodeExchange(body []byte, maxMessages int, requireResponse bool) (Exchang
 	if dec.More() {
 		return ex, &DecodeError{Reason: ReasonMalformedJSON, Detail: "trailing data after the JSON object"}
 	}
+	ex.BodyOmitted = "" // the tap's to set: a copy sent in carries its text
 	if err := ex.Validate(maxMessages, requireResponse); err != nil {
 		return ex, &DecodeError{Reason: ReasonInvalid, Detail: err.Error()}
 	}
@@ -92,7 +93,7 @@ func DecodeExchange(body []byte, maxMessages int, requireResponse bool) (Exchang
 // Validate checks the fields the shadow side relies on and reports all problems at
 // once: schema_version (0 is read as 1), request_id (1–256 bytes, no control
 // characters), received_at (zero, or from MinReceivedAt to MaxFutureSkew after
-// now), at least one message, at most maxMessages, known roles, non-empty
+// now), at least one message (none for a metadata copy: BodyOmitted), at most maxMessages, known roles, non-empty
 // content, a response when requireResponse is set, and its figures within
 // bounds (latency and ttft 0..MaxLatencyMs, token counts 0..MaxUsageTokens with
 // cached ≤ prompt, status 0 or 100..599).
@@ -110,7 +111,7 @@ func (e *Exchange) Validate(maxMessages int, requireResponse bool) error {
 		errs = append(errs, errors.New("request_id contains control characters"))
 	}
 	msgs := e.Request.Messages
-	if len(msgs) == 0 {
+	if len(msgs) == 0 && e.BodyOmitted == "" {
 		errs = append(errs, errors.New("request.messages must hold at least one message"))
 	}
 	if len(msgs) > maxMessages {

@@ -54,6 +54,17 @@ type Exchange struct {
 	// incumbent run) but no candidate runs on it (SkipIncumbentNotOK); "" for
 	// a copy to shadow. A value sent by the client is replaced.
 	StoreOnly string `json:"store_only,omitempty"`
+	// BodyOmitted, set by the tap, says why the copy carries no text: it is
+	// the metadata of an exchange recorded without its request and answer
+	// (BodyTooLarge, BodyCaptureBusy, BodyRecordBudget, …), stored as a
+	// metadata row and never shadowed; "" for a copy with its text. Request
+	// then holds only the model, Response the status, latency, usage and
+	// model. A value sent to POST /v1/tap is dropped (DecodeExchange).
+	BodyOmitted string `json:"body_omitted,omitempty"`
+	// RequestBytes and ResponseBytes are the sizes of the request and answer
+	// bodies as they travelled (bytes; 0 when not known).
+	RequestBytes  int64 `json:"request_bytes,omitempty"`
+	ResponseBytes int64 `json:"response_bytes,omitempty"`
 }
 
 // SkipIncumbentNotOK is the StoreOnly reason of a copy whose incumbent did not
@@ -154,6 +165,10 @@ func (ex Exchange) ShadowRequest() shadow.Request {
 //	            "name":"get_weather","arguments":"{\"city\":\"Paris\"}"}]}],
 //	 "status":429,"error":"{\"error\":{...}}","headers":{"retry-after":"20"}}
 type ExchangeResponse struct {
+	// ID is the provider's id of the answer ("chatcmpl-…", "msg_…",
+	// "resp_…"): stored as requests.response_id, never a key (gateways answer
+	// cache hits, and some servers every answer, with one id).
+	ID      string `json:"id,omitempty"`
 	Model   string `json:"model"`
 	Content string `json:"content"` // the answer text of choice 0
 	// Reasoning is choice 0's reasoning text (delta.reasoning / reasoning_content,

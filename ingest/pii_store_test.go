@@ -62,8 +62,12 @@ var textColumns = map[string]string{
 	"requests.request_id": "exchange id (textFields)", "requests.source": "enum", "requests.app": "exchange app (textFields)",
 	"requests.input": "messages (textFields)", "requests.input_hash": "hash", "requests.subject_hash": "hash",
 	"requests.category": "metadata value (textFields)", "requests.metadata": "metadata keys and values (textFields)",
-	"requests.language": "segment", "requests.length_bucket": "segment",
+	"requests.language": "segment", "requests.length_bucket": "segment", "requests.not_shadowed": "enum (why not shadowed)",
 	"requests.tools": "JSON of the exchange's tools (textFields)", "requests.input_reduced": "text (textFields)",
+	"requests.body_omitted": "enum (why the text is not stored)",
+	"requests.route":        "metadata value (textFields)", "requests.response_id": "the answer's id (textFields)",
+	"tap_offered.tap_id": "id", "tap_offered.source": "enum", "tap_offered.route": "metadata value, pseudonymized by the tap",
+	"tap_offered.app":           "exchange app, pseudonymized by the tap",
 	"runs.input_reduced_reason": "text (textFields)", "steps.tool_calls": "JSON text (textFields)",
 
 	"runs.run_id": "id", "runs.request_id": "exchange id (textFields)", "runs.suite_run_id": "id", "runs.pipeline": "config name",
@@ -96,6 +100,8 @@ var textColumns = map[string]string{
 
 	"audit_log.audit_id": "id", "audit_log.action": "enum", "audit_log.actor": "operator name", "audit_log.subject_hash": "hash",
 	"audit_log.detail": "operator action",
+
+	"live_sequences.pipeline": "config name", "live_sequences.pipeline_version": "config version", "live_sequences.first_run_id": "id",
 
 	"verdict_notices.sink": "enum", "verdict_notices.kind": "enum", "verdict_notices.candidate": "config name",
 	"verdict_notices.candidate_version": "config version", "verdict_notices.set_name": "config name",

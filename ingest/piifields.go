@@ -31,7 +31,7 @@ type textVisitor interface {
 // Exchange: request id, app, models, every message's content, refusal, text
 // and image-URL parts, a file part's filename, name, reasoning, function and
 // tool calls (id, name, arguments), tool-call id; the tools (name, description,
-// parameters) and what the input lacks; the answer's content, reasoning, every choice
+// parameters) and what the input lacks; the answer's id, content, reasoning, every choice
 // (content, reasoning, tool calls with id, name, arguments), error and headers
 // (keys and values); metadata keys and values.
 //
@@ -63,6 +63,7 @@ func textFields(ex *Exchange, b *store.Batch, v textVisitor) {
 		v.text(&ex.Request.InputReduced)
 		if ex.Response != nil {
 			r := *ex.Response
+			v.text(&r.ID)
 			v.text(&r.Model)
 			v.text(&r.Content)
 			v.text(&r.Reasoning)

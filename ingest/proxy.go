@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/conductor-shadow/conductor-shadow/ingest/guard"
+	"github.com/conductor-shadow/conductor-shadow/store"
 )
 
 // Mirroring-proxy outcomes, counted in Stats.Mirrored.
@@ -149,6 +150,7 @@ type Proxy struct {
 	wg       sync.WaitGroup
 	observer AddedLatencyObserver // nil: nothing measured
 	loss     *lossLog
+	rec      *Recorder // records what is forwarded but not copied; nil: it leaves no row
 
 	// The guard (UseGuard, UseBodyBudget): who may call, who is trusted, and
 	// the memory the bodies being copied may hold.
@@ -208,6 +210,9 @@ func NewProxy(cfg ProxyConfig, tap Offerer, stats *Stats, transport http.RoundTr
 		BufferPool:    &bufferPool{},
 		ErrorLog:      slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if cw, ok := w.(*captureWriter); ok && (r.Context().Err() != nil || errors.Is(err, context.Canceled)) {
+				cw.clientGone = true // gone before the incumbent answered: the 502 goes to no one
+			}
 			log.Warn("proxy: incumbent unreachable", "path", r.URL.Path, "err", err)
 			setAnswerGuards(w.Header())
 			w.WriteHeader(http.StatusBadGateway)
@@ -227,6 +232,21 @@ type AddedLatencyObserver interface {
 // ObserveAddedLatency makes every mirrored request report its added latency to o.
 // Call it before serving.
 func (p *Proxy) ObserveAddedLatency(o AddedLatencyObserver) { p.observer = o }
+
+// UseRecorder makes the proxy count every exchange it forwards on a mirrored
+// route (rec.Offered, source proxy) and record, as a metadata row, every one
+// it forwards without handing a copy to the tap: too large, over the body
+// budget, every capture slot busy, not started or stopping, unparsable. Call
+// it before serving.
+func (p *Proxy) UseRecorder(rec *Recorder) { p.rec = rec }
+
+// recordMeta records c as a metadata row, why naming what kept its text out
+// (also its not_shadowed reason). O(1).
+func (p *Proxy) recordMeta(c capture, why string) {
+	if p.rec != nil {
+		p.rec.Record(c.metadata(why), why)
+	}
+}
 
 // bufferPool recycles ReverseProxy's 32 KiB copy buffers (one per answer otherwise).
 type bufferPool struct{ p sync.Pool }
@@ -292,13 +312,15 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.stats.drop(ReasonBodyBudget)
 		p.loss.log("proxy: exchange forwarded without a copy: the request bodies in memory reached ingest.max_unfinished_body_bytes", ReasonBodyBudget, err, 1)
 	}
+	reqBytes := &countingReader{n: int64(len(reqBody))}
 	if complete {
 		r.Body = io.NopCloser(bytes.NewReader(reqBody))
 	} else {
+		reqBytes.r = r.Body
 		r.Body = struct {
 			io.Reader
 			io.Closer
-		}{io.MultiReader(bytes.NewReader(reqBody), r.Body), r.Body}
+		}{io.MultiReader(bytes.NewReader(reqBody), reqBytes), r.Body}
 	}
 	if p.observer != nil {
 		obs := p.observer
@@ -310,9 +332,13 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if trusted && r.Header.Get(p.cfg.AppHeader) != "" {
 		app = r.Header.Get(p.cfg.AppHeader)
 	}
+	if p.rec != nil {
+		p.rec.Offered().Offer(store.OfferedProxy, r.URL.Path, app, start)
+	}
 	cw := &captureWriter{ResponseWriter: w, limit: p.cfg.MaxCaptureBytes, start: start}
 	capt := func(end time.Time, how captureEnd) capture {
 		c := newCapture(r, app, reqBody, cw, end, how)
+		c.reqBytes = reqBytes.n
 		if !trusted {
 			// Only trusted callers choose the stored id and app; what the others
 			// sent is kept beside the generated id.
@@ -321,36 +347,65 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return c
 	}
+	// copyOf hands the finished exchange over: a copy to parse, or, when its
+	// text was not kept (over the body budget, too large), a metadata record.
+	copyOf := func(c capture) {
+		switch {
+		case overBudget:
+			p.recordMeta(c, BodyOverBudget)
+		case !complete || cw.overflow:
+			p.stats.mirror(ProxyOutcomeTooLarge)
+			md := c.metadata(BodyTooLarge) // its id, for the log line
+			p.log.Info("proxy: exchange forwarded without a copy: beyond ingest.proxy.max_capture_bytes; recorded as metadata",
+				"request_id", md.RequestID, "route", c.path, "request_bytes", c.reqBytes, "response_bytes", c.respBytes,
+				"max_capture_bytes", p.cfg.MaxCaptureBytes)
+			if p.rec != nil {
+				p.rec.Record(md, BodyTooLarge)
+			}
+		default:
+			p.handOff(c)
+		}
+	}
 	defer func() {
 		// ReverseProxy aborts the handler (http.ErrAbortHandler) when the client or
 		// the incumbent breaks off mid-answer: what arrived is still mirrored,
-		// marked partial, then the abort goes on.
+		// marked partial (unless it holds the whole answer: capture.exchange),
+		// then the abort goes on.
 		if rec := recover(); rec != nil {
-			p.stats.mirror(ProxyOutcomeClientGone)
-			if complete && !cw.overflow {
-				p.handOff(capt(time.Now(), brokenEnd(r, cw)))
+			copyOf(capt(time.Now(), brokenEnd(r, cw))) // client_gone is counted when the copy is read as partial
+			if overBudget || !complete || cw.overflow {
+				p.stats.mirror(ProxyOutcomeClientGone)
 			}
 			panic(rec)
 		}
 	}()
 	p.rp.ServeHTTP(cw, r)
 	end := time.Now()
-
-	if overBudget {
-		return // counted above
-	}
-	if !complete || cw.overflow {
-		p.stats.mirror(ProxyOutcomeTooLarge)
-		return
-	}
 	if cw.status < 200 || cw.status > 299 {
 		p.stats.mirror(ProxyOutcomeNotOK) // still mirrored: an incumbent failure to compare against
 	}
+	// ServeHTTP returned: the whole answer was written to the client. The
+	// client closing its connection right after the last byte (its request
+	// context ends then) does not make it partial; only a failed write does,
+	// or a client gone before the incumbent answered (the 502 went to no one).
 	how := endComplete
-	if cw.clientErr != nil || r.Context().Err() != nil {
-		how = endClientGone // e.g. gone before the incumbent answered (502 written to no one)
+	if cw.clientErr != nil || cw.clientGone {
+		how = endClientGone
 	}
-	p.handOff(capt(end, how))
+	copyOf(capt(end, how))
+}
+
+// countingReader counts the bytes read through it (n starts at what was
+// read before).
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(b []byte) (int, error) {
+	n, err := c.r.Read(b)
+	c.n += int64(n)
+	return n, err
 }
 
 // handOff gives c to the capture workers without waiting: a full queue drops it
@@ -360,21 +415,26 @@ func (p *Proxy) handOff(c capture) {
 	switch {
 	case p.closed:
 		p.mu.RUnlock()
-		p.stats.drop("shutting_down")
+		p.stats.drop(ReasonShuttingDown)
+		p.recordMeta(c, ReasonShuttingDown)
 		return
 	case !p.started:
-		// Forwarding works without Start; only the copy is lost, and counted.
+		// Forwarding works without Start; only the copy is lost: counted and
+		// recorded as metadata.
 		p.mu.RUnlock()
-		p.stats.drop("not_started")
+		p.stats.drop(BodyNotStarted)
+		p.recordMeta(c, BodyNotStarted)
 		return
 	}
 	select {
 	case p.captures <- c:
+		p.mu.RUnlock()
 	default:
+		p.mu.RUnlock()
 		p.stats.mirror(ProxyOutcomeCaptureBusy)
 		p.stats.drop(ProxyOutcomeCaptureBusy)
+		p.recordMeta(c, BodyCaptureBusy)
 	}
-	p.mu.RUnlock()
 }
 
 // Start launches the capture workers (cfg.CaptureWorkers goroutines) that turn
@@ -433,7 +493,11 @@ func (p *Proxy) offer(c capture) {
 	ex, err := c.exchange(p.convs)
 	if err != nil {
 		p.stats.mirror(ProxyOutcomeUnparsable)
-		p.log.Debug("proxy: exchange not mirrored", "path", c.path, "err", err)
+		md := c.metadata(BodyUnparsable)
+		p.log.Debug("proxy: exchange not mirrored; recorded as metadata", "request_id", md.RequestID, "path", c.path, "err", err)
+		if p.rec != nil {
+			p.rec.Record(md, BodyUnparsable)
+		}
 		return
 	}
 	for k, v := range map[string]string{MetaCallerRequestID: c.callerRequestID, MetaCallerApp: c.callerApp} {
@@ -443,6 +507,9 @@ func (p *Proxy) offer(c capture) {
 			}
 			ex.Metadata[k] = v
 		}
+	}
+	if ex.Response != nil && ex.Response.Partial {
+		p.stats.mirror(ProxyOutcomeClientGone)
 	}
 	if ex.Request.InputReduced != "" {
 		p.stats.mirror(ProxyOutcomeInputReduced)

@@ -171,8 +171,10 @@ func TestProxyTakesIDsFromTrustedCallersOnly(t *testing.T) {
 		switch {
 		case tc.trusted && (ex.RequestID != tc.id || ex.App != tc.app || ex.Metadata[MetaCallerRequestID] != ""):
 			t.Errorf("%s: stored id %q app %q metadata %v; want the caller's", tc.name, ex.RequestID, ex.App, ex.Metadata)
-		case !tc.trusted && (ex.RequestID == tc.id || !strings.HasPrefix(ex.RequestID, "chatcmpl-") || ex.App != "prod"):
-			t.Errorf("%s: stored id %q app %q; want the answer's id and the configured app", tc.name, ex.RequestID, ex.App)
+		case !tc.trusted && (ex.RequestID == tc.id || !strings.HasPrefix(ex.RequestID, "proxy-") || ex.App != "prod"):
+			t.Errorf("%s: stored id %q app %q; want a copy id of the proxy's and the configured app", tc.name, ex.RequestID, ex.App)
+		case ex.Response == nil || !strings.HasPrefix(ex.Response.ID, "chatcmpl-"):
+			t.Errorf("%s: the answer's id is not kept: %+v", tc.name, ex.Response)
 		case !tc.trusted && (ex.Metadata[MetaCallerApp] != tc.app || ex.Metadata[MetaCallerRequestID] != callerValue(tc.id)):
 			t.Errorf("%s: metadata %v; want the caller's values beside", tc.name, ex.Metadata)
 		}

@@ -21,14 +21,20 @@ type UsagePricer interface {
 }
 
 // RequestRecord turns an exchange into the stored request row: the messages as
-// JSON (content parts in the chat completions API's shapes), their sha256, the
-// tools as JSON, what the input lacks, the category from metadata["category"].
+// JSON (content parts in the chat completions API's shapes; "[]" for a
+// metadata copy, ex.BodyOmitted), their sha256, the tools as JSON, what the
+// input lacks, the category from metadata["category"], the route from
+// metadata["route"], why it is not shadowed (ex.StoreOnly), the provider's
+// answer id and the bodies' sizes.
 func RequestRecord(ex Exchange) (store.Request, error) {
-	input, err := shadow.MarshalMessages(ex.Request.Messages)
-	if err != nil {
-		return store.Request{}, fmt.Errorf("ingest: encode messages: %w", err)
+	input := []byte("[]")
+	if ex.BodyOmitted == "" {
+		var err error
+		if input, err = shadow.MarshalMessages(ex.Request.Messages); err != nil {
+			return store.Request{}, fmt.Errorf("ingest: encode messages: %w", err)
+		}
+		input = unescapeHTMLInJSON(input)
 	}
-	input = unescapeHTMLInJSON(input)
 	sum := sha256.Sum256(input)
 	source := store.SourceTap
 	if ex.Metadata["source"] == store.SourceReplay {
@@ -50,6 +56,11 @@ func RequestRecord(ex Exchange) (store.Request, error) {
 		Metadata:    ex.Metadata,
 	}
 	r.InputReduced = ex.Request.InputReduced
+	r.NotShadowed, r.BodyOmitted, r.Route = ex.StoreOnly, ex.BodyOmitted, ex.Metadata["route"]
+	r.RequestBytes, r.ResponseBytes = ex.RequestBytes, ex.ResponseBytes
+	if ex.Response != nil {
+		r.ResponseID = ex.Response.ID
+	}
 	if len(ex.Request.Tools) > 0 {
 		tools, err := json.Marshal(ex.Request.Tools)
 		if err != nil {
@@ -61,8 +72,9 @@ func RequestRecord(ex Exchange) (store.Request, error) {
 }
 
 // exchangeRecords builds what a copy is stored as before any candidate runs,
-// for every queue: the request row (RequestRecord) with the segments of its
-// user messages (seg), and, when the incumbent answered, the incumbent's run
+// for every queue and the recorder: the request row (RequestRecord) with the
+// segments of its user messages (seg; none for a metadata copy, whose novelty
+// is -1), and, when the incumbent answered, the incumbent's run
 // and step priced by pricer (incumbentRun). A zero ex.ReceivedAt is set to
 // now first, so the request and the incumbent run share it. unpriced is the
 // base id of an incumbent model without a price ("" otherwise); the error is
@@ -73,7 +85,11 @@ func exchangeRecords(ex *Exchange, seg *segment.Segmenter, pricer Pricer) (b sto
 		return store.Batch{}, "", err
 	}
 	ex.ReceivedAt = req.ReceivedAt
-	SetSegments(&req, seg.Of(UserText(ex.Request.Messages)))
+	if ex.BodyOmitted == "" {
+		SetSegments(&req, seg.Of(UserText(ex.Request.Messages)))
+	} else {
+		req.Novelty = -1
+	}
 	b.Requests = []store.Request{req}
 	if ex.Response != nil {
 		run, step, model := incumbentRun(*ex, pricer)

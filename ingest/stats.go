@@ -26,6 +26,10 @@ type Stats struct {
 	refused  counterMap // requests the proxy refused, by Refused*
 	// copies stored with their incumbent run but not shadowed, by reason (SkipIncumbentNotOK)
 	storedOnly counterMap
+	// the recorder's copies (not shadowed): stored, and lost without a row,
+	// by why they were not shadowed
+	recordedBy counterMap
+	recordLost counterMap
 
 	mu        sync.Mutex
 	rejected  map[string]int64 // by Reason*
@@ -99,7 +103,14 @@ type StatsSnapshot struct {
 	// cost 0 USD and a note on the step, by base model id (shadow.BaseModelID).
 	// A cost comparison over them is biased towards the incumbent.
 	Unpriced map[string]int64 `json:"unpriced"`
-	Queued   int              `json:"queued"` // waiting now
+	// Recorded are exchanges not shadowed whose record (with its text, or a
+	// metadata row) the recorder stored, by why they were not shadowed
+	// (shed_latency, sampled_out, capture_busy, too_large, ...).
+	Recorded map[string]int64 `json:"recorded"`
+	// RecordDropped are exchanges not shadowed whose record was lost too (the
+	// recorder's buffers full, or a stop): they left no row. By the same reasons.
+	RecordDropped map[string]int64 `json:"record_dropped"`
+	Queued        int              `json:"queued"` // waiting now
 }
 
 // NewStats returns zeroed counters.
@@ -137,6 +148,20 @@ func (s *Stats) mirror(outcome string) { s.mirrored.add(outcome) }
 func (s *Stats) proxyRefuse(reason string) { s.refused.add(reason) }
 
 func (s *Stats) storeOnly(reason string) { s.storedOnly.add(reason) }
+
+// recorded counts a record stored by the recorder. Safe on a nil *Stats.
+func (s *Stats) recorded(reason string) {
+	if s != nil {
+		s.recordedBy.add(reason)
+	}
+}
+
+// recordDrop counts a record lost by the recorder. Safe on a nil *Stats.
+func (s *Stats) recordDrop(reason string) {
+	if s != nil {
+		s.recordLost.add(reason)
+	}
+}
 
 // unpriced counts an incumbent run stored at 0 USD for want of a price; model ""
 // (priced, or no tokens used) counts nothing. At most maxUnpricedModels ids are
@@ -187,6 +212,8 @@ func (s *Stats) Snapshot(queued int) StatsSnapshot {
 		ProxyRefused:  s.refused.snapshot(),
 		StoredOnly:    s.storedOnly.snapshot(),
 		Unpriced:      maps.Clone(s.noPrice),
+		Recorded:      s.recordedBy.snapshot(),
+		RecordDropped: s.recordLost.snapshot(),
 		Queued:        queued,
 	}
 }

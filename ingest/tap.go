@@ -10,9 +10,12 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"time"
 
 	"github.com/gin-gonic/gin"
 	lru "github.com/hashicorp/golang-lru/v2"
+
+	"github.com/conductor-shadow/conductor-shadow/store"
 )
 
 // Tap is the HTTP copy API: POST /v1/tap takes one Exchange and answers 202 once it
@@ -29,6 +32,7 @@ type Tap struct {
 	secret  []byte // the PII secret: keys pseudonyms and subject hashes
 	loss    *lossLog
 	budget  *BodyBudget // the request bodies held in memory at once
+	rec     *Recorder   // records the copies not shadowed; nil: they leave no row
 
 	ephemeralSecret bool
 }
@@ -121,6 +125,61 @@ func (t *Tap) SubjectHash(subject string) string { return SubjectHash(t.secret, 
 // was configured: pseudonyms are then stable only for this process's life.
 func (t *Tap) EphemeralSecret() bool { return t.ephemeralSecret }
 
+// UseRecorder makes the tap record every copy it takes but does not shadow
+// (sampled out, over the per-minute cap, shed by admission, and, for the
+// mirroring proxy's copies, a full queue or an unavailable store) through
+// rec, with the reason in requests.not_shadowed; and count the copies
+// POST /v1/tap takes (rec.Offered). rec pseudonymizes raw records and the
+// offered counts' labels with this tap's rules and secret. Call it before
+// serving.
+func (t *Tap) UseRecorder(rec *Recorder) {
+	t.rec = rec
+	rec.clean, rec.labels = t.cleanRecord, t.cleanLabels
+}
+
+// Record keeps ex, an exchange the caller will not shadow (the admission
+// shedding a proxy copy), as a store-only record with notShadowed as the
+// reason; without a recorder nothing is kept. O(1): it is pseudonymized by the
+// recorder's writer.
+func (t *Tap) Record(ex Exchange, notShadowed string) {
+	if t.rec == nil {
+		return
+	}
+	ex.SubjectHash = "" // the tap's to set (cleanRecord)
+	t.rec.Record(ex, notShadowed)
+}
+
+// record keeps a copy the tap took but will not shadow; raw when it is not
+// pseudonymized yet.
+func (t *Tap) record(ex Exchange, reason string, raw bool) {
+	if t.rec != nil {
+		t.rec.take(ex, reason, raw)
+	}
+}
+
+// cleanRecord pseudonymizes a raw record as begin does a copy: the data
+// subject replaced by its keyed hash, NUL replaced, PII pseudonymized.
+func (t *Tap) cleanRecord(ex *Exchange) {
+	if ex.Subject != "" {
+		ex.SubjectHash, ex.Subject = t.SubjectHash(ex.Subject), ""
+	}
+	ex.ReplaceNUL()
+	if t.pii != nil {
+		t.stats.addPII(t.pii.Exchange(ex))
+	}
+}
+
+// cleanLabels is an app and route as a stored row of them carries them
+// (pseudonymized like an exchange's app and metadata).
+func (t *Tap) cleanLabels(app, route string) (string, string) {
+	if t.pii == nil {
+		return app, route
+	}
+	ex := Exchange{App: app, Metadata: map[string]string{"route": route}}
+	t.pii.Exchange(&ex)
+	return ex.App, ex.Metadata["route"]
+}
+
 // Stats returns the counters the tap writes to.
 func (t *Tap) Stats() *Stats { return t.stats }
 
@@ -139,9 +198,29 @@ func (t *Tap) Register(r gin.IRouter) {
 // raw values never leave this call.
 func (t *Tap) Offer(ctx context.Context, ex Exchange) (int, TapResponse) {
 	p := t.begin(ctx, ex, true)
+	p.offered = offeredAs(ex)
 	wctx, cancel := context.WithTimeout(ctx, t.cfg.AcceptTimeout)
 	defer cancel()
 	return t.finish(wctx, p)
+}
+
+// offeredLabels are what the offered counts key a copy by.
+type offeredLabels struct {
+	route, app string
+	at         time.Time
+}
+
+func offeredAs(ex Exchange) *offeredLabels {
+	return &offeredLabels{route: ex.Metadata["route"], app: ex.App, at: ex.ReceivedAt}
+}
+
+// countOffered counts a copy POST /v1/tap took (source tap) once it is
+// answered: queued or unsampled, not a 503 (sent again) or a duplicate
+// (counted when first taken).
+func (t *Tap) countOffered(l *offeredLabels, code int, resp TapResponse) {
+	if t.rec != nil && l != nil && code < http.StatusInternalServerError && resp.Status != "duplicate" {
+		t.rec.Offered().Offer(store.OfferedTap, l.route, l.app, l.at)
+	}
 }
 
 // Mirror is Offer for a caller that answers nobody (the mirroring proxy): it
@@ -161,6 +240,7 @@ type offerState struct {
 	code    int
 	resp    TapResponse
 	res     chan error
+	offered *offeredLabels // counted once answered (POST /v1/tap); nil: not counted here
 }
 
 func answered(code int, resp TapResponse) offerState {
@@ -180,6 +260,7 @@ func (t *Tap) begin(ctx context.Context, ex Exchange, wait bool) offerState {
 	}
 	if ok, reason := t.sampler.Keep(ex); !ok {
 		t.stats.unsample(reason)
+		t.record(ex, reason, true)
 		return answered(http.StatusOK, TapResponse{Status: "unsampled", RequestID: ex.RequestID, Reason: reason})
 	}
 	if t.seen != nil {
@@ -198,6 +279,7 @@ func (t *Tap) begin(ctx context.Context, ex Exchange, wait bool) offerState {
 			t.seen.Remove(ex.RequestID)
 		}
 		t.stats.unsample(reason)
+		t.record(ex, reason, true)
 		return answered(http.StatusOK, TapResponse{Status: "unsampled", RequestID: ex.RequestID, Reason: reason})
 	}
 	ex.ReplaceNUL() // NUL is no text: never stored, never shown
@@ -207,11 +289,23 @@ func (t *Tap) begin(ctx context.Context, ex Exchange, wait bool) offerState {
 	id := ex.RequestID
 	dq, durable := t.queue.(DurableQueue)
 	if !durable {
-		return answered(t.settle(id, t.queue.Publish(ctx, ex)))
+		code, resp := t.settle(id, t.queue.Publish(ctx, ex))
+		if !wait && code >= http.StatusInternalServerError {
+			t.record(ex, resp.Reason, false) // no one sends this copy again
+		}
+		return answered(code, resp)
 	}
 	if !wait {
-		if err := dq.PublishDurable(ex, func(err error) { t.settle(id, err) }); err != nil {
-			return answered(t.settle(id, err))
+		// No one sends a mirrored copy again: one the queue does not take is
+		// recorded, not shadowed.
+		lost := func(err error) {
+			if code, resp := t.settle(id, err); code >= http.StatusInternalServerError {
+				t.record(ex, resp.Reason, false)
+			}
+		}
+		if err := dq.PublishDurable(ex, lost); err != nil {
+			lost(err)
+			return answered(http.StatusServiceUnavailable, TapResponse{Status: "dropped", RequestID: id, Reason: dropReason(err)})
 		}
 		return answered(http.StatusAccepted, TapResponse{Status: "queued", RequestID: id})
 	}
@@ -225,7 +319,8 @@ func (t *Tap) begin(ctx context.Context, ex Exchange, wait bool) offerState {
 // finish waits for p's durable outcome until ctx ends (the caller's, bounded by
 // accept_timeout); past that the caller is answered 503 and the outcome is still
 // counted when it comes.
-func (t *Tap) finish(ctx context.Context, p offerState) (int, TapResponse) {
+func (t *Tap) finish(ctx context.Context, p offerState) (code int, resp TapResponse) {
+	defer func() { t.countOffered(p.offered, code, resp) }()
 	if p.settled {
 		return p.code, p.resp
 	}
@@ -268,18 +363,23 @@ func (t *Tap) settle(id string, err error) (int, TapResponse) {
 	if t.seen != nil {
 		t.seen.Remove(id) // not taken: a retry must get through
 	}
-	reason := ReasonStoreUnavailable
-	switch {
-	case errors.Is(err, ErrQueueFull):
-		reason = ReasonQueueFull
-	case errors.Is(err, ErrQueueClosed):
-		reason = ReasonShuttingDown
-	case errors.Is(err, ErrKafkaUnavailable):
-		reason = ReasonKafkaUnavailable
-	}
+	reason := dropReason(err)
 	t.stats.drop(reason)
 	t.loss.log("tap: copy dropped", reason, err, 1)
 	return http.StatusServiceUnavailable, TapResponse{Status: "dropped", RequestID: id, Reason: reason, Error: publicDropError(reason)}
+}
+
+// dropReason names why a queue did not take a copy.
+func dropReason(err error) string {
+	switch {
+	case errors.Is(err, ErrQueueFull):
+		return ReasonQueueFull
+	case errors.Is(err, ErrQueueClosed):
+		return ReasonShuttingDown
+	case errors.Is(err, ErrKafkaUnavailable):
+		return ReasonKafkaUnavailable
+	}
+	return ReasonStoreUnavailable
 }
 
 // publicDropError is the error text of a 503 for a dropped copy: the reason in
@@ -420,6 +520,7 @@ func (t *Tap) handleBatch(c *gin.Context) {
 				break
 			}
 			states[i] = t.begin(c.Request.Context(), ex, true)
+			states[i].offered = offeredAs(ex)
 			continue
 		}
 		states[i] = answered(http.StatusOK, r)

@@ -29,7 +29,9 @@ var shardingKeys = map[string]string{
 	"judgments":          "cityHash64(request_id)",
 	"verdict_notices":    "cityHash64(sink, kind, candidate, candidate_version, set_name)",
 	"flow_exports":       "cityHash64(kind, recipient, host)",
+	"live_sequences":     "cityHash64(pipeline, pipeline_version)",
 	"suite_looks":        "cityHash64(set_name, candidate)",
+	"tap_offered":        "cityHash64(tap_id)",
 }
 
 var (

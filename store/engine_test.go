@@ -53,7 +53,7 @@ func TestMigrationsTwiceAreNoOp(t *testing.T) {
 	for _, r := range res.Rows {
 		names = append(names, r[0])
 	}
-	if got := strings.Join(names, ","); got != "audit_log,cases,flow_exports,forget_keys,forgotten_subjects,judgments,requests,runs,schema_migrations,scores,shadow_work,steps,suite_looks,suite_runs,verdict_notices" {
+	if got := strings.Join(names, ","); got != "audit_log,cases,flow_exports,forget_keys,forgotten_subjects,judgments,live_sequences,requests,runs,schema_migrations,scores,shadow_work,steps,suite_looks,suite_runs,tap_offered,verdict_notices" {
 		t.Errorf("tables = %s", got)
 	}
 }

@@ -17,7 +17,8 @@ type LiveJudgmentReader interface {
 	// the transport's, wrapped.
 	LiveJudgeDay(ctx context.Context, day time.Time) (LiveJudgeDay, error)
 	// LiveJudgeStats returns, per (pipeline, judge), the live judgments
-	// judged in [q.From, q.To) (optionally of one pipeline): outcome counts,
+	// judged in [q.From, q.To) (optionally of one pipeline, or one pipeline
+	// version), canaries counted apart: outcome counts,
 	// unjudged pairs, position consistency (figure.PositionConsistencySQL, as
 	// JudgeStats) and cost, by (pipeline, judge). An invalid q returns its
 	// Validate error.
@@ -39,12 +40,19 @@ type LiveJudgeDay struct {
 type LiveJudgmentQuery struct {
 	From, To time.Time // [From, To), UTC; both required
 	Pipeline string    // one candidate pipeline; "" for all
+	// PipelineVersion narrows Pipeline to one version (a live sequence's);
+	// "" for all. It needs Pipeline.
+	PipelineVersion string
 }
 
-// Validate reports a missing or empty window.
+// Validate reports a missing or empty window, or a version without its
+// pipeline.
 func (q LiveJudgmentQuery) Validate() error {
 	if q.From.IsZero() || q.To.IsZero() || !q.To.After(q.From) {
 		return errors.New("store: live judgments: want a window with From before To")
+	}
+	if q.PipelineVersion != "" && q.Pipeline == "" {
+		return errors.New("store: live judgments: a pipeline version needs its pipeline")
 	}
 	return nil
 }
@@ -91,6 +99,10 @@ func (s *sqlStore) LiveJudgeStats(ctx context.Context, q LiveJudgmentQuery) ([]J
 	if q.Pipeline != "" {
 		where += " AND pipeline = {pipeline:String}"
 		p.Str("pipeline", q.Pipeline)
+	}
+	if q.PipelineVersion != "" {
+		where += " AND pipeline_version = {version:String}"
+		p.Str("version", q.PipelineVersion)
 	}
 	rows, err := s.judgeStats(ctx, where, p)
 	if err != nil {

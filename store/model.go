@@ -64,6 +64,27 @@ type Request struct {
 	// it is whole. Both are what candidates get besides Input.
 	Tools        string `json:"tools"`
 	InputReduced string `json:"input_reduced"`
+	// NotShadowed says why a recorded production exchange was not sent to
+	// the candidates ("" when it was): a proxy that records every exchange it
+	// forwards writes the reason of one it sheds (e.g. "queue_full",
+	// "admission", "sampled_out"). The live verdict's coverage check counts
+	// such rows per segment (LiveCoverage).
+	NotShadowed string `json:"not_shadowed"`
+	// Route is the API path the exchange came through ("/v1/chat/completions";
+	// "" when the copy did not say). ResponseID is the provider's id of the
+	// answer ("chatcmpl-…"), kept as answered and never a key: distinct
+	// exchanges may share one (a gateway's cache hits).
+	Route      string `json:"route"`
+	ResponseID string `json:"response_id"`
+	// RequestBytes and ResponseBytes are the sizes of the request and answer
+	// bodies as they travelled (bytes; 0 when not known).
+	RequestBytes  int64 `json:"request_bytes"`
+	ResponseBytes int64 `json:"response_bytes"`
+	// BodyOmitted says why Input and the incumbent's answer text are not
+	// stored ("" when they are): a metadata row of an exchange recorded
+	// without its text ("too_large", "capture_busy", "record_budget", …).
+	// Such a row has Input "[]" and no segments.
+	BodyOmitted string `json:"body_omitted"`
 }
 
 // Run is one pipeline's execution on one request. Key: RunID.

@@ -76,8 +76,8 @@ func TestOverviewCharts(t *testing.T) {
 		t.Fatalf("coverage buckets = %+v, want 2", oc.Coverage)
 	}
 	for k, c := range oc.Coverage {
-		if c.Requests != 5 || c.Shadowed != int64(shadowed[k]) || c.Coverage != figure.Coverage(shadowed[k], 5) {
-			t.Errorf("bucket %d: %+v, want 5 requests, %d shadowed, coverage %g", k, c, shadowed[k], figure.Coverage(shadowed[k], 5))
+		if c.Requests != 5 || c.Shadowed != int64(shadowed[k]) || c.Coverage != figure.Coverage(int64(shadowed[k]), 5) {
+			t.Errorf("bucket %d: %+v, want 5 requests, %d shadowed, coverage %g", k, c, shadowed[k], figure.Coverage(int64(shadowed[k]), 5))
 		}
 	}
 	if _, err := s.OverviewCharts(ctx, OverviewQuery{From: at, To: at, BucketSeconds: 3600}); err == nil {

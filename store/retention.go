@@ -38,6 +38,8 @@ var retentionTables = []retentionTable{
 	// Judgments are scores of pairs: they age like scores; the judge's raw replies are bodies.
 	{"judgments", "judged_at", []string{"raw_1", "raw_2"}, after("judged_at", func(r RetentionConfig) time.Duration { return r.Scores }), false},
 	{"shadow_work", "inserted_at", nil, workTTL, true},
+	// The offered counts are the coverage of the requests: they age with them.
+	{"tap_offered", "window_start", nil, after("window_start", func(r RetentionConfig) time.Duration { return r.Requests }), false},
 }
 
 // workTTL is shadow_work's rule. A done row is bookkeeping only (the run it

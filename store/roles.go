@@ -104,13 +104,11 @@ type Console interface {
 }
 
 // OverviewReader computes the overview: counts, per-pipeline totals and
-// series (OverviewAnalytics), the agreement sequence live verdicts are
-// computed from (LiveAgreement) and where the stored traffic is in time, which
-// the default window follows (TrafficClock) and its histogram and coverage
-// charts (OverviewChartReader).
+// series, agreement (OverviewAnalytics), where the stored traffic is in
+// time, which the default window follows (TrafficClock), and its histogram
+// and coverage charts (OverviewChartReader).
 type OverviewReader interface {
 	OverviewAnalytics
-	LiveAgreement
 	TrafficClock
 	OverviewChartReader
 }
@@ -134,7 +132,10 @@ var (
 	_ WorkerReader   = (*sqlStore)(nil)
 	_ EvalHistory    = (*sqlStore)(nil)
 	_ SubjectEraser  = (*sqlStore)(nil)
+	_ LiveReader     = (*sqlStore)(nil)
 	_ LookStore      = (*sqlStore)(nil)
+	_ CoverageWriter = (*sqlStore)(nil)
+	_ CoverageReader = (*sqlStore)(nil)
 	_ FlowReader     = (*sqlStore)(nil)
 )
 
@@ -167,10 +168,15 @@ type Roles struct {
 	VerdictNotices VerdictNotices // the verdict notifications' state
 	JudgmentWriter JudgmentWriter // suite runs' pairwise judgments and canaries
 	JudgmentReader JudgmentReader // a trace's judgments, a judge's figures
+	LiveReader     LiveReader     // the live verdicts: sequences, observations, coverage, the live judge's record
 	LookStore      LookStore      // suite runs: the looks of group-sequential plans
 	// LiveJudgments: live judging's day spend (the judge budget across
 	// restarts) and live judges' figures (the trace list, the live verdict).
 	LiveJudgments LiveJudgmentReader
+	// Coverage: the tap's offered counts (CoverageWriter) and what became of
+	// the exchanges (CoverageReader: the overview, the live verdict).
+	CoverageWriter CoverageWriter
+	CoverageReader CoverageReader
 	// FlowReader and FlowExportWriter keep the record of data flows: what
 	// left the platform, read by the data-flows page, report section and
 	// command; the exporters' counts written by store/dataflow.Meter.
@@ -197,8 +203,11 @@ func NewRoles(st Store) Roles {
 	r.VerdictNotices, _ = st.(VerdictNotices)
 	r.JudgmentWriter, _ = st.(JudgmentWriter)
 	r.JudgmentReader, _ = st.(JudgmentReader)
+	r.LiveReader, _ = st.(LiveReader)
 	r.LookStore, _ = st.(LookStore)
 	r.LiveJudgments, _ = st.(LiveJudgmentReader)
+	r.CoverageWriter, _ = st.(CoverageWriter)
+	r.CoverageReader, _ = st.(CoverageReader)
 	r.FlowReader, _ = st.(FlowReader)
 	r.FlowExportWriter, _ = st.(FlowExportWriter)
 	return r

@@ -25,6 +25,7 @@ type sqlStore struct {
 	log         *slog.Logger    // the console's audit lines and the store's warnings; nil discards
 	stallAfter  time.Duration
 	closed      atomic.Bool
+	starts      sequenceCache // the live sequence starts this store recorded
 
 	// Tests only: onWorker is called once a console statement has its worker
 	// (before its checks), onStatement just before the statement runs.
@@ -125,8 +126,16 @@ func (s *sqlStore) InsertRequests(ctx context.Context, reqs []Request) error {
 }
 
 // InsertRuns implements Store.
+// The first live run of a candidate version also records the start of its
+// live sequence (live_sequences, recordSequenceStarts).
 func (s *sqlStore) InsertRuns(ctx context.Context, runs []Run) error {
-	return insert(ctx, s, "runs", runs)
+	if err := insert(ctx, s, "runs", runs); err != nil {
+		return err
+	}
+	if err := s.recordSequenceStarts(ctx, runs); err != nil {
+		return fmt.Errorf("store: insert runs: record live sequence starts: %w", err)
+	}
+	return nil
 }
 
 // InsertSteps implements Store.

@@ -28,9 +28,10 @@ type Config struct {
 	// live traffic; `serve` uses the sets in use (suite.set and the scheduled
 	// suites' sets) when empty.
 	ShiftSets []string `yaml:"shift_sets"`
-	// GatePolicy is the gate policy whose quality margin and confidence the
-	// overview's running verdicts use; nil means gate.NewDefaultPolicy(). Not a
-	// config key: serve sets it from suite.policy.
+	// GatePolicy is the gate policy the overview's live verdicts are read
+	// under (its quality, cost, latency, segments and live sections); nil
+	// means gate.NewDefaultPolicy(). Not a config key: serve sets it from
+	// suite.policy.
 	GatePolicy *gate.Policy `yaml:"-"`
 	// DataFlows is what the data-flows page says about the configuration:
 	// the recipients it names, retention, PII. Not a config key: serve sets

@@ -27,7 +27,7 @@ type cutoverRow struct {
 	Candidate string
 	Answer    string // cutoverYes, cutoverNo or cutoverNotYet
 	Suite     *suiteVerdict
-	Live      *gate.LiveVerdict
+	Live      *eval.LiveCandidate
 	// Against the production incumbent over the window (store figures).
 	Agreement  string // "87.5% [83.1%, 90.9%]" (Wilson 95%), "—" without pairs
 	CostRatio  string // "0.62×", "—" when either cost is unknown
@@ -103,7 +103,7 @@ func productionIncumbent(totals []store.PipelinePoint) *store.PipelinePoint {
 // newCutoverRow fills one candidate's answer from its window totals, its
 // agreement pairs with the production incumbent, its latest suite verdict
 // and its running verdict (each may be nil).
-func newCutoverRow(p store.PipelinePoint, inc *store.PipelinePoint, a *store.Agreement, sv *suiteVerdict, live *gate.LiveVerdict) cutoverRow {
+func newCutoverRow(p store.PipelinePoint, inc *store.PipelinePoint, a *store.Agreement, sv *suiteVerdict, live *eval.LiveCandidate) cutoverRow {
 	r := cutoverRow{Candidate: p.Pipeline, Suite: sv, Live: live, Agreement: "—", CostRatio: "—", P95Ratio: "—",
 		CostPerReq: fmtUSD(p.CostPerRequestUSD), P95: fmtMsOrUnknown(p.P95Ms) + " ms",
 		SuiteQuality: "—", SuiteCost: "—", SuiteP95: "—"}
@@ -143,9 +143,9 @@ func newCutoverRow(p store.PipelinePoint, inc *store.PipelinePoint, a *store.Agr
 
 // blockerOf names the one thing that blocks a cut-over, in this order: the
 // latest suite run's first gate that did not PASS, its first segment found
-// significantly worse, the live verdict's largest segment that has not
-// PASSed; without a suite run, that one is missing. "" when nothing blocks.
-func blockerOf(sv *suiteVerdict, live *gate.LiveVerdict) string {
+// significantly worse, the live verdict's first row that FAILed; without a
+// suite run, that one is missing. "" when nothing blocks.
+func blockerOf(sv *suiteVerdict, live *eval.LiveCandidate) string {
 	if sv == nil {
 		return "no suite verdict yet: run a suite (agreement alone cannot PASS a candidate)"
 	}
@@ -160,7 +160,12 @@ func blockerOf(sv *suiteVerdict, live *gate.LiveVerdict) string {
 		return "segment " + sv.WorseOn[0] + " significantly worse in suite run " + shortID(sv.SuiteRunID, 16)
 	}
 	if live != nil && live.Verdict == gate.Fail {
-		return "live verdict FAIL: " + live.Text
+		for _, g := range live.Gates {
+			if g.Status == gate.Fail {
+				return "live " + g.Gate + " FAIL: " + g.Reason
+			}
+		}
+		return "live verdict FAIL"
 	}
 	if gate.Status(sv.Verdict) != gate.Pass {
 		return "suite verdict " + sv.Verdict

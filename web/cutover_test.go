@@ -61,7 +61,7 @@ func TestBlockerOf(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		sv   *suiteVerdict
-		live *gate.LiveVerdict
+		live *eval.LiveCandidate
 		want string // substring; "" means nothing blocks
 	}{
 		{"no suite run", nil, nil, "no suite verdict yet"},
@@ -70,8 +70,10 @@ func TestBlockerOf(t *testing.T) {
 			"gate min_n INCONCLUSIVE: only 4 paired graded cases"},
 		{"a segment worse", &suiteVerdict{Verdict: "FAIL", SuiteRunID: "sr-1", WorseOn: []string{"lang:ru", "table"},
 			Comparison: gates(pass)}, nil, "segment lang:ru significantly worse"},
-		{"all passed", &suiteVerdict{Verdict: "PASS", Comparison: gates(pass)}, &gate.LiveVerdict{Verdict: gate.Inconclusive}, ""},
-		{"live FAIL", &suiteVerdict{Verdict: "PASS", Comparison: gates(pass)}, &gate.LiveVerdict{Verdict: gate.Fail, Text: "worse"}, "live verdict FAIL"},
+		{"all passed", &suiteVerdict{Verdict: "PASS", Comparison: gates(pass)}, &eval.LiveCandidate{LiveVerdict: gate.LiveVerdict{Verdict: gate.Inconclusive}}, ""},
+		{"live FAIL", &suiteVerdict{Verdict: "PASS", Comparison: gates(pass)}, &eval.LiveCandidate{LiveVerdict: gate.LiveVerdict{Verdict: gate.Fail,
+			Gates: []gate.Result{{Gate: "quality", Status: gate.Pass}, {Gate: "p95", Status: gate.Fail, Reason: "2.1× the incumbent's"}}}},
+			"live p95 FAIL: 2.1× the incumbent's"},
 		{"unreadable report", &suiteVerdict{Verdict: "FAIL"}, nil, "suite verdict FAIL"},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -192,13 +192,20 @@ func goldenOverview(meta pageMeta) overviewView {
 	sr := fixtureSuiteRun()
 	sr.Verdict = "PASS"
 	q := overviewQuery{App: "support-bot", From: t0.Truncate(time.Hour).Add(-time.Hour), To: t0.Truncate(time.Hour).Add(2 * time.Hour)}
-	pairs := []store.AgreementPair{{Candidate: "conductor", RequestID: "r1", StartedAt: t0, Agree: true, Language: "en", LengthBucket: "0-127"},
-		{Candidate: "conductor", RequestID: "r2", StartedAt: t0.Add(time.Minute), Agree: false, Language: "ru", HasTable: true, LengthBucket: "128-511"}}
-	vs, err := gate.LiveVerdicts(eval.LivePairs(pairs), q.To.Sub(q.From), false, gate.NewDefaultPolicy())
+	// The conductor's live sequence: two judged pairs, a tie and a loss.
+	seq, err := gate.NewLiveSequence(gate.NewDefaultPolicy())
 	if err != nil {
 		panic(err)
 	}
-	live := &eval.LiveSection{From: q.From, To: q.To, Correction: gate.LiveCorrection, Verdicts: vs}
+	for i, score := range []float64{0, -1} {
+		seq.Observe(gate.LiveObs{Kind: gate.LiveJudged, Score: score, InclusionProb: 0.25, At: t0.Add(time.Duration(i) * time.Minute),
+			IncumbentUSD: 0.002, CandidateUSD: 0.015, IncumbentMs: 1500, CandidateMs: 3800})
+	}
+	cov := []gate.CoverageCounts{{Dimension: store.CoverageAll, Recorded: 3, Shadowed: 2, Missing: 1, Answered: 2, Judged: 2},
+		{Dimension: store.CoverageLang, Value: "en", Recorded: 2, Shadowed: 2, Answered: 2, Judged: 2}, {Dimension: store.CoverageLang, Value: "ru", Recorded: 1, Missing: 1}}
+	lv, _ := eval.LiveLook(gate.NewDefaultPolicy(), seq, []store.JudgeStat{{Pipeline: "conductor", Judge: "judge-x", Canaries: 3}}, cov, 48)
+	live := &eval.LiveSection{AsOf: q.To, Rule: gate.LiveRule, Verdicts: []eval.LiveCandidate{{Candidate: "conductor", Version: "3f9a0b1c2d3e4f50",
+		StartedAt: t0, Through: q.To.Add(-time.Hour), LiveVerdict: lv, Coverage: cov, WindowCoverage: cov}}}
 	v := newOverviewView(meta, q, 3600, ov, []store.SuiteRun{sr}, live)
 	v.ThisURL = urls{meta.Base}.overviewWith(q)
 	return v

@@ -17,6 +17,7 @@ import (
 	"github.com/conductor-shadow/conductor-shadow/eval"
 	"github.com/conductor-shadow/conductor-shadow/eval/gate"
 	"github.com/conductor-shadow/conductor-shadow/store"
+	"github.com/conductor-shadow/conductor-shadow/store/figure"
 )
 
 // Overview window defaults and chart geometry (px).
@@ -127,11 +128,11 @@ func bucketFor(span time.Duration) int {
 // pipelineRow is one pipeline in the overview's table.
 type pipelineRow struct {
 	Total        store.PipelinePoint
-	Agreement    *store.Agreement  // nil for the incumbent or without pairs
-	Verdict      *suiteVerdict     // the latest suite run that evaluated this candidate, nil if none
-	Live         *gate.LiveVerdict // the running verdict on the window's live pairs (eval.LiveVerdicts), nil without pairs
-	SeriesClass  string            // colour class of its chart lines
-	AgreementPct string            // "87.5%" or "—"
+	Agreement    *store.Agreement    // nil for the incumbent or without pairs
+	Verdict      *suiteVerdict       // the latest suite run that evaluated this candidate, nil if none
+	Live         *eval.LiveCandidate // the live verdict of its newest version (eval.LiveVerdicts), nil when never shadowed live
+	SeriesClass  string              // colour class of its chart lines
+	AgreementPct string              // "87.5%" or "—"
 	// CostRatio and P95Ratio are the candidate's cost per request and p95
 	// divided by the production incumbent's ("0.62×"), "" for the incumbent.
 	CostRatio, P95Ratio string
@@ -154,16 +155,48 @@ type suiteVerdict struct {
 	Comparison *eval.CandidateComparison
 }
 
-// fmtProgress renders a 0..1 progress as "37%".
-func fmtProgress(f float64) string { return strconv.FormatFloat(100*f, 'f', 0, 64) + "%" }
+// actionText words a live verdict's recommendation (gate.Action*).
+func actionText(action string) string {
+	switch action {
+	case gate.ActionCutOver:
+		return "cut over"
+	case gate.ActionDoNotCutOver:
+		return "do not cut over"
+	case gate.ActionRollBack:
+		return "roll back"
+	}
+	return "keep shadowing"
+}
 
-// fmtTestedP renders a p-value with four significant digits, "—" when the
-// segment was not tested.
-func fmtTestedP(p float64, tested bool) string {
-	if !tested {
+// liveQualityText is a live verdict's quality in one line: the weighted
+// difference, its confidence sequence and what it rests on.
+func liveQualityText(c *eval.LiveCandidate) string {
+	q := c.Quality
+	return fmt.Sprintf("quality %+.1f pts %s on %s judged pairs and %s failed runs",
+		100*q.Estimate, gate.CSText(q.CS), fmtInt(c.Counts.Judged), fmtInt(c.Counts.Failed))
+}
+
+// coverageCellLabel names a coverage cell: "all traffic", "lang:ru",
+// "table: yes", "app:bot".
+func coverageCellLabel(c gate.CoverageCounts) string {
+	switch {
+	case c.Dimension == store.CoverageAll:
+		return "all traffic"
+	case c.Dimension == store.CoverageTable || c.Dimension == store.CoverageCode:
+		return c.Dimension + ": " + c.Value
+	case c.Value == "":
+		return c.Dimension + ": (none)"
+	}
+	return c.Dimension + ":" + c.Value
+}
+
+// coverageText is the shadowed share of a cell's recorded exchanges
+// (figure.Coverage), "—" when none was recorded.
+func coverageText(c gate.CoverageCounts) string {
+	if c.Recorded == 0 {
 		return "—"
 	}
-	return strconv.FormatFloat(p, 'g', 4, 64)
+	return strconv.FormatFloat(100*figure.Coverage(c.Shadowed, c.Recorded), 'f', 1, 64) + "%"
 }
 
 // chartSeries is one line of a chart: Points in SVG polyline syntax.
@@ -204,8 +237,9 @@ type overviewView struct {
 	Histogram, SegChart barChart
 	CoverageChart       lineChart
 	ThisURL             string // deep link of this exact window
-	// Live holds the running verdicts on the window's live pairs, per
-	// candidate and per segment (eval.LiveVerdicts); nil without a store read.
+	// Live holds the live verdict of each candidate shown, at its newest
+	// version (eval.LiveVerdicts as of now: the window and filters change
+	// none), with the window's coverage; nil without a store read.
 	Live *eval.LiveSection
 	// LiveJudges is each live judge's record on the window's live judgments.
 	LiveJudges liveJudgesView
@@ -316,7 +350,7 @@ func newOverviewView(meta pageMeta, q overviewQuery, bucket int, ov store.Overvi
 		agree[ov.Agreement[i].Candidate] = &ov.Agreement[i]
 	}
 	verdicts := latestVerdicts(suiteRuns)
-	running := map[string]*gate.LiveVerdict{}
+	running := map[string]*eval.LiveCandidate{}
 	if live != nil {
 		for i := range live.Verdicts {
 			running[live.Verdicts[i].Candidate] = &live.Verdicts[i]
@@ -366,7 +400,7 @@ func (v *overviewView) addCharts(oc store.OverviewCharts) {
 		classes[r.Total.Pipeline] = r.SeriesClass
 	}
 	v.Histogram = newLatencyHistogram(oc.Latency, classes)
-	v.SegChart = newSegmentQuality(v.Live, classes)
+	v.SegChart = newSegmentQuality(v.Cutover, classes)
 	v.CoverageChart = coverageLine(v.Query.From, v.Query.To, oc.Coverage)
 }
 
@@ -404,10 +438,22 @@ func (s *server) overview(c *gin.Context) {
 	if s.cfg.GatePolicy != nil {
 		pol = *s.cfg.GatePolicy
 	}
-	live, err := eval.LiveVerdicts(c.Request.Context(), an, store.OverviewQuery{App: q.App, From: q.From, To: q.To, BucketSeconds: bucket, Segments: q.Seg}, pol)
-	if err != nil {
-		s.storeFailed(c, "agreement sequence", "", fmt.Errorf("web: overview: %w", err))
-		return
+	var cands []string
+	for _, p := range ov.Totals {
+		if p.Mode == store.ModeCandidate {
+			cands = append(cands, p.Pipeline)
+		}
+	}
+	live := &eval.LiveSection{}
+	if len(cands) > 0 {
+		// The live verdict of each candidate shown: its sequence since its
+		// newest version's shadowing started, as of now; the window only
+		// picks the coverage shown next to it.
+		live, err = eval.LiveVerdicts(c.Request.Context(), s.read.Live, eval.LiveQuery{Candidates: cands, WindowFrom: q.From, WindowTo: q.To}, pol)
+		if err != nil {
+			s.storeFailed(c, "live verdicts", "", fmt.Errorf("web: overview: %w", err))
+			return
+		}
 	}
 	charts, err := an.OverviewCharts(c.Request.Context(), store.OverviewQuery{App: q.App, From: q.From, To: q.To, BucketSeconds: bucket, Segments: q.Seg})
 	if err != nil {

@@ -4,10 +4,13 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/conductor-shadow/conductor-shadow/eval"
+	"github.com/conductor-shadow/conductor-shadow/eval/stats"
 	"github.com/conductor-shadow/conductor-shadow/store"
+	"github.com/conductor-shadow/conductor-shadow/store/figure"
 )
 
 // maxSegmentBars bounds the quality-by-segment chart to the segments with
@@ -182,47 +185,60 @@ func newLatencyHistogram(bins []store.LatencyBin, classes map[string]string) bar
 	return newBarChart("latency-histogram", title, "% of runs, bins in ms", cats, groups, fmtTickPct)
 }
 
-// newSegmentQuality draws each candidate's agreement with the production
-// incumbent on the maxSegmentBars segments with the most live pairs
-// (eval.LiveVerdicts' segments, agreement = 1 − differ / pairs).
-func newSegmentQuality(live *eval.LiveSection, classes map[string]string) barChart {
-	const id, title, unit = "segment-quality", "Quality by segment: agreement with the production incumbent", "% of live pairs"
-	pairs := map[string]int{}
-	if live != nil {
-		for _, v := range live.Verdicts {
-			for _, s := range v.Segments {
-				pairs[s.Segment] += s.Pairs
-			}
+// newSegmentQuality draws accuracy per segment from each candidate's latest
+// suite run (eval.CandidateComparison's segments: Passed / Graded, the
+// figure.Accuracy definition the report uses), the suite baseline of the
+// first candidate's run beside them, on the maxSegmentBars segments with the
+// most cases.
+func newSegmentQuality(rows []cutoverRow, classes map[string]string) barChart {
+	const id, title, unit = "segment-quality", "Quality by segment: accuracy in the latest suite run", "% of graded cases"
+	cases := map[string]int{}
+	var base *eval.CandidateComparison
+	var baseName string
+	for _, r := range rows {
+		if r.Suite == nil || r.Suite.Comparison == nil {
+			continue
+		}
+		if base == nil {
+			base, baseName = r.Suite.Comparison, "suite baseline "+r.Suite.Baseline
+		}
+		for _, sg := range r.Suite.Comparison.Comparison.Segments {
+			cases[sg.Name] = max(cases[sg.Name], sg.Candidate.Graded)
 		}
 	}
-	if len(pairs) == 0 {
+	if len(cases) == 0 {
 		c := newBarChart(id, title, unit, nil, nil, fmtTickPct)
-		c.Empty = "No live pairs in this window."
+		c.Empty = "No suite run with graded segments yet."
 		return c
 	}
 	var segs []string
-	for s := range pairs {
+	for s := range cases {
 		segs = append(segs, s)
 	}
 	slices.SortFunc(segs, func(a, b string) int {
-		if pairs[a] != pairs[b] {
-			return pairs[b] - pairs[a]
+		if cases[a] != cases[b] {
+			return cases[b] - cases[a]
 		}
-		if a < b {
-			return -1
-		}
-		return 1
+		return strings.Compare(a, b)
 	})
 	segs = segs[:min(len(segs), maxSegmentBars)]
-	var groups []barGroup
-	for _, v := range live.Verdicts {
-		g := barGroup{Name: v.Candidate, Class: classes[v.Candidate], Values: make([]float64, len(segs))}
-		for _, s := range v.Segments {
-			if i := slices.Index(segs, s.Segment); i >= 0 && s.Pairs > 0 {
-				g.Values[i] = 1 - float64(s.Disagree)/float64(s.Pairs)
+	values := func(cmp *eval.CandidateComparison, arm func(stats.Segment) stats.Arm) []float64 {
+		out := make([]float64, len(segs))
+		for _, sg := range cmp.Comparison.Segments {
+			if i := slices.Index(segs, sg.Name); i >= 0 {
+				a := arm(sg)
+				out[i] = figure.Accuracy(a.Passed, a.Graded)
 			}
 		}
-		groups = append(groups, g)
+		return out
+	}
+	groups := []barGroup{{Name: baseName, Class: "series-7",
+		Values: values(base, func(s stats.Segment) stats.Arm { return s.Incumbent })}}
+	for _, r := range rows {
+		if r.Suite != nil && r.Suite.Comparison != nil {
+			groups = append(groups, barGroup{Name: r.Candidate, Class: classes[r.Candidate],
+				Values: values(r.Suite.Comparison, func(s stats.Segment) stats.Arm { return s.Candidate })})
+		}
 	}
 	return newBarChart(id, title, unit, segs, groups, fmtTickPct)
 }

@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -10,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/conductor-shadow/conductor-shadow/eval/gate"
 	"github.com/conductor-shadow/conductor-shadow/store"
 	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
@@ -124,12 +124,14 @@ func testOverviewPage(t *testing.T, st store.Store) {
 	for _, r := range byTestID(doc, "overview-row") {
 		running[attr(r, "data-pipeline")] = text(byTestID(r, "running-verdict")[0])
 	}
-	// Two disagreeing pairs: undecided, and agreement alone cannot show the margin.
-	if got := running["conductor"]; !strings.HasPrefix(got, "INCONCLUSIVE 0% to PASS") || !strings.Contains(got, "agreement alone cannot PASS") {
-		t.Errorf("conductor running verdict = %q", got)
+	// Two unjudged pairs and one failed run: their sequences run, undecided.
+	for _, p := range []string{"conductor", "single:claude-sonnet-4"} {
+		if got := running[p]; !strings.HasPrefix(got, "INCONCLUSIVE keep shadowing") || !strings.Contains(got, "since") {
+			t.Errorf("%s live verdict = %q", p, got)
+		}
 	}
-	if got := running["single:claude-sonnet-4"]; got != "no answered pairs" {
-		t.Errorf("single running verdict = %q", got)
+	if got := running["incumbent:gpt-5"]; got != "" {
+		t.Errorf("incumbent live verdict = %q, want none", got)
 	}
 	if got := rows["single:claude-sonnet-4"][1]; got != "no suite run" {
 		t.Errorf("single verdict = %q", got)
@@ -160,52 +162,78 @@ func testOverviewPage(t *testing.T, st store.Store) {
 	})
 }
 
-// TestOverviewLiveSegments: the overview shows each candidate's running
-// verdict per segment of the window's live traffic with Holm's correction,
-// read from the real engine: PASS on English prompts, undecided on Russian
-// prompts with tables where the answers differ on a third; the segment filter
-// narrows the table to the segments of the selected requests.
-func TestOverviewLiveSegments(t *testing.T) {
+// TestOverviewLiveVerdict: the overview shows each candidate's live verdict
+// from the real engine — its sequence since its newest version's first live
+// run, with the rule, the recommendation, the rollback rule, every row it
+// rests on — and the coverage of the page's window. The window and the
+// segment filter change only the coverage table, never the verdict.
+func TestOverviewLiveVerdict(t *testing.T) {
 	st := engine.Open(t)
-	at := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC)
-	storetest.InsertLiveTraffic(t, st, at, 600, 150)
-	h := newTestServer(t, st, NewDefaultConfig())
-	day := overviewQuery{From: at, To: at.Add(24 * time.Hour)}
-	ruOnly := day
-	ruOnly.Seg = store.SegmentFilter{Language: "ru"}
-	tests := []struct {
-		name string
-		q    overviewQuery
-		want map[string]string // segment -> verdict
-	}{
-		{"all live traffic", day, map[string]string{"lang:en": "PASS", "len:0-127": "PASS",
-			"lang:ru": "INCONCLUSIVE", "table": "INCONCLUSIVE", "lang:ru+table": "INCONCLUSIVE", "len:128-511": "INCONCLUSIVE"}},
-		{"Russian requests only", ruOnly, map[string]string{"lang:ru": "INCONCLUSIVE", "table": "INCONCLUSIVE",
-			"lang:ru+table": "INCONCLUSIVE", "len:128-511": "INCONCLUSIVE"}},
+	start := time.Now().UTC().Add(-96 * time.Hour).Truncate(time.Millisecond)
+	pairs := make([]storetest.LivePair, 4000)
+	for i := range pairs {
+		pairs[i] = storetest.LivePair{Language: []string{"en", "ru"}[i%2], Outcome: store.JudgmentTie, InclusionProb: 1}
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			rec := get(t, h, urls{}.overviewWith(tc.q))
-			mustStatus(t, rec, http.StatusOK)
-			doc := parseHTML(t, rec.Body.String())
-			if c := byTestID(doc, "live-correction"); len(c) != 1 || !strings.Contains(text(c[0]), "Holm's step-down correction") {
-				t.Errorf("the page must state the correction: %v", c)
+	storetest.InsertLivePairs(t, st.(interface {
+		store.TraceWriter
+		store.JudgmentWriter
+	}), "conductor", "v1", start, time.Minute, pairs)
+	if err := st.(store.JudgmentWriter).InsertJudgments(context.Background(), []store.Judgment{{RequestID: "canary", Pipeline: "conductor", PipelineVersion: "v1",
+		CandidateRunID: "canary", Judge: "judge-x", Canary: "identical", CanaryPassed: true, Outcome: store.JudgmentTie, JudgedAt: start, InclusionProb: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	h := newTestServer(t, st, NewDefaultConfig())
+	day1 := overviewQuery{From: start, To: start.Add(24 * time.Hour)}
+	day2 := overviewQuery{From: start.Add(24 * time.Hour), To: start.Add(48 * time.Hour), Seg: store.SegmentFilter{Language: "ru"}}
+	var verdicts []string
+	for _, q := range []overviewQuery{day1, day2} {
+		rec := get(t, h, urls{}.overviewWith(q))
+		mustStatus(t, rec, http.StatusOK)
+		doc := parseHTML(t, rec.Body.String())
+		v := byTestID(doc, "live-verdict")
+		if len(v) != 1 || attr(v[0], "data-candidate") != "conductor" {
+			t.Fatalf("live verdicts %d", len(v))
+		}
+		rule := text(byTestID(doc, "live-rule")[0])
+		if !strings.Contains(rule, "change no live verdict") || !strings.Contains(rule, gate.LiveRule) {
+			t.Errorf("rule %q", rule)
+		}
+		rec2 := text(byTestID(v[0], "live-recommendation")[0])
+		if !strings.HasPrefix(rec2, "Cut over") {
+			t.Errorf("recommendation %q: an equal candidate on 4,000 judged pairs cuts over", rec2)
+		}
+		if rb := text(byTestID(v[0], "live-rollback")[0]); !strings.Contains(rb, "-5.0 pts") {
+			t.Errorf("rollback rule %q", rb)
+		}
+		gates := map[string]bool{}
+		for _, g := range byTestID(v[0], "live-gate") {
+			gates[attr(g, "data-gate")] = true
+		}
+		for _, g := range []string{"quality", "cost", "latency", gate.GateCoverage, gate.GatePositionConsistency, gate.GateCanaries} {
+			if !gates[g] {
+				t.Errorf("row %s missing: %v", g, gates)
 			}
-			got := map[string]string{}
-			for _, r := range byTestID(doc, "live-segment") {
-				if attr(r, "data-candidate") != "conductor" {
-					t.Errorf("segment row of %q", attr(r, "data-candidate"))
-				}
-				seg := attr(r, "data-segment")
-				got[seg] = text(byTestID(r, "live-segment-verdict")[0])
-				advice := text(byTestID(r, "live-segment-advice")[0])
-				if got[seg] == "INCONCLUSIVE" && !strings.Contains(advice, "agreement alone cannot PASS") {
-					t.Errorf("%s advice %q", seg, advice)
-				}
+		}
+		cov := map[string]string{}
+		for _, r := range byTestID(v[0], "live-coverage-row") {
+			cov[attr(r, "data-dimension")+"="+attr(r, "data-value")] = text(byTestID(r, "live-coverage-share")[0])
+		}
+		if cov["all="] != "100.0%" || cov["lang=ru"] != "100.0%" {
+			t.Errorf("coverage %v", cov)
+		}
+		var row string
+		for _, r := range byTestID(doc, "overview-row") {
+			if attr(r, "data-pipeline") == "conductor" {
+				row = text(byTestID(r, "running-verdict")[0])
 			}
-			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
-				t.Errorf("segment verdicts\n got %v\nwant %v", got, tc.want)
-			}
-		})
+		}
+		verdicts = append(verdicts, text(byTestID(v[0], "live-gates")[0]))
+		if !strings.HasPrefix(row, "PASS cut over") {
+			t.Errorf("conductor row %q", row)
+		}
+		verdicts = append(verdicts, row)
+	}
+	if verdicts[0] != verdicts[2] || verdicts[1] != verdicts[3] {
+		t.Errorf("the window changed the live verdict: %q", verdicts)
 	}
 }

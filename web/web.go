@@ -57,6 +57,7 @@ type Readers struct {
 	Suites   store.SuiteReader    // the suite-run pages, the overview's verdicts
 	Traces   store.TraceReader    // the traces list and a trace
 	Overview store.OverviewReader // the overview
+	Live     store.LiveReader     // the overview's live verdicts
 	Runs     store.RunComparer    // a suite run's cases, the comparison pages
 	Workers  store.WorkerReader   // the workers page
 	Segments store.SegmentReader  // the shift page
@@ -69,7 +70,7 @@ type Readers struct {
 
 // ReadersOf picks the pages' roles out of r.
 func ReadersOf(r store.Roles) Readers {
-	return Readers{Suites: r.SuiteReader, Traces: r.TraceReader, Overview: r.OverviewReader,
+	return Readers{Suites: r.SuiteReader, Traces: r.TraceReader, Overview: r.OverviewReader, Live: r.LiveReader,
 		Runs: r.RunComparer, Workers: r.WorkerReader, Segments: r.SegmentReader, Judgments: r.JudgmentReader, LiveJudgments: r.LiveJudgments,
 		Flows: r.FlowReader}
 }
@@ -115,7 +116,7 @@ type server struct {
 //
 // HTML pages answer 501 naming the store role a page needs when rd lacks it
 // (store.ErrNotSupported; the traces pages need Traces, the overview
-// Overview, the workers page Workers, a suite run and the comparisons Runs,
+// Overview and Live, the workers page Workers, a suite run and the comparisons Runs,
 // the shift page Segments), 400 for bad query parameters, and 500 with a
 // short message when the store fails; the cause is attached to the gin
 // context, and with WithLogger it is logged with the method and path (serve
@@ -158,7 +159,7 @@ func Register(r gin.IRouter, rd Readers, cfg Config, opts ...Option) error {
 		get("", s.root)
 	}
 	get("/", s.root)
-	get("/overview", s.needs("the overview", s.overview, pageRole{"store.OverviewReader", rd.Overview != nil}))
+	get("/overview", s.needs("the overview", s.overview, pageRole{"store.OverviewReader", rd.Overview != nil}, pageRole{"store.LiveReader", rd.Live != nil}))
 	get("/workers", s.needs("worker usage", s.workers, pageRole{"store.WorkerReader", rd.Workers != nil}))
 	get("/traces", s.needs("traces", s.traces, traces))
 	get("/shift", s.needs("the shift page", s.shift, pageRole{"store.SegmentReader", rd.Segments != nil}))

@@ -32,12 +32,20 @@ func newMetrics() (*metrics, error) {
 	if err != nil {
 		return nil, fmt.Errorf("metrics: prometheus exporter: %w", err)
 	}
-	return &metrics{reg: reg, meters: sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))}, nil
+	m := &metrics{reg: reg, meters: sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))}
+	if err := m.registerRuntime(); err != nil {
+		return nil, fmt.Errorf("metrics: runtime collectors: %w", err)
+	}
+	return m, nil
 }
 
-// watch registers the tap's and the writer's counters; each scrape reads them.
-func (m *metrics) watch(stats func() ingest.StatsSnapshot, writer func() store.WriterStats) error {
-	return m.reg.Register(&statsCollector{stats: stats, writer: writer})
+// watch registers the tap's and the writer's counters and the ingest parts'
+// state (admission, recorder); each scrape reads them.
+func (m *metrics) watch(stats func() ingest.StatsSnapshot, writer func() store.WriterStats, parts ingestParts) error {
+	if err := m.reg.Register(&statsCollector{stats: stats, writer: writer}); err != nil {
+		return err
+	}
+	return m.reg.Register(&ingestCollector{stats: stats, parts: parts})
 }
 
 // handler serves the registry in the Prometheus text format.

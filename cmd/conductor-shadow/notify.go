@@ -47,9 +47,9 @@ func newNotify(cfg platform.Config, roles store.Roles, pipes *platform.Pipelines
 	}
 	opts := []notify.Option{notify.WithLogger(log), notify.WithEnv(os.Getenv), notify.WithFlowMeter(flows)}
 	if cfg.Notify.LiveInterval > 0 {
-		la := roles.OverviewReader
-		if la == nil {
-			return nil, fmt.Errorf("notify: live verdicts: %w", store.NotSupported("store.OverviewReader"))
+		lr := roles.LiveReader
+		if lr == nil {
+			return nil, fmt.Errorf("notify: live verdicts: %w", store.NotSupported("store.LiveReader"))
 		}
 		policy := gate.NewDefaultPolicy()
 		var err error
@@ -58,7 +58,7 @@ func newNotify(cfg platform.Config, roles store.Roles, pipes *platform.Pipelines
 				return nil, fmt.Errorf("notify: %w", err)
 			}
 		}
-		opts = append(opts, notify.WithLive(notify.LiveVerdictsFunc(la, cfg.Notify.LiveWindow, policy, u.version)))
+		opts = append(opts, notify.WithLive(notify.LiveVerdictsFunc(lr, policy, u.versions)))
 	}
 	n, err := notify.New(cfg.Notify, state, opts...)
 	if err != nil {

@@ -37,6 +37,7 @@ import (
 //	admission          ✓         ✓
 //	live judging       ✓         ✓      when judge.live.share > 0; after the workers: half its time to judge, the rest stored unjudged
 //	shadow workers     ✓         ✓      half of the time left, then the rest to the writer
+//	recorder           ✓    ✓           the exchanges not shadowed, and the offered counts; writes what it holds
 //	tap                ✓    ✓           POST /v1/tap, /v1/tap/batch
 //	api                ✓    ✓    ✓      /api/*, /metrics (the tap role: /api/stats only)
 //	proxy              ✓    ✓           when ingest.proxy.incumbent_url is set; drains its capture workers
@@ -224,8 +225,35 @@ func (s *server) addTap(piiKey []byte) error {
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
+	if err := s.addRecorder(tap); err != nil {
+		return err
+	}
 	s.tap = tap
 	s.add("tap", routes(func(h *host) error { tap.Register(h.guarded); return nil }))
+	return nil
+}
+
+// addRecorder adds the recorder of the exchanges the tap and the proxy take
+// but do not shadow: into the store where there is one, else (the tap role)
+// through Kafka for the shadow workers to store. The offered counts are
+// stored where there is a store; the tap role keeps them in memory (metrics).
+func (s *server) addRecorder(tap *ingest.Tap) error {
+	var sink ingest.RecordSink
+	switch {
+	case s.roles.TraceWriter != nil:
+		sink = ingest.StoreRecords{Store: s.roles.TraceWriter, Segmenter: s.segmenter, Pricer: platform.NewPriceTable(s.cfg.Shadow), Stats: s.stats}
+	case s.kafka != nil:
+		sink = ingest.QueueRecords{Queue: s.kafka}
+	default:
+		return errors.New("serve: recorder: neither a store nor Kafka to record exchanges into")
+	}
+	rec, err := ingest.NewRecorder(s.cfg.Ingest.Record, sink, s.roles.CoverageWriter, s.stats, s.log)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	tap.UseRecorder(rec)
+	s.recorder = rec
+	s.add("recorder", hostless{rec})
 	return nil
 }
 
@@ -329,7 +357,8 @@ func (s *server) addAPI(role string, piiKey []byte) {
 		} else {
 			a.register(h.guarded)
 		}
-		if err := s.metrics.watch(a.stats, a.writer); err != nil {
+		parts := ingestParts{admission: a.admission, recorder: s.recorder}
+		if err := s.metrics.watch(a.stats, a.writer, parts); err != nil {
 			return err
 		}
 		if err := s.metrics.reg.Register(flowsCollector{s.flows}); err != nil {
@@ -383,6 +412,9 @@ func (s *server) addProxy() error {
 	// (in its own header) or a trusted network. The tap's body budget.
 	proxy.UseGuard(s.hosts, s.token)
 	proxy.UseBodyBudget(s.bodies)
+	if s.recorder != nil {
+		proxy.UseRecorder(s.recorder)
+	}
 	if s.admission != nil {
 		proxy.ObserveAddedLatency(s.admission)
 	}
@@ -411,7 +443,7 @@ func (s *server) addWeb() error {
 	if len(webCfg.ShiftSets) == 0 {
 		webCfg.ShiftSets = setsInUse(s.cfg)
 	}
-	if s.cfg.Suite.Policy != "" { // the overview's running verdicts use the suites' policy
+	if s.cfg.Suite.Policy != "" { // the overview's live verdicts use the suites' policy
 		p, err := gate.Load(s.cfg.Suite.Policy)
 		if err != nil {
 			return fmt.Errorf("serve: %w", err)

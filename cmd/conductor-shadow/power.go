@@ -105,6 +105,9 @@ func powerCmd() *cobra.Command {
 		segShare       float64
 		model          validity.Model
 		asJSON         bool
+		live           *liveFlags
+		liveSuites     int
+		liveSeed       uint64
 	)
 	c := &cobra.Command{
 		Use:   "power",
@@ -131,11 +134,25 @@ gate code: conductor-shadow validity --n N with the same flags.
 Segments: each of the policy's segments.must_not_regress is planned as --segment-share of the cases with the same
 discordance; a segment PASSes only when it shows non-inferiority on its own, so small segments dominate the plan.
 
+Live plan (--live): the live verdict's tests are anytime-valid and read daily, so no formula gives their n; power
+simulates --suites candidates per target through the product's live sequence (validity.LiveMode: --per-day live pairs,
+a --judged-share judged, followed --days days) and gives the live pairs by which --power of them FAILed when worse by
+--effect, and PASSed when equal (planned at --power + 5 points like the fixed plan: the order statistic reaching
+that share with 95% confidence over the simulation's error).
+
 Accuracies and differences are fractions: --effect -0.05 is five points worse. --margin, --fail-at, --alpha and
 --min-n override the policy's quality margin, FAIL threshold, level and min_n. The discordance is used as given, but
 never below the effect + 0.1 point (a drop of e needs that share of discordant pairs): --json gives both.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if live.on {
+				pol, err := policyFlag(policy)
+				if err != nil {
+					return fmt.Errorf("power: %w", err)
+				}
+				return runLivePlan(cmd, validity.Config{Suites: liveSuites, PIncumbent: s.PIncumbent, Discordance: s.Discordance,
+					Effect: s.Effect, Seed: liveSeed, Policy: pol, Model: model}, live, power, asJSON)
+			}
 			flags := modelFinite(model)
 			for k, v := range map[string]float64{"p-incumbent": s.PIncumbent, "discordance": s.Discordance, "effect": s.Effect,
 				"margin": margin, "fail-at": failAt, "alpha": alpha, "power": power, "segment-share": segShare} {
@@ -235,6 +252,9 @@ never below the effect + 0.1 point (a drop of e needs that share of discordant p
 	f.IntVar(&minN, "min-n", def.MinN, "never fewer cases (default: the policy's min_n)")
 	f.StringVar(&scores, "scores", validity.ScoresPassFail, "quality grades: pass-fail or judge (tie-heavy 1–10 rubric scores)")
 	f.Float64Var(&segShare, "segment-share", 0.25, "share of the cases in each segment the policy's segments.must_not_regress lists")
+	live = addLiveFlags(f, 365)
+	f.IntVar(&liveSuites, "suites", 400, "live: simulated candidates per target")
+	f.Uint64Var(&liveSeed, "seed", 7, "live: simulation seed")
 	modelFlags(f, &model)
 	f.BoolVar(&asJSON, "json", false, "print JSON")
 	return c
@@ -345,6 +365,7 @@ func validityCmd() *cobra.Command {
 		cfg    validity.Config
 		policy string
 		asJSON bool
+		live   *liveFlags
 	)
 	c := &cobra.Command{
 		Use:   "validity",
@@ -365,7 +386,10 @@ Modes:
   --looks K         a group-sequential plan: look 1 on --n cases and, while INCONCLUSIVE, the report's "N more cases"
                     in K − 1 steps, each the next look of the plan (gate.CompareLook, as suite runs are analysed); with
                     a policy whose looks are off (--policy default-2) each run is a fixed-n test of its own
-A live mode (the live verdict over days of shadow traffic) plugs in as another validity.Mode.
+  --live            the live verdict (validity.LiveMode): --days of --per-day live pairs, a --judged-share Bernoulli
+                    sample judged, looked at daily through the product's live sequence (gate.LiveSequence, eval.LiveLook);
+                    --json prints {"pass", "fail", "inconclusive", "median_cases_to_decision"} (live pairs at the first
+                    look that left INCONCLUSIVE)
 
 Each share is read against the truth: P(FAIL | equal) is a false alarm, P(PASS | worse) a missed regression. "se" in
 --json is the simulation's standard error of a share at the nominal α/2.`,
@@ -386,6 +410,9 @@ Each share is read against the truth: P(FAIL | equal) is a false alarm, P(PASS |
 				return fmt.Errorf("validity: %w", err)
 			}
 			cfg.Policy = p
+			if live.on {
+				return runLiveValidity(cmd, cfg, live, asJSON)
+			}
 			r, err := validity.Simulate(cmd.Context(), cfg)
 			if err != nil {
 				return err
@@ -403,6 +430,7 @@ Each share is read against the truth: P(FAIL | equal) is a false alarm, P(PASS |
 	f.IntVar(&cfg.Looks, "looks", 0, "group-sequential plan: this many looks (2: run, then the advised N more cases)")
 	f.StringVar(&cfg.Scores, "scores", validity.ScoresPassFail, "quality grades: pass-fail or judge (tie-heavy 1–10 rubric scores)")
 	f.Uint64Var(&cfg.Seed, "seed", 1, "simulation seed (same seed, same figures)")
+	live = addLiveFlags(f, 60)
 	f.IntVar(&cfg.Resamples, "resamples", 0, "bootstrap resamples of the per-arm latency intervals (no gate uses them; 0: none)")
 	f.StringVar(&policy, "policy", "", "gate policy: a YAML file or a shipped version (default "+gate.DefaultVersion+")")
 	modelFlags(f, &cfg.Model)

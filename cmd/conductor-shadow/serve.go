@@ -50,7 +50,8 @@ type server struct {
 	queue     ingest.Queue        // sq or kafka
 	sq        *ingest.StoreQueue
 	kafka     *ingest.KafkaQueue
-	tap       *ingest.Tap // nil in the shadow role
+	tap       *ingest.Tap      // nil in the shadow role
+	recorder  *ingest.Recorder // the exchanges not shadowed; nil in the shadow role
 	admission *ingest.Admission
 	segmenter *segment.Segmenter // nil in the tap role
 	suites    *suiteRunner       // nil in the tap role
@@ -238,6 +239,15 @@ func (s *server) readyz(c *gin.Context) {
 				note("queue", readyQueueFull, err)
 			} else {
 				note("store", readyStoreUnavailable, err)
+			}
+		}
+	}
+	if s.recorder != nil {
+		if err := s.recorder.Ready(); err != nil {
+			if errors.Is(err, ingest.ErrRecordBufferFull) {
+				note("recorder", "record_buffer_full: exchanges not shadowed are about to leave no row", err)
+			} else {
+				note("recorder", "record_store_failing: the records of exchanges not shadowed are not stored", err)
 			}
 		}
 	}

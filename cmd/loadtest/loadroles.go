@@ -333,6 +333,7 @@ func runRoleLoad(ctx context.Context, out io.Writer, o roleLoadOptions) error {
 		}
 	}
 	for _, r := range rows[2:] {
+		settle(r.url, 20*time.Second)
 		fmt.Fprintf(out, "%s: %s\n", r.name, serverStats(r.url))
 	}
 	if n := max(1, o.Repeat); len(rounds) < n {
@@ -382,6 +383,35 @@ func poolAnswers(base string) error {
 	return fmt.Errorf("loadtest: the worker pool at %s does not answer (%v): start it first, e.g. `bin/simllm --latency-scale 0.2`, or pass --pool", base, err)
 }
 
+// settle waits, at most d, until a server's copies are handed over: its
+// accepted, dropped and recorded counts unchanged over two reads 500 ms apart.
+func settle(base string, d time.Duration) {
+	c := &http.Client{Timeout: 5 * time.Second}
+	read := func() string {
+		resp, err := c.Get(base + "/api/stats")
+		if err != nil {
+			return ""
+		}
+		defer resp.Body.Close()
+		var body struct {
+			Tap ingest.StatsSnapshot `json:"tap"`
+		}
+		if json.NewDecoder(resp.Body).Decode(&body) != nil {
+			return ""
+		}
+		return fmt.Sprint(body.Tap.Accepted, body.Tap.Dropped, body.Tap.Recorded, body.Tap.RecordDropped)
+	}
+	prev := read()
+	for deadline := time.Now().Add(d); time.Now().Before(deadline); {
+		time.Sleep(500 * time.Millisecond)
+		cur := read()
+		if cur == prev && cur != "" {
+			return
+		}
+		prev = cur
+	}
+}
+
 // serverStats summarises GET /api/stats of a role's server: shadowed, dropped by
 // reason, and the adaptive limit.
 func serverStats(base string) string {
@@ -399,6 +429,16 @@ func serverStats(base string) string {
 		return "stats unreadable: " + err.Error()
 	}
 	s := fmt.Sprintf("mirrored %v; accepted %d, shadowed %d, queued %d, dropped %v", body.Tap.Mirrored, body.Tap.Accepted, body.Tap.Processed, body.Tap.Queued, body.Tap.Dropped)
+	var recorded, lost int64
+	for _, n := range body.Tap.Recorded {
+		recorded += n
+	}
+	for _, n := range body.Tap.RecordDropped {
+		lost += n
+	}
+	// Every forwarded exchange leaves a row: accepted (stored by the queue) or recorded.
+	s += fmt.Sprintf("; recorded (not shadowed) %d %v, record lost %d %v; rows = accepted + recorded = %d",
+		recorded, body.Tap.Recorded, lost, body.Tap.RecordDropped, body.Tap.Accepted+recorded)
 	if a := body.Admission; a != nil {
 		s += fmt.Sprintf("; shadow-run limit %d (in flight %d, waiting %d; last interval: %.0f%% of requests above max_added_latency, sched p99 %.2f ms, cpu %.0f%%, pressure %q)",
 			a.Limit, a.InFlight, a.Waiting, a.Pressure.SlowShare*100, a.Pressure.SchedP99Ms, a.Pressure.CPU*100, a.Pressure.Reason)

@@ -1,31 +1,39 @@
 package gate
 
 import (
-	"fmt"
 	"testing"
 	"time"
 )
 
-// BenchmarkLiveVerdicts200k measures the running verdicts on the most pairs
-// the store hands over in one read (store.MaxAgreementPairs, 200,000), two
-// candidates, each pair in four segments out of 12 languages × table/code ×
-// two length buckets: the cost of one overview page or report section.
-func BenchmarkLiveVerdicts200k(b *testing.B) {
-	langs := []string{"en", "ru", "de", "fr", "es", "zh", "ja", "pt", "it", "ko", "ar", "hi"}
-	pairs := make([]LivePair, 0, 200_000)
-	for i := range 200_000 {
-		lang := "lang:" + langs[i%len(langs)]
-		segs := []string{lang, fmt.Sprint("len:", []string{"0-127", "128-511"}[i%2])}
-		if i%7 == 0 {
-			segs = append(segs, "table", lang+"+table")
-		}
-		pairs = append(pairs, LivePair{Candidate: []string{"conductor", "moa"}[i/100_000], Agree: i%50 != 0, Segments: segs})
-	}
+// BenchmarkLiveSequence200k measures one look at a live sequence of 200,000
+// requests (a quarter judged, 2% failed runs, every pair with a cost and a
+// latency, one listed segment of four): replaying them through Observe and
+// reading Verdict is what the overview does per candidate on each view.
+func BenchmarkLiveSequence200k(b *testing.B) {
 	pol := NewDefaultPolicy()
+	pol.Segments = &SegmentsGate{MustNotRegress: []string{"lang:ru"}, MinN: 20}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	obs := make([]LiveObs, 200_000)
+	for i := range obs {
+		o := LiveObs{Kind: LiveUnjudged, At: t0.Add(time.Duration(i) * time.Second), IncumbentUSD: 0.002, CandidateUSD: 0.0021,
+			IncumbentMs: 900 + float64(i%400), CandidateMs: 950 + float64(i%350), Segments: []string{[]string{"lang:en", "lang:ru", "lang:de", "lang:fr"}[i%4]}}
+		switch {
+		case i%50 == 0:
+			o.Kind = LiveFailed
+		case i%4 == 1:
+			o.Kind, o.InclusionProb, o.JudgedAt, o.Score = LiveJudged, 0.25, o.At, float64(i%3-1)
+		}
+		obs[i] = o
+	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := LiveVerdicts(pairs, 7*24*time.Hour, false, pol); err != nil {
+		seq, err := NewLiveSequence(pol)
+		if err != nil {
 			b.Fatal(err)
 		}
+		for _, o := range obs {
+			seq.Observe(o)
+		}
+		_ = seq.Verdict(LiveEvidence{})
 	}
 }

@@ -47,6 +47,10 @@ import (
 //	  max_error_share: 0.1
 //	  max_canary_failures: 0
 //	  same_family: warn         # warn | refuse
+//	live:                       # the live verdict on shadow traffic (livepolicy.go)
+//	  min_inclusion_prob: 0.1
+//	  settle: 1h
+//	  rollback_margin_points: 5
 type Policy struct {
 	Version    string        `yaml:"version" json:"version,omitempty"`
 	Confidence float64       `yaml:"confidence" json:"confidence,omitempty"`
@@ -76,6 +80,10 @@ type Policy struct {
 	// consistency, judge errors per arm, canaries, same model family); nil
 	// takes every default (JudgeRules, judge.go).
 	Judge *JudgePolicy `yaml:"judge" json:"judge,omitempty"`
+	// Live holds the rules of the live verdict on shadow traffic (inclusion
+	// probability floor, settle time, cost bound, rollback margin, coverage
+	// check); nil takes every default (LiveRules, livepolicy.go).
+	Live *LiveGate `yaml:"live" json:"live,omitempty"`
 }
 
 // DefaultMaxRunErrorShare is the run-error share above which a verdict is
@@ -406,6 +414,7 @@ func (p Policy) Validate() error {
 		}
 	}
 	errs = append(errs, p.Judge.validate()...)
+	errs = append(errs, p.Live.validate()...)
 	switch p.Truncation {
 	case "", TruncationFail, TruncationExclude, TruncationIgnore:
 	default:

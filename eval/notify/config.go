@@ -31,9 +31,6 @@ type Config struct {
 	// LiveInterval is how often serve reads the live verdicts to find their
 	// changes; 0 turns live notifications off. Default 5m, at least 1s.
 	LiveInterval time.Duration `yaml:"live_interval"`
-	// LiveWindow is the live traffic the live verdict is computed on, up to
-	// now (eval.LiveVerdicts over [now − LiveWindow, now)). Default 168h.
-	LiveWindow time.Duration `yaml:"live_window"`
 	// OutboxSize bounds the verdicts waiting for change detection and, per
 	// sink, the notices waiting for delivery. A full outbox drops (counted,
 	// logged, in /metrics and /readyz), it never makes the caller wait.
@@ -105,13 +102,12 @@ const (
 )
 
 // NewDefaultConfig returns no sinks (nothing is sent), live verdicts read
-// every 5m over the last 168h, an outbox of 256, 10s per attempt and retries
+// every 5m, an outbox of 256, 10s per attempt and retries
 // from 1s to 1m for at most 30m; e-mail defaults port 587, STARTTLS
 // required, auth "auto", subject prefix "[conductor-shadow]".
 func NewDefaultConfig() Config {
 	return Config{
 		LiveInterval: 5 * time.Minute,
-		LiveWindow:   7 * 24 * time.Hour,
 		OutboxSize:   256,
 		Timeout:      10 * time.Second,
 		Retry:        RetryConfig{InitialBackoff: time.Second, MaxBackoff: time.Minute, MaxElapsed: 30 * time.Minute},
@@ -141,9 +137,6 @@ func (c Config) Validate() error {
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf("notify: "+format, a...)) }
 	if c.LiveInterval < 0 || (c.LiveInterval > 0 && c.LiveInterval < time.Second) {
 		bad("live_interval %v: want 0 (off) or at least 1s", c.LiveInterval)
-	}
-	if c.LiveWindow <= 0 {
-		bad("live_window must be > 0, got %v", c.LiveWindow)
 	}
 	if c.OutboxSize < 1 {
 		bad("outbox_size must be at least 1, got %d", c.OutboxSize)

@@ -12,6 +12,7 @@ func TestParseConfigFiles(t *testing.T) {
 	// What each bad file's error must name.
 	bad := map[string][]string{
 		"unknown-key.bad.yaml":           {"field url not found"},
+		"live-window.bad.yaml":           {"field live_window not found"},
 		"no-base-url.bad.yaml":           {"base_url", "required"},
 		"base-url-query.bad.yaml":        {"base_url", "no query"},
 		"plaintext-password.bad.yaml":    {"email.tls", "in the clear"},
@@ -64,7 +65,7 @@ func TestParseFullConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !c.Enabled() || c.Email.Auth != "scram-sha-256" || len(c.Email.To) != 2 || c.LiveWindow != 24*time.Hour ||
+	if !c.Enabled() || c.Email.Auth != "scram-sha-256" || len(c.Email.To) != 2 || c.LiveInterval != time.Minute ||
 		c.Retry.MaxElapsed != time.Hour || c.Email.SubjectPrefix != "[shadow]" {
 		t.Errorf("values lost: %+v", c)
 	}

@@ -3,6 +3,7 @@ package notify
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/url"
 	"slices"
 	"strings"
@@ -17,7 +18,7 @@ import (
 const (
 	// KindSuite is a suite verdict: one per candidate version and regression set.
 	KindSuite = "suite"
-	// KindLive is the running verdict on live traffic: one per candidate version.
+	// KindLive is the live verdict on shadow traffic: one per candidate version.
 	KindLive = "live"
 )
 
@@ -93,40 +94,45 @@ func statusRank(s gate.Status) int {
 	return 1
 }
 
-// LiveStates are the running verdicts of sec (eval.LiveVerdicts), one per
-// candidate, at time at; version names each candidate's pipeline version.
-// The one gate of a live verdict is "live agreement": the PASS side of the
-// anytime-valid test on answer agreement (gate.LiveVerdict); it is listed
-// with the advice while the verdict is not PASS.
-func LiveStates(sec *eval.LiveSection, version func(candidate string) string, at time.Time) []VerdictState {
+// LiveStates are the live verdicts of sec (eval.LiveVerdicts), one per
+// candidate version, at sec's look. The headline says the verdict, its
+// sequence and the recommendation; the gates are the rows that did not pass
+// (an untrusted judge or selective coverage first, as the verdict lists
+// them; FAIL before INCONCLUSIVE), each with its reason.
+func LiveStates(sec *eval.LiveSection) []VerdictState {
 	if sec == nil {
 		return nil
 	}
 	out := make([]VerdictState, 0, len(sec.Verdicts))
 	for _, v := range sec.Verdicts {
-		headline := fmt.Sprintf("%s on live traffic: %d pairs from %s to %s, answers differ on %d; %s",
-			v.Candidate, v.Pairs, sec.From.UTC().Format(time.RFC3339), sec.To.UTC().Format(time.RFC3339), v.Disagree, v.Text)
+		headline := fmt.Sprintf("%s on live traffic since %s: %s; quality %+.1f pts, confidence sequence %s on %d judged pairs and %d failed runs. %s",
+			v.Candidate, v.StartedAt.UTC().Format(time.RFC3339), v.Verdict, 100*v.Quality.Estimate, gate.CSText(v.Quality.CS),
+			v.Counts.Judged, v.Counts.Failed, v.Recommendation)
 		var gates []Gate
-		if v.Verdict != gate.Pass {
-			gates = []Gate{{Name: "live agreement", Status: v.Verdict, Reason: v.Advice}}
+		for _, g := range v.Gates {
+			if g.Status != gate.Pass {
+				gates = append(gates, Gate{Name: g.Gate, Status: g.Status, Reason: g.Reason})
+			}
 		}
-		out = append(out, VerdictState{Kind: KindLive, Candidate: v.Candidate, Version: version(v.Candidate),
-			Verdict: v.Verdict, Headline: headline, Gates: gates, Page: "/overview", At: at.UTC()})
+		slices.SortStableFunc(gates, func(a, b Gate) int { return statusRank(a.Status) - statusRank(b.Status) })
+		out = append(out, VerdictState{Kind: KindLive, Candidate: v.Candidate, Version: v.Version,
+			Verdict: v.Verdict, Headline: headline, Gates: gates, Page: "/overview", At: sec.AsOf.UTC()})
 	}
 	return out
 }
 
-// LiveVerdictsFunc is the LiveFunc of the live verdict as pages and reports
-// compute it today: eval.LiveVerdicts over la's agreement pairs of the last
-// window under policy p, each candidate named with version.
-func LiveVerdictsFunc(la store.LiveAgreement, window time.Duration, p gate.Policy, version func(candidate string) string) LiveFunc {
+// LiveVerdictsFunc is the LiveFunc of the live verdict the overview and the
+// reports show: eval.LiveVerdicts over lr under policy p, as of now, for
+// each candidate of versions at its version (candidate → version, the
+// configured pipelines).
+func LiveVerdictsFunc(lr store.LiveReader, p gate.Policy, versions map[string]string) LiveFunc {
+	cands := slices.Sorted(maps.Keys(versions))
 	return func(ctx context.Context) ([]VerdictState, error) {
-		now := time.Now().UTC()
-		sec, err := eval.LiveVerdicts(ctx, la, store.OverviewQuery{From: now.Add(-window), To: now, BucketSeconds: 86400}, p)
+		sec, err := eval.LiveVerdicts(ctx, lr, eval.LiveQuery{Candidates: cands, Versions: versions}, p)
 		if err != nil {
 			return nil, fmt.Errorf("notify: live verdicts: %w", err)
 		}
-		return LiveStates(sec, version, now), nil
+		return LiveStates(sec), nil
 	}
 }
 
@@ -170,7 +176,7 @@ func (n Notice) Subject() string {
 func (n Notice) change() string {
 	what, where := "suite verdict", "on "+n.Set
 	if n.Kind == KindLive {
-		what, where = "running verdict", "on live traffic"
+		what, where = "live verdict", "on live traffic"
 	}
 	who := n.Candidate
 	if n.Version != "" {

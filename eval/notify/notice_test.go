@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/conductor-shadow/conductor-shadow/eval"
 	"github.com/conductor-shadow/conductor-shadow/eval/gate"
 	"github.com/conductor-shadow/conductor-shadow/store"
+	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
 // A suite run's states come from its analysed report: one per candidate,
@@ -70,28 +72,60 @@ func TestSuiteStatesFromAnAnalysedReport(t *testing.T) {
 	}
 }
 
-// The live verdict's state names the pairs and the window, links to the
-// overview, and lists the agreement test with its advice until it PASSes.
-func TestLiveStates(t *testing.T) {
-	from, to := at.Add(-24*time.Hour), at
-	sec := &eval.LiveSection{From: from, To: to, Verdicts: []gate.LiveVerdict{
-		{Candidate: "conductor", Pairs: 900, Disagree: 12, Verdict: gate.Pass, Text: "PASS at look 900", Advice: "decided"},
-		{Candidate: "single:qwen3-32b", Pairs: 900, Disagree: 300, Verdict: gate.Inconclusive, Text: "INCONCLUSIVE",
-			Advice: "agreement alone cannot PASS: answers differ on 33% of pairs"},
-	}}
-	states := LiveStates(sec, func(c string) string { return "v-" + c }, at)
-	if len(states) != 2 {
-		t.Fatalf("%d states", len(states))
+// The live verdicts the notifier reads are the ones the overview and the
+// reports show: LiveVerdictsFunc over a store is LiveStates of
+// eval.LiveVerdicts, one state per configured candidate at its configured
+// version, the headline naming the sequence's start, its quality and the
+// recommendation, the gates the rows that did not pass (FAIL first).
+func TestLiveVerdictsFuncReadsTheLiveSequence(t *testing.T) {
+	st := engine.Open(t)
+	lw := st.(interface {
+		store.TraceWriter
+		store.JudgmentWriter
+		store.LiveReader
+	})
+	start := time.Now().UTC().Add(-72 * time.Hour).Truncate(time.Millisecond)
+	pairs := make([]storetest.LivePair, 2000)
+	for i := range pairs {
+		// The candidate loses a pair in five and fails a run in ten: FAIL.
+		pairs[i] = storetest.LivePair{Language: "en", Outcome: store.JudgmentTie, InclusionProb: 1}
+		switch {
+		case i%5 == 0:
+			pairs[i].Outcome = store.JudgmentLoss
+		case i%10 == 3:
+			pairs[i].CandidateStatus, pairs[i].Outcome = store.StatusError, ""
+		}
 	}
-	if s := states[0]; s.Kind != KindLive || s.Version != "v-conductor" || s.Page != "/overview" || len(s.Gates) != 0 ||
-		!strings.Contains(s.Headline, "900 pairs from 2026-03-01T06:00:00Z to 2026-03-02T06:00:00Z, answers differ on 12") {
-		t.Errorf("conductor: %+v", s)
+	storetest.InsertLivePairs(t, lw, "conductor", "v7", start, time.Minute, pairs)
+	storetest.InsertLivePairs(t, lw, "conductor", "v6", start.Add(-time.Hour), time.Minute, pairs[:10])
+	if err := lw.InsertJudgments(context.Background(), []store.Judgment{{RequestID: "canary-1", Pipeline: "conductor", PipelineVersion: "v7",
+		CandidateRunID: "canary-1", Judge: "judge-x", Canary: "identical", CanaryPassed: true, Outcome: store.JudgmentTie, JudgedAt: start, InclusionProb: 1}}); err != nil {
+		t.Fatal(err)
 	}
-	if s := states[1]; len(s.Gates) != 1 || s.Gates[0].Name != "live agreement" || s.Gates[0].Status != gate.Inconclusive ||
-		!strings.Contains(s.Gates[0].Reason, "cannot PASS") {
-		t.Errorf("qwen: %+v", s)
+	pol := gate.NewDefaultPolicy()
+	states, err := LiveVerdictsFunc(lw, pol, map[string]string{"conductor": "v7"})(context.Background())
+	if err != nil {
+		t.Fatal(err)
 	}
-	if LiveStates(nil, nil, at) != nil || SuiteStates(nil, nil) != nil {
+	if len(states) != 1 {
+		t.Fatalf("states %+v", states)
+	}
+	s := states[0]
+	if s.Kind != KindLive || s.Candidate != "conductor" || s.Version != "v7" || s.Verdict != gate.Fail || s.Page != "/overview" ||
+		!strings.Contains(s.Headline, "since "+start.Format(time.RFC3339)) || !strings.Contains(s.Headline, "Do not cut over") {
+		t.Errorf("state %+v", s)
+	}
+	if len(s.Gates) == 0 || s.Gates[0].Status != gate.Fail || s.Gates[0].Name != "quality" {
+		t.Errorf("gates %+v, want quality FAIL first", s.Gates)
+	}
+	sec, err := eval.LiveVerdicts(context.Background(), lw, eval.LiveQuery{Candidates: []string{"conductor"}, Versions: map[string]string{"conductor": "v7"}, AsOf: s.At}, pol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := LiveStates(sec); len(want) != 1 || want[0].Verdict != s.Verdict || want[0].Headline != s.Headline {
+		t.Errorf("the notifier's state differs from the pages' computation:\n%+v\n%+v", s, want)
+	}
+	if LiveStates(nil) != nil || SuiteStates(nil, nil) != nil {
 		t.Error("nil sections give states")
 	}
 }

@@ -1,5 +1,5 @@
 // Package notify tells a team when a verdict changes: a suite verdict (per
-// candidate version and regression set) or the running verdict on live
+// candidate version and regression set) or the live verdict on shadow
 // traffic (per candidate version) that moves between PASS, FAIL and
 // INCONCLUSIVE is sent to a webhook (Slack-compatible JSON) and by e-mail
 // (SMTP), with the headline, the gates that did not pass and a link to the

@@ -221,8 +221,44 @@ func (cfg Config) Validate() error {
 // a bad config.
 func Simulate(ctx context.Context, cfg Config) (Rates, error) {
 	cfg.defaults()
-	if err := cfg.Validate(); err != nil {
+	out, err := Outcomes(ctx, cfg)
+	if err != nil {
 		return Rates{}, err
+	}
+	mode := ModeFor(cfg)
+	a := (1 - cfg.Policy.Confidence) / 2
+	r := Rates{Mode: mode.Name(), Suites: cfg.Suites, N: cfg.Cases, Sequential: mode == Sequential, LookEvery: cfg.LookEvery, Looks: cfg.Looks,
+		Scores: cfg.Scores, Policy: cfg.Policy.Version, PIncumbent: cfg.PIncumbent, Discordance: cfg.Discordance, Effect: cfg.Effect,
+		Model: cfg.Model, SE: math.Sqrt(a * (1 - a) / float64(cfg.Suites))}
+	var all, pass, fail []int
+	var undecided int
+	for _, o := range out {
+		switch o.Verdict {
+		case gate.Pass:
+			pass = append(pass, o.Cases)
+			all = append(all, o.Cases)
+		case gate.Fail:
+			fail = append(fail, o.Cases)
+			all = append(all, o.Cases)
+		default:
+			undecided++
+		}
+		r.MeanDiff += o.Diff / float64(cfg.Suites)
+	}
+	k := float64(cfg.Suites)
+	r.Pass, r.Fail, r.Inconclusive = float64(len(pass))/k, float64(len(fail))/k, float64(undecided)/k
+	r.MedianCasesToDecision, r.MedianCasesToPass, r.MedianCasesToFail = median(all), median(pass), median(fail)
+	return r, nil
+}
+
+// Outcomes runs cfg.Suites simulated runs of cfg's mode on all CPUs and
+// returns each run's outcome in run order (the defaults applied as by
+// Simulate). It returns ctx's error when cancelled, an error for a bad
+// config, and the first run's error.
+func Outcomes(ctx context.Context, cfg Config) ([]Outcome, error) {
+	cfg.defaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	mode := ModeFor(cfg)
 	out := make([]Outcome, cfg.Suites)
@@ -248,34 +284,14 @@ feed:
 	close(jobs)
 	wg.Wait()
 	if err := ctx.Err(); err != nil {
-		return Rates{}, fmt.Errorf("validity: %w", err)
+		return nil, fmt.Errorf("validity: %w", err)
 	}
-	a := (1 - cfg.Policy.Confidence) / 2
-	r := Rates{Mode: mode.Name(), Suites: cfg.Suites, N: cfg.Cases, Sequential: mode == Sequential, LookEvery: cfg.LookEvery, Looks: cfg.Looks,
-		Scores: cfg.Scores, Policy: cfg.Policy.Version, PIncumbent: cfg.PIncumbent, Discordance: cfg.Discordance, Effect: cfg.Effect,
-		Model: cfg.Model, SE: math.Sqrt(a * (1 - a) / float64(cfg.Suites))}
-	var all, pass, fail []int
-	var undecided int
 	for s, o := range out {
 		if o.Err != nil {
-			return Rates{}, fmt.Errorf("validity: suite %d: %w", s, o.Err)
+			return nil, fmt.Errorf("validity: suite %d: %w", s, o.Err)
 		}
-		switch o.Verdict {
-		case gate.Pass:
-			pass = append(pass, o.Cases)
-			all = append(all, o.Cases)
-		case gate.Fail:
-			fail = append(fail, o.Cases)
-			all = append(all, o.Cases)
-		default:
-			undecided++
-		}
-		r.MeanDiff += o.Diff / float64(cfg.Suites)
 	}
-	k := float64(cfg.Suites)
-	r.Pass, r.Fail, r.Inconclusive = float64(len(pass))/k, float64(len(fail))/k, float64(undecided)/k
-	r.MedianCasesToDecision, r.MedianCasesToPass, r.MedianCasesToFail = median(all), median(pass), median(fail)
-	return r, nil
+	return out, nil
 }
 
 // median is the nearest-rank median; 0 for none.

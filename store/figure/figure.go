@@ -23,6 +23,11 @@
 //     et al. 2023, "Judging LLM-as-a-Judge with MT-Bench and Chatbot Arena",
 //     Table 2 "consistency"). Judgments that failed and canaries are in
 //     neither count. 0 when nothing was judged.
+//   - Coverage = exchanges that reached a stage / exchanges of the stage
+//     before it, per window and segment: shadowed / recorded (recorded =
+//     request rows of production traffic, shadowed = those with a candidate
+//     run that was neither cancelled nor skipped), judged / answered (both
+//     sides answered). 0 when the earlier stage is empty (coverage.go).
 package figure
 
 import (
@@ -122,18 +127,9 @@ func PositionConsistencySQL(consistentCond, judgedCond string) string {
 	return fmt.Sprintf("if(countIf(%[2]s) = 0, 0, countIf((%[1]s) AND (%[2]s)) / countIf(%[2]s))", consistentCond, judgedCond)
 }
 
-// Coverage returns shadowed / requests, the share of traffic requests that
-// have at least one candidate run (0..1); 0 when requests is 0.
-func Coverage(shadowed, requests int) float64 {
-	if requests <= 0 {
-		return 0
-	}
-	return float64(shadowed) / float64(requests)
-}
-
 // CoverageSQL returns a ClickHouse aggregate expression for Coverage over
-// the request rows of a group: shadowedCond is a boolean SQL expression of one
-// request row (it has a candidate run). Float64, 0 for an empty group.
-func CoverageSQL(shadowedCond string) string {
-	return fmt.Sprintf("if(count() = 0, 0, countIf(%s) / count())", shadowedCond)
+// the rows of a group: the share of rows where partCond (a boolean SQL
+// expression of one row) holds. Float64, 0 for an empty group.
+func CoverageSQL(partCond string) string {
+	return fmt.Sprintf("if(count() = 0, 0, countIf(%s) / count())", partCond)
 }

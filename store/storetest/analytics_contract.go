@@ -216,31 +216,29 @@ func contractOverview(t *testing.T, st store.Store, an store.OverviewAnalytics) 
 		ShadowRuns: 4, ErrorRuns: 1, ShadowRequests: 2})
 	assertEqual(t, "agreement", ov.Agreement, []store.Agreement{{Candidate: "conductor", Pairs: 2, Agree: 2},
 		{Candidate: "moa:3", Pairs: 1, Agree: 0}})
-	if la, ok := st.(store.LiveAgreement); ok {
-		// The sequence holds the same pairs, in candidate then time order.
-		seq, truncated, err := la.AgreementSequence(ctx, window)
-		if err != nil || truncated {
-			t.Fatalf("agreement sequence: %v (truncated %v)", err, truncated)
+	if lr, ok := st.(store.LiveReader); ok {
+		// The live sequence's observations: one per request with a candidate
+		// run, failures included, with its incumbent's run.
+		obs, err := lr.LiveObservations(ctx, store.LiveQuery{Pipeline: "conductor", PipelineVersion: "v3", From: T0().Add(-time.Hour), To: T0().Add(time.Hour)}, store.LivePage{})
+		if err != nil {
+			t.Fatalf("live observations: %v", err)
 		}
-		var got []store.Agreement
-		for i, p := range seq {
-			if i > 0 && p.Candidate == seq[i-1].Candidate && p.StartedAt.Before(seq[i-1].StartedAt) {
-				t.Errorf("pair %d out of time order: %+v after %+v", i, p, seq[i-1])
+		for i, o := range obs {
+			if i > 0 && o.StartedAt.Before(obs[i-1].StartedAt) {
+				t.Errorf("observation %d out of time order: %+v after %+v", i, o, obs[i-1])
 			}
-			if len(got) == 0 || got[len(got)-1].Candidate != p.Candidate {
-				got = append(got, store.Agreement{Candidate: p.Candidate})
-			}
-			got[len(got)-1].Pairs++
-			if p.Agree {
-				got[len(got)-1].Agree++
+			if !o.IncumbentFound || o.IncumbentStatus != store.StatusOK {
+				t.Errorf("observation %s lacks its incumbent run: %+v", o.RequestID, o)
 			}
 		}
-		assertEqual(t, "agreement sequence counts", got, ov.Agreement)
-		if _, _, err := la.AgreementSequence(ctx, store.OverviewQuery{}); err == nil {
-			t.Error("agreement sequence without a window: want error")
+		if len(obs) != 2 {
+			t.Errorf("live observations of conductor = %d, want 2 (one per request): %+v", len(obs), obs)
+		}
+		if _, err := lr.LiveObservations(ctx, store.LiveQuery{}, store.LivePage{}); err == nil {
+			t.Error("live observations without a candidate and a window: want error")
 		}
 	} else {
-		t.Errorf("%T does not implement store.LiveAgreement", st)
+		t.Errorf("%T does not implement store.LiveReader", st)
 	}
 	var names []string
 	for _, p := range ov.Totals {

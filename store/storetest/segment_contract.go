@@ -41,7 +41,8 @@ func contractSegments(t *testing.T, st store.Store) {
 	if _, err := st.(store.SegmentReader).SegmentMix(ctx, store.SegmentMixQuery{From: at, To: at}); err == nil {
 		t.Error("an empty window must be an error")
 	}
-	// The running verdict's agreement pairs follow the same filter.
+	// The live verdict's observations carry their requests' segment columns
+	// (what its segments are named from).
 	var runs []store.Run
 	for _, id := range []string{"ru-1", "ru-2", "en-1"} {
 		runs = append(runs,
@@ -51,32 +52,18 @@ func contractSegments(t *testing.T, st store.Store) {
 	if err := st.InsertRuns(ctx, runs); err != nil {
 		t.Fatal(err)
 	}
-	if la, ok := st.(store.LiveAgreement); ok {
-		pairs, _, err := la.AgreementSequence(ctx, store.OverviewQuery{From: at, To: at.Add(time.Hour), BucketSeconds: 60,
-			Segments: store.SegmentFilter{Language: "ru", HasTable: store.SegmentYes}})
+	if lr, ok := st.(store.LiveReader); ok {
+		obs, err := lr.LiveObservations(ctx, store.LiveQuery{Pipeline: "conductor", From: at, To: at.Add(time.Hour)}, store.LivePage{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var ids []string
-		for _, p := range pairs {
-			ids = append(ids, p.RequestID)
+		var got []string
+		for _, o := range obs {
+			got = append(got, fmt.Sprintf("%s %s table=%v code=%v %s", o.RequestID, o.Language, o.HasTable, o.HasCode, o.LengthBucket))
 		}
-		if fmt.Sprint(ids) != "[ru-1 ru-2]" {
-			t.Errorf("agreement pairs of Russian prompts with tables: %v, want [ru-1 ru-2]", ids)
-		}
-		// Unfiltered, every pair carries its request's segment columns (what
-		// the per-segment running verdicts group by).
-		all, _, err := la.AgreementSequence(ctx, store.OverviewQuery{From: at, To: at.Add(time.Hour), BucketSeconds: 60})
-		if err != nil {
-			t.Fatal(err)
-		}
-		wantPairs := []store.AgreementPair{
-			{Candidate: "conductor", RequestID: "en-1", StartedAt: at.Add(time.Minute), Agree: true, Language: "en", HasCode: true, LengthBucket: "128-511"},
-			{Candidate: "conductor", RequestID: "ru-1", StartedAt: at.Add(time.Minute), Agree: true, Language: "ru", HasTable: true, LengthBucket: "0-127"},
-			{Candidate: "conductor", RequestID: "ru-2", StartedAt: at.Add(time.Minute), Agree: true, Language: "ru", HasTable: true, LengthBucket: "0-127"},
-		}
-		if fmt.Sprint(all) != fmt.Sprint(wantPairs) {
-			t.Errorf("agreement pairs with segments\n got %+v\nwant %+v", all, wantPairs)
+		want := "[en-1 en table=false code=true 128-511 ru-1 ru table=true code=false 0-127 ru-2 ru table=true code=false 0-127]"
+		if fmt.Sprint(got) != want {
+			t.Errorf("live observations with segments\n got %v\nwant %s", got, want)
 		}
 	}
 	an := st.(store.TraceReader)

@@ -463,6 +463,28 @@ ALTER TABLE `shadow`.judgments ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXI
 
 ALTER TABLE `shadow`.judgments_local ON CLUSTER `shadow_cluster` ADD INDEX IF NOT EXISTS idx_judged_at judged_at TYPE minmax GRANULARITY 1;
 
+-- migration 0220_live_sequences
+
+CREATE TABLE IF NOT EXISTS `shadow`.live_sequences_local ON CLUSTER `shadow_cluster`
+(
+    pipeline         LowCardinality(String),
+    pipeline_version String,
+    started_at       DateTime64(3, 'UTC'),
+    first_run_id     String,
+    inserted_at      DateTime64(6, 'UTC') DEFAULT now64(6)
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/shadow/live_sequences_local', '{replica}', inserted_at)
+ORDER BY (pipeline, pipeline_version, started_at, first_run_id);
+
+CREATE TABLE IF NOT EXISTS `shadow`.live_sequences ON CLUSTER `shadow_cluster` AS `shadow`.live_sequences_local
+ENGINE = Distributed('shadow_cluster', 'shadow', 'live_sequences_local', cityHash64(pipeline, pipeline_version));
+
+-- migration 0221_requests_not_shadowed
+
+ALTER TABLE `shadow`.requests_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS not_shadowed LowCardinality(String) DEFAULT '' AFTER input_reduced;
+
+ALTER TABLE `shadow`.requests ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS not_shadowed LowCardinality(String) DEFAULT '' AFTER input_reduced;
+
 -- migration 0230_data_flows
 
 ALTER TABLE `shadow`.steps_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS endpoint_host LowCardinality(String) DEFAULT '' AFTER model;
@@ -553,6 +575,47 @@ ORDER BY (window_start, kind, recipient, host, process_id, pii_kind);
 CREATE TABLE IF NOT EXISTS `shadow`.flow_exports ON CLUSTER `shadow_cluster` AS `shadow`.flow_exports_local
 ENGINE = Distributed('shadow_cluster', 'shadow', 'flow_exports_local', cityHash64(kind, recipient, host));
 
+-- migration 0270_recorded_exchanges
+
+ALTER TABLE `shadow`.requests_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS route LowCardinality(String) DEFAULT '' AFTER not_shadowed;
+
+ALTER TABLE `shadow`.requests ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS route LowCardinality(String) DEFAULT '' AFTER not_shadowed;
+
+ALTER TABLE `shadow`.requests_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS response_id String DEFAULT '' AFTER route;
+
+ALTER TABLE `shadow`.requests ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS response_id String DEFAULT '' AFTER route;
+
+ALTER TABLE `shadow`.requests_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS request_bytes Int64 DEFAULT 0 AFTER response_id;
+
+ALTER TABLE `shadow`.requests ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS request_bytes Int64 DEFAULT 0 AFTER response_id;
+
+ALTER TABLE `shadow`.requests_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS response_bytes Int64 DEFAULT 0 AFTER request_bytes;
+
+ALTER TABLE `shadow`.requests ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS response_bytes Int64 DEFAULT 0 AFTER request_bytes;
+
+ALTER TABLE `shadow`.requests_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS body_omitted LowCardinality(String) DEFAULT '' AFTER response_bytes;
+
+ALTER TABLE `shadow`.requests ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS body_omitted LowCardinality(String) DEFAULT '' AFTER response_bytes;
+
+-- migration 0271_tap_offered
+
+CREATE TABLE IF NOT EXISTS `shadow`.tap_offered_local ON CLUSTER `shadow_cluster`
+(
+    window_start   DateTime64(3, 'UTC'),
+    tap_id         String,
+    source         LowCardinality(String),
+    route          LowCardinality(String),
+    app            LowCardinality(String),
+    offered        Int64,
+    record_dropped Int64,
+    inserted_at    DateTime64(6, 'UTC') DEFAULT now64(6)
+)
+ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/shadow/tap_offered_local', '{replica}', inserted_at)
+ORDER BY (window_start, tap_id, source, route, app);
+
+CREATE TABLE IF NOT EXISTS `shadow`.tap_offered ON CLUSTER `shadow_cluster` AS `shadow`.tap_offered_local
+ENGINE = Distributed('shadow_cluster', 'shadow', 'tap_offered_local', cityHash64(tap_id));
+
 -- retention: requests 90 days, bodies 30 days
 
 ALTER TABLE `shadow`.`requests_local` ON CLUSTER `shadow_cluster` MODIFY TTL toDateTime(received_at) + toIntervalSecond(7776000);
@@ -590,6 +653,8 @@ ALTER TABLE `shadow`.`judgments_local` ON CLUSTER `shadow_cluster` MODIFY COLUMN
 OPTIMIZE TABLE `shadow`.`shadow_work_local` ON CLUSTER `shadow_cluster` FINAL;
 
 ALTER TABLE `shadow`.`shadow_work_local` ON CLUSTER `shadow_cluster` MODIFY TTL toDateTime(received_at) + toIntervalSecond(7776000) WHERE status = 'pending';
+
+ALTER TABLE `shadow`.`tap_offered_local` ON CLUSTER `shadow_cluster` MODIFY TTL toDateTime(window_start) + toIntervalSecond(7776000);
 
 -- forget: old_parts_lifetime of the tables it deletes from, set at open
 

@@ -145,10 +145,10 @@ type SuiteConfig struct {
 	Concurrency int    `yaml:"concurrency"`
 	Policy      string `yaml:"policy"`    // gate policy YAML (eval/gate); "" = gate.NewDefaultPolicy()
 	NoiseRun    bool   `yaml:"noise_run"` // also run the incumbent a second time (A′) for the noise floor
-	// ShiftWindow is a report's live window, this long before the run
+	// ShiftWindow is a report's shift window, this long before the run
 	// finished: its shift section compares the set with the requests received
-	// in it, and its live section shows the candidates' running verdicts on
-	// its shadow traffic (overall and per segment); 0 = neither section.
+	// in it; 0 = no shift section. The report's live section has no window
+	// (each candidate version's sequence since its shadowing started).
 	ShiftWindow time.Duration `yaml:"shift_window"`
 	// Judge is the LLM judge of cases graded "judge" or "pairwise".
 	Judge judge.Config `yaml:"judge"`
