@@ -74,7 +74,8 @@ var textColumns = map[string]string{
 	"runs.pipeline_version": "config version", "runs.mode": "enum", "runs.status": "enum", "runs.final_output": "text (textFields)",
 	"runs.reasoning": "text (textFields)", "runs.choices": "JSON text (textFields)", "runs.tool_calls": "JSON text (textFields)",
 	"runs.response_headers": "headers (textFields)", "runs.plan_raw": "text (textFields)", "runs.plan": "JSON text (textFields)",
-	"runs.error": "text (textFields)",
+	"runs.plan_shape": "worker names and access lists, computed from plan",
+	"runs.error":      "text (textFields)",
 
 	"steps.run_id": "id", "steps.role": "enum", "steps.worker": "config name", "steps.model": "exchange model (textFields)",
 	"steps.subtask": "text (textFields)", "steps.access": "access list", "steps.messages": "JSON text (textFields)",

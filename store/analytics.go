@@ -37,6 +37,16 @@ type TraceSearch struct {
 	Grade        string    // GradePassed, GradeFailed or "" (any)
 	// Segments filters by the request's segment columns.
 	Segments SegmentFilter
+	// Sort orders by a pair figure (TraceSortCost, TraceSortLatency,
+	// TraceSortAgreement, TraceSortJudgment), descending unless Asc, instead
+	// of newest first; only the traces that have the figure are listed (a
+	// pair, known latencies, both answered ok, a judgment). Before and
+	// BeforeID are then ignored: AfterValue and AfterID (the last row's
+	// SortValue and RequestID) page by keyset.
+	Sort       string
+	Asc        bool
+	AfterValue float64
+	AfterID    string
 }
 
 // Validate reports negative bounds, a minimum above its maximum, To not after
@@ -60,7 +70,7 @@ func (q TraceSearch) Validate() error {
 	if q.Grade != "" && q.Grade != GradePassed && q.Grade != GradeFailed {
 		errs = append(errs, fmt.Errorf("store: trace search: grade %q must be %q, %q or empty", q.Grade, GradePassed, GradeFailed))
 	}
-	errs = append(errs, q.Segments.Validate())
+	errs = append(errs, q.Segments.Validate(), q.validateSort())
 	return errors.Join(errs...)
 }
 
@@ -76,6 +86,28 @@ func floatLiteral(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64)
 // after their request is received), which SearchTraces uses to look at recent
 // data first.
 func (s *sqlStore) searchTracesSQL(q TraceSearch, floor time.Time) (string, Params) {
+	cond, p := s.searchCond(q, floor)
+	if !q.Before.IsZero() {
+		if cond == "" {
+			cond = "\nWHERE "
+		} else {
+			cond += "\n  AND "
+		}
+		cond += keysetCond(p, q.Before, q.BeforeID)
+	}
+	return fmt.Sprintf(`SELECT
+    request_id, received_at, source, app, category, language, has_table, has_code, length_bucket,
+    %[4]s AS user_msgs,
+    %[5]s AS input_preview
+FROM %[1]s.requests FINAL%[2]s
+ORDER BY received_at DESC, request_id DESC
+LIMIT %[3]d`, s.db, cond, ClampLimit(q.Limit), userMsgsExpr, previewExpr), p
+}
+
+// searchCond renders q's filters (not its cursor) as a WHERE clause on the
+// requests table ("" for none) with the parameters it binds; floor as in
+// searchTracesSQL.
+func (s *sqlStore) searchCond(q TraceSearch, floor time.Time) (string, Params) {
 	var where []string
 	p := Params{}
 	runsFloor, stepsFloor, scoresFloor := "", "", ""
@@ -148,20 +180,10 @@ func (s *sqlStore) searchTracesSQL(q TraceSearch, floor time.Time) (string, Para
 		}
 		where = append(where, fmt.Sprintf("request_id IN (SELECT request_id FROM %s.scores WHERE error = '' AND passed = %s%s)", s.db, passed, scoresFloor))
 	}
-	if !q.Before.IsZero() {
-		where = append(where, keysetCond(p, q.Before, q.BeforeID))
+	if len(where) == 0 {
+		return "", p
 	}
-	cond := ""
-	if len(where) > 0 {
-		cond = "\nWHERE " + strings.Join(where, "\n  AND ")
-	}
-	return fmt.Sprintf(`SELECT
-    request_id, received_at, source, app, category, language, has_table, has_code, length_bucket,
-    %[4]s AS user_msgs,
-    %[5]s AS input_preview
-FROM %[1]s.requests FINAL%[2]s
-ORDER BY received_at DESC, request_id DESC
-LIMIT %[3]d`, s.db, cond, ClampLimit(q.Limit), userMsgsExpr, previewExpr), p
+	return "\nWHERE " + strings.Join(where, "\n  AND "), p
 }
 
 // searchSlack widens a search window's bound on runs, steps and scores.
@@ -183,6 +205,16 @@ func (s *sqlStore) SearchTraces(ctx context.Context, q TraceSearch) ([]TraceSumm
 	}
 	if err := s.check(ctx); err != nil {
 		return nil, fmt.Errorf("store: search traces: %w", err)
+	}
+	if q.Sort != "" {
+		page, err := s.sortedTraces(ctx, q)
+		if err == nil {
+			err = s.fillRunFigures(ctx, page)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("store: search traces: sorted by %s: %w", q.Sort, err)
+		}
+		return page, nil
 	}
 	var floors []time.Time
 	if q.Text != "" || q.Candidate != "" || q.Worker != "" || q.Status != "" || q.Grade != "" ||
@@ -214,6 +246,9 @@ func (s *sqlStore) SearchTraces(ctx context.Context, q TraceSearch) ([]TraceSumm
 	}
 	if err := s.fillRunFigures(ctx, page); err != nil {
 		return nil, fmt.Errorf("store: search traces: runs: %w", err)
+	}
+	if err := s.fillPairs(ctx, page, q.Candidate); err != nil {
+		return nil, fmt.Errorf("store: search traces: pairs: %w", err)
 	}
 	return page, nil
 }

@@ -25,6 +25,9 @@ type GenerateResult struct {
 	Took                  map[string]time.Duration // table → wall time of its INSERT … SELECT
 }
 
+// generateWorkers is the worker pool of generated conductor steps, as an SQL array.
+const generateWorkers = `['qwen3-32b', 'gpt-5', 'claude-sonnet-4', 'gemini-2.5-pro', 'llama-4']`
+
 // ErrGenerateUnsupported: Generate needs a SQL store (embedded or server).
 var ErrGenerateUnsupported = errors.New("store: generate: only the SQL stores can generate data")
 
@@ -58,8 +61,11 @@ func Generate(ctx context.Context, st Store, spec GenerateSpec) (GenerateResult,
 	receivedAt := func(r string) string {
 		return fmt.Sprintf("fromUnixTimestamp64Milli(toInt64(%d + intDiv(%s * %d, %d)), 'UTC')", fromMs, r, spanMs, n)
 	}
-	plan := quoteString(`{"steps":[{"worker":"qwen3-32b","subtask":"plan","access":[]},` +
-		`{"worker":"gpt-5","subtask":"solve","access":"all"},{"worker":"claude-sonnet-4","subtask":"check","access":[0,1]}]}`)
+	// The conductor run's plan names the workers and access lists its eight
+	// workflow steps ran with (the steps INSERT below), so plan shapes vary
+	// with the request: five rotations of the worker pool.
+	plan := fmt.Sprintf(`concat('{"steps":[', arrayStringConcat(arrayMap(j -> concat('{"worker":"', %[1]s[(r + j) %% 5 + 1],
+        '","subtask":"subtask ', toString(j), '","access":', if(j %% 3 = 0, '"all"', '[]'), '}'), range(2, 10)), ','), ']}')`, generateWorkers)
 	stmts := []struct {
 		table string
 		sql   string
@@ -83,12 +89,12 @@ FROM (SELECT number, intDiv(number, 2) AS r, number %% 2 AS k, sipHash64(number,
     input_tokens, output_tokens, cost_usd, started_at, latency_ms, ttft_ms, status, output, error, attempt)
 SELECT concat(%[2]s, if(k = 0, '/inc', '/cond')), toInt32(if(k = 0, 0, k - 1)), -1, 0,
     multiIf(k = 0, 'incumbent', k = 1, 'conductor', 'worker'),
-    multiIf(k = 0, 'gpt-5', k = 1, 'conductor-7b', ['qwen3-32b', 'gpt-5', 'claude-sonnet-4', 'gemini-2.5-pro', 'llama-4'][(r + k) %% 5 + 1]),
+    multiIf(k = 0, 'gpt-5', k = 1, 'conductor-7b', %[5]s[(r + k) %% 5 + 1]),
     'model', concat('subtask ', toString(k)), if(k <= 1, '', if(k %% 3 = 0, '"all"', '[]')), '[{"role":"user","content":"generated"}]',
     50 + h %% 200, 10 + h %% 100, (h %% 1000) / 2000000, %[3]s + toIntervalMillisecond(5 + if(k <= 1, 0, 300 + intDiv(k - 2, 2) * 400)),
     100 + h %% 500, 20 + h %% 80, if(h %% 100 = 0, 'error', 'ok'), concat('generated output ', toString(number)), '', toInt32(1 + (h %% 20 = 0))
 FROM (SELECT number, intDiv(number, 10) AS r, number %% 10 AS k, sipHash64(number, 11) AS h FROM numbers(%[4]d))`,
-			s.db, reqID("r"), receivedAt("r"), 10*n)},
+			s.db, reqID("r"), receivedAt("r"), 10*n, generateWorkers)},
 	}
 	for _, st := range stmts {
 		start := time.Now()

@@ -306,6 +306,29 @@ type TraceSummary struct {
 	// InputReducedRuns counts the runs that answered without part of the
 	// request's input (Run.InputReduced).
 	InputReducedRuns int `json:"input_reduced_runs"`
+	// The pair: the trace's candidate (TraceSearch.Candidate, else the first
+	// candidate pipeline by name; its newest run, by start then run id) against the
+	// incumbent's run (PairIncumbent). PairCandidates counts the trace's
+	// candidate pipelines.
+	// Paired: both runs exist; the deltas are candidate minus incumbent, cost
+	// in USD, latency in ms (PairLatencyKnown: both latencies known).
+	// PairAgreement is 1 when both answered ok with equal answers after
+	// NormalizeAnswer (the overview's agreement), 0 when they differ, -1 when
+	// not both answered ok. PairJudgment is the pair's judged outcome
+	// (JudgmentWin, JudgmentTie, JudgmentLoss, JudgmentInconsistent; a live
+	// judgment before a suite run's), "" when it was not judged.
+	PairCandidate      string  `json:"pair_candidate"`
+	PairCandidates     int     `json:"pair_candidates"`
+	PairIncumbent      string  `json:"pair_incumbent"` // the incumbent run's pipeline
+	Paired             bool    `json:"paired"`
+	PairCostDeltaUSD   float64 `json:"pair_cost_delta_usd"`
+	PairLatencyKnown   bool    `json:"pair_latency_known"`
+	PairLatencyDeltaMs float64 `json:"pair_latency_delta_ms"`
+	PairAgreement      int8    `json:"pair_agreement"`
+	PairJudgment       string  `json:"pair_judgment"`
+	// SortValue is the row's value of TraceSearch.Sort (the keyset cursor of
+	// the next page); 0 when not sorted.
+	SortValue float64 `json:"sort_value"`
 }
 
 // Trace is everything recorded for one request.

@@ -134,6 +134,7 @@ var (
 	_ SubjectEraser  = (*sqlStore)(nil)
 	_ LiveReader     = (*sqlStore)(nil)
 	_ LookStore      = (*sqlStore)(nil)
+	_ PlanReader     = (*sqlStore)(nil)
 	_ CoverageWriter = (*sqlStore)(nil)
 	_ CoverageReader = (*sqlStore)(nil)
 	_ FlowReader     = (*sqlStore)(nil)
@@ -173,6 +174,8 @@ type Roles struct {
 	// LiveJudgments: live judging's day spend (the judge budget across
 	// restarts) and live judges' figures (the trace list, the live verdict).
 	LiveJudgments LiveJudgmentReader
+	// PlanReader: the plans page (plan shapes, attribution, drift, diff).
+	PlanReader PlanReader
 	// Coverage: the tap's offered counts (CoverageWriter) and what became of
 	// the exchanges (CoverageReader: the overview, the live verdict).
 	CoverageWriter CoverageWriter
@@ -206,6 +209,7 @@ func NewRoles(st Store) Roles {
 	r.LiveReader, _ = st.(LiveReader)
 	r.LookStore, _ = st.(LookStore)
 	r.LiveJudgments, _ = st.(LiveJudgmentReader)
+	r.PlanReader, _ = st.(PlanReader)
 	r.CoverageWriter, _ = st.(CoverageWriter)
 	r.CoverageReader, _ = st.(CoverageReader)
 	r.FlowReader, _ = st.(FlowReader)

@@ -3,6 +3,7 @@ package web
 import (
 	"math"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -119,11 +120,19 @@ func TestNewCutoverRow(t *testing.T) {
 
 // TestAxisTicks: axes end on round figures and their labels carry units.
 func TestAxisTicks(t *testing.T) {
-	for _, c := range []struct{ in, want float64 }{
-		{0.016109, 0.02}, {0.0123, 0.02}, {0.0023, 0.0025}, {31412, 50000}, {1, 1}, {0, 1}, {0.7, 1}, {240, 250}, {math.NaN(), 1},
+	for _, c := range []struct {
+		top  float64
+		want string
+	}{
+		{0.016109, "0 0.005 0.01 0.015 0.02"}, {31412, "0 10000 20000 30000 40000"}, {0, "0 0.2 0.4 0.6 0.8 1"},
+		{1, "0 0.2 0.4 0.6 0.8 1"}, {240, "0 100 200 300"}, {math.NaN(), "0 0.2 0.4 0.6 0.8 1"},
 	} {
-		if got := niceCeil(c.in); math.Abs(got-c.want) > 1e-12 {
-			t.Errorf("niceCeil(%g) = %g, want %g", c.in, got, c.want)
+		var got []string
+		for _, v := range axisTicks(c.top) {
+			got = append(got, strconv.FormatFloat(v, 'g', 6, 64))
+		}
+		if g := strings.Join(got, " "); g != c.want {
+			t.Errorf("axisTicks(%g) = %s, want %s", c.top, g, c.want)
 		}
 	}
 	for in, want := range map[float64]string{0.005: "$0.005", 0.0125: "$0.0125", 1.5: "$1.50", 0: "$0.00"} {

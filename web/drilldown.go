@@ -108,16 +108,18 @@ type graphNode struct {
 	Critical   bool // on the run's critical path
 }
 
-// graphEdge is a dependency drawn as a line from one node's right side to
-// another's left side. Kind: "access" (the later step's access list names the
-// earlier), "plan" (the planning call produced the step) or "nest" (a recursive
-// workflow step under its parent).
+// graphEdge is a dependency drawn from one node's right side to another's
+// left side (Path, SVG path data, routed by layoutDAG). Kind: "access" (the
+// later step's access list names the earlier), "plan" (the planning call
+// produced the step) or "nest" (a recursive workflow step under its parent);
+// All marks an access edge of an "all" list (drawn apart: such a step sees
+// every earlier step).
 type graphEdge struct {
-	X1, Y1, X2, Y2 float64
-	From, To       int32 // Step.Index of both ends
-	Kind           string
-	Critical       bool
-	Skip           bool // spans more than one layer: drawn bending below the nodes between
+	Path     string
+	From, To int32 // Step.Index of both ends
+	Kind     string
+	All      bool
+	Critical bool
 }
 
 // graphFrame is the dashed frame around the steps of a nested (recursive) workflow.
@@ -131,6 +133,7 @@ type graphFrame struct {
 // more than the deepest step it depends on, so steps in one column could run in
 // parallel. Width and Height in px.
 type workflowGraph struct {
+	ID            string // unique on the page (its arrowhead's id)
 	Width, Height float64
 	Nodes         []graphNode
 	Edges         []graphEdge
@@ -231,67 +234,40 @@ func parseAccess(access string) (all bool, named []int) {
 	return false, named
 }
 
-// criticalPath marks the chain of dependencies that ends at the step finishing
-// last: from it, repeatedly the dependency that finished last. Returns a flag per
-// step position.
-func criticalPath(steps []store.Step, deps [][]int) []bool {
-	crit := make([]bool, len(steps))
-	if len(steps) == 0 {
-		return crit
-	}
-	end := func(i int) time.Time {
-		return steps[i].StartedAt.Add(time.Duration(steps[i].LatencyMs * float64(time.Millisecond)))
-	}
-	last := 0
-	for i := range steps {
-		if end(i).After(end(last)) {
-			last = i
-		}
-	}
-	for i := last; i >= 0; {
-		crit[i] = true
-		next := -1
-		for _, j := range deps[i] {
-			if next < 0 || end(j).After(end(next)) {
-				next = j
-			}
-		}
-		i = next
-	}
-	return crit
-}
-
-// newWorkflowGraph lays out a run's steps (ordered by Index).
+// newWorkflowGraph lays out a run's steps (ordered by Index) with layoutDAG:
+// a step's layer is one more than the deepest step it depends on, so steps in
+// one column could run in parallel; a nested workflow keeps a band of its own,
+// framed.
 func newWorkflowGraph(steps []store.Step, anchors []string, crit []bool) workflowGraph {
 	var g workflowGraph
 	if len(steps) == 0 {
 		return g
 	}
 	deps, kinds := stepDeps(steps)
-	layer := make([]int, len(steps))
-	rows := map[int]int{} // layer → nodes placed
-	for i := range steps {
-		for _, j := range deps[i] {
-			layer[i] = max(layer[i], layer[j]+1)
+	nodes := make([]dagNode, len(steps))
+	var edges []dagEdge
+	var meta []graphEdge
+	for i, s := range steps {
+		if s.Depth > 0 && s.Parent >= 0 {
+			nodes[i].Group = strconv.Itoa(int(s.Parent)) + "/" + strconv.Itoa(int(s.Depth))
 		}
-		row := rows[layer[i]]
-		rows[layer[i]]++
-		x := graphPad + float64(layer[i])*(graphNodeW+graphGapX)
-		y := graphPad + float64(row)*(graphNodeH+graphGapY)
-		g.Nodes = append(g.Nodes, graphNode{X: x, Y: y, W: graphNodeW, H: graphNodeH, Step: steps[i],
-			PlanIdx: planStepIndex(steps, i), Anchor: anchors[i], Critical: crit[i]})
-		g.Width = max(g.Width, x+graphNodeW+graphPad)
-		g.Height = max(g.Height, y+graphNodeH+graphPad)
-	}
-	g.Height += graphNodeH * 0.6 // room for edges bending below the last row
-	for i := range steps {
+		all, _ := parseAccess(s.Access)
 		for k, j := range deps[i] {
-			a, b := g.Nodes[j], g.Nodes[i]
-			g.Edges = append(g.Edges, graphEdge{X1: a.X + a.W, Y1: a.Y + a.H/2, X2: b.X, Y2: b.Y + b.H/2,
-				From: a.Step.Index, To: b.Step.Index, Kind: kinds[i][k], Critical: crit[i] && crit[j],
-				Skip: layer[i]-layer[j] > 1})
+			edges = append(edges, dagEdge{From: j, To: i})
+			meta = append(meta, graphEdge{From: steps[j].Index, To: s.Index, Kind: kinds[i][k],
+				All: all && kinds[i][k] == "access", Critical: crit[i] && crit[j]})
 		}
 	}
+	lay := layoutDAG(nodes, edges, graphNodeW, graphNodeH, graphGapX, graphGapY, graphPad)
+	g.Width, g.Height = lay.Width, lay.Height
+	for i := range steps {
+		g.Nodes = append(g.Nodes, graphNode{X: lay.X[i], Y: lay.Y[i], W: graphNodeW, H: graphNodeH, Step: steps[i],
+			PlanIdx: planStepIndex(steps, i), Anchor: anchors[i], Critical: crit[i]})
+	}
+	for k := range meta {
+		meta[k].Path = lay.Paths[k]
+	}
+	g.Edges = meta
 	// One frame per nested workflow: the bounding box of the steps sharing a parent.
 	type key struct{ parent, depth int32 }
 	frames := map[key]int{}
@@ -398,9 +374,11 @@ func newRunDrill(md *markdown, steps []store.Step) runDrill {
 		}
 		d.Details = append(d.Details, det)
 	}
-	deps, _ := stepDeps(steps)
-	crit := criticalPath(steps, deps)
+	// The critical path by the timeline (store.CriticalPath), the one the
+	// plans page attributes latency by.
+	crit := store.CriticalPath(steps)
 	d.Graph = newWorkflowGraph(steps, anchors, crit)
+	d.Graph.ID = steps[0].RunID
 	d.Timeline = newTimeline(steps, anchors, crit)
 	return d
 }
@@ -417,19 +395,6 @@ func truncRunes(s string, n int) string {
 		return s
 	}
 	return string(r[:n-1]) + "…"
-}
-
-// edgePath is a cubic curve from an edge's start to its end, in SVG path syntax.
-func edgePath(e graphEdge) string {
-	mid := (e.X1 + e.X2) / 2
-	if e.Skip {
-		// Bend below the row so the curve does not cross the nodes it skips.
-		dip := max(e.Y1, e.Y2) + graphNodeH*0.8
-		return "M" + fmtPx(e.X1) + "," + fmtPx(e.Y1) + " C" + fmtPx(e.X1+graphGapX) + "," + fmtPx(dip) + " " +
-			fmtPx(e.X2-graphGapX) + "," + fmtPx(dip) + " " + fmtPx(e.X2) + "," + fmtPx(e.Y2)
-	}
-	return "M" + fmtPx(e.X1) + "," + fmtPx(e.Y1) + " C" + fmtPx(mid) + "," + fmtPx(e.Y1) + " " +
-		fmtPx(mid) + "," + fmtPx(e.Y2) + " " + fmtPx(e.X2) + "," + fmtPx(e.Y2)
 }
 
 // nodeWorker names a node: its worker, else its role.

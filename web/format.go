@@ -272,6 +272,13 @@ type traceQuery struct {
 	To        time.Time // received before
 	Grade     string    // store.GradePassed, store.GradeFailed or ""
 	Seg       store.SegmentFilter
+
+	// Sort by a pair figure (store.TraceSort*), descending unless Asc; After
+	// and AfterID are the sorted keyset cursor.
+	Sort       string
+	Asc        bool
+	AfterValue float64
+	AfterID    string
 }
 
 // searching reports whether q uses a filter beyond app, source and text.
@@ -284,7 +291,8 @@ func (q traceQuery) searching() bool {
 func (q traceQuery) search() store.TraceSearch {
 	return store.TraceSearch{TraceFilter: q.filter(), Candidate: q.Candidate, Worker: q.Worker, Status: q.Status,
 		MinCostUSD: q.MinCost, MaxCostUSD: q.MaxCost, MinLatencyMs: q.MinMs, MaxLatencyMs: q.MaxMs,
-		From: q.From, To: q.To, Grade: q.Grade, Segments: q.Seg}
+		From: q.From, To: q.To, Grade: q.Grade, Segments: q.Seg,
+		Sort: q.Sort, Asc: q.Asc, AfterValue: q.AfterValue, AfterID: q.AfterID}
 }
 
 // formTimeLayout is the value format of <input type="datetime-local"> (UTC here).
@@ -346,11 +354,38 @@ func (q traceQuery) values() url.Values {
 		v.Set("before", q.Before.UTC().Format(time.RFC3339Nano))
 		set("before_id", q.BeforeID)
 	}
+	set("sort", q.Sort)
+	if q.Sort != "" && q.Asc != defaultAsc(q.Sort) {
+		v.Set("dir", map[bool]string{true: "asc", false: "desc"}[q.Asc])
+	}
+	if q.AfterID != "" {
+		v.Set("after", strconv.FormatFloat(q.AfterValue, 'g', -1, 64))
+		v.Set("after_id", q.AfterID)
+	}
 	return v
 }
 
+// defaultAsc is a sort key's first direction: the most expensive and the
+// slowest pairs first, disagreements and losses first.
+func defaultAsc(key string) bool {
+	return key == store.TraceSortAgreement || key == store.TraceSortJudgment
+}
+
+// sorted returns q sorted by key: the key's first direction, or the other
+// one when q is already sorted by it that way; the cursor is dropped.
+func (q traceQuery) sorted(key string) traceQuery {
+	asc := defaultAsc(key)
+	if q.Sort == key {
+		asc = !q.Asc
+	}
+	q.Sort, q.Asc, q.AfterValue, q.AfterID, q.Before, q.BeforeID = key, asc, 0, "", time.Time{}, ""
+	return q
+}
+
 // parseTraceQuery reads the traces list's URL parameters: app, source, q, limit
-// (1..store.MaxListLimit), before (RFC 3339) and before_id (needs before), and
+// (1..store.MaxListLimit), before (RFC 3339) and before_id (needs before), sort
+// (a store.TraceSort* key) with dir (asc|desc) and the sorted cursor after and
+// after_id, and
 // the search filters candidate, worker, status, grade (passed|failed), min_cost
 // and max_cost (USD), min_ms and max_ms (slowest run, ms), from and to (UTC),
 // and the segment filters language, has_table, has_code and length_bucket.
@@ -403,6 +438,26 @@ func parseTraceQuery(v url.Values) (traceQuery, error) {
 		return q, err
 	}
 	q.Seg = seg
+	if q.Sort = strings.TrimSpace(v.Get("sort")); q.Sort != "" {
+		q.Asc = defaultAsc(q.Sort)
+		switch d := v.Get("dir"); d {
+		case "":
+		case "asc", "desc":
+			q.Asc = d == "asc"
+		default:
+			return q, fmt.Errorf("dir %q must be asc or desc", d)
+		}
+	}
+	if s := v.Get("after"); s != "" {
+		n, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.IsNaN(n) || math.IsInf(n, 0) {
+			return q, fmt.Errorf("after %q must be a number", s)
+		}
+		q.AfterValue = n
+		if q.AfterID = v.Get("after_id"); q.AfterID == "" {
+			return q, errors.New("after needs after_id")
+		}
+	}
 	if err := q.search().Validate(); err != nil {
 		return q, errors.New(strings.TrimPrefix(err.Error(), "store: trace search: "))
 	}

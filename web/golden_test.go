@@ -60,7 +60,7 @@ func TestGolden(t *testing.T) {
 			Searchable: true, Statuses: runStatuses(), Query: traceQuery{Q: "train", Candidate: "conductor", Worker: "gpt-5",
 				Status: store.StatusOK, Grade: store.GradePassed, MinCost: 0.001, MaxMs: 6000, From: t0.Add(-time.Hour), To: t0.Add(time.Hour)}})},
 		{"traces_page_empty", tracesPage(tracesView{Meta: meta("Traces", navTraces), Sources: traceSources()})},
-		{"trace_page", tracePage(newTraceView(meta("Trace "+tr.Request.RequestID, navTraces), newMarkdown(), tr))},
+		{"trace_page", tracePage(withPair(t, newTraceView(meta("Trace "+tr.Request.RequestID, navTraces), newMarkdown(), tr)))},
 		{"step_row_nested", stepRow(store.Step{RunID: "r", Index: 4, Parent: 1, Depth: 1, Role: "conductor",
 			Worker: "conductor-7b", Model: "rl-conductor-7b", Subtask: "correct step 1", Access: "", Status: store.StatusBudgetExceeded,
 			Error: "budget: 4096 output tokens", Attempt: 2, LatencyMs: 3.25}, -1)},
@@ -208,5 +208,15 @@ func goldenOverview(meta pageMeta) overviewView {
 		StartedAt: t0, Through: q.To.Add(-time.Hour), LiveVerdict: lv, Coverage: cov, WindowCoverage: cov}}}
 	v := newOverviewView(meta, q, 3600, ov, []store.SuiteRun{sr}, live)
 	v.ThisURL = urls{meta.Base}.overviewWith(q)
+	return v
+}
+
+// withPair sets the pair the trace page opens with, as the handler does.
+func withPair(t *testing.T, v traceView) traceView {
+	t.Helper()
+	var err error
+	if v.Pair, v.HasPair, err = newTracePair(v, ""); err != nil {
+		t.Fatal(err)
+	}
 	return v
 }

@@ -234,7 +234,7 @@ type overviewView struct {
 	// Histogram, SegChart and CoverageChart are the latency histogram
 	// (production incumbent beside each candidate), quality by segment and
 	// coverage over time.
-	Histogram, SegChart barChart
+	Histogram, SegChart groupChart
 	CoverageChart       lineChart
 	ThisURL             string // deep link of this exact window
 	// Live holds the live verdict of each candidate shown, at its newest
@@ -271,7 +271,8 @@ func newLineChart(id, title, unit string, from, to time.Time, classes map[string
 			maxY = max(maxY, l.value(p))
 		}
 	}
-	maxY = niceCeil(maxY)
+	ticks := axisTicks(maxY)
+	maxY = ticks[len(ticks)-1]
 	x := func(t time.Time) float64 { return chartPadL + plotW*max(0, min(1, t.Sub(from).Seconds()/span)) }
 	y := func(v float64) float64 { return chartPadT + plotH*(1-v/maxY) }
 	byPipe := map[string][]store.PipelinePoint{}
@@ -298,9 +299,10 @@ func newLineChart(id, title, unit string, from, to time.Time, classes map[string
 				Dots: dots, Dashed: l.dashed})
 		}
 	}
-	for k := 0; k <= chartTicks; k++ {
-		v := maxY * float64(k) / chartTicks
+	for _, v := range ticks {
 		c.YTicks = append(c.YTicks, chartTick{Pos: y(v), Label: fmtY(v)})
+	}
+	for k := 0; k <= chartTicks; k++ {
 		t := from.Add(time.Duration(float64(to.Sub(from)) * float64(k) / chartTicks))
 		c.XTicks = append(c.XTicks, chartTick{Pos: x(t), Label: fmtTickTime(t, to.Sub(from))})
 	}

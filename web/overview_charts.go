@@ -17,20 +17,15 @@ import (
 // the most live pairs.
 const maxSegmentBars = 6
 
-// niceCeil rounds v up to 1, 2, 2.5 or 5 times a power of ten, so the axis
-// ends on a round figure and its chartTicks steps are round too ($0.005,
-// 250 ms, 25%). v ≤ 0 gives 1.
-func niceCeil(v float64) float64 {
-	if v <= 0 || math.IsNaN(v) || math.IsInf(v, 0) {
-		return 1
+// axisTicks returns the y axis of a chart whose values reach top: round
+// ticks from 0 (niceTicks, about chartTicks+1 of them), the last one at or
+// above top.
+func axisTicks(top float64) []float64 {
+	if math.IsNaN(top) || math.IsInf(top, 0) || top <= 0 {
+		top = 1
 	}
-	p := math.Pow(10, math.Floor(math.Log10(v)))
-	for _, m := range []float64{1, 2, 2.5, 5, 10} {
-		if v <= m*p*(1+1e-9) {
-			return m * p
-		}
-	}
-	return 10 * p
+	ticks, _ := niceTicks(0, top, chartTicks+1)
+	return ticks
 }
 
 // fmtTickUSD renders a USD axis tick with the fewest decimals that tell the
@@ -72,35 +67,36 @@ type barGroup struct {
 	Values []float64
 }
 
-// bar is one drawn bar, px, with its tooltip.
-type bar struct {
+// groupBar is one drawn bar, px, with its tooltip.
+type groupBar struct {
 	X, Y, W, H float64
 	Class      string
 	Title      string
 }
 
-// barChart is a server-drawn SVG grouped bar chart: categories along x,
+// groupChart is a server-drawn SVG grouped bar chart: categories along x,
 // one bar per group in each.
-type barChart struct {
+type groupChart struct {
 	ID, Title, Unit string
 	Width, Height   float64
-	Bars            []bar
+	Bars            []groupBar
 	Legend          []barGroup
 	XTicks, YTicks  []chartTick
 	Empty           string // said instead of the chart when there is nothing to draw
 }
 
-// newBarChart lays out groups over categories; fmtY formats the y ticks and
+// newGroupChart lays out groups over categories; fmtY formats the y ticks and
 // the bars' tooltips.
-func newBarChart(id, title, unit string, categories []string, groups []barGroup, fmtY func(float64) string) barChart {
-	c := barChart{ID: id, Title: title, Unit: unit, Width: chartW, Height: chartH, Legend: groups}
+func newGroupChart(id, title, unit string, categories []string, groups []barGroup, fmtY func(float64) string) groupChart {
+	c := groupChart{ID: id, Title: title, Unit: unit, Width: chartW, Height: chartH, Legend: groups}
 	var maxY float64
 	for _, g := range groups {
 		for _, v := range g.Values {
 			maxY = max(maxY, v)
 		}
 	}
-	maxY = niceCeil(maxY)
+	ticks := axisTicks(maxY)
+	maxY = ticks[len(ticks)-1]
 	plotW, plotH := chartW-chartPadL-chartPadR, chartH-chartPadT-chartPadB
 	y := func(v float64) float64 { return chartPadT + plotH*(1-v/maxY) }
 	if len(categories) == 0 || len(groups) == 0 {
@@ -112,13 +108,12 @@ func newBarChart(id, title, unit string, categories []string, groups []barGroup,
 		x0 := chartPadL + slot*float64(i) + slot*0.1
 		for k, g := range groups {
 			v := g.Values[i]
-			c.Bars = append(c.Bars, bar{X: x0 + bw*float64(k), Y: y(v), W: max(bw-1, 1), H: chartPadT + plotH - y(v),
+			c.Bars = append(c.Bars, groupBar{X: x0 + bw*float64(k), Y: y(v), W: max(bw-1, 1), H: chartPadT + plotH - y(v),
 				Class: g.Class, Title: g.Name + " · " + cat + ": " + fmtY(v)})
 		}
 		c.XTicks = append(c.XTicks, chartTick{Pos: chartPadL + slot*(float64(i)+0.5), Label: cat})
 	}
-	for k := 0; k <= chartTicks; k++ {
-		v := maxY * float64(k) / chartTicks
+	for _, v := range ticks {
 		c.YTicks = append(c.YTicks, chartTick{Pos: y(v), Label: fmtY(v)})
 	}
 	return c
@@ -144,10 +139,10 @@ func binLabel(lower, upper float64) string {
 // newLatencyHistogram draws each pipeline's share of runs per latency bin
 // (store.LatencyEdgesMs), the production incumbent beside each candidate;
 // shares, not counts, so pipelines with different run counts compare.
-func newLatencyHistogram(bins []store.LatencyBin, classes map[string]string) barChart {
+func newLatencyHistogram(bins []store.LatencyBin, classes map[string]string) groupChart {
 	title := "Latency histogram: share of runs per latency bin"
 	if len(bins) == 0 {
-		c := newBarChart("latency-histogram", title, "% of runs, bins in ms", nil, nil, fmtTickPct)
+		c := newGroupChart("latency-histogram", title, "% of runs, bins in ms", nil, nil, fmtTickPct)
 		c.Empty = "No run of known latency in this window."
 		return c
 	}
@@ -182,7 +177,7 @@ func newLatencyHistogram(bins []store.LatencyBin, classes map[string]string) bar
 		}
 		groups = append(groups, g)
 	}
-	return newBarChart("latency-histogram", title, "% of runs, bins in ms", cats, groups, fmtTickPct)
+	return newGroupChart("latency-histogram", title, "% of runs, bins in ms", cats, groups, fmtTickPct)
 }
 
 // newSegmentQuality draws accuracy per segment from each candidate's latest
@@ -190,7 +185,7 @@ func newLatencyHistogram(bins []store.LatencyBin, classes map[string]string) bar
 // figure.Accuracy definition the report uses), the suite baseline of the
 // first candidate's run beside them, on the maxSegmentBars segments with the
 // most cases.
-func newSegmentQuality(rows []cutoverRow, classes map[string]string) barChart {
+func newSegmentQuality(rows []cutoverRow, classes map[string]string) groupChart {
 	const id, title, unit = "segment-quality", "Quality by segment: accuracy in the latest suite run", "% of graded cases"
 	cases := map[string]int{}
 	var base *eval.CandidateComparison
@@ -207,7 +202,7 @@ func newSegmentQuality(rows []cutoverRow, classes map[string]string) barChart {
 		}
 	}
 	if len(cases) == 0 {
-		c := newBarChart(id, title, unit, nil, nil, fmtTickPct)
+		c := newGroupChart(id, title, unit, nil, nil, fmtTickPct)
 		c.Empty = "No suite run with graded segments yet."
 		return c
 	}
@@ -240,7 +235,7 @@ func newSegmentQuality(rows []cutoverRow, classes map[string]string) barChart {
 				Values: values(r.Suite.Comparison, func(s stats.Segment) stats.Arm { return s.Candidate })})
 		}
 	}
-	return newBarChart(id, title, unit, segs, groups, fmtTickPct)
+	return newGroupChart(id, title, unit, segs, groups, fmtTickPct)
 }
 
 // coverageLine draws the coverage buckets (figure.Coverage, 0..1) as one

@@ -440,7 +440,7 @@ func overviewPage(v overviewView) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = barSVG(v.Histogram).Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = groupChartSVG(v.Histogram).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -448,7 +448,7 @@ func overviewPage(v overviewView) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = barSVG(v.SegChart).Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = groupChartSVG(v.SegChart).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -2349,8 +2349,8 @@ func chartSVG(c lineChart) templ.Component {
 	})
 }
 
-// barSVG draws a grouped bar chart with its axes and legend.
-func barSVG(c barChart) templ.Component {
+// groupChartSVG draws a grouped bar chart with its axes and legend.
+func groupChartSVG(c groupChart) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {

@@ -17,6 +17,7 @@ const (
 	navWorkers   = "workers"
 	navTraces    = "traces"
 	navSuiteRuns = "suite-runs"
+	navPlans     = "plans"
 )
 
 // pageMeta is what the layout needs from every page.
@@ -123,6 +124,10 @@ type traceView struct {
 	Diffs    []answerDiff // each candidate's answer diffed against the incumbent's
 	// Judging is the trace's pairwise judgments (judgments.go).
 	Judging judgmentsView
+	// Pair is what the page opens with (tracepair.go); HasPair: the trace has
+	// an incumbent and a candidate run.
+	Pair    tracePair
+	HasPair bool
 }
 
 // incumbents and candidates split Runs by mode; a run of another mode counts as a candidate.

@@ -65,14 +65,16 @@ type Readers struct {
 	Judgments store.JudgmentReader
 	// LiveJudgments is optional: without it the overview has no live judges.
 	LiveJudgments store.LiveJudgmentReader
-	Flows         store.FlowReader // the data-flows page
+	// Plans: the plans page (a conductor's plan shapes, attribution, drift, diff).
+	Plans store.PlanReader
+	Flows store.FlowReader // the data-flows page
 }
 
 // ReadersOf picks the pages' roles out of r.
 func ReadersOf(r store.Roles) Readers {
 	return Readers{Suites: r.SuiteReader, Traces: r.TraceReader, Overview: r.OverviewReader, Live: r.LiveReader,
 		Runs: r.RunComparer, Workers: r.WorkerReader, Segments: r.SegmentReader, Judgments: r.JudgmentReader, LiveJudgments: r.LiveJudgments,
-		Flows: r.FlowReader}
+		Flows: r.FlowReader, Plans: r.PlanReader}
 }
 
 // server holds what the handlers share; it is read-only after Register.
@@ -97,8 +99,15 @@ type server struct {
 //	                                 before (RFC 3339, received_at of the previous page's last row)
 //	                                 and before_id (its request_id), candidate, worker, status, grade,
 //	                                 min_cost/max_cost (USD), min_ms/max_ms (slowest run), from/to (UTC);
-//	                                 q matches final outputs too
-//	GET /traces/{id}                 one trace; 404 when the store has no such request
+//	                                 q matches final outputs too; sort (cost_delta|latency_delta|agreement|
+//	                                 judgment) with dir (asc|desc) and the sorted cursor after/after_id
+//	GET /traces/{id}                 one trace; 404 when the store has no such request; query: candidate
+//	                                 (the run id of the candidate shown beside the incumbent)
+//	GET /plans                       a candidate conductor's plans explained: shapes, attribution of the cost and
+//	                                 latency difference, drift, a diff between versions; query: pipeline, version
+//	                                 (or version_key pipeline@version), scope (production|suite), app, from/to (UTC;
+//	                                 default the 7 days up to the version's last run), bucket (day|week), compare
+//	                                 (pipeline@version; default the previous version)
 //	GET /suite-runs                  suite runs, newest first (store.DefaultListLimit)
 //	GET /suite-runs/{id}             one suite run with its rendered report; 404 when absent
 //	GET /suite-runs/{id}/report.json the stored JSON report (application/json); 404 when absent or empty
@@ -163,6 +172,7 @@ func Register(r gin.IRouter, rd Readers, cfg Config, opts ...Option) error {
 	get("/workers", s.needs("worker usage", s.workers, pageRole{"store.WorkerReader", rd.Workers != nil}))
 	get("/traces", s.needs("traces", s.traces, traces))
 	get("/shift", s.needs("the shift page", s.shift, pageRole{"store.SegmentReader", rd.Segments != nil}))
+	get("/plans", s.needs("the plans page", s.plans, pageRole{"store.PlanReader", rd.Plans != nil}))
 	get("/data-flows", s.needs("the data flows", s.dataFlows, pageRole{"store.FlowReader", rd.Flows != nil}))
 	get("/traces/*id", s.needs("a trace", s.trace, traces))
 	get("/suite-runs", s.suiteRuns)
@@ -337,12 +347,16 @@ func (s *server) traces(c *gin.Context) {
 	if more && len(rows) > 0 {
 		next := q
 		last := rows[len(rows)-1]
-		next.Before, next.BeforeID = last.ReceivedAt, last.RequestID
+		if q.Sort != "" {
+			next.AfterValue, next.AfterID = last.SortValue, last.RequestID
+		} else {
+			next.Before, next.BeforeID = last.ReceivedAt, last.RequestID
+		}
 		v.OlderURL = s.urls().tracesWith(next)
 	}
-	if !q.Before.IsZero() {
+	if !q.Before.IsZero() || q.AfterID != "" {
 		first := q
-		first.Before, first.BeforeID = time.Time{}, ""
+		first.Before, first.BeforeID, first.AfterValue, first.AfterID = time.Time{}, "", 0, ""
 		v.FirstURL = s.urls().tracesWith(first)
 	}
 	s.render(c, http.StatusOK, tracesPage(v))
@@ -357,6 +371,10 @@ func (s *server) trace(c *gin.Context) {
 	}
 	v := newTraceView(s.meta("Trace "+shortID(id, 24), navTraces), s.md, tr)
 	v.Judging = s.judgmentsOf(c, tr)
+	if v.Pair, v.HasPair, err = newTracePair(v, strings.TrimSpace(c.Query("candidate"))); err != nil {
+		s.fail(c, http.StatusBadRequest, "Bad query: "+err.Error()+".", nil)
+		return
+	}
 	s.render(c, http.StatusOK, tracePage(v))
 }
 

@@ -428,13 +428,21 @@ func testTracesRowContent(t *testing.T, st store.Store) {
 	}
 	got := text(rows[0])
 	for _, want := range []string{
-		"2025-06-02 10:00:00.123 UTC", "support-bot", "tap", "math", "A train leaves at 09:40",
-		"2310", "30000", // incumbent ms, slowest candidate ms
-		"$0.00218", "$0.02384", // incumbent cost, candidate costs summed (0.02384 + 0)
+		"2025-06-02 10:00:00.123 UTC", "support-bot", "A train leaves at 09:40",
+		"conductor", "+1", // the pair's candidate (first by name) and the other candidate pipeline
+		"+$0.0217", "+2810 ms", "differ", // conductor minus incumbent: cost, latency; the answers differ
 		"error", "ok",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("row lacks %q: %s", want, got)
+		}
+	}
+	// The absolute figures and the source and category are in the cells' titles.
+	html := renderNode(t, rows[0])
+	for _, want := range []string{"source tap, category math", "incumbent $0.00218, candidate $0.02384",
+		"incumbent 2310 ms, candidate 5120 ms", "conductor against incumbent:gpt-5"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("row titles lack %q: %s", want, html)
 		}
 	}
 	if !strings.Contains(renderNode(t, rows[0]), `href="/traces/req-7f3a9c"`) {

@@ -283,14 +283,20 @@ func contractSummary(t *testing.T, st store.Store) {
 		InputPreview: strings.Repeat("é", 150) + strings.Repeat("x", 50), Runs: 3,
 		IncumbentMs: 812.5, CandidateMs: 1520, IncumbentCostUSD: 0.0021, CandidateCostUSD: 0.0003 + 0.0042,
 		Statuses: []string{store.StatusError, store.StatusOK},
+		// The pair: conductor (the first candidate by name) against the incumbent.
+		PairCandidate: "conductor", PairCandidates: 2, PairIncumbent: "incumbent:gpt-5", Paired: true,
+		PairCostDeltaUSD: 0.0042 - 0.0021, PairLatencyKnown: true, PairLatencyDeltaMs: 1520 - 812.5, PairAgreement: 1,
 	}
 	if !near(got[0].CandidateCostUSD, want.CandidateCostUSD) {
 		t.Errorf("candidate cost = %v; want %v", got[0].CandidateCostUSD, want.CandidateCostUSD)
 	}
-	got[0].CandidateCostUSD = want.CandidateCostUSD
+	if !near(got[0].PairCostDeltaUSD, want.PairCostDeltaUSD) {
+		t.Errorf("pair cost delta = %v; want %v", got[0].PairCostDeltaUSD, want.PairCostDeltaUSD)
+	}
+	got[0].CandidateCostUSD, got[0].PairCostDeltaUSD = want.CandidateCostUSD, want.PairCostDeltaUSD
 	assertEqual(t, "summary", got[0], want)
 	wantBare := store.TraceSummary{RequestID: "req-bare", ReceivedAt: T0().Add(-time.Hour), App: "x",
-		InputPreview: "plain text, not JSON"}
+		InputPreview: "plain text, not JSON", PairAgreement: -1}
 	assertEqual(t, "summary without runs", got[1], wantBare)
 	if p := store.InputPreview(f.Request.Input); p != want.InputPreview {
 		t.Errorf("InputPreview = %q; want %q", p, want.InputPreview)

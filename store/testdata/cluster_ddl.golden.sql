@@ -575,6 +575,24 @@ ORDER BY (window_start, kind, recipient, host, process_id, pii_kind);
 CREATE TABLE IF NOT EXISTS `shadow`.flow_exports ON CLUSTER `shadow_cluster` AS `shadow`.flow_exports_local
 ENGINE = Distributed('shadow_cluster', 'shadow', 'flow_exports_local', cityHash64(kind, recipient, host));
 
+-- migration 0260_plan_shape
+
+ALTER TABLE `shadow`.runs_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS plan_shape LowCardinality(String) DEFAULT arrayStringConcat(arrayMap(s -> concat(
+        if(JSONExtractString(s, 'worker') = '', concat('model ', toString(JSONExtractInt(s, 'model_id'))), JSONExtractString(s, 'worker')),
+        multiIf(JSONType(s, 'access') = 'String', concat('[', JSONExtractString(s, 'access'), ']'),
+            JSONType(s, 'access') = 'Array' AND JSONLength(s, 'access') > 0,
+            concat('[', arrayStringConcat(arrayMap(x -> toString(x), JSONExtract(s, 'access', 'Array(Int64)')), ','), ']'), '')),
+    JSONExtractArrayRaw(plan, 'steps')), ' → ') AFTER plan;
+
+ALTER TABLE `shadow`.runs ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS plan_shape LowCardinality(String) DEFAULT arrayStringConcat(arrayMap(s -> concat(
+        if(JSONExtractString(s, 'worker') = '', concat('model ', toString(JSONExtractInt(s, 'model_id'))), JSONExtractString(s, 'worker')),
+        multiIf(JSONType(s, 'access') = 'String', concat('[', JSONExtractString(s, 'access'), ']'),
+            JSONType(s, 'access') = 'Array' AND JSONLength(s, 'access') > 0,
+            concat('[', arrayStringConcat(arrayMap(x -> toString(x), JSONExtract(s, 'access', 'Array(Int64)')), ','), ']'), '')),
+    JSONExtractArrayRaw(plan, 'steps')), ' → ') AFTER plan;
+
+ALTER TABLE `shadow`.runs_local ON CLUSTER `shadow_cluster` MATERIALIZE COLUMN plan_shape;
+
 -- migration 0270_recorded_exchanges
 
 ALTER TABLE `shadow`.requests_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS route LowCardinality(String) DEFAULT '' AFTER not_shadowed;
