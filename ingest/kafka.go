@@ -2,10 +2,8 @@ package ingest
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -39,17 +37,44 @@ type KafkaConfig struct {
 	SessionTimeout time.Duration `yaml:"session_timeout"`
 	// PingInterval is how often the queue asks the brokers for the topic's
 	// metadata (bounded by the interval too), so readiness sees Kafka down on an
-	// idle tap or a waiting shadow worker, not only when a publish fails.
+	// idle tap or a waiting shadow worker, not only when a publish fails. Each
+	// ping also reads the topic's message limit (max.message.bytes).
 	PingInterval time.Duration `yaml:"ping_interval"`
+	// MaxCopyBytes is the largest copy (its Exchange JSON) the tap publishes; a
+	// larger one is refused as too_large (413 on /v1/tap). A copy above the
+	// topic's message limit but within this one goes through the claim-check:
+	// chunks of one message each, keyed by the request id (kafka_claimcheck.go).
+	MaxCopyBytes int64 `yaml:"max_copy_bytes"`
+	// ReassemblyBytes bounds the chunks a shadow worker holds for claim-check
+	// copies not complete yet, over all its partitions; a set that does not
+	// fit is dropped (counted "kafka_incomplete").
+	ReassemblyBytes int64 `yaml:"reassembly_bytes"`
+	// ReassemblyTimeout is how long a shadow worker waits for the rest of a
+	// claim-check copy once its first chunk arrived; then the set is dropped
+	// (counted "kafka_incomplete").
+	ReassemblyTimeout time.Duration `yaml:"reassembly_timeout"`
+	// MaxInFlight is how many exchanges one shadow worker process holds at
+	// once (handed to its workers and not yet stored): what a kill -9 can
+	// leave half done, and what a rebalance waits for.
+	MaxInFlight int `yaml:"max_in_flight"`
+	// DrainTimeout is how long a shadow worker that loses its partitions in a
+	// rebalance waits for the exchanges it holds to be stored (and commits
+	// them) before it rejoins the group; what is still running then is
+	// shadowed again by the partition's next owner.
+	DrainTimeout time.Duration `yaml:"drain_timeout"`
 }
 
 // NewDefaultKafkaConfig returns Kafka off, topic "conductor-shadow.exchanges",
 // group "conductor-shadow", a 10,000-exchange buffer, 10 ms produce batches,
-// 10 s commits, a 10 s session and a metadata ping every 5 s.
+// 10 s commits, a 10 s session, a metadata ping every 5 s, copies of at most
+// 32 MiB (claim-checked above the topic's limit) reassembled within 128 MiB
+// and 1 minute, 32 exchanges in flight per worker process and a 10 s drain
+// at a rebalance.
 func NewDefaultKafkaConfig() KafkaConfig {
 	return KafkaConfig{Topic: "conductor-shadow.exchanges", Group: "conductor-shadow", Buffer: 10000,
 		BatchTimeout: 10 * time.Millisecond, CommitTimeout: 10 * time.Second, SessionTimeout: 10 * time.Second,
-		PingInterval: 5 * time.Second}
+		PingInterval: 5 * time.Second, MaxCopyBytes: 32 << 20, ReassemblyBytes: 128 << 20, ReassemblyTimeout: time.Minute,
+		MaxInFlight: 32, DrainTimeout: 10 * time.Second}
 }
 
 // Enabled reports whether brokers are configured.
@@ -87,30 +112,52 @@ func (c KafkaConfig) Validate() error {
 	if c.PingInterval < 100*time.Millisecond {
 		errs = append(errs, fmt.Errorf("ingest: kafka.ping_interval must be at least 100ms, got %s", c.PingInterval))
 	}
+	if c.MaxCopyBytes < 1024 {
+		errs = append(errs, fmt.Errorf("ingest: kafka.max_copy_bytes must be at least 1024, got %d", c.MaxCopyBytes))
+	}
+	if c.ReassemblyBytes < c.MaxCopyBytes {
+		errs = append(errs, fmt.Errorf("ingest: kafka.reassembly_bytes (%d) must be at least kafka.max_copy_bytes (%d)", c.ReassemblyBytes, c.MaxCopyBytes))
+	}
+	if c.ReassemblyTimeout < time.Second {
+		errs = append(errs, fmt.Errorf("ingest: kafka.reassembly_timeout must be at least 1s, got %s", c.ReassemblyTimeout))
+	}
+	if c.MaxInFlight < 1 || c.MaxInFlight > 4096 {
+		errs = append(errs, fmt.Errorf("ingest: kafka.max_in_flight must be between 1 and 4096, got %d", c.MaxInFlight))
+	}
+	if c.DrainTimeout < 0 || c.DrainTimeout > 10*time.Minute {
+		errs = append(errs, fmt.Errorf("ingest: kafka.drain_timeout must be between 0 and 10m, got %s", c.DrainTimeout))
+	}
 	return errors.Join(errs...)
 }
 
 // KafkaQueue is the Kafka transport: Publish hands the exchange to a bounded buffer
 // that a background producer writes to Topic (keyed by request id, the Exchange as
-// JSON with its schema_version), and Next reads the topic as a member of Group.
+// JSON with its schema_version; above the topic's message limit as claim-check
+// chunks), and Next reads the topic as a member of Group (kafka_group.go).
 // A delivery's Ack commits its offset once every earlier offset of its partition
-// was acked too, so a crash re-delivers (at least once) and never skips; the store
-// keys make re-delivery harmless.
+// was acked too, so a crash re-delivers (at least once) and never skips; the
+// commit's metadata records what was handed out and what is done above the
+// committed offset, so the next owner of a partition skips what is done and
+// counts what it gets again (StatsSnapshot.Kafka.Redelivered).
 //
-// Readiness (Ready) follows three signals: the last publish, the last fetch
-// and a metadata ping of the brokers every PingInterval (Start).
+// Readiness (Ready) follows connectivity only: the metadata ping, a publish
+// that failed for any reason but size, and the consumer's fetches. A copy the
+// brokers refuse for its size is ErrCopyTooLarge for that copy alone.
 //
 // Lifecycle: Start launches the ping; Close stops Publish and the ping, flushes
 // the producer and makes Next return ErrQueueClosed (what is left stays in
-// Kafka for the next consumer); Shutdown, after the workers are done, closes
-// the connections. Close and Shutdown are safe without Start and twice.
+// Kafka for the next consumer); Shutdown, after the workers are done, drains
+// and commits what they acked, leaves the group and closes the connections.
+// Close and Shutdown are safe without Start and twice.
 type KafkaQueue struct {
 	cfg       KafkaConfig
 	stats     *Stats
 	log       *slog.Logger
-	writer    *kafka.Writer
-	transport *kafka.Transport // the producer's own, so Shutdown can close its connections
-	reader    *kafka.Reader    // nil for a producer-only queue
+	transport *kafka.Transport // the producer's and the admin client's, so Shutdown can close their connections
+	client    *kafka.Client    // admin requests: the topic's limit, offsets with metadata
+	consumer  *kafkaConsumer   // nil for a producer-only queue
+
+	limit atomic.Int64 // the topic's message limit in bytes (max.message.bytes), read by the ping
 
 	mu      sync.RWMutex
 	closed  bool
@@ -119,10 +166,7 @@ type KafkaQueue struct {
 	stop    context.CancelFunc
 	stopCtx context.Context
 
-	ackMu   sync.Mutex
-	pending map[int]*partitionAcks
-
-	failing  store.Failing // since when publishes fail, and the last error
+	failing  store.Failing // since when publishes fail for want of Kafka, and the last error
 	fetching store.Failing // since when fetches fail
 	pinging  store.Failing // since when the metadata ping fails
 	started  bool
@@ -134,6 +178,17 @@ type KafkaQueue struct {
 	flows atomic.Pointer[dataflow.Meter] // counts what the brokers acknowledged (UseFlowMeter)
 }
 
+// DefaultMessageMaxBytes is a Kafka broker's default message.max.bytes (1 MiB
+// plus 12 bytes of log overhead; Kafka's "Broker Configs" documentation), the
+// limit assumed until the topic's own was read.
+const DefaultMessageMaxBytes = 1048588
+
+// ErrCopyTooLarge refuses a copy larger than ingest.kafka.max_copy_bytes, or
+// one the brokers refused for its size even alone and claim-checked at the
+// limit they report: the tap answers 413 too_large. It never means Kafka is
+// unavailable and never turns readiness.
+var ErrCopyTooLarge = errors.New("ingest: kafka: copy too large")
+
 // UseFlowMeter counts every message the brokers acknowledge in m (the record
 // of data flows: kind kafka, recipient the topic, host the brokers), with
 // the PII kinds pseudonymized in its exchange.
@@ -143,14 +198,8 @@ func (q *KafkaQueue) UseFlowMeter(m *dataflow.Meter) { q.flows.Store(m) }
 // host:port addresses joined by ",".
 func BrokersHost(brokers []string) string { return strings.Join(brokers, ",") }
 
-// partitionAcks tracks fetched offsets of one partition in fetch order.
-type partitionAcks struct {
-	offsets []int64 // fetched, not yet committed, ascending
-	acked   map[int64]kafka.Message
-}
-
 // NewKafkaQueue connects a producer and, when consume is true, a consumer-group
-// reader. Nothing is dialed until first use.
+// member. Nothing is dialed until first use.
 func NewKafkaQueue(cfg KafkaConfig, consume bool, stats *Stats, log *slog.Logger) (*KafkaQueue, error) {
 	if !cfg.Enabled() {
 		return nil, errors.New("ingest: kafka: no brokers configured")
@@ -165,46 +214,24 @@ func NewKafkaQueue(cfg KafkaConfig, consume bool, stats *Stats, log *slog.Logger
 	transport := &kafka.Transport{}
 	q := &KafkaQueue{
 		cfg: cfg, stats: stats, log: log, transport: transport,
-		writer: &kafka.Writer{
-			Transport:              transport,
-			Addr:                   kafka.TCP(cfg.Brokers...),
-			Topic:                  cfg.Topic,
-			Balancer:               &kafka.Hash{},
-			BatchTimeout:           cfg.BatchTimeout,
-			RequiredAcks:           kafka.RequireAll,
-			AllowAutoTopicCreation: true,
-		},
+		client:  &kafka.Client{Addr: kafka.TCP(cfg.Brokers...), Transport: transport, Timeout: cfg.CommitTimeout},
 		buf:     make(chan kafkaOp, cfg.Buffer),
 		pubDone: make(chan struct{}),
 		stop:    cancel,
 		stopCtx: ctx,
-		pending: map[int]*partitionAcks{},
 	}
+	q.limit.Store(DefaultMessageMaxBytes)
 	if consume {
-		q.reader = kafka.NewReader(kafka.ReaderConfig{
-			Brokers:           cfg.Brokers,
-			GroupID:           cfg.Group,
-			Topic:             cfg.Topic,
-			MaxWait:           250 * time.Millisecond,
-			CommitInterval:    0, // synchronous commits: Ack returns once committed
-			StartOffset:       kafka.FirstOffset,
-			SessionTimeout:    cfg.SessionTimeout,
-			HeartbeatInterval: cfg.SessionTimeout / 3,
-		})
+		q.consumer = newKafkaConsumer(q)
 	}
 	go q.publishLoop()
 	return q, nil
 }
 
-// kafkaMessage encodes ex for the topic.
-func kafkaMessage(ex Exchange) (kafka.Message, error) {
-	ex.SchemaVersion = SchemaVersion
-	b, err := json.Marshal(ex)
-	if err != nil {
-		return kafka.Message{}, fmt.Errorf("ingest: kafka: encode %s: %w", ex.RequestID, err)
-	}
-	return kafka.Message{Key: []byte(ex.RequestID), Value: b}, nil
-}
+// MessageLimit is the topic's message limit in bytes as last read from the
+// brokers (max.message.bytes, else the broker's message.max.bytes), or
+// DefaultMessageMaxBytes before the first read.
+func (q *KafkaQueue) MessageLimit() int64 { return q.limit.Load() }
 
 // kafkaOp is one exchange waiting to be published and who to tell the outcome.
 type kafkaOp struct {
@@ -213,81 +240,30 @@ type kafkaOp struct {
 }
 
 // publishLoop writes buffered exchanges in batches until Close drains the buffer,
-// and tells each op the outcome once the brokers acknowledged (RequireAll) or
-// refused the batch.
+// and tells each op its own outcome once the brokers acknowledged (RequireAll)
+// or refused its messages.
 func (q *KafkaQueue) publishLoop() {
 	defer close(q.pubDone)
+	p := &kafkaProducer{q: q}
+	defer p.close()
 	const maxBatch = 500
-	batch := make([]kafka.Message, 0, maxBatch)
 	ops := make([]kafkaOp, 0, maxBatch)
 	for op := range q.buf {
-		batch, ops = batch[:0], ops[:0]
-		add := func(op kafkaOp) {
-			m, err := kafkaMessage(op.ex)
-			if err != nil {
-				q.stats.failed.Add(1)
-				op.done(err)
-				return
-			}
-			batch, ops = append(batch, m), append(ops, op)
-		}
-		add(op)
+		ops = append(ops[:0], op)
 	fill:
-		for len(batch) < maxBatch {
+		for len(ops) < maxBatch {
 			select {
 			case more, ok := <-q.buf:
 				if !ok {
 					break fill
 				}
-				add(more)
+				ops = append(ops, more)
 			default:
 				break fill
 			}
 		}
-		if len(batch) == 0 {
-			continue
-		}
-		err := q.writer.WriteMessages(q.stopCtx, batch...)
-		q.notePublish(err)
-		q.countFlow(batch, ops, err)
-		if err != nil {
-			err = fmt.Errorf("%w: %w", ErrKafkaUnavailable, err)
-		}
-		for _, op := range ops {
-			op.done(err)
-		}
+		p.publish(q.stopCtx, ops)
 	}
-}
-
-// countFlow counts a written batch in the flow meter: each message the
-// brokers acknowledged (all of them when err is nil; those without an error
-// of a kafka.WriteErrors) with its key and value bytes and its exchange's PII
-// kinds (MetadataPIIRules), the others as failed.
-func (q *KafkaQueue) countFlow(batch []kafka.Message, ops []kafkaOp, err error) {
-	m := q.flows.Load()
-	if m == nil {
-		return
-	}
-	var werrs kafka.WriteErrors
-	partial := errors.As(err, &werrs) && len(werrs) == len(batch)
-	d := dataflow.Delta{Requests: 1}
-	for i, msg := range batch {
-		if err != nil && (!partial || werrs[i] != nil) {
-			d.FailedItems++
-			continue
-		}
-		d.Items++
-		d.ContentItems++
-		d.SentBytes += int64(len(msg.Key) + len(msg.Value))
-		if rules := ops[i].ex.Metadata[MetadataPIIRules]; rules != "" {
-			d.PII = append(d.PII, strings.Split(rules, ",")...)
-		}
-	}
-	m.Add(dataflow.KindKafka, q.cfg.Topic, BrokersHost(q.cfg.Brokers), d)
-}
-
-func (q *KafkaQueue) notePublish(err error) {
-	q.failing.Note(err)
 }
 
 // Start launches the metadata ping: one at once, then every PingInterval,
@@ -321,12 +297,13 @@ func (q *KafkaQueue) pingLoop() {
 	}
 }
 
-// ping asks the brokers for the cluster's metadata and records the outcome. A
-// failure is logged when it starts, a recovery when it ends.
+// ping asks the brokers for the cluster's metadata and records the outcome,
+// then reads the topic's message limit. A failure is logged when it starts, a
+// recovery when it ends.
 func (q *KafkaQueue) ping() {
 	ctx, cancel := context.WithTimeout(q.stopCtx, q.cfg.PingInterval)
 	defer cancel()
-	err := q.pingBrokers(ctx)
+	brokers, err := q.pingBrokers(ctx)
 	if q.stopCtx.Err() != nil {
 		return // closing: not a Kafka failure
 	}
@@ -338,13 +315,16 @@ func (q *KafkaQueue) ping() {
 	case err == nil && !was.IsZero():
 		q.log.Info("kafka: brokers reachable again", "brokers", q.cfg.Brokers, "down_for", time.Since(was).Round(time.Millisecond))
 	}
+	if err == nil {
+		q.refreshLimit(ctx, brokers)
+	}
 }
 
 // pingBrokers dials the brokers in turn on a fresh connection (the producer's
 // and the reader's pools answer metadata from their cache) and sends one
-// metadata request (no topics: a topic not created yet is no failure); nil at
-// the first broker that answers.
-func (q *KafkaQueue) pingBrokers(ctx context.Context) error {
+// metadata request (no topics: a topic not created yet is no failure); the
+// brokers the first one that answers knows.
+func (q *KafkaQueue) pingBrokers(ctx context.Context) ([]kafka.Broker, error) {
 	d := &kafka.Dialer{Timeout: q.cfg.PingInterval}
 	var errs []error
 	for _, b := range q.cfg.Brokers {
@@ -355,19 +335,19 @@ func (q *KafkaQueue) pingBrokers(ctx context.Context) error {
 		}
 		deadline, _ := ctx.Deadline()
 		_ = conn.SetDeadline(deadline)
-		_, err = conn.Brokers()
+		brokers, err := conn.Brokers()
 		_ = conn.Close()
 		if err == nil {
-			return nil
+			return brokers, nil
 		}
 		errs = append(errs, fmt.Errorf("%s: metadata: %w", b, err))
 	}
-	return fmt.Errorf("metadata ping: %w", errors.Join(errs...))
+	return nil, fmt.Errorf("metadata ping: %w", errors.Join(errs...))
 }
 
 // Ready reports why copies cannot be published or read now: the metadata ping,
 // the last publish or the last fetch failed (Kafka unreachable), or the buffer
-// is full. nil when all is well.
+// is full. nil when all is well. A copy refused for its size is no reason.
 func (q *KafkaQueue) Ready() error {
 	for _, f := range []struct {
 		what string
@@ -384,7 +364,8 @@ func (q *KafkaQueue) Ready() error {
 }
 
 // PublishDurable implements DurableQueue: done is told once the brokers
-// acknowledged the exchange (nil) or the publish failed (ErrKafkaUnavailable).
+// acknowledged the exchange (nil), refused it for its size (ErrCopyTooLarge)
+// or could not be reached (ErrKafkaUnavailable).
 func (q *KafkaQueue) PublishDurable(ex Exchange, done func(error)) error {
 	q.mu.RLock()
 	defer q.mu.RUnlock()
@@ -404,90 +385,31 @@ func (q *KafkaQueue) Publish(ctx context.Context, ex Exchange) error {
 	return publishAndWait(ctx, q.PublishDurable, ex, "ingest: kafka: waiting for the acknowledgement")
 }
 
-// Next implements Queue: the next exchange of the group's partitions. A message
-// that is not a valid Exchange is counted as failed and committed (skipped).
+// Next implements Queue: the next exchange of the group's partitions held by
+// this member, at most MaxInFlight at once. A message that is not a valid
+// Exchange is counted as failed and committed (skipped).
 func (q *KafkaQueue) Next(ctx context.Context) (Delivery, error) {
-	if q.reader == nil {
+	if q.consumer == nil {
 		return Delivery{}, errors.New("ingest: kafka: this queue only publishes")
 	}
-	for {
-		q.mu.RLock()
-		closed := q.closed
-		q.mu.RUnlock()
-		if closed {
-			return Delivery{}, ErrQueueClosed
-		}
-		// Stop fetching when the queue closes, not only when ctx ends.
-		fctx, cancel := context.WithCancel(ctx)
-		stop := context.AfterFunc(q.stopCtx, cancel)
-		m, err := q.reader.FetchMessage(fctx)
-		stop()
-		cancel()
-		if err != nil {
-			if ctx.Err() != nil {
-				return Delivery{}, ctx.Err()
-			}
-			if q.stopCtx.Err() != nil || errors.Is(err, io.EOF) {
-				return Delivery{}, ErrQueueClosed
-			}
-			err = fmt.Errorf("ingest: kafka: fetch: %w", err)
-			q.fetching.Note(err)
-			return Delivery{}, err
-		}
-		q.fetching.Note(nil)
-		q.track(m)
-		var ex Exchange
-		if err := json.Unmarshal(m.Value, &ex); err != nil || (ex.SchemaVersion != 0 && ex.SchemaVersion != SchemaVersion) {
-			q.stats.failed.Add(1)
-			q.log.Error("kafka: message skipped", "partition", m.Partition, "offset", m.Offset, "schema_version", ex.SchemaVersion, "err", err)
-			q.ack(m)
-			continue
-		}
-		// Not committed until acked: a release leaves the offset to be delivered again.
-		return Delivery{Exchange: ex, Owed: Owed{Records: true}, Ack: func() { q.ack(m) }, Release: func() {}}, nil
+	q.mu.RLock()
+	closed := q.closed
+	q.mu.RUnlock()
+	if closed {
+		return Delivery{}, ErrQueueClosed
 	}
+	return q.consumer.next(ctx)
 }
 
-func (q *KafkaQueue) track(m kafka.Message) {
-	q.ackMu.Lock()
-	defer q.ackMu.Unlock()
-	p := q.pending[m.Partition]
-	if p == nil {
-		p = &partitionAcks{acked: map[int64]kafka.Message{}}
-		q.pending[m.Partition] = p
-	}
-	p.offsets = append(p.offsets, m.Offset)
-}
-
-// ack marks m done and commits the highest offset below which all are done.
-func (q *KafkaQueue) ack(m kafka.Message) {
-	q.ackMu.Lock()
-	p := q.pending[m.Partition]
-	if p == nil {
-		q.ackMu.Unlock()
-		return
-	}
-	p.acked[m.Offset] = m
-	var last *kafka.Message
-	for len(p.offsets) > 0 {
-		done, ok := p.acked[p.offsets[0]]
-		if !ok {
-			break
-		}
-		delete(p.acked, p.offsets[0])
-		p.offsets = p.offsets[1:]
-		last = &done
-	}
-	if last == nil {
-		q.ackMu.Unlock()
-		return
-	}
-	// Commit under the lock so commits of one partition never go backwards.
-	defer q.ackMu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), q.cfg.CommitTimeout)
-	defer cancel()
-	if err := q.reader.CommitMessages(ctx, *last); err != nil {
-		q.log.Warn("kafka: commit failed; the exchange will be re-delivered", "partition", last.Partition, "offset", last.Offset, "err", err)
+// LimitInFlight makes Next hold no more exchanges at once than limit says
+// the worker process runs at once (the admission's current limit), within
+// ingest.kafka.max_in_flight: an exchange waiting for a run slot is better
+// left in Kafka, where a rebalance hands it over untouched, than held by a
+// worker that must finish it before the rebalance can complete. Call before
+// the first Next; a producer-only queue ignores it.
+func (q *KafkaQueue) LimitInFlight(limit func() int) {
+	if q.consumer != nil {
+		q.consumer.limitFn = limit
 	}
 }
 
@@ -495,7 +417,8 @@ func (q *KafkaQueue) ack(m kafka.Message) {
 func (q *KafkaQueue) Len() int { return len(q.buf) }
 
 // Close implements Queue: it stops Publish, waits (up to 10 s) for the producer to
-// write what is buffered, and makes Next stop fetching.
+// write what is buffered, and makes Next stop handing out exchanges. The group
+// membership stays until Shutdown, so what the workers finish is still committed.
 func (q *KafkaQueue) Close() error {
 	q.mu.Lock()
 	if q.closed {
@@ -520,21 +443,19 @@ func (q *KafkaQueue) Close() error {
 	return nil
 }
 
-// Shutdown closes the queue if needed, then the producer and the reader (commits
-// made by Ack are already done). Call it after the workers stopped.
-func (q *KafkaQueue) Shutdown(context.Context) error {
+// Shutdown closes the queue if needed, then leaves the group (after the
+// drain: what the workers acked is committed) and closes the connections.
+// Call it after the workers stopped.
+func (q *KafkaQueue) Shutdown(ctx context.Context) error {
 	q.shutOnce.Do(func() {
 		_ = q.Close()
 		var errs []error
-		if err := q.writer.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("ingest: kafka: close producer: %w", err))
-		}
-		q.transport.CloseIdleConnections()
-		if q.reader != nil {
-			if err := q.reader.Close(); err != nil {
-				errs = append(errs, fmt.Errorf("ingest: kafka: close reader: %w", err))
+		if q.consumer != nil {
+			if err := q.consumer.shutdown(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("ingest: kafka: leave group: %w", err))
 			}
 		}
+		q.transport.CloseIdleConnections()
 		q.shutErr = errors.Join(errs...)
 	})
 	return q.shutErr

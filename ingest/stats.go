@@ -31,6 +31,8 @@ type Stats struct {
 	recordedBy counterMap
 	recordLost counterMap
 
+	kafka kafkaCounters // the Kafka transport's re-deliveries and claim-checks
+
 	mu        sync.Mutex
 	rejected  map[string]int64 // by Reason*
 	unsampled map[string]int64 // by ReasonSampledOut, ReasonRateCap
@@ -109,8 +111,9 @@ type StatsSnapshot struct {
 	Recorded map[string]int64 `json:"recorded"`
 	// RecordDropped are exchanges not shadowed whose record was lost too (the
 	// recorder's buffers full, or a stop): they left no row. By the same reasons.
-	RecordDropped map[string]int64 `json:"record_dropped"`
-	Queued        int              `json:"queued"` // waiting now
+	RecordDropped map[string]int64   `json:"record_dropped"`
+	Kafka         KafkaStatsSnapshot `json:"kafka"`  // re-deliveries and claim-checks of the Kafka transport
+	Queued        int                `json:"queued"` // waiting now
 }
 
 // NewStats returns zeroed counters.
@@ -212,6 +215,7 @@ func (s *Stats) Snapshot(queued int) StatsSnapshot {
 		ProxyRefused:  s.refused.snapshot(),
 		StoredOnly:    s.storedOnly.snapshot(),
 		Unpriced:      maps.Clone(s.noPrice),
+		Kafka:         s.kafka.snapshot(),
 		Recorded:      s.recordedBy.snapshot(),
 		RecordDropped: s.recordLost.snapshot(),
 		Queued:        queued,

@@ -191,8 +191,9 @@ func (t *Tap) Register(r gin.IRouter) {
 
 // Offer samples, pseudonymizes and queues one validated exchange; it is what the
 // HTTP handlers call. The returned status code is 202 (queued), 200 (duplicate or
-// unsampled) or 503 (dropped: queue full or closed, store or Kafka unavailable,
-// or not confirmed within accept_timeout). On a DurableQueue (the store-first
+// unsampled), 413 (too_large: Kafka refused the copy for its size) or 503
+// (dropped: queue full or closed, store or Kafka unavailable, or not confirmed
+// within accept_timeout). On a DurableQueue (the store-first
 // queue, Kafka) 202 is answered only once the copy is durable: stored, or
 // acknowledged by the brokers. ex is pseudonymized before anything is queued: the
 // raw values never leave this call.
@@ -362,6 +363,10 @@ func (t *Tap) settle(id string, err error) (int, TapResponse) {
 	}
 	if t.seen != nil {
 		t.seen.Remove(id) // not taken: a retry must get through
+	}
+	if errors.Is(err, ErrCopyTooLarge) { // refused for its size by the queue (Kafka), logged there with the request id
+		t.stats.reject(ReasonTooLarge)
+		return http.StatusRequestEntityTooLarge, TapResponse{Status: "rejected", RequestID: id, Reason: ReasonTooLarge, Error: err.Error()}
 	}
 	reason := dropReason(err)
 	t.stats.drop(reason)

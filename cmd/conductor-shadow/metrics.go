@@ -79,6 +79,17 @@ var (
 	descSkipped = prometheus.NewDesc("conductor_shadow_runs_skipped_total",
 		"Candidate runs not started because the store already held a finished run of that request, pipeline and version "+
 			"(a re-delivered or re-sent exchange: duplicates, never run twice).", nil, nil)
+	descKafkaRedelivered = prometheus.NewDesc("conductor_shadow_kafka_redelivered_total",
+		"Exchanges handed to this shadow worker that an earlier owner of the partition had been handed and had not stored "+
+			"(killed with -9, or its drain at a rebalance ran out): with separate stores each may run a second time.", nil, nil)
+	descKafkaSkippedDone = prometheus.NewDesc("conductor_shadow_kafka_skipped_done_total",
+		"Kafka messages an earlier owner of the partition had stored but not committed past: skipped, not shadowed again.", nil, nil)
+	descKafkaRevoked = prometheus.NewDesc("conductor_shadow_kafka_revoked_unfinished_total",
+		"Exchanges still being shadowed when this worker's drain (ingest.kafka.drain_timeout) ended at a rebalance: "+
+			"the partition's next owner shadows them again.", nil, nil)
+	descKafkaClaimCheck = prometheus.NewDesc("conductor_shadow_kafka_claim_check_copies_total",
+		"Copies above the topic's message limit sent as claim-check chunks (published, by the tap) and rebuilt and "+
+			"verified (reassembled, by a shadow worker).", []string{"side"}, nil)
 	descRejected = prometheus.NewDesc("conductor_shadow_tap_rejected_total",
 		"Copies refused with a 4xx, by reason.", []string{"reason"}, nil)
 	descDropped = prometheus.NewDesc("conductor_shadow_tap_dropped_total",
@@ -111,7 +122,8 @@ type statsCollector struct {
 }
 
 func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descTap, descCancelled, descSkipped, descRejected, descDropped, descUnsampled, descMirrored, descProxyRefused, descStoredOnly, descUnpriced, descQueue,
+	for _, d := range []*prometheus.Desc{descTap, descCancelled, descSkipped,
+		descKafkaRedelivered, descKafkaSkippedDone, descKafkaRevoked, descKafkaClaimCheck, descRejected, descDropped, descUnsampled, descMirrored, descProxyRefused, descStoredOnly, descUnpriced, descQueue,
 		descWriterRows, descWriterQueued, descWriterFailures, descWriterRejected} {
 		ch <- d
 	}
@@ -131,6 +143,11 @@ func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(descTap, s.LeftPending, "left_pending")
 	counter(descCancelled, s.CancelledRuns)
 	counter(descSkipped, s.SkippedRuns)
+	counter(descKafkaRedelivered, s.Kafka.Redelivered)
+	counter(descKafkaSkippedDone, s.Kafka.SkippedDone)
+	counter(descKafkaRevoked, s.Kafka.RevokedUnfinished)
+	counter(descKafkaClaimCheck, s.Kafka.ClaimChecked, "published")
+	counter(descKafkaClaimCheck, s.Kafka.Reassembled, "reassembled")
 	for _, m := range []struct {
 		d *prometheus.Desc
 		v map[string]int64

@@ -277,6 +277,7 @@ func (s *server) addShadowWorkers(piiKey []byte) error {
 	var w ingest.BatchWriter = s.writer
 	if s.kafka != nil {
 		w = ingest.StoreWriter{Store: s.roles.TraceWriter}
+		s.kafka.LimitInFlight(func() int { return adm.Snapshot().Limit }) // hold from Kafka only what can run
 	}
 	proc := ingest.NewProcessor(s.cfg.Ingest, s.queue, w, candidates, platform.NewPriceTable(s.cfg.Shadow), s.stats, s.log)
 	proc.UseSegmenter(s.segmenter)

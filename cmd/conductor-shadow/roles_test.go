@@ -93,6 +93,11 @@ func (p *osProcess) query(t *testing.T, sql string) [][]string {
 	t.Helper()
 	b, _ := json.Marshal(queryRequest{SQL: sql})
 	resp, err := http.Post("http://"+p.addr+"/api/query", "application/json", bytes.NewReader(b))
+	for try := 0; err == nil && resp.StatusCode == http.StatusTooManyRequests && try < 30; try++ {
+		resp.Body.Close() // the console runs one query at a time: wait for the last one
+		time.Sleep(time.Second)
+		resp, err = http.Post("http://"+p.addr+"/api/query", "application/json", bytes.NewReader(b))
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,6 +151,12 @@ func TestRolesOneTapTwoShadowWorkersKill9(t *testing.T) {
 	cfgPath := filepath.Join(dir, "config.yaml")
 	writeFile(t, cfgPath, fmt.Sprintf(`ingest:
   workers: 4
+  admission: # 4 runs at once per worker, whatever else the machine runs
+    initial_limit: 4
+    max_limit: 4
+    max_added_latency: 0s
+    max_sched_latency: 0s
+    max_cpu: 0
   kafka:
     brokers: [%q]
     topic: %s
@@ -180,32 +191,7 @@ writer:
 	}
 
 	const n = 150
-	ids := make(map[string]bool, n)
-	for b := 0; b < 3; b++ {
-		var req ingest.BatchRequest
-		for i := b * 50; i < (b+1)*50; i++ {
-			id := fmt.Sprintf("roles-%03d", i)
-			ids[id] = true
-			ex := ingest.Exchange{SchemaVersion: 1, RequestID: id, App: "roles-test", ReceivedAt: time.Now().UTC(),
-				Request:  ingest.ExchangeRequest{Model: "gpt-5"},
-				Response: &ingest.ExchangeResponse{Model: "gpt-5", Content: fmt.Sprint(i * 7), LatencyMs: 50, Usage: ingest.Usage{PromptTokens: 20, CompletionTokens: 3}},
-			}
-			ex.Request.Messages = []openai.ChatCompletionMessage{{Role: "user", Content: fmt.Sprintf("What is %d * 7? Answer with the number.", i)}}
-			raw, _ := json.Marshal(ex)
-			req.Exchanges = append(req.Exchanges, raw)
-		}
-		body, _ := json.Marshal(req)
-		resp, err := http.Post("http://"+tap.addr+"/v1/tap/batch", "application/json", bytes.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var br ingest.BatchResponse
-		err = json.NewDecoder(resp.Body).Decode(&br)
-		resp.Body.Close()
-		if err != nil || br.Counts["queued"] != 50 {
-			t.Fatalf("batch %d: %v %v", b, br.Counts, err)
-		}
-	}
+	ids := postQuestions(t, tap, n)
 
 	// Kill worker 1 with SIGKILL once it has stored some, while work remains.
 	waitForCond(t, 60*time.Second, "worker 1 stores a first share", func() bool { return w1.stats(t).Processed >= 10 })
@@ -237,7 +223,7 @@ writer:
 		}
 		return
 	}
-	waitForCond(t, 120*time.Second, "every exchange stored with its runs", func() bool {
+	waitForCond(t, 180*time.Second, "every exchange stored with its runs", func() bool {
 		requests, runs, _, _ := union()
 		return len(requests) == n && len(runs) == 2*n
 	})
@@ -330,6 +316,39 @@ writer:
 	}
 }
 
+// postQuestions posts n exchanges "What is i * 7?" (request ids roles-000…)
+// to the tap in batches of 50 and returns their ids; each must be queued.
+func postQuestions(t *testing.T, tap *osProcess, n int) map[string]bool {
+	t.Helper()
+	ids := make(map[string]bool, n)
+	for b := 0; b*50 < n; b++ {
+		var req ingest.BatchRequest
+		for i := b * 50; i < min((b+1)*50, n); i++ {
+			id := fmt.Sprintf("roles-%03d", i)
+			ids[id] = true
+			ex := ingest.Exchange{SchemaVersion: 1, RequestID: id, App: "roles-test", ReceivedAt: time.Now().UTC(),
+				Request:  ingest.ExchangeRequest{Model: "gpt-5"},
+				Response: &ingest.ExchangeResponse{Model: "gpt-5", Content: fmt.Sprint(i * 7), LatencyMs: 50, Usage: ingest.Usage{PromptTokens: 20, CompletionTokens: 3}},
+			}
+			ex.Request.Messages = []openai.ChatCompletionMessage{{Role: "user", Content: fmt.Sprintf("What is %d * 7? Answer with the number.", i)}}
+			raw, _ := json.Marshal(ex)
+			req.Exchanges = append(req.Exchanges, raw)
+		}
+		body, _ := json.Marshal(req)
+		resp, err := http.Post("http://"+tap.addr+"/v1/tap/batch", "application/json", bytes.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var br ingest.BatchResponse
+		err = json.NewDecoder(resp.Body).Decode(&br)
+		resp.Body.Close()
+		if err != nil || br.Counts["queued"] != len(req.Exchanges) {
+			t.Fatalf("batch %d: %v %v", b, br.Counts, err)
+		}
+	}
+	return ids
+}
+
 func waitForCond(t *testing.T, d time.Duration, what string, ok func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)
@@ -347,6 +366,7 @@ func waitForCond(t *testing.T, d time.Duration, what string, ok func() bool) {
 type planCounter struct {
 	mu     sync.Mutex
 	counts map[string]map[int]int
+	first  map[string]map[int]time.Time // when each folder first planned each question
 }
 
 var questionNumber = regexp.MustCompile(`What is (\d+) \* 7\?`)
@@ -374,6 +394,15 @@ func (p *planCounter) wrap(next http.Handler) http.Handler {
 		if p.counts[folder] == nil {
 			p.counts[folder] = map[int]int{}
 		}
+		if p.first == nil {
+			p.first = map[string]map[int]time.Time{}
+		}
+		if p.first[folder] == nil {
+			p.first[folder] = map[int]time.Time{}
+		}
+		if p.counts[folder][i] == 0 {
+			p.first[folder][i] = time.Now()
+		}
 		p.counts[folder][i]++
 	})
 }
@@ -382,6 +411,20 @@ func (p *planCounter) count(folder string, i int) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.counts[folder][i]
+}
+
+// firstPlanner is the folder that planned question i first ("" when none did).
+func (p *planCounter) firstPlanner(i int) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var who string
+	var at time.Time
+	for folder, m := range p.first {
+		if t, ok := m[i]; ok && (who == "" || t.Before(at)) {
+			who, at = folder, t
+		}
+	}
+	return who
 }
 
 // statusRecorder keeps the status a handler answered.
@@ -394,5 +437,220 @@ func (r *statusRecorder) WriteHeader(code int) { r.status = code; r.ResponseWrit
 func (r *statusRecorder) Flush() {
 	if f, ok := r.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
+	}
+}
+
+// TestRolesRebalanceShadowsEachExchangeOnce is the rebalance case with one
+// embedded store per shadow worker (no store sees another's runs): 1 tap and
+// 2 shadow workers as OS processes over a Kafka peer keeping the broker's
+// default message limit; 200 exchanges are posted at once; worker 1 is killed
+// with SIGKILL mid-stream, a third worker is started and, once it stored some,
+// stopped with SIGTERM (two more rebalances), then worker 1 comes back on its
+// folder. Candidate runs are counted per exchange across every process (the
+// conductor's plans at the simulated pool, one per run, and the runs of every
+// store). Nothing may be lost; an exchange may be shadowed twice only when the
+// killed worker was the first to shadow it (in flight at the kill, at most
+// ingest.kafka.max_in_flight), and every such second run must show as a
+// re-delivery (StatsSnapshot.Kafka.Redelivered). Exchanges first shadowed by a
+// worker that was never killed are shadowed once, whatever the rebalances.
+func TestRolesRebalanceShadowsEachExchangeOnce(t *testing.T) {
+	storetest.RequireEngine(t)
+	if testing.Short() {
+		t.Skip("builds the binary and runs six processes")
+	}
+	bin := buildBinary(t)
+
+	const topic = "exchanges"
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(6, topic), kfake.GroupMinSessionTimeout(500*time.Millisecond),
+		kfake.BrokerConfigs(map[string]string{"message.max.bytes": kafkaDefaultMessageMaxBytes}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kc.Close()
+
+	simCfg := simpool.NewDefaultConfig()
+	simCfg.LatencyScale = 0.02 // a conductor run takes a few hundred ms: the stream outlasts the kill and the third worker
+	simCfg.MalformedPlanProb = 0
+	simCfg.SetsDir = "../../regression-sets"
+	sim, err := simpool.New(simCfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plans := &planCounter{counts: map[string]map[int]int{}}
+	pool := httptest.NewServer(plans.wrap(sim))
+	defer pool.Close()
+
+	dir := t.TempDir()
+	config := func(topic, group string) string {
+		path := filepath.Join(dir, group+".yaml")
+		// ingest.workers keeps its default (128): far more exchanges are
+		// fetched than the 4 admitted runs can take at once.
+		writeFile(t, path, fmt.Sprintf(`ingest:
+  admission: # 4 runs at once per worker, whatever else the machine runs
+    initial_limit: 4
+    max_limit: 4
+    max_added_latency: 0s
+    max_sched_latency: 0s
+    max_cpu: 0
+  kafka:
+    brokers: [%q]
+    topic: %s
+    group: %s
+    session_timeout: 2s
+    commit_timeout: 2s
+writer:
+  flush_interval: 50ms
+`, kc.ListenAddrs()[0], topic, group))
+		return path
+	}
+	cfgPath := config(topic, "shadow-workers")
+	base := append(os.Environ(), "CHDB_LIB_PATH="+os.Getenv("CHDB_LIB_PATH"))
+	envOf := func(incarnation string) []string {
+		return append(append([]string{}, base...), "CONDUCTOR_SHADOW_POOL_URL="+pool.URL+"/"+incarnation+"/v1")
+	}
+	folder := func(name string) string { return filepath.Join(dir, name) }
+	shadowWorker := func(incarnation, data string) *osProcess {
+		return startServe(t, bin, envOf(incarnation), incarnation, "--config", cfgPath, "--role", "shadow", "--data", folder(data))
+	}
+
+	tap := startServe(t, bin, envOf("tap"), "tap", "--config", cfgPath, "--role", "tap", "--data", folder("tap"))
+	w1 := shadowWorker("worker-1", "data1")
+	w2 := shadowWorker("worker-2", "data2")
+	const n = 200
+	began := time.Now()
+	ids := postQuestions(t, tap, n)
+
+	waitForCond(t, 90*time.Second, "worker 1 stores a first share", func() bool { return w1.stats(t).Processed >= 20 })
+	t.Logf("%.1fs: worker 1 killed with SIGKILL after storing %d", time.Since(began).Seconds(), w1.stats(t).Processed)
+	if err := w1.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-w1.done
+	killedAt := time.Now()
+	w3 := shadowWorker("worker-3", "data3")
+	t.Logf("%.1fs: worker 3 started", time.Since(began).Seconds())
+	waitForCond(t, 90*time.Second, "worker 3 stores a share", func() bool { return w3.stats(t).Processed >= 15 })
+	w3stats := w3.stats(t)
+	if err := w3.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-w3.exited:
+		if err != nil {
+			t.Errorf("worker 3 after SIGTERM: %v", err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("worker 3 did not stop within 60s of SIGTERM")
+	}
+	planned := 0
+	for i := range n {
+		if plans.firstPlanner(i) != "" {
+			planned++
+		}
+	}
+	if planned >= n {
+		t.Fatalf("every exchange was shadowed before worker 3 stopped: the rebalances came too late to test anything")
+	}
+	t.Logf("%.1fs: worker 3 stopped (%.1fs after the SIGKILL): %d of %d exchanges shadowed", time.Since(began).Seconds(), time.Since(killedAt).Seconds(), planned, n)
+	// Worker 1 comes back on its folder; worker 3's folder is read by a
+	// process on another topic and group, which shadows nothing.
+	w1 = shadowWorker("worker-1-restarted", "data1")
+	r3 := startServe(t, bin, envOf("reader-3"), "reader-3", "--config", config("nothing", "readers"), "--role", "shadow", "--data", folder("data3"))
+
+	stores := []*osProcess{w1, w2, r3}
+	type runRow struct{ requestID, mode string }
+	union := func() (requests map[string]bool, candidates map[string]int, runs map[string]runRow, stepsOf map[string]bool) {
+		requests, candidates, runs, stepsOf = map[string]bool{}, map[string]int{}, map[string]runRow{}, map[string]bool{}
+		for _, w := range stores {
+			for _, r := range w.query(t, "SELECT request_id FROM requests FINAL") {
+				requests[r[0]] = true
+			}
+			for _, r := range w.query(t, "SELECT run_id, request_id, mode FROM runs FINAL") {
+				runs[r[0]] = runRow{r[1], r[2]}
+				if r[2] == store.ModeCandidate {
+					candidates[r[1]]++ // one per store holding a candidate run of the request
+				}
+			}
+			for _, r := range w.query(t, "SELECT DISTINCT run_id FROM steps FINAL") {
+				stepsOf[r[0]] = true
+			}
+		}
+		return
+	}
+	waitForCond(t, 180*time.Second, "every exchange stored with its runs", func() bool {
+		requests, _, runs, _ := union()
+		return len(requests) == n && len(runs) == 2*n
+	})
+	t.Logf("%.1fs: every exchange stored", time.Since(began).Seconds())
+	requests, candidates, runs, stepsOf := union()
+	for id := range ids {
+		if !requests[id] {
+			t.Errorf("exchange %s was accepted (202) but never stored", id)
+		}
+	}
+	for runID, r := range runs {
+		if !stepsOf[runID] {
+			t.Errorf("run %s (%s, %s) has no steps", runID, r.requestID, r.mode)
+		}
+	}
+	inTwoStores := 0
+	for _, c := range candidates {
+		if c > 1 {
+			inTwoStores++
+		}
+	}
+
+	// Candidate runs per exchange over every process, by who ran it first.
+	incarnations := []string{"worker-1", "worker-2", "worker-3", "worker-1-restarted", "reader-3"}
+	twice := map[string]int{} // by first runner
+	var again []string
+	for i := range n {
+		total := 0
+		for _, inc := range incarnations {
+			total += plans.count(inc, i)
+		}
+		if total == 0 {
+			t.Errorf("exchange roles-%03d: no candidate run was planned", i)
+		}
+		if total > 1 {
+			first := plans.firstPlanner(i)
+			twice[first]++
+			again = append(again, fmt.Sprintf("roles-%03d (%d runs, first by %s)", i, total, first))
+		}
+	}
+	redelivered := w1.stats(t).Kafka.Redelivered + w2.stats(t).Kafka.Redelivered + w3stats.Kafka.Redelivered
+	doubles := len(again)
+	t.Logf("candidate runs twice: %d of %d exchanges (first by worker 1, killed: %d; worker 2: %d; worker 3: %d); in two stores: %d; re-deliveries counted: %d (worker 1 restarted %d, worker 2 %d, worker 3 %d); skipped as done by the previous owner: %d",
+		doubles, n, twice["worker-1"], twice["worker-2"], twice["worker-3"], inTwoStores, redelivered,
+		w1.stats(t).Kafka.Redelivered, w2.stats(t).Kafka.Redelivered, w3stats.Kafka.Redelivered,
+		w1.stats(t).Kafka.SkippedDone+w2.stats(t).Kafka.SkippedDone+w3stats.Kafka.SkippedDone)
+	if len(again) > 0 {
+		t.Logf("shadowed twice: %s", strings.Join(again, ", "))
+	}
+	if c := twice["worker-2"] + twice["worker-3"] + twice["worker-1-restarted"]; c > 0 {
+		t.Errorf("%d exchanges first shadowed by a worker that was never killed were shadowed again: a rebalance handed over work in flight", c)
+	}
+	if maxInFlight := ingest.NewDefaultKafkaConfig().MaxInFlight; twice["worker-1"] > maxInFlight {
+		t.Errorf("%d exchanges of the killed worker were shadowed again; at most ingest.kafka.max_in_flight (%d) can be in flight at a kill", twice["worker-1"], maxInFlight)
+	}
+	if int64(doubles) > redelivered {
+		t.Errorf("%d exchanges were shadowed twice but only %d re-deliveries were counted", doubles, redelivered)
+	}
+	if want := fmt.Sprintf("conductor_shadow_kafka_redelivered_total %d\n", w2.stats(t).Kafka.Redelivered); !strings.Contains(get(t, "http://"+w2.addr+"/metrics"), want) {
+		t.Errorf("worker 2's /metrics lacks %q", want)
+	}
+
+	for _, p := range []*osProcess{tap, w1, w2, r3} {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	for _, p := range []*osProcess{tap, w1, w2, r3} {
+		select {
+		case err := <-p.exited:
+			if err != nil {
+				t.Errorf("%s after SIGTERM: %v", p.name, err)
+			}
+		case <-time.After(60 * time.Second):
+			t.Errorf("%s did not stop within 60s of SIGTERM", p.name)
+		}
 	}
 }

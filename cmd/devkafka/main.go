@@ -4,8 +4,10 @@
 // real Kafka (docker-compose.yml) for that. It lives in its own binary so the
 // production binary carries no Kafka stand-in.
 //
-// It prints "listening on HOST:PORT" on stdout once the broker accepts
-// connections and runs until SIGINT or SIGTERM.
+// It keeps a real broker's default message limit (message.max.bytes 1,048,588,
+// --message-max-bytes), so the tap's claim-check is exercised as against a
+// real Kafka. It prints "listening on HOST:PORT" on stdout once the broker
+// accepts connections and runs until SIGINT or SIGTERM.
 package main
 
 import (
@@ -14,6 +16,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -24,21 +27,26 @@ func main() {
 	port := flag.Int("port", 0, "loopback port to listen on (0 picks a free one)")
 	topics := flag.String("topics", "conductor-shadow.exchanges", "comma-separated topics created at start")
 	partitions := flag.Int("partitions", 6, "partitions of each created topic")
+	maxBytes := flag.Int("message-max-bytes", 1048588, "the broker's message.max.bytes (Kafka's default: 1 MiB + 12 bytes)")
 	flag.Parse()
-	if err := run(*port, *topics, *partitions); err != nil {
+	if err := run(*port, *topics, *partitions, *maxBytes); err != nil {
 		fmt.Fprintln(os.Stderr, "devkafka:", err)
 		os.Exit(1)
 	}
 }
 
-func run(port int, topics string, partitions int) error {
+func run(port int, topics string, partitions, maxBytes int) error {
 	if port < 0 || port > 65535 {
 		return fmt.Errorf("--port %d: want 0..65535", port)
 	}
 	if partitions < 1 {
 		return fmt.Errorf("--partitions %d: want at least 1", partitions)
 	}
-	opts := []kfake.Opt{kfake.NumBrokers(1), kfake.Ports(port)}
+	if maxBytes < 1024 {
+		return fmt.Errorf("--message-max-bytes %d: want at least 1024", maxBytes)
+	}
+	opts := []kfake.Opt{kfake.NumBrokers(1), kfake.Ports(port),
+		kfake.BrokerConfigs(map[string]string{"message.max.bytes": strconv.Itoa(maxBytes)})}
 	var names []string
 	for _, t := range strings.Split(topics, ",") {
 		if t = strings.TrimSpace(t); t != "" {

@@ -38,6 +38,7 @@ func TestLoadConfigErrorsNameTheField(t *testing.T) {
 		"bad_worker_url.bad.yaml":        "base_url",
 		"bad_role.bad.yaml":              "server.role",
 		"tap_without_kafka.bad.yaml":     "kafka.brokers",
+		"bad_kafka_reassembly.bad.yaml":  "kafka.reassembly_bytes",
 		"bad_admission.bad.yaml":         "admission.backoff_ratio",
 		"bad_judge_canaries.bad.yaml":    "judge: canaries must be in 1..50",
 		"bad_live_judge.bad.yaml":        "never runs without a budget",
