@@ -5,7 +5,7 @@ LIBCHDB ?= /usr/local/lib/libchdb.so
 export CHDB_LIB_PATH ?= $(LIBCHDB)
 GO ?= go
 
-.PHONY: all build run test libchdb chromium bubblewrap generate bench vet clean
+.PHONY: all build run test libchdb chromium bubblewrap generate bench bench-go vet clean
 
 all: build
 
@@ -43,8 +43,16 @@ generate:
 	$(GO) run github.com/a-h/templ/cmd/templ@v0.3.1118 generate -path web
 	$(GO) run ./regression-sets/gen
 
-## bench: benchmarks (not part of `make test`).
-bench: libchdb
+## bench: every load figure side by side, as ratios (`loadtest bench`): the proxy against
+## a bare reverse proxy by role and rate (added p95/p99 and process CPU s per 1,000
+## forwarded exchanges), durable intake per path (store-first queue, POST /v1/tap/batch,
+## POST /v1/tap) and the pages at 1M runs. Figures only; not part of `make test`.
+## BENCH_FLAGS passes flags, e.g. BENCH_FLAGS='--rates 1000 --repeat 1'.
+bench: libchdb build
+	bin/loadtest bench $(BENCH_FLAGS)
+
+## bench-go: the Go benchmarks (go test -bench), not part of `make test` either.
+bench-go: libchdb
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 vet:

@@ -74,8 +74,9 @@ type SegmentsConfig struct {
 
 // NewDefaultConfig returns limits that suit one process on a small machine:
 // 4 MiB bodies, 32 MiB batches of at most 1,000, 64 MiB of bodies in memory at
-// once, 10,000 queued exchanges, copies made durable within 2 s in store commits
-// of up to 500 gathered for 5 ms, 128 shadow workers (worker calls are
+// once, 20,000 queued exchanges, copies made durable within 2 s in store commits
+// of up to 5,000 gathered for 5 ms (a commit takes every copy that arrived
+// while the one before it ran, so the group grows with the rate), 128 shadow workers (worker calls are
 // I/O-bound), every PII rule on, every request sampled, copies the incumbent
 // did not answer 2xx stored but not shadowed.
 func NewDefaultConfig() Config {
@@ -83,9 +84,9 @@ func NewDefaultConfig() Config {
 		MaxBodyBytes:  4 << 20,
 		MaxBatchBytes: 32 << 20,
 		MaxBatchItems: 1000,
-		QueueSize:     10000,
+		QueueSize:     20000,
 		AcceptTimeout: 2 * time.Second,
-		AcceptBatch:   500,
+		AcceptBatch:   5000,
 		AcceptLinger:  5 * time.Millisecond,
 		Workers:       128,
 		DedupWindow:   100000,

@@ -92,22 +92,87 @@ type piiRule struct {
 	check func(match string) bool // nil: every match counts
 	find  func(s string) [][2]int // when set, finds the values instead of re and check
 	hint  string                  // a match holds one of these bytes; text without any is skipped
+	// need says whether text with these byte counts can hold a match at all
+	// (a necessary condition read off the pattern); nil: any text can.
+	need func(c textCounts) bool
+}
+
+// textCounts are the byte counts the rules' need conditions read.
+type textCounts struct{ digits, upper, dots, colons int }
+
+func countText(s string) textCounts {
+	var c textCounts
+	for i := 0; i < len(s); i++ {
+		switch b := s[i]; {
+		case b >= '0' && b <= '9':
+			c.digits++
+		case b >= 'A' && b <= 'Z':
+			c.upper++
+		case b == '.':
+			c.dots++
+		case b == ':':
+			c.colons++
+		}
+	}
+	return c
 }
 
 // The built-in patterns find candidates; checksums and parsers decide.
 var builtinRules = map[string]piiRule{
-	PIIEmail:      {name: PIIEmail, label: "EMAIL", re: regexp.MustCompile(`[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}`), hint: "@"},
-	PIIIBAN:       {name: PIIIBAN, label: "IBAN", re: regexp.MustCompile(`\b[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b`), check: ibanValid, hint: digits},
-	PIICard:       {name: PIICard, label: "CARD", re: regexp.MustCompile(`\b[0-9](?:[ \-]?[0-9]){12,18}\b`), check: cardValid, hint: digits},
-	PIIIP:         {name: PIIIP, label: "IP", re: regexp.MustCompile(`\b(?:[0-9]{1,3}\.){3}[0-9]{1,3}\b|(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}`), check: ipValid, hint: ".:"},
-	PIINationalID: {name: PIINationalID, label: "NATIONAL_ID", re: nationalIDRE, check: nationalIDValid, hint: digits},
-	PIIPassport:   {name: PIIPassport, label: "PASSPORT", find: findPassports, hint: digits},
-	PIIAddress:    {name: PIIAddress, label: "ADDRESS", find: findAddresses, hint: digits},
-	PIIPerson:     {name: PIIPerson, label: "PERSON", find: findPersons},
-	PIIPhone:      {name: PIIPhone, label: "PHONE", re: regexp.MustCompile(`(?:\+[0-9]{1,3}[ .\-]?(?:\([0-9]{1,4}\)[ .\-]?)?|\([0-9]{1,4}\)[ .\-]?|\b)[0-9]{2,4}(?:[ .\-][0-9]{2,4}){1,5}\b|\+[0-9]{8,15}\b`), check: phoneValid, hint: digits},
+	PIIEmail: {name: PIIEmail, label: "EMAIL", re: emailRE, find: findEmails, hint: "@"},
+	PIIIBAN: {name: PIIIBAN, label: "IBAN", re: regexp.MustCompile(`\b[A-Z]{2}[0-9]{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b`), check: ibanValid, hint: digits,
+		need: func(c textCounts) bool { return c.digits >= 2 && c.upper >= 2 }},
+	PIICard: {name: PIICard, label: "CARD", re: regexp.MustCompile(`\b[0-9](?:[ \-]?[0-9]){12,18}\b`), check: cardValid, hint: digits,
+		need: func(c textCounts) bool { return c.digits >= 13 }},
+	PIIIP: {name: PIIIP, label: "IP", re: regexp.MustCompile(`\b(?:[0-9]{1,3}\.){3}[0-9]{1,3}\b|(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}`), check: ipValid, hint: ".:",
+		need: func(c textCounts) bool { return c.digits >= 4 && c.dots >= 3 || c.colons >= 2 }},
+	PIINationalID: {name: PIINationalID, label: "NATIONAL_ID", re: nationalIDRE, check: nationalIDValid, hint: digits,
+		need: func(c textCounts) bool { return c.digits >= 6 }},
+	PIIPassport: {name: PIIPassport, label: "PASSPORT", find: findPassports, hint: digits},
+	PIIAddress:  {name: PIIAddress, label: "ADDRESS", find: findAddresses, hint: digits},
+	PIIPerson:   {name: PIIPerson, label: "PERSON", find: findPersons},
+	PIIPhone: {name: PIIPhone, label: "PHONE", re: regexp.MustCompile(`(?:\+[0-9]{1,3}[ .\-]?(?:\([0-9]{1,4}\)[ .\-]?)?|\([0-9]{1,4}\)[ .\-]?|\b)[0-9]{2,4}(?:[ .\-][0-9]{2,4}){1,5}\b|\+[0-9]{8,15}\b`), check: phoneValid, hint: digits,
+		need: func(c textCounts) bool { return c.digits >= 4 }},
 }
 
 const digits = "0123456789"
+
+var emailRE = regexp.MustCompile(`[A-Za-z0-9._%+\-]+@[A-Za-z0-9\-]+(?:\.[A-Za-z0-9\-]+)*\.[A-Za-z]{2,}`)
+
+// findEmails finds what emailRE finds in s, running it only on the run of
+// address bytes around each '@' instead of from every byte of s: every byte of
+// a match is a local-part byte before its one '@' or a domain byte after it,
+// so no match reaches past that run, and runs around different '@'s share no
+// '@'.
+func findEmails(s string) [][2]int {
+	local := func(c byte) bool {
+		return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || strings.IndexByte("._%+-", c) >= 0
+	}
+	domain := func(c byte) bool {
+		return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.'
+	}
+	var out [][2]int
+	from := 0 // matches do not overlap: the next starts at or after the last's end
+	for i := from; i < len(s); i++ {
+		if s[i] != '@' {
+			continue
+		}
+		l := i
+		for l > from && local(s[l-1]) {
+			l--
+		}
+		r := i + 1
+		for r < len(s) && domain(s[r]) {
+			r++
+		}
+		if m := emailRE.FindStringIndex(s[l:r]); m != nil {
+			out = append(out, [2]int{l + m[0], l + m[1]})
+			from = l + m[1]
+			i = max(i, from-1)
+		}
+	}
+	return out
+}
 
 // builtinOrder applies the checksummed rules before the loose phone pattern, so a
 // card, IBAN or SSN is never half-eaten as a phone number, and addresses
@@ -249,9 +314,19 @@ func (p *Pseudonymizer) Text(app, s string, fired map[string]int) string {
 	if s == "" {
 		return s
 	}
+	counted := ""
+	var counts textCounts
 	for _, r := range p.rules {
 		if r.hint != "" && !strings.ContainsAny(s, r.hint) {
 			continue
+		}
+		if r.need != nil {
+			if counted != s { // recounted after a rule changed the text
+				counted, counts = s, countText(s)
+			}
+			if !r.need(counts) {
+				continue
+			}
 		}
 		s = p.apply(app, r, s, fired)
 	}

@@ -335,6 +335,14 @@ func (q *StoreQueue) commitLoop() {
 	}
 }
 
+// commitTimeout bounds one group commit: 4 × accept_timeout. A caller of
+// POST /v1/tap is answered 503 accept_timeout after accept_timeout and its copy
+// may still be stored (sending it again is then answered duplicate); the
+// mirroring proxy waits for nobody. A group of thousands on a contended
+// engine (its statements queue behind the store writer's) may take longer
+// than one accept_timeout, and failing it whole would refuse every copy in it.
+func commitTimeout(cfg Config) time.Duration { return 4 * cfg.AcceptTimeout }
+
 // commit writes one group of copies and answers each.
 func (q *StoreQueue) commit(ops []*acceptOp) {
 	answer := func(op *acceptOp, err error) {
@@ -357,7 +365,7 @@ func (q *StoreQueue) commit(ops []*acceptOp) {
 		ids = append(ids, id)
 		keep = append(keep, op)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), q.cfg.AcceptTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout(q.cfg))
 	defer cancel()
 	stored, err := q.st.StoredRequests(ctx, ids)
 	if err != nil {

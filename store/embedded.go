@@ -18,8 +18,9 @@ import (
 // SQL console never runs here but in a worker process of its own
 // (console_worker.go).
 type embedded struct {
-	ref *chdb.Ref
-	db  string // quoted database: Query resolves unqualified names in it
+	ref     *chdb.Ref
+	db      string // quoted database: Query resolves unqualified names in it
+	scratch *insertScratch
 }
 
 func openEmbedded(path, db string, nice int) (*embedded, error) {
@@ -30,7 +31,12 @@ func openEmbedded(path, db string, nice int) (*embedded, error) {
 		}
 		return nil, fmt.Errorf("store: open embedded engine: %w", err)
 	}
-	return &embedded{ref: ref, db: db}, nil
+	scratch, err := newInsertScratch(ref.Path())
+	if err != nil {
+		ref.Close()
+		return nil, err
+	}
+	return &embedded{ref: ref, db: db, scratch: scratch}, nil
 }
 
 // run binds params with SET param_<name> and runs sql, in one locked call.
@@ -49,15 +55,15 @@ func (e *embedded) exec(ctx context.Context, sql string, params Params) error {
 	return err
 }
 
-// insert writes rows as one INSERT … FORMAT JSONEachRow (rowcodec.go keeps
-// string bytes exactly).
+// insert writes rows as one INSERT … FROM INFILE … FORMAT
+// RowBinaryWithNamesAndTypes (rowbinary.go): the rows go to a private scratch
+// file in the data folder that the engine reads and the call removes, so
+// the engine parses no text and string bytes stay exact.
 func (e *embedded) insert(ctx context.Context, db, table string, columns []string, rows any) error {
-	b, err := insertJSONEachRow(db, table, columns, rows)
-	if err != nil {
+	if err := ctx.Err(); err != nil {
 		return err
 	}
-	_, err = e.run(ctx, string(b), "TabSeparated", nil)
-	return err
+	return e.scratch.insert(ctx, e.ref, db, table, columns, rows)
 }
 
 func (e *embedded) queryJSON(ctx context.Context, sql string, params Params) ([][]byte, error) {

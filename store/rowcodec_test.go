@@ -2,9 +2,12 @@ package store
 
 import (
 	"flag"
+	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -108,4 +111,86 @@ func TestRowCodecGolden(t *testing.T) {
 	if string(got) != string(want) {
 		t.Errorf("encoded rows differ from %s:\n got\n%s\n want\n%s", path, got, want)
 	}
+}
+
+// The embedded transport writes rows as RowBinary (rowbinary.go) and reads
+// them as JSONEachRow; these render rows as the engine's JSONEachRow output
+// does, for the decoder's tests.
+
+// appendJSONString appends s as a JSON string literal, keeping non-ASCII bytes
+// (including invalid UTF-8) as they are.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\\':
+			b = append(b, '\\', c)
+		case c == '\n':
+			b = append(b, '\\', 'n')
+		case c == '\t':
+			b = append(b, '\\', 't')
+		case c == '\r':
+			b = append(b, '\\', 'r')
+		case c < 0x20 || c == 0x7f:
+			b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		default:
+			b = append(b, c)
+		}
+	}
+	return append(b, '"')
+}
+
+// encodeRow appends v (a model struct) as one JSON object and a newline.
+func encodeRow(b []byte, v any) ([]byte, error) {
+	rv := reflect.ValueOf(v)
+	b = append(b, '{')
+	for i, f := range fieldsOf(rv.Type()) {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, f.name)
+		b = append(b, ':')
+		fv := rv.Field(f.index)
+		switch {
+		case f.typ == timeType:
+			b = appendJSONString(b, encodeTime(fv.Interface().(time.Time)))
+		case f.kind == reflect.String:
+			b = appendJSONString(b, fv.String())
+		case f.kind == reflect.Bool:
+			b = strconv.AppendBool(b, fv.Bool())
+		case f.kind >= reflect.Int && f.kind <= reflect.Int64:
+			b = strconv.AppendInt(b, fv.Int(), 10)
+		case f.kind == reflect.Float64 || f.kind == reflect.Float32:
+			x := fv.Float()
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				return nil, fmt.Errorf("column %s: %v is not a storable number", f.name, x)
+			}
+			b = strconv.AppendFloat(b, x, 'g', -1, 64)
+		case f.kind == reflect.Slice && f.typ.Elem().Kind() == reflect.String:
+			b = append(b, '[')
+			for j := range fv.Len() {
+				if j > 0 {
+					b = append(b, ',')
+				}
+				b = appendJSONString(b, fv.Index(j).String())
+			}
+			b = append(b, ']')
+		case f.kind == reflect.Map && f.typ.Key().Kind() == reflect.String && f.typ.Elem().Kind() == reflect.String:
+			b = append(b, '{')
+			for j, k := range sortedKeys(fv) {
+				if j > 0 {
+					b = append(b, ',')
+				}
+				b = appendJSONString(b, k)
+				b = append(b, ':')
+				b = appendJSONString(b, fv.MapIndex(reflect.ValueOf(k)).String())
+			}
+			b = append(b, '}')
+		default:
+			return nil, fmt.Errorf("column %s: unsupported Go type %s", f.name, f.typ)
+		}
+	}
+	return append(b, '}', '\n'), nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"reflect"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -88,7 +87,8 @@ func (s *sqlStore) check(ctx context.Context) error {
 }
 
 // insert writes rows of T into table: the transport's native batch (server) or
-// one INSERT … FORMAT JSONEachRow (embedded); the columns are T's json tags.
+// one INSERT … FORMAT RowBinaryWithNamesAndTypes (embedded); the columns are
+// T's json tags.
 func insert[T any](ctx context.Context, s *sqlStore, table string, rows []T) error {
 	if err := s.check(ctx); err != nil {
 		return fmt.Errorf("store: insert %s: %w", table, err)
@@ -100,24 +100,6 @@ func insert[T any](ctx context.Context, s *sqlStore, table string, rows []T) err
 		return fmt.Errorf("store: insert %s: %w", table, err)
 	}
 	return nil
-}
-
-// insertJSONEachRow renders rows (a slice of a model struct) as one INSERT …
-// FORMAT JSONEachRow statement into db.table.
-func insertJSONEachRow(db, table string, columns []string, rows any) ([]byte, error) {
-	quoted := make([]string, len(columns))
-	for i, c := range columns {
-		quoted[i] = quoteIdent(c)
-	}
-	b := []byte(fmt.Sprintf("INSERT INTO %s.%s (%s) FORMAT JSONEachRow\n", db, table, strings.Join(quoted, ", ")))
-	rv := reflect.ValueOf(rows)
-	for i := range rv.Len() {
-		var err error
-		if b, err = encodeRow(b, rv.Index(i).Interface()); err != nil {
-			return nil, err
-		}
-	}
-	return b, nil
 }
 
 // InsertRequests implements Store.

@@ -14,7 +14,8 @@ type transport interface {
 	exec(ctx context.Context, sql string, params Params) error
 	// insert writes rows (a slice of a model struct) into db.table's columns
 	// (the struct's json tags, which equal its ch tags): a native batch on the
-	// server, one INSERT … FORMAT JSONEachRow on the embedded engine.
+	// server, one INSERT … FROM INFILE … FORMAT RowBinaryWithNamesAndTypes on
+	// the embedded engine (insertfile.go).
 	insert(ctx context.Context, db, table string, columns []string, rows any) error
 	// queryText runs one read statement and renders each value as text
 	// (ClickHouse's TSV rendering, unescaped).

@@ -12,7 +12,8 @@ func (s *sqlStore) InsertWork(ctx context.Context, work []Work) error {
 	return insert(ctx, s, "shadow_work", work)
 }
 
-// StoredRequests implements Store: one lookup on the requests' primary key.
+// StoredRequests implements Store: lookups on the requests' primary key, as
+// many ids at once as one statement may bind (storedRequestsParamBytes).
 func (s *sqlStore) StoredRequests(ctx context.Context, ids []string) ([]string, error) {
 	if err := s.check(ctx); err != nil {
 		return nil, fmt.Errorf("store: stored requests: %w", err)
@@ -23,17 +24,32 @@ func (s *sqlStore) StoredRequests(ctx context.Context, ids []string) ([]string, 
 	type row struct {
 		RequestID string `json:"request_id"`
 	}
-	rows, err := queryRows[row](ctx, s.t, fmt.Sprintf(
-		"SELECT DISTINCT request_id FROM %s.requests WHERE request_id IN {ids:Array(String)}", s.db), Params{}.Strs("ids", ids))
-	if err != nil {
-		return nil, fmt.Errorf("store: stored requests: %w", err)
-	}
-	out := make([]string, len(rows))
-	for i, r := range rows {
-		out[i] = r.RequestID
+	var out []string
+	for len(ids) > 0 {
+		// The ids travel as one parameter statement, which the engine parses
+		// within max_query_size (256 KiB by default): a group commit of
+		// thousands of long ids is looked up in parts.
+		n, size := 0, 0
+		for n < len(ids) && (n == 0 || size+len(ids[n])+4 <= storedRequestsParamBytes) {
+			size += len(ids[n]) + 4 // quotes, comma, an escape or two
+			n++
+		}
+		rows, err := queryRows[row](ctx, s.t, fmt.Sprintf(
+			"SELECT DISTINCT request_id FROM %s.requests WHERE request_id IN {ids:Array(String)}", s.db), Params{}.Strs("ids", ids[:n]))
+		if err != nil {
+			return nil, fmt.Errorf("store: stored requests: %w", err)
+		}
+		for _, r := range rows {
+			out = append(out, r.RequestID)
+		}
+		ids = ids[n:]
 	}
 	return out, nil
 }
+
+// storedRequestsParamBytes is about how many bytes of ids one StoredRequests
+// statement binds: well under the engine's default max_query_size of 256 KiB.
+const storedRequestsParamBytes = 128 << 10
 
 // pendingWorkSQL selects one page of the backlog: stored requests with pending
 // work rows whose candidate version has no stored run other than a cancelled one

@@ -18,17 +18,18 @@ var ErrQueueFull = errors.New("store: write queue full")
 
 // WriterConfig sizes the Writer.
 type WriterConfig struct {
-	BatchSize     int           `yaml:"batch_size"`     // rows pending that trigger a flush; also rows per INSERT (default 1000)
+	BatchSize     int           `yaml:"batch_size"`     // rows pending that trigger a flush; also rows per INSERT (default 10000)
 	FlushInterval time.Duration `yaml:"flush_interval"` // pending rows are flushed at least this often (default 1s)
-	QueueSize     int           `yaml:"queue_size"`     // batches Enqueue can buffer before ErrQueueFull (default 1024)
+	QueueSize     int           `yaml:"queue_size"`     // batches Enqueue can buffer before ErrQueueFull (default 8192)
 	MaxRetries    int           `yaml:"max_retries"`    // retries of a failed INSERT before its rows are dropped (default 5)
 	RetryInitial  time.Duration `yaml:"retry_initial"`  // first backoff between retries, doubling up to 5s (default 100ms)
 }
 
-// NewDefaultWriterConfig returns 1000-row batches, 1 s interval, 1024 queued
-// batches, 5 retries from 100 ms.
+// NewDefaultWriterConfig returns 10,000-row batches, 1 s interval, 8192 queued
+// batches, 5 retries from 100 ms. An INSERT into the engine costs about as
+// much as a few thousand rows of it (a new part), so batches are large.
 func NewDefaultWriterConfig() WriterConfig {
-	return WriterConfig{BatchSize: 1000, FlushInterval: time.Second, QueueSize: 1024, MaxRetries: 5, RetryInitial: 100 * time.Millisecond}
+	return WriterConfig{BatchSize: 10000, FlushInterval: time.Second, QueueSize: 8192, MaxRetries: 5, RetryInitial: 100 * time.Millisecond}
 }
 
 // Validate reports non-positive sizes and intervals and negative retries.

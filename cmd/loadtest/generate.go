@@ -58,7 +58,8 @@ func generateCmd(load platform.Loader) *cobra.Command {
 					where, res.Requests, res.Runs, res.Steps, res.Took["requests"].Round(time.Millisecond),
 					res.Took["runs"].Round(time.Millisecond), res.Took["steps"].Round(time.Millisecond))
 			}
-			return measurePages(cmd.Context(), out, st, cfg.Web, iterations)
+			_, err = measurePages(cmd.Context(), out, st, cfg.Web, iterations)
+			return err
 		},
 	}
 	f := cmd.Flags()
@@ -70,24 +71,32 @@ func generateCmd(load platform.Loader) *cobra.Command {
 	return cmd
 }
 
-// measurePages renders each measured page iterations times against st and prints
-// the server time (handler start to last byte, in process) percentiles in ms.
-func measurePages(ctx context.Context, out io.Writer, st store.Store, cfg web.Config, iterations int) error {
+// pageFigure is one measured page's server time, ms; Budget is its target
+// ("-": none).
+type pageFigure struct {
+	Name, Budget  string
+	P50, P95, Max float64
+}
+
+// measurePages renders each measured page iterations times against st, prints
+// the server time (handler start to last byte, in process) percentiles in ms
+// and returns them.
+func measurePages(ctx context.Context, out io.Writer, st store.Store, cfg web.Config, iterations int) ([]pageFigure, error) {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	roles := store.NewRoles(st)
 	if roles.TraceReader == nil {
-		return fmt.Errorf("generate: %w", store.NotSupported("store.TraceReader"))
+		return nil, fmt.Errorf("generate: %w", store.NotSupported("store.TraceReader"))
 	}
 	if err := web.Register(r, web.ReadersOf(roles), cfg); err != nil {
-		return fmt.Errorf("generate: %w", err)
+		return nil, fmt.Errorf("generate: %w", err)
 	}
 	page, err := roles.TraceReader.SearchTraces(ctx, store.TraceSearch{TraceFilter: store.TraceFilter{Limit: store.MaxListLimit}})
 	if err != nil {
-		return fmt.Errorf("generate: pick traces: %w", err)
+		return nil, fmt.Errorf("generate: pick traces: %w", err)
 	}
 	if len(page) == 0 {
-		return fmt.Errorf("generate: the store holds no traces to measure")
+		return nil, fmt.Errorf("generate: the store holds no traces to measure")
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	newest := page[0].ReceivedAt
@@ -114,6 +123,7 @@ func measurePages(ctx context.Context, out io.Writer, st store.Store, cfg web.Co
 		}},
 	}
 	fmt.Fprintf(out, "%-48s %8s %8s %8s %8s\n", "page", "p50 ms", "p95 ms", "max ms", "target")
+	var figs []pageFigure
 	for _, tg := range targets {
 		var ms []float64
 		for i := 0; i <= iterations; i++ {
@@ -123,14 +133,16 @@ func measurePages(ctx context.Context, out io.Writer, st store.Store, cfg web.Co
 			r.ServeHTTP(rec, req)
 			took := float64(time.Since(start).Microseconds()) / 1000
 			if rec.Code != http.StatusOK {
-				return fmt.Errorf("generate: %s: status %d: %.300s", tg.url(), rec.Code, rec.Body.String())
+				return nil, fmt.Errorf("generate: %s: status %d: %.300s", tg.url(), rec.Code, rec.Body.String())
 			}
 			if i > 0 { // the first render warms caches
 				ms = append(ms, took)
 			}
 		}
 		slices.Sort(ms)
-		fmt.Fprintf(out, "%-48s %8.1f %8.1f %8.1f %8s\n", tg.name, percentile.NearestRank(ms, 50), percentile.NearestRank(ms, 95), ms[len(ms)-1], tg.budget)
+		f := pageFigure{Name: tg.name, Budget: tg.budget, P50: percentile.NearestRank(ms, 50), P95: percentile.NearestRank(ms, 95), Max: ms[len(ms)-1]}
+		fmt.Fprintf(out, "%-48s %8.1f %8.1f %8.1f %8s\n", f.Name, f.P50, f.P95, f.Max, f.Budget)
+		figs = append(figs, f)
 	}
-	return nil
+	return figs, nil
 }

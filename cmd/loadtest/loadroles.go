@@ -217,16 +217,60 @@ type roleRow struct {
 	url    string
 	result *pathResult
 	role   string // "" for direct and bare
+	proc   *child // the process answering the path (the incumbent for direct)
+}
+
+// roleFigures are one path's figures over the sound rounds of a role run:
+// medians of the added p95/p99 over direct (ms), their ratios to the bare
+// proxy's, and process CPU seconds per 1,000 forwarded exchanges with its
+// ratio to the bare proxy's.
+type roleFigures struct {
+	Path, Role               string
+	Rate                     int
+	AddedP95, AddedP99       float64
+	RatioP95, RatioP99       float64 // 0: no bare figure to compare with
+	CPUPer1000, CPURatio     float64
+	Verdict                  string
+	SoundRounds, TotalRounds int
+}
+
+// procCPU is the user+system CPU time pid used so far (/proc/<pid>/stat,
+// fields 14 and 15, in clock ticks of 1/100 s), or 0 when unreadable.
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name (field 2) is in parentheses and may hold spaces.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	var ut, st int64
+	if _, err := fmt.Sscan(f[11], &ut); err != nil {
+		return 0
+	}
+	if _, err := fmt.Sscan(f[12], &st); err != nil {
+		return 0
+	}
+	const ticksPerSecond = 100 // USER_HZ on Linux
+	return time.Duration(ut+st) * time.Second / ticksPerSecond
 }
 
 // runRoleLoad sends the same open-loop load at once to the fake incumbent
 // directly, to a bare reverse proxy and to `serve` in each requested role, all
 // separate processes on loopback, and prints p50/p95/p99 per path, the added
-// latency over direct, its ratio to the bare proxy's and the target.
-func runRoleLoad(ctx context.Context, out io.Writer, o roleLoadOptions) error {
+// latency over direct, its ratio to the bare proxy's and the target, and each
+// process's CPU seconds per 1,000 forwarded exchanges. It returns the figures
+// of every role's path (medians over the sound rounds).
+func runRoleLoad(ctx context.Context, out io.Writer, o roleLoadOptions) ([]roleFigures, error) {
 	dir, err := os.MkdirTemp("", "conductor-shadow-loadtest-")
 	if err != nil {
-		return fmt.Errorf("loadtest: %w", err)
+		return nil, fmt.Errorf("loadtest: %w", err)
 	}
 	defer os.RemoveAll(dir)
 
@@ -239,30 +283,30 @@ func runRoleLoad(ctx context.Context, out io.Writer, o roleLoadOptions) error {
 	}()
 	addr, err := loopbackAddr()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	inc, err := startChild(ctx, "incumbent", addr, "", []string{"incumbent", "--addr", addr, "--delay", o.Delay.String()}, env)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	children = append(children, inc)
 	incURL := inc.url
-	rows := []*roleRow{{name: "direct", url: incURL, result: &pathResult{}}}
+	rows := []*roleRow{{name: "direct", url: incURL, result: &pathResult{}, proc: inc}}
 
 	if addr, err = loopbackAddr(); err != nil {
-		return err
+		return nil, err
 	}
 	bare, err := startChild(ctx, "bare proxy", addr, "", []string{"bare-proxy", "--target", incURL, "--addr", addr}, env)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	children = append(children, bare)
-	rows = append(rows, &roleRow{name: "bare proxy", url: bare.url, result: &pathResult{}})
+	rows = append(rows, &roleRow{name: "bare proxy", url: bare.url, result: &pathResult{}, proc: bare})
 
 	for _, role := range o.Roles {
 		addr, err := loopbackAddr()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		cfg := fmt.Sprintf("server:\n  addr: %s\n  role: %s\n  shutdown_timeout: 10s\nstore:\n  path: %s\ningest:\n  proxy:\n    incumbent_url: %s\n",
 			addr, role, filepath.Join(dir, "data-"+role), incURL)
@@ -274,16 +318,16 @@ func runRoleLoad(ctx context.Context, out io.Writer, o roleLoadOptions) error {
 			if len(brokers) == 0 {
 				exe, err := siblingBinary("devkafka", "--kafka-brokers")
 				if err != nil {
-					return fmt.Errorf("loadtest: the tap-only row needs a Kafka: %w", err)
+					return nil, fmt.Errorf("loadtest: the tap-only row needs a Kafka: %w", err)
 				}
 				kaddr, err := loopbackAddr()
 				if err != nil {
-					return err
+					return nil, err
 				}
 				_, port, _ := net.SplitHostPort(kaddr)
 				k, err := startChild(ctx, "devkafka", kaddr, exe, []string{"--port", port, "--topics", "conductor-shadow.exchanges", "--partitions", "6"}, env)
 				if err != nil {
-					return err
+					return nil, err
 				}
 				children = append(children, k)
 				brokers = []string{kaddr}
@@ -298,28 +342,28 @@ func runRoleLoad(ctx context.Context, out io.Writer, o roleLoadOptions) error {
 			cfg += "]\n"
 		case platform.RoleAll:
 			if err := poolAnswers(o.PoolURL); err != nil {
-				return err
+				return nil, err
 			}
 		default:
-			return fmt.Errorf("loadtest: --roles: %q is not all or tap", role)
+			return nil, fmt.Errorf("loadtest: --roles: %q is not all or tap", role)
 		}
 		path := filepath.Join(dir, "config-"+role+".yaml")
 		if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
-			return fmt.Errorf("loadtest: %w", err)
+			return nil, fmt.Errorf("loadtest: %w", err)
 		}
 		c, err := startChild(ctx, name, addr, o.ServerBin, []string{"--config", path, "serve"}, env)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		children = append(children, c)
-		rows = append(rows, &roleRow{name: name, url: c.url, result: &pathResult{}, role: role})
+		rows = append(rows, &roleRow{name: name, url: c.url, result: &pathResult{}, role: role, proc: c})
 	}
 
 	fmt.Fprintf(out, "roles: %d req/s on each of %d paths for %s, interleaved (every tick sends one request to each path, order rotating), incumbent answers in %s, every exchange unique\n",
 		o.Rate, len(rows), o.Duration, o.Delay)
 	fmt.Fprintf(out, "every path is its own process on loopback; the all-in-one server's candidates call the pool at %s\n", o.PoolURL)
 
-	var rounds []map[string][2]float64 // per round: path -> added p95, p99 (ms)
+	var rounds []map[string][3]float64 // per round: path -> added p95, p99 (ms), CPU s per 1,000
 	for round := 1; round <= max(1, o.Repeat) && ctx.Err() == nil; round++ {
 		for _, r := range rows {
 			r.result = &pathResult{}
@@ -339,16 +383,16 @@ func runRoleLoad(ctx context.Context, out io.Writer, o roleLoadOptions) error {
 	if n := max(1, o.Repeat); len(rounds) < n {
 		fmt.Fprintf(out, "%d of %d rounds were sound\n", len(rounds), n)
 	}
-	if len(rounds) > 1 {
-		// Medians over the rounds (nearest rank), then the same target check.
-		med := func(name string, i int) float64 {
-			v := make([]float64, 0, len(rounds))
-			for _, m := range rounds {
-				v = append(v, m[name][i])
-			}
-			slices.Sort(v)
-			return percentile.NearestRank(v, 50)
+	// Medians over the sound rounds (nearest rank), then the same target check.
+	med := func(name string, i int) float64 {
+		v := make([]float64, 0, len(rounds))
+		for _, m := range rounds {
+			v = append(v, m[name][i])
 		}
+		slices.Sort(v)
+		return percentile.NearestRank(v, 50)
+	}
+	if len(rounds) > 1 {
 		fmt.Fprintf(out, "medians over %d rounds (ms added over direct):\n", len(rounds))
 		b95, b99 := med("bare proxy", 0), med("bare proxy", 1)
 		fmt.Fprintf(out, "%-11s %11s %11s %9s %9s\n", "path", "added p95", "added p99", "×bare p95", "×bare p99")
@@ -358,8 +402,29 @@ func runRoleLoad(ctx context.Context, out io.Writer, o roleLoadOptions) error {
 			fmt.Fprintf(out, "%-11s %11.2f %11.2f %9s %9s  %s\n", r.name, a95, a99, ratio(a95, b95), ratio(a99, b99), verdict(r.role, a95, a99, b95, b99))
 		}
 	}
+	var figs []roleFigures
+	if len(rounds) > 0 {
+		b95, b99, bcpu := med("bare proxy", 0), med("bare proxy", 1), med("bare proxy", 2)
+		for _, r := range rows[1:] {
+			f := roleFigures{Path: r.name, Role: r.role, Rate: o.Rate, AddedP95: med(r.name, 0), AddedP99: med(r.name, 1), CPUPer1000: med(r.name, 2),
+				SoundRounds: len(rounds), TotalRounds: max(1, o.Repeat)}
+			if b95 > 0 {
+				f.RatioP95 = f.AddedP95 / b95
+			}
+			if b99 > 0 {
+				f.RatioP99 = f.AddedP99 / b99
+			}
+			if bcpu > 0 {
+				f.CPURatio = f.CPUPer1000 / bcpu
+			}
+			if r.role != "" {
+				f.Verdict = verdict(r.role, f.AddedP95, f.AddedP99, b95, b99)
+			}
+			figs = append(figs, f)
+		}
+	}
 	fmt.Fprintln(out)
-	return nil
+	return figs, nil
 }
 
 func ratio(a, b float64) string {
@@ -452,7 +517,7 @@ func serverStats(base string) string {
 // no path has more than maxMissingShare of its requests unsent or failed and the
 // direct path's p99 is within maxDirectExcessMs of the incumbent's delay; only
 // sound rounds enter the medians and get a verdict.
-func measureRoles(ctx context.Context, out io.Writer, rows []*roleRow, o roleLoadOptions) (added map[string][2]float64, sound bool) {
+func measureRoles(ctx context.Context, out io.Writer, rows []*roleRow, o roleLoadOptions) (added map[string][3]float64, sound bool) {
 	client := newLoadClient(o.Outstanding)
 	runID := time.Now().UnixNano()
 	targets := make([]loadTarget, len(rows))
@@ -468,8 +533,19 @@ func measureRoles(ctx context.Context, out io.Writer, rows []*roleRow, o roleLoa
 			return req, nil
 		}}
 	}
+	cpu0 := make([]time.Duration, len(rows))
+	for k, r := range rows {
+		cpu0[k] = procCPU(r.proc.cmd.Process.Pid)
+	}
 	total, elapsed := openLoop{Rate: o.Rate, Duration: o.Duration, Outstanding: o.Outstanding, Client: client}.run(ctx, targets)
 	client.CloseIdleConnections()
+	// CPU seconds per 1,000 answered exchanges of each path's process over the
+	// round (the all-in-one server's includes its shadow side and engine).
+	cpuPer1000 := make([]float64, len(rows))
+	for k, r := range rows {
+		answered := float64(len(r.result.latencies))
+		cpuPer1000[k] = (procCPU(r.proc.cmd.Process.Pid) - cpu0[k]).Seconds() / max(answered, 1) * 1000
+	}
 
 	// One percentile definition for the whole product: nearest rank.
 	pct := func(r *pathResult, p float64) float64 {
@@ -482,7 +558,7 @@ func measureRoles(ctx context.Context, out io.Writer, rows []*roleRow, o roleLoa
 	}
 	direct95, direct99 := pct(rows[0].result, 95), pct(rows[0].result, 99)
 	bare95, bare99 := pct(rows[1].result, 95)-direct95, pct(rows[1].result, 99)-direct99
-	added = map[string][2]float64{}
+	added = map[string][3]float64{}
 	sound = true
 	for _, r := range rows {
 		if float64(r.result.unsent.Load()+r.result.errors.Load()) > maxMissingShare*float64(total) {
@@ -494,16 +570,19 @@ func measureRoles(ctx context.Context, out io.Writer, rows []*roleRow, o roleLoa
 		sound = false
 	}
 	fmt.Fprintf(out, "%d requests due per path in %s (latency from each one's intended send time; unsent: due while %d were outstanding; late: sent > %s after due)\n", total, elapsed.Round(time.Millisecond), o.Outstanding, lateAfter)
-	fmt.Fprintf(out, "%-11s %9s %9s %9s %7s %7s %7s %11s %11s %9s %9s  %s\n", "path", "p50 ms", "p95 ms", "p99 ms", "errors", "unsent", "late", "added p95", "added p99", "×bare p95", "×bare p99", "target")
+	fmt.Fprintf(out, "%-11s %9s %9s %9s %7s %7s %7s %9s %11s %11s %9s %9s %9s  %s\n", "path", "p50 ms", "p95 ms", "p99 ms", "errors", "unsent", "late", "CPU s/1k", "added p95", "added p99", "×bare p95", "×bare p99", "×bare CPU", "target")
 	for k, r := range rows {
 		p50, p95, p99 := pct(r.result, 50), pct(r.result, 95), pct(r.result, 99)
-		line := fmt.Sprintf("%-11s %9.2f %9.2f %9.2f %7d %7d %7d", r.name, p50, p95, p99, r.result.errors.Load(), r.result.unsent.Load(), r.result.late.Load())
+		line := fmt.Sprintf("%-11s %9.2f %9.2f %9.2f %7d %7d %7d %9.3f", r.name, p50, p95, p99, r.result.errors.Load(), r.result.unsent.Load(), r.result.late.Load(), cpuPer1000[k])
 		if k > 0 {
 			a95, a99 := p95-direct95, p99-direct99
-			added[r.name] = [2]float64{a95, a99}
+			added[r.name] = [3]float64{a95, a99, cpuPer1000[k]}
 			line += fmt.Sprintf(" %11.2f %11.2f", a95, a99)
-			if k > 1 && sound {
-				line += fmt.Sprintf(" %9s %9s  %s", ratio(a95, bare95), ratio(a99, bare99), verdict(r.role, a95, a99, bare95, bare99))
+			if k > 1 {
+				line += fmt.Sprintf(" %9s %9s %9s", ratio(a95, bare95), ratio(a99, bare99), ratio(cpuPer1000[k], cpuPer1000[1]))
+				if sound {
+					line += "  " + verdict(r.role, a95, a99, bare95, bare99)
+				}
 			}
 		}
 		fmt.Fprintln(out, line)

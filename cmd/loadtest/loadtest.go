@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	openai "github.com/sashabaranov/go-openai"
 	"github.com/spf13/cobra"
 
 	"github.com/conductor-shadow/conductor-shadow/cmd/internal/platform"
@@ -32,6 +31,9 @@ type loadtestOptions struct {
 	Stream      bool          // stream every answer (SSE)
 	Exchanges   int           // exchanges offered in the tap-throughput run; 0 skips it
 	RealStore   bool          // tap throughput into the configured store instead of an in-memory one
+	Intake      []string      // intake paths of the real-store run: queue, batch, single
+	Senders     int           // HTTP clients posting at once on the batch and single paths
+	BatchItems  int           // exchanges per POST /v1/tap/batch
 	CPUProfile  string        // write a CPU profile of the whole run here
 	Sequential  bool          // run the direct load, then the proxied one, instead of both at once
 	NoMirror    bool          // the proxy forwards but offers nothing to the tap (isolates the hop's cost)
@@ -56,7 +58,7 @@ func (nopOfferer) Offer(context.Context, ingest.Exchange) (int, ingest.TapRespon
 func loadtestCmd(flags *platform.Flags, log *slog.Logger) *cobra.Command {
 	load := flags.Loader(log)
 	opts := loadtestOptions{Rate: 1000, Duration: 30 * time.Second, Delay: 50 * time.Millisecond, StopStoreAt: 0.5, Exchanges: 100000,
-		InProcess: true, Roles: []string{platform.RoleAll, platform.RoleTap}, Outstanding: 1000}
+		Intake: []string{intakeQueue}, Senders: 512, BatchItems: 1000, InProcess: true, Roles: []string{platform.RoleAll, platform.RoleTap}, Outstanding: 1000}
 	cmd := &cobra.Command{
 		Use:   "loadtest",
 		Short: "Measure the mirroring proxy's added latency by role against a bare reverse proxy, the tap's throughput, and behaviour with the store stopped",
@@ -80,7 +82,12 @@ func loadtestCmd(flags *platform.Flags, log *slog.Logger) *cobra.Command {
     ≤ 2× bare + 0.5 ms at p95 and + 1 ms at p99; tap-only ≤ 1.5× with the same
     allowances), and each server's shadow-side accounting.
  3. tap throughput: --exchanges copies offered to the tap with zero-latency shadow
-    workers writing through the store writer; prints exchanges/s stored.
+    workers writing through the store writer; prints exchanges/s stored. With
+    --real-store, into the configured store behind the store-first queue, once per
+    --intake path (queue: handed over as the mirroring proxy does; batch: POST
+    /v1/tap/batch of --batch-items; single: POST /v1/tap, --senders at once), each
+    with the copies made durable (202) per second, candidate runs stored per
+    second and process CPU seconds per 1,000 copies.
 The load is open-loop: latency runs from each request's intended send time; at
 most --outstanding requests are in flight per path, and requests due beyond that
 (unsent), sent over 1 ms late (late) and failed (errors) are counted per path.
@@ -130,12 +137,12 @@ A role round whose direct path shows a saturated machine gets no verdict.`,
 				}
 				ro := roleLoadOptions{Roles: opts.Roles, Rate: opts.Rate, Duration: opts.Duration, Delay: opts.Delay, PoolURL: pool, Repeat: opts.Repeat,
 					Outstanding: opts.Outstanding, KafkaBrokers: flags.Kafka, ServerBin: server}
-				if err := runRoleLoad(cmd.Context(), out, ro); err != nil {
+				if _, err := runRoleLoad(cmd.Context(), out, ro); err != nil {
 					return err
 				}
 			}
 			if opts.Exchanges > 0 {
-				return runTapThroughput(cmd.Context(), out, cfg, opts)
+				return runTapThroughput(cmd.Context(), out, cfg, opts, log)
 			}
 			return nil
 		},
@@ -157,9 +164,13 @@ A role round whose direct path shows a saturated machine gets no verdict.`,
 	f.StringVar(&opts.PoolURL, "pool", "", "worker pool base URL of the all-in-one server (default: the configured workers')")
 	f.StringVar(&opts.CPUProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	f.BoolVar(&opts.RealStore, "real-store", false, "tap throughput into the configured store (embedded chDB or ClickHouse) instead of memory")
+	f.StringSliceVar(&opts.Intake, "intake", opts.Intake, "intake paths of the --real-store run: queue, batch, single")
+	f.IntVar(&opts.Senders, "senders", opts.Senders, "HTTP clients posting at once on the batch and single intake paths")
+	f.IntVar(&opts.BatchItems, "batch-items", opts.BatchItems, "exchanges per POST /v1/tap/batch on the batch intake path")
 	cmd.AddCommand(bareProxyCmd())
 	cmd.AddCommand(loadIncumbentCmd())
 	cmd.AddCommand(durabilityCmd())
+	cmd.AddCommand(benchCmd(flags, log))
 	addUsersLoad(cmd, load) // --users: a candidate under concurrent users (loadtest_users.go)
 	return cmd
 }
@@ -325,37 +336,20 @@ func runProxyLoad(ctx context.Context, out io.Writer, o loadtestOptions) error {
 	return nil
 }
 
-func runTapThroughput(ctx context.Context, out io.Writer, cfg platform.Config, o loadtestOptions) error {
-	var st store.Store
-	where := "counting store (keeps nothing)"
+func runTapThroughput(ctx context.Context, out io.Writer, cfg platform.Config, o loadtestOptions, log *slog.Logger) error {
 	if o.RealStore {
-		s, w, err := platform.OpenStore(ctx, cfg)
+		st, where, err := platform.OpenStore(ctx, cfg)
 		if err != nil {
 			return fmt.Errorf("loadtest: %w", err)
 		}
-		st, where = s, w
 		defer st.Close()
-	} else {
-		st = &sinkStore{}
+		_, err = runIntakePaths(ctx, out, st, where, cfg.Writer, o.Intake, intakeOptions{Exchanges: o.Exchanges, Senders: o.Senders, BatchSize: o.BatchItems}, log)
+		return err
 	}
+	st := &sinkStore{}
 	icfg := ingest.NewDefaultConfig()
 	stats := ingest.NewStats()
-	var q ingest.Queue = ingest.NewMemoryQueue(icfg.QueueSize)
-	offer := func(tap *ingest.Tap, ex ingest.Exchange) int { code, _ := tap.Offer(ctx, ex); return code }
-	if o.RealStore {
-		// The server's own path: store first, each copy durable before it counts.
-		sq, err := ingest.NewStoreQueue(icfg, st, []store.WorkKey{{Pipeline: "instant", PipelineVersion: "v1"}}, nil, stats, nil)
-		if err != nil {
-			return err
-		}
-		if err := sq.Start(ctx); err != nil {
-			return err
-		}
-		defer sq.Shutdown(context.Background())
-		q = sq
-		offer = func(tap *ingest.Tap, ex ingest.Exchange) int { code, _ := tap.Mirror(ex); return code }
-		where += ", store-first queue (copies offered as the mirroring proxy does)"
-	}
+	q := ingest.NewMemoryQueue(icfg.QueueSize)
 	tap, err := ingest.NewTap(icfg, q, stats, ingest.WithPIISecret([]byte("loadtest-secret")))
 	if err != nil {
 		return err
@@ -369,20 +363,14 @@ func runTapThroughput(ctx context.Context, out io.Writer, cfg platform.Config, o
 	if err := proc.Start(ctx); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "tap throughput: %d exchanges, zero-latency shadow workers, %s\n", o.Exchanges, where)
+	fmt.Fprintf(out, "tap throughput: %d exchanges, zero-latency shadow workers, counting store (keeps nothing)\n", o.Exchanges)
 	start := time.Now()
 	retries := 0
+	run := fmt.Sprint(start.UnixNano())
 	for i := 0; i < o.Exchanges && ctx.Err() == nil; i++ {
-		var ex ingest.Exchange
-		ex.SchemaVersion = ingest.SchemaVersion
-		ex.RequestID = fmt.Sprintf("load-%d-%d", start.UnixNano(), i)
-		ex.App = "loadtest"
-		ex.ReceivedAt = time.Now()
-		ex.Request.Model = "gpt-4o"
-		ex.Request.Messages = []openai.ChatCompletionMessage{{Role: "user", Content: fmt.Sprintf("Customer user%d@example.com asks: what is %d * 7?", i, i)}}
-		ex.Response = &ingest.ExchangeResponse{Model: "gpt-4o", Content: fmt.Sprintf("%d", i*7), LatencyMs: 50, Usage: ingest.Usage{PromptTokens: 20, CompletionTokens: 2}}
+		ex := loadExchange(run, i)
 		for {
-			code := offer(tap, ex)
+			code, _ := tap.Offer(ctx, ex)
 			if code != http.StatusServiceUnavailable {
 				break
 			}
@@ -393,17 +381,6 @@ func runTapThroughput(ctx context.Context, out io.Writer, cfg platform.Config, o
 	offerDone := time.Since(start)
 	drainCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if o.RealStore {
-		// A stop leaves the store-first queue's copies pending: wait for them.
-		for drainCtx.Err() == nil {
-			snap := stats.Snapshot(0)
-			// queue_full refusals were retried; a failed commit is not.
-			if snap.Processed+snap.Dropped[ingest.ReasonStoreUnavailable] >= int64(o.Exchanges) {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
 	if err := proc.Shutdown(drainCtx); err != nil {
 		return err
 	}
