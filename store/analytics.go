@@ -360,18 +360,14 @@ const normalizeSQL = `replaceRegexpAll(replaceRegexpAll(replaceRegexpAll(multiIf
 	`arrayElement(extractAll(lowerUTF8(%[1]s), 'answer(?: is)?\\s*[:=]?\\s*[($]*([a-z0-9.,/\\-]+)'), -1), ` +
 	`lowerUTF8(%[1]s)), '[,$]', ''), '^\\s+|[\\s.]+$', ''), '\\s+', ' ')`
 
-// Overview implements OverviewAnalytics with three statements.
-func (s *sqlStore) Overview(ctx context.Context, q OverviewQuery) (Overview, error) {
-	var ov Overview
-	if err := q.Validate(); err != nil {
-		return ov, err
-	}
-	if err := s.check(ctx); err != nil {
-		return ov, fmt.Errorf("store: overview: %w", err)
-	}
-	p := Params{}.Time("from", q.From).Time("to", q.To)
-	reqCond := "received_at >= {from:DateTime64(3, 'UTC')} AND received_at < {to:DateTime64(3, 'UTC')} AND " + liveRequests(q.Generated)
-	runCond := "started_at >= {from:DateTime64(3, 'UTC')} AND started_at < {to:DateTime64(3, 'UTC')} AND " + s.liveRunSQL(q.Generated)
+// overviewConds returns the overview window's conditions on requests
+// (received in the window: production traffic, or the generated rows when
+// q.Generated) and on runs (started in it, not of a suite run, of the same
+// requests), with App and Segments applied to both, and their parameters.
+func (s *sqlStore) overviewConds(q OverviewQuery) (reqCond, runCond string, p Params) {
+	p = Params{}.Time("from", q.From).Time("to", q.To)
+	reqCond = "received_at >= {from:DateTime64(3, 'UTC')} AND received_at < {to:DateTime64(3, 'UTC')} AND " + liveRequests(q.Generated)
+	runCond = "started_at >= {from:DateTime64(3, 'UTC')} AND started_at < {to:DateTime64(3, 'UTC')} AND " + s.liveRunSQL(q.Generated)
 	if q.App != "" {
 		p.Str("app", q.App)
 		reqCond += " AND app = {app:String}"
@@ -381,6 +377,19 @@ func (s *sqlStore) Overview(ctx context.Context, q OverviewQuery) (Overview, err
 		reqCond += " AND " + c
 		runCond += fmt.Sprintf(" AND request_id IN (SELECT request_id FROM %s.requests WHERE %s)", s.db, c)
 	}
+	return reqCond, runCond, p
+}
+
+// Overview implements OverviewAnalytics with three statements.
+func (s *sqlStore) Overview(ctx context.Context, q OverviewQuery) (Overview, error) {
+	var ov Overview
+	if err := q.Validate(); err != nil {
+		return ov, err
+	}
+	if err := s.check(ctx); err != nil {
+		return ov, fmt.Errorf("store: overview: %w", err)
+	}
+	reqCond, runCond, p := s.overviewConds(q)
 	counts, err := queryRows[OverviewCounts](ctx, s.t, fmt.Sprintf(`SELECT
     (SELECT count() FROM %[1]s.requests FINAL WHERE %[2]s) AS requests,
     (SELECT count() FROM %[1]s.requests FINAL WHERE %[2]s AND source = 'tap') AS tap_requests,

@@ -104,9 +104,13 @@ type Console interface {
 }
 
 // OverviewReader computes the overview: counts, per-pipeline totals and
-// series, agreement (OverviewAnalytics).
+// series, agreement (OverviewAnalytics), where the stored traffic is in
+// time, which the default window follows (TrafficClock), and its histogram
+// and coverage charts (OverviewChartReader).
 type OverviewReader interface {
 	OverviewAnalytics
+	TrafficClock
+	OverviewChartReader
 }
 
 // SubjectEraser (forget.go) is the role of `forget` and POST /api/forget;

@@ -28,7 +28,7 @@ const (
 	chartW     = 560.0
 	chartH     = 200.0
 	chartPadL  = 64.0 // room for the y labels
-	chartPadR  = 12.0
+	chartPadR  = 40.0 // room for the last x label, centred on the right edge
 	chartPadT  = 10.0
 	chartPadB  = 26.0 // room for the x labels
 	maxSeries  = 8    // series-0..7 colour classes in style.css
@@ -107,6 +107,27 @@ func parseOverviewQuery(v url.Values, now time.Time) (overviewQuery, error) {
 	return q, nil
 }
 
+// defaultWindow reports whether the URL leaves both window bounds to the
+// default.
+func defaultWindow(v url.Values) bool {
+	return strings.TrimSpace(v.Get("from")) == "" && strings.TrimSpace(v.Get("to")) == ""
+}
+
+// followData moves the default window back to the data: when the newest
+// stored traffic request was received before the window's start (replayed or
+// recorded traffic keeps its recorded time, so the last 24 h hold none of
+// it), the window starts 24 h before that request and still ends now, so it
+// holds the newest day of traffic, its incumbent runs (started when the
+// request was received) and the shadow runs started on it since. It returns
+// the window and newest when it moved it, else q and the zero time.
+func followData(q overviewQuery, newest time.Time) (overviewQuery, time.Time) {
+	if newest.IsZero() || !newest.Before(q.From) {
+		return q, time.Time{}
+	}
+	q.From = newest.UTC().Truncate(time.Minute).Add(time.Minute - defaultOverviewWindow)
+	return q, newest
+}
+
 // bucketFor picks the narrowest bucket giving at most maxOverviewBuckets over span.
 func bucketFor(span time.Duration) int {
 	for _, b := range bucketChoices {
@@ -125,6 +146,9 @@ type pipelineRow struct {
 	Live         *eval.LiveCandidate // the live verdict of its newest version (eval.LiveVerdicts), nil when never shadowed live
 	SeriesClass  string              // colour class of its chart lines
 	AgreementPct string              // "87.5%" or "—"
+	// CostRatio and P95Ratio are the candidate's cost per request and p95
+	// divided by the production incumbent's ("0.62×"), "" for the incumbent.
+	CostRatio, P95Ratio string
 }
 
 // suiteVerdict is the latest verdict on a candidate.
@@ -136,6 +160,12 @@ type suiteVerdict struct {
 	// WorseOn lists the segments where that run found the candidate
 	// significantly worse after Holm's correction (eval.SignificantSegments).
 	WorseOn []string
+	// Baseline is that suite's incumbent pipeline (the suite baseline, not
+	// necessarily the production incumbent).
+	Baseline string
+	// Comparison is the candidate's paired comparison and gate verdict in
+	// that run's report, nil when the report is unreadable.
+	Comparison *eval.CandidateComparison
 }
 
 // actionText words a live verdict's recommendation (gate.Action*).
@@ -214,13 +244,27 @@ type overviewView struct {
 	Rows      []pipelineRow
 	CostChart lineChart
 	LatChart  lineChart
-	ThisURL   string // deep link of this exact window
+	// Histogram, SegChart and CoverageChart are the latency histogram
+	// (production incumbent beside each candidate), quality by segment and
+	// coverage over time.
+	Histogram, SegChart groupChart
+	CoverageChart       lineChart
+	ThisURL             string // deep link of this exact window
 	// Live holds the live verdict of each candidate shown, at its newest
 	// version (eval.LiveVerdicts as of now: the window and filters change
 	// none), with the window's coverage; nil without a store read.
 	Live *eval.LiveSection
 	// LiveJudges is each live judge's record on the window's live judgments.
 	LiveJudges liveJudgesView
+	// Incumbent is the production incumbent's totals, nil without its runs.
+	Incumbent *store.PipelinePoint
+	// Cutover answers "can we cut over?" per candidate.
+	Cutover []cutoverRow
+	// Suite is the newest finished suite run, nil without one.
+	Suite *latestSuite
+	// Followed is the newest stored traffic's receive time when the default
+	// window was moved back to it (no traffic in the last 24 h), else zero.
+	Followed time.Time
 }
 
 // newLineChart draws series of (bucket, value) per pipeline across [from, to).
@@ -240,9 +284,8 @@ func newLineChart(id, title, unit string, from, to time.Time, classes map[string
 			maxY = max(maxY, l.value(p))
 		}
 	}
-	if maxY <= 0 {
-		maxY = 1
-	}
+	ticks := axisTicks(maxY)
+	maxY = ticks[len(ticks)-1]
 	x := func(t time.Time) float64 { return chartPadL + plotW*max(0, min(1, t.Sub(from).Seconds()/span)) }
 	y := func(v float64) float64 { return chartPadT + plotH*(1-v/maxY) }
 	byPipe := map[string][]store.PipelinePoint{}
@@ -269,11 +312,12 @@ func newLineChart(id, title, unit string, from, to time.Time, classes map[string
 				Dots: dots, Dashed: l.dashed})
 		}
 	}
-	for k := 0; k <= chartTicks; k++ {
-		v := maxY * float64(k) / chartTicks
+	for _, v := range ticks {
 		c.YTicks = append(c.YTicks, chartTick{Pos: y(v), Label: fmtY(v)})
+	}
+	for k := 0; k <= chartTicks; k++ {
 		t := from.Add(time.Duration(float64(to.Sub(from)) * float64(k) / chartTicks))
-		c.XTicks = append(c.XTicks, chartTick{Pos: x(t), Label: t.UTC().Format("01-02 15:04")})
+		c.XTicks = append(c.XTicks, chartTick{Pos: x(t), Label: fmtTickTime(t, to.Sub(from))})
 	}
 	return c
 }
@@ -293,10 +337,12 @@ func latestVerdicts(runs []store.SuiteRun) map[string]*suiteVerdict {
 		}
 		for _, c := range r.Candidates {
 			if _, ok := out[c]; !ok {
-				sv := &suiteVerdict{SuiteRunID: r.SuiteRunID, Verdict: r.Verdict, Headline: r.Headline, StartedAt: r.StartedAt}
-				for _, cc := range rep.Comparisons {
+				sv := &suiteVerdict{SuiteRunID: r.SuiteRunID, Verdict: r.Verdict, Headline: r.Headline, StartedAt: r.StartedAt,
+					Baseline: r.Incumbent}
+				for i, cc := range rep.Comparisons {
 					if cc.Candidate == c {
 						sv.WorseOn, _ = eval.SignificantSegments(cc.Comparison)
+						sv.Comparison = &rep.Comparisons[i]
 					}
 				}
 				out[c] = sv
@@ -325,9 +371,19 @@ func newOverviewView(meta pageMeta, q overviewQuery, bucket int, ov store.Overvi
 			running[live.Verdicts[i].Candidate] = &live.Verdicts[i]
 		}
 	}
+	v.Incumbent = productionIncumbent(ov.Totals)
+	v.Suite = newestSuite(suiteRuns)
 	for _, p := range ov.Totals {
 		row := pipelineRow{Total: p, SeriesClass: classes[p.Pipeline], AgreementPct: "—"}
 		if p.Mode == store.ModeCandidate {
+			v.Cutover = append(v.Cutover, newCutoverRow(p, v.Incumbent, agree[p.Pipeline], verdicts[p.Pipeline], running[p.Pipeline]))
+			if v.Incumbent != nil {
+				row.CostRatio = fmtRatio(p.CostPerRequestUSD, v.Incumbent.CostPerRequestUSD)
+				row.P95Ratio = "—"
+				if p.P95Ms > 0 {
+					row.P95Ratio = fmtRatio(p.P95Ms, v.Incumbent.P95Ms)
+				}
+			}
 			if a := agree[p.Pipeline]; a != nil && a.Pairs > 0 {
 				row.Agreement = a
 				row.AgreementPct = strconv.FormatFloat(100*float64(a.Agree)/float64(a.Pairs), 'f', 1, 64) + "%"
@@ -343,17 +399,30 @@ func newOverviewView(meta pageMeta, q overviewQuery, bucket int, ov store.Overvi
 		dashed bool
 	}
 	v.CostChart = newLineChart("cost-chart", "Cost per request", "USD", q.From, q.To, classes, ov.Series,
-		[]line{{"", func(p store.PipelinePoint) float64 { return p.CostPerRequestUSD }, false}}, fmtUSD)
+		[]line{{"", func(p store.PipelinePoint) float64 { return p.CostPerRequestUSD }, false}}, fmtTickUSD)
 	v.LatChart = newLineChart("latency-chart", "Latency p50 (solid) and p95 (dashed)", "ms", q.From, q.To, classes, ov.Series,
 		[]line{{" p50", func(p store.PipelinePoint) float64 { return p.P50Ms }, false},
 			{" p95", func(p store.PipelinePoint) float64 { return p.P95Ms }, true}},
-		func(v float64) string { return fmtMs(v) + " ms" })
+		fmtTickMs)
 	return v
+}
+
+// addCharts draws the latency histogram, quality by segment and coverage
+// over time with the pipelines' colours of the other charts.
+func (v *overviewView) addCharts(oc store.OverviewCharts) {
+	classes := map[string]string{}
+	for _, r := range v.Rows {
+		classes[r.Total.Pipeline] = r.SeriesClass
+	}
+	v.Histogram = newLatencyHistogram(oc.Latency, classes)
+	v.SegChart = newSegmentQuality(v.Cutover, classes)
+	v.CoverageChart = coverageLine(v.Query.From, v.Query.To, oc.Coverage)
 }
 
 // overview serves GET /overview.
 func (s *server) overview(c *gin.Context) {
-	q, err := parseOverviewQuery(c.Request.URL.Query(), time.Now())
+	now := time.Now()
+	q, err := parseOverviewQuery(c.Request.URL.Query(), now)
 	if err != nil {
 		s.fail(c, http.StatusBadRequest, "Bad query: "+err.Error()+".", nil)
 		return
@@ -363,6 +432,15 @@ func (s *server) overview(c *gin.Context) {
 		meta.Title = "Overview of generated load-test data (not production)"
 	}
 	an, sr := s.read.Overview, s.read.Suites
+	var followed time.Time
+	if defaultWindow(c.Request.URL.Query()) {
+		newest, err := an.NewestTraffic(c.Request.Context(), q.App)
+		if err != nil {
+			s.storeFailed(c, "newest traffic", "", fmt.Errorf("web: overview: %w", err))
+			return
+		}
+		q, followed = followData(q, newest) // the page says when the window moved
+	}
 	bucket := bucketFor(q.To.Sub(q.From))
 	ov, err := an.Overview(c.Request.Context(), store.OverviewQuery{App: q.App, From: q.From, To: q.To, BucketSeconds: bucket, Segments: q.Seg, Generated: q.Generated})
 	if err != nil {
@@ -397,7 +475,14 @@ func (s *server) overview(c *gin.Context) {
 			return
 		}
 	}
+	charts, err := an.OverviewCharts(c.Request.Context(), store.OverviewQuery{App: q.App, From: q.From, To: q.To, BucketSeconds: bucket, Segments: q.Seg})
+	if err != nil {
+		s.storeFailed(c, "overview charts", "", fmt.Errorf("web: overview: %w", err))
+		return
+	}
 	v := newOverviewView(meta, q, bucket, ov, runs, live)
+	v.Followed = followed
+	v.addCharts(charts)
 	v.ThisURL = s.urls().overviewWith(q)
 	v.LiveJudges = s.liveJudgesOf(c, q.From, q.To)
 	s.render(c, http.StatusOK, overviewPage(v))

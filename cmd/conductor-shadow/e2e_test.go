@@ -159,6 +159,8 @@ func TestMainJobEndToEnd(t *testing.T) {
 		}
 	}
 
+	checkOverviewScreen(t, "http://"+addr)
+
 	cancel()
 	select {
 	case err := <-serveDone:

@@ -126,3 +126,10 @@ func PositionConsistency(consistent, judged int) float64 {
 func PositionConsistencySQL(consistentCond, judgedCond string) string {
 	return fmt.Sprintf("if(countIf(%[2]s) = 0, 0, countIf((%[1]s) AND (%[2]s)) / countIf(%[2]s))", consistentCond, judgedCond)
 }
+
+// CoverageSQL returns a ClickHouse aggregate expression for Coverage over
+// the rows of a group: the share of rows where partCond (a boolean SQL
+// expression of one row) holds. Float64, 0 for an empty group.
+func CoverageSQL(partCond string) string {
+	return fmt.Sprintf("if(count() = 0, 0, countIf(%s) / count())", partCond)
+}
