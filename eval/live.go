@@ -177,19 +177,64 @@ func liveCandidate(ctx context.Context, lr store.LiveReader, s store.SequenceSta
 		}
 		c.WindowCoverage = coverageCounts(cov.Cells)
 	}
-	c.LiveVerdict, c.CoverageChecks = LiveLook(p, seq, c.Judges, c.Coverage, ev.PerDay)
+	review := liveReview(ctx, lr, c.Judges, p.Confidence)
+	c.LiveVerdict, c.CoverageChecks = LiveLook(p, seq, c.Judges, review, c.Coverage, ev.PerDay)
 	return c, nil
+}
+
+// liveReview is the human-review evidence of a sequence's live judges for
+// the judge rules (min_judge_kappa, min_reviews, require_review): every
+// reviewed pair of each judge (suite and live), and of several judges the
+// weakest — one never reviewed, else the lowest lower bound of κ. A store
+// that cannot read reviews, or a failed read, gives evidence with a Note
+// saying so (the rules then read the judge as not validated).
+func liveReview(ctx context.Context, lr store.LiveReader, judges []store.JudgeStat, confidence float64) gate.ReviewEvidence {
+	if len(judges) == 0 {
+		return gate.ReviewEvidence{}
+	}
+	rr, ok := lr.(store.ReviewReader)
+	if !ok {
+		return gate.ReviewEvidence{Note: "this store cannot read reviews (" + store.NotSupported("store.ReviewReader").Error() + ")"}
+	}
+	rows, err := AllReviews(ctx, rr, store.ReviewedQuery{})
+	if err != nil {
+		return gate.ReviewEvidence{Note: "the reviews could not be read: " + clip(err.Error(), 200)}
+	}
+	h := AgreementOf(rows, confidence)
+	var weakest *gate.ReviewEvidence
+	for _, j := range judges {
+		a, ok := h.Judge(j.Judge)
+		if !ok {
+			return gate.ReviewEvidence{Note: "no pair of live judge " + j.Judge + " was reviewed yet"}
+		}
+		ev := a.Evidence()
+		if weakest == nil || kappaLower(ev) < kappaLower(*weakest) {
+			weakest = &ev
+		}
+	}
+	return *weakest
+}
+
+// kappaLower is ev's κ lower confidence bound, −2 (below any κ) without one.
+func kappaLower(ev gate.ReviewEvidence) float64 {
+	if ev.Kappa == nil {
+		return -2
+	}
+	return ev.Kappa.Interval.Low
 }
 
 // LiveLook reads seq's verdict with what a look adds to its own tests: the
 // live judges' trust rows (gate.CheckJudge on LiveJudgeEvidence of the
-// sequence's judged pairs and judges' canaries) and the coverage check
+// sequence's judged pairs and judges' canaries, with review, the judges'
+// agreement with human reviewers: liveReview) and the coverage check
 // (gate.CheckCoverage on coverage); perDay is the observations per day so
 // far, for the advice. It is the one decision LiveVerdicts and `validity
 // --live` take.
-func LiveLook(p gate.Policy, seq *gate.LiveSequence, judges []store.JudgeStat, coverage []gate.CoverageCounts, perDay float64) (gate.LiveVerdict, []gate.CoverageCheck) {
+func LiveLook(p gate.Policy, seq *gate.LiveSequence, judges []store.JudgeStat, review gate.ReviewEvidence, coverage []gate.CoverageCounts, perDay float64) (gate.LiveVerdict, []gate.CoverageCheck) {
 	ev := gate.LiveEvidence{PerDay: perDay}
-	ev.JudgeRows, ev.JudgeWithheld = gate.CheckJudge(p, LiveJudgeEvidence(seq.Counts(), judges))
+	je := LiveJudgeEvidence(seq.Counts(), judges)
+	je.Review = review
+	ev.JudgeRows, ev.JudgeWithheld = gate.CheckJudge(p, je)
 	var checks []gate.CoverageCheck
 	ev.CoverageRows, ev.CoverageWithheld, checks = gate.CheckCoverage(p, coverage, seq.ConstantInclusion())
 	return seq.Verdict(ev), checks

@@ -3,7 +3,9 @@ package eval
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -213,7 +215,7 @@ func TestLiveLyingJudges(t *testing.T) {
 				seq.Observe(LiveObs(o))
 			}
 			stat := store.JudgeStat{Pipeline: "conductor", Judge: "judge-x", Canaries: canaries.n, CanariesFailed: canaries.failed}
-			v, _ := LiveLook(pol, seq, []store.JudgeStat{stat}, nil, 0)
+			v, _ := LiveLook(pol, seq, []store.JudgeStat{stat}, gate.ReviewEvidence{}, nil, 0)
 			trusted := name == "longer wins" && canaries.n > 0 && canaries.failed == 0
 			switch {
 			case trusted && v.Verdict != gate.Pass:
@@ -286,5 +288,77 @@ func TestSuiteReportLiveSection(t *testing.T) {
 		if err := json.Unmarshal(js, &back); err != nil || back.Live == nil || back.Live.Verdicts[0].Verdict != v[0].Verdict {
 			t.Errorf("JSON live section %+v, %v", back.Live, err)
 		}
+	}
+}
+
+// TestLiveHumanReviewHoldsBackALyingJudge: "the longer answer wins" is
+// consistent in both orders and passes canaries that count only, so the
+// judge rules alone believe it (TestLiveLyingJudges); humans who reviewed
+// its pairs disagree with it, and its κ below min_judge_kappa makes the
+// live verdict INCONCLUSIVE naming human review. An honest judge reviewed
+// the same way keeps its verdict; of two judges the weakest counts.
+func TestLiveHumanReviewHoldsBackALyingJudge(t *testing.T) {
+	pol := gate.NewDefaultPolicy()
+	truth := func(i int) string { // the candidate is 10 points worse
+		if i%10 == 0 {
+			return store.VerdictIncumbent
+		}
+		return store.VerdictTie
+	}
+	reviews := func(judge string, outcome func(i int) string) []store.ReviewedPair {
+		var rows []store.ReviewedPair
+		for i := range 120 {
+			rows = append(rows, store.ReviewedPair{RequestID: fmt.Sprintf("r%d", i), Pipeline: "conductor", CandidateRunID: fmt.Sprintf("c%d", i),
+				Reviewer: "rev-1", Label: truth(i), InclusionProb: 0.2, Judge: judge, Outcome: outcome(i)})
+		}
+		return rows
+	}
+	lying := func(int) string { return store.JudgmentWin }
+	honest := func(i int) string {
+		if truth(i) == store.VerdictIncumbent {
+			return store.JudgmentLoss
+		}
+		return store.JudgmentTie
+	}
+	h := AgreementOf(append(reviews("judge-long", lying), reviews("judge-honest", honest)...), pol.Confidence)
+	evOf := func(judge string) gate.ReviewEvidence {
+		a, ok := h.Judge(judge)
+		if !ok {
+			t.Fatalf("no agreement for %s", judge)
+		}
+		return a.Evidence()
+	}
+	for _, tc := range []struct {
+		name     string
+		outcome  func(i int) string
+		review   gate.ReviewEvidence
+		withheld bool
+	}{
+		{"longer wins, reviewed", lying, evOf("judge-long"), true},
+		{"honest, reviewed", honest, evOf("judge-honest"), false},
+	} {
+		seq, err := gate.NewLiveSequence(pol)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 6000 {
+			out := tc.outcome(i)
+			o := store.LiveObservation{StartedAt: liveAt.Add(time.Duration(i) * time.Minute), Status: store.StatusOK, CostUSD: 0.002, LatencyMs: 1000,
+				IncumbentFound: true, IncumbentStatus: store.StatusOK, IncumbentCostUSD: 0.002, IncumbentLatencyMs: 1000,
+				Outcome: out, InclusionProb: 1, JudgedAt: liveAt.Add(time.Duration(i) * time.Minute)}
+			seq.Observe(LiveObs(o))
+		}
+		stat := store.JudgeStat{Pipeline: "conductor", Judge: "judge-x", Canaries: 5}
+		v, _ := LiveLook(pol, seq, []store.JudgeStat{stat}, tc.review, nil, 0)
+		named := slices.ContainsFunc(v.Withheld, func(s string) bool { return strings.Contains(s, gate.GateHumanReview) || strings.Contains(s, "human") })
+		switch {
+		case tc.withheld && (v.Verdict != gate.Inconclusive || !named):
+			t.Errorf("%s: %s, withheld %v; want INCONCLUSIVE naming human review (κ %+v)", tc.name, v.Verdict, v.Withheld, tc.review.Kappa)
+		case !tc.withheld && named:
+			t.Errorf("%s: %s, withheld %v; an honest judge's review holds nothing back", tc.name, v.Verdict, v.Withheld)
+		}
+	}
+	if long, hon := kappaLower(evOf("judge-long")), kappaLower(evOf("judge-honest")); long >= hon {
+		t.Fatalf("κ lower bounds: lying %.2f, honest %.2f; want the lying judge's lower", long, hon)
 	}
 }

@@ -209,7 +209,7 @@ func goldenOverview(meta pageMeta) overviewView {
 	}
 	cov := []gate.CoverageCounts{{Dimension: store.CoverageAll, Recorded: 3, Shadowed: 2, Missing: 1, Answered: 2, Judged: 2},
 		{Dimension: store.CoverageLang, Value: "en", Recorded: 2, Shadowed: 2, Answered: 2, Judged: 2}, {Dimension: store.CoverageLang, Value: "ru", Recorded: 1, Missing: 1}}
-	lv, _ := eval.LiveLook(gate.NewDefaultPolicy(), seq, []store.JudgeStat{{Pipeline: "conductor", Judge: "judge-x", Canaries: 3}}, cov, 48)
+	lv, _ := eval.LiveLook(gate.NewDefaultPolicy(), seq, []store.JudgeStat{{Pipeline: "conductor", Judge: "judge-x", Canaries: 3}}, gate.ReviewEvidence{}, cov, 48)
 	live := &eval.LiveSection{AsOf: q.To, Rule: gate.LiveRule, Verdicts: []eval.LiveCandidate{{Candidate: "conductor", Version: "3f9a0b1c2d3e4f50",
 		StartedAt: t0, Through: q.To.Add(-time.Hour), LiveVerdict: lv, Coverage: cov, WindowCoverage: cov}}}
 	v := newOverviewView(meta, q, 3600, ov, []store.SuiteRun{sr}, live)

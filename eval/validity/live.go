@@ -160,7 +160,7 @@ func (m LiveMode) Run(cfg Config, s uint64) Outcome {
 				}
 			}
 		}
-		v, _ := eval.LiveLook(cfg.Policy, look, []store.JudgeStat{judge}, cov, float64(pairs)/float64(day+1))
+		v, _ := eval.LiveLook(cfg.Policy, look, []store.JudgeStat{judge}, gate.ReviewEvidence{}, cov, float64(pairs)/float64(day+1))
 		if v.Verdict != gate.Inconclusive {
 			return Outcome{Verdict: v.Verdict, Cases: pairs, Diff: sum / math.Max(1, float64(pairs))}
 		}
