@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"strconv"
 	"time"
 
@@ -125,29 +124,31 @@ func reviewCmd(load platform.Loader) *cobra.Command {
 				return writeFileWith(out, fn)
 			}
 			var sum eval.ExportSummary
-			// The embedded store has one owner: a running server answers.
-			if !local && cfg.Store.DSN == "" {
-				client := newAPIClient(cfg.Server.Addr, os.Getenv(cfg.Server.APITokenEnv), 10*time.Minute)
+			// The store the flags name (platform.ResolveStore): a running
+			// server that holds it answers; else the folder is opened here.
+			t, err := resolveStore(cmd, cfg)
+			if err != nil {
+				return err
+			}
+			if t.Server {
+				client := serverAPI(cfg, t, 10*time.Minute)
 				var trailer http.Header
-				err := write(func(w io.Writer) error {
+				if err := write(func(w io.Writer) error {
 					var err error
 					trailer, err = client.download(ctx, reviewExportPath+"?"+q.Encode(), w)
 					return err
-				})
-				if err == nil {
-					sum.Pairs, _ = strconv.Atoi(trailer.Get(trailerPairs))
-					sum.Labels, _ = strconv.Atoi(trailer.Get(trailerLabels))
-					sum.Skipped, _ = strconv.Atoi(trailer.Get(trailerSkipped))
-					printExport(cmd.ErrOrStderr(), sum, out)
-					return nil
-				}
-				if !errors.Is(err, platform.ErrNoServer) {
+				}); err != nil {
 					return err
 				}
+				sum.Pairs, _ = strconv.Atoi(trailer.Get(trailerPairs))
+				sum.Labels, _ = strconv.Atoi(trailer.Get(trailerLabels))
+				sum.Skipped, _ = strconv.Atoi(trailer.Get(trailerSkipped))
+				printExport(cmd.ErrOrStderr(), sum, out)
+				return nil
 			}
-			st, _, err := platform.OpenStore(ctx, cfg)
+			st, _, err := platform.OpenExistingStore(ctx, cfg)
 			if err != nil {
-				return err
+				return fmt.Errorf("review export: %w", err)
 			}
 			defer st.Close()
 			rd := store.NewRoles(st).ReviewReader
@@ -172,8 +173,8 @@ func reviewCmd(load platform.Loader) *cobra.Command {
 	export.Flags().StringVar(&out, "out", "", "JSONL file to write (default: stdout)")
 	export.Flags().StringVar(&suiteRun, "suite-run", "", "only the pairs of this suite run")
 	export.Flags().BoolVar(&live, "live", false, "only live traffic's pairs")
-	export.Flags().BoolVar(&local, "local", false, "open the store directly instead of asking a running server")
-	review.AddCommand(export)
+	export.Flags().BoolVar(&local, "local", false, "open the store here instead of asking the running server (refused while a server holds it)")
+	review.AddCommand(platform.WithStore(export, platform.AccessEither))
 	return review
 }
 

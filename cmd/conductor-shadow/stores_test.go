@@ -29,6 +29,7 @@ func TestEveryCommandDeclaresItsStore(t *testing.T) {
 		"conductor-shadow suite run":      platform.AccessEither,
 		"conductor-shadow query":          platform.AccessEither,
 		"conductor-shadow forget":         platform.AccessEither,
+		"conductor-shadow review export":  platform.AccessEither,
 		"conductor-shadow data-flows":     platform.AccessEither,
 		"conductor-shadow shift":          platform.AccessEither,
 		"conductor-shadow set build":      platform.AccessHere,

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -35,6 +36,16 @@ func TestEveryLoadtestCommandDeclaresItsStore(t *testing.T) {
 // new folder it writes rows of source 'generated' with a progress bar on
 // stderr, and measures the pages.
 func TestGenerateOnlyIntoANewFolder(t *testing.T) {
+	if os.Getenv(generateChildEnv) == "" {
+		storetest.RequireEngine(t)
+		cmd := exec.Command(os.Args[0], "-test.run=^TestGenerateOnlyIntoANewFolder$", "-test.count=1", "-test.v")
+		cmd.Env = append(os.Environ(), generateChildEnv+"=1")
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "--- PASS: TestGenerateOnlyIntoANewFolder") {
+			t.Fatalf("in a process of its own: %v\n%s", err, out)
+		}
+		return
+	}
 	dir := t.TempDir()
 	t.Setenv("CONDUCTOR_SHADOW_ADDR", freeAddr(t))
 	used := filepath.Join(dir, "data")

@@ -11,9 +11,19 @@ import (
 	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
+// engine is the real embedded engine the intake tests store into, a
+// database per test (engine.Open).
 var engine *storetest.Engine
 
+// generateChildEnv marks a child process of TestGenerateOnlyIntoANewFolder:
+// generate opens an engine on a folder of its own, and the engine allows one
+// data folder per process, so that test runs without the shared engine.
+const generateChildEnv = "CONDUCTOR_SHADOW_TEST_GENERATE_CHILD"
+
 func TestMain(m *testing.M) {
+	if os.Getenv(generateChildEnv) != "" {
+		os.Exit(m.Run())
+	}
 	engine = storetest.StartEngine()
 	code := m.Run()
 	engine.Close()
