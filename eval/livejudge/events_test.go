@@ -50,7 +50,7 @@ func TestLiveEvaluationEvents(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r := newRig(t, rigOptions{cfg: liveConfig(1, 10), caller: judgetest.Honest(), events: livejudge.NewEvents(lp, capture)}, cand)
+			r := newRig(t, rigOptions{cfg: liveConfig(1, neverBinds), caller: judgetest.Honest(), events: livejudge.NewEvents(lp, capture)}, cand)
 			for _, id := range []string{"r-0", "r-1", "r-2", "r-9"} { // r-9's candidate run fails
 				r.send(id, judgetest.Answer(id, 5))
 			}

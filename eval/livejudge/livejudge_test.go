@@ -16,6 +16,12 @@ import (
 	"github.com/conductor-shadow/conductor-shadow/store"
 )
 
+// neverBinds is a daily budget (USD) that budget pacing never reaches in a
+// test: pacing extrapolates the offered rate to midnight, so a burst of a
+// few dozen pairs in a second projects millions of pairs, and a smaller
+// budget would leave some of them out ("paced") depending on the clock.
+const neverBinds = 1e12
+
 func liveConfig(share, budget float64) livejudge.Config {
 	c := livejudge.NewDefaultConfig()
 	c.Share, c.DailyBudgetUSD, c.Concurrency, c.QueueSize = share, budget, 8, 100_000
@@ -119,7 +125,7 @@ func TestLiveBudgetNeverPassed(t *testing.T) {
 func TestLiveRedeliveryJudgedOnce(t *testing.T) {
 	j := judgetest.Honest()
 	cand := &livePipeline{name: "cand", answer: func(id string) (string, bool) { return judgetest.Answer(id, 6), true }}
-	r := newRig(t, rigOptions{cfg: liveConfig(1, 10), caller: j}, cand)
+	r := newRig(t, rigOptions{cfg: liveConfig(1, neverBinds), caller: j}, cand)
 	r.send("again-1", judgetest.Answer("again-1", 5))
 	r.wait()
 	r.send("again-1", judgetest.Answer("again-1", 5))
@@ -144,7 +150,7 @@ func TestLiveStopLeavesNoHalfJudgment(t *testing.T) {
 	stall := &stallJudge{started: make(chan struct{}, 64)}
 	cand := &livePipeline{name: "cand", answer: func(id string) (string, bool) { return judgetest.Answer(id, 6), true }}
 	blocked := &livePipeline{name: "slow", block: true}
-	cfg := liveConfig(1, 10)
+	cfg := liveConfig(1, neverBinds)
 	cfg.Concurrency = 2
 	r := newRig(t, rigOptions{cfg: cfg, caller: stall}, cand, blocked)
 	for i := range 6 {
@@ -178,7 +184,7 @@ func TestLiveLyingJudges(t *testing.T) {
 		pc    float64
 	}{{"always-A", judgetest.AlwaysA(), 0}, {"always-B", judgetest.AlwaysB(), 0}, {"honest", judgetest.Honest(), 1}} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newRig(t, rigOptions{cfg: liveConfig(1, 10), caller: tc.judge}, &livePipeline{name: "cand", answer: qualityAnswers})
+			r := newRig(t, rigOptions{cfg: liveConfig(1, neverBinds), caller: tc.judge}, &livePipeline{name: "cand", answer: qualityAnswers})
 			for i := range 60 {
 				r.send(fmt.Sprintf("r-%d", i), judgetest.Answer(fmt.Sprintf("r-%d", i), 5))
 			}
