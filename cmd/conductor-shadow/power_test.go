@@ -15,14 +15,7 @@ import (
 // shares are the three verdict kinds summing to 1.
 func TestPowerAndValidityJSON(t *testing.T) {
 	ctx := context.Background()
-	exec := func(args ...string) []byte {
-		t.Helper()
-		var out bytes.Buffer
-		if err := run(ctx, args, &out, io.Discard); err != nil {
-			t.Fatalf("%v: %v", args, err)
-		}
-		return out.Bytes()
-	}
+	exec := func(args ...string) []byte { return runOut(t, ctx, args...) }
 	type quality struct {
 		N      int                    `json:"n"`
 		Target string                 `json:"target"`
@@ -128,4 +121,15 @@ func TestPowerAndValidityJSON(t *testing.T) {
 			t.Errorf("%v: %v, want an error saying %q", bad.args, err, bad.want)
 		}
 	}
+}
+
+// runOut runs the command line args in process and returns its standard
+// output; a failing command fails t.
+func runOut(t *testing.T, ctx context.Context, args ...string) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	if err := run(ctx, args, &out, io.Discard); err != nil {
+		t.Fatalf("%v: %v", args, err)
+	}
+	return out.Bytes()
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -17,14 +16,7 @@ import (
 // the days; bad live flags are refused naming the flag.
 func TestLiveValidityAndPowerCommands(t *testing.T) {
 	ctx := context.Background()
-	exec := func(args ...string) []byte {
-		t.Helper()
-		var out bytes.Buffer
-		if err := run(ctx, args, &out, io.Discard); err != nil {
-			t.Fatalf("%v: %v", args, err)
-		}
-		return out.Bytes()
-	}
+	exec := func(args ...string) []byte { return runOut(t, ctx, args...) }
 	var shares map[string]float64
 	b := exec("validity", "--live", "--effect", "-0.08", "--days", "20", "--per-day", "200", "--judged-share", "0.25",
 		"--p-incumbent", "0.85", "--discordance", "0.2", "--suites", "40", "--seed", "3", "--json")
