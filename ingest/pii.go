@@ -98,7 +98,7 @@ type piiRule struct {
 }
 
 // textCounts are the byte counts the rules' need conditions read.
-type textCounts struct{ digits, upper, dots, colons int }
+type textCounts struct{ digits, upper, dots, colons, dashes int }
 
 func countText(s string) textCounts {
 	var c textCounts
@@ -112,6 +112,8 @@ func countText(s string) textCounts {
 			c.dots++
 		case b == ':':
 			c.colons++
+		case b == '-':
+			c.dashes++
 		}
 	}
 	return c
@@ -126,13 +128,18 @@ var builtinRules = map[string]piiRule{
 		need: func(c textCounts) bool { return c.digits >= 13 }},
 	PIIIP: {name: PIIIP, label: "IP", re: regexp.MustCompile(`\b(?:[0-9]{1,3}\.){3}[0-9]{1,3}\b|(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}`), check: ipValid, hint: ".:",
 		need: func(c textCounts) bool { return c.digits >= 4 && c.dots >= 3 || c.colons >= 2 }},
+	// A US SSN is 9 digits and 2 dashes, a UK NINO 3 capitals and 6 digits, a
+	// Spanish DNI 8 digits and a capital (nationalIDRE).
 	PIINationalID: {name: PIINationalID, label: "NATIONAL_ID", re: nationalIDRE, check: nationalIDValid, hint: digits,
-		need: func(c textCounts) bool { return c.digits >= 6 }},
+		need: func(c textCounts) bool {
+			return c.digits >= 9 && c.dashes >= 2 || c.digits >= 6 && c.upper >= 3 || c.digits >= 8 && c.upper >= 1
+		}},
 	PIIPassport: {name: PIIPassport, label: "PASSPORT", find: findPassports, hint: digits},
 	PIIAddress:  {name: PIIAddress, label: "ADDRESS", find: findAddresses, hint: digits},
 	PIIPerson:   {name: PIIPerson, label: "PERSON", find: findPersons},
+	// phoneValid takes 9 digits at least.
 	PIIPhone: {name: PIIPhone, label: "PHONE", re: regexp.MustCompile(`(?:\+[0-9]{1,3}[ .\-]?(?:\([0-9]{1,4}\)[ .\-]?)?|\([0-9]{1,4}\)[ .\-]?|\b)[0-9]{2,4}(?:[ .\-][0-9]{2,4}){1,5}\b|\+[0-9]{8,15}\b`), check: phoneValid, hint: digits,
-		need: func(c textCounts) bool { return c.digits >= 4 }},
+		need: func(c textCounts) bool { return c.digits >= 9 }},
 }
 
 const digits = "0123456789"

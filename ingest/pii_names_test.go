@@ -247,3 +247,18 @@ func readLines(t *testing.T, path string) []string {
 	}
 	return out
 }
+
+// TestNameTokensEqualThePattern: nameTokens, which tries the name-token
+// pattern at capital letters only, finds what the pattern finds scanning
+// every byte, on the PII corpus and on awkward text (initials, apostrophes,
+// hyphens, non-Latin capitals, words glued to digits).
+func TestNameTokensEqualThePattern(t *testing.T) {
+	texts := append(piiCorpus(t), "J.R.R. Tolkien", "O'Brien and O’Neil", "Jean-Luc Picard", "ÉmileZola Łukasz",
+		"iPhone McDonald A. B", "x9Anna", "ΣΩκράτης Σωκράτης", "", "A", "AB.", "Ä'Bc-De")
+	for _, s := range texts {
+		got, want := nameTokens(s), nameTokenRE.FindAllStringIndex(s, -1)
+		if !slices.EqualFunc(got, want, slices.Equal[[]int]) {
+			t.Errorf("%q: nameTokens %v, pattern %v", s, got, want)
+		}
+	}
+}

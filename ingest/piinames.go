@@ -75,7 +75,34 @@ var loadNames = sync.OnceValue(func() *nameLists {
 
 // nameTokenRE is one capitalized word that can be part of a name ("Smith",
 // "O'Brien", "McDonald", "Jean-Luc", "Łukasz") or an initial ("J.").
-var nameTokenRE = regexp.MustCompile(`(?:\p{Lu}['’])?\p{Lu}\p{Ll}+(?:\p{Lu}\p{Ll}+)?(?:-\p{Lu}\p{Ll}+)?|\p{Lu}\.`)
+var nameTokenRE = regexp.MustCompile(nameTokenPattern)
+
+const nameTokenPattern = `(?:\p{Lu}['’])?\p{Lu}\p{Ll}+(?:\p{Lu}\p{Ll}+)?(?:-\p{Lu}\p{Ll}+)?|\p{Lu}\.`
+
+// nameTokenAtRE is nameTokenRE anchored where it is tried.
+var nameTokenAtRE = regexp.MustCompile(`^(?:` + nameTokenPattern + `)`)
+
+// nameTokens returns what nameTokenRE.FindAllStringIndex(s, -1) returns,
+// trying the pattern only at capital letters, where every match of it
+// starts (the pattern looks at nothing before its match), instead of at
+// every byte of s.
+func nameTokens(s string) [][]int {
+	var out [][]int
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if !unicode.IsUpper(r) {
+			i += n
+			continue
+		}
+		if m := nameTokenAtRE.FindStringIndex(s[i:]); m != nil {
+			out = append(out, []int{i + m[0], i + m[1]})
+			i += m[1]
+			continue
+		}
+		i += n
+	}
+	return out
+}
 
 // nameStop are capitalized words never taken as part of a name: months, days,
 // function words that start sentences, places and organisations' heads.
@@ -153,7 +180,7 @@ func findPersons(s string) [][2]int {
 	}
 	names := loadNames()
 	var spans [][2]int
-	toks := nameTokenRE.FindAllStringIndex(s, -1)
+	toks := nameTokens(s)
 	for i := 0; i < len(toks); {
 		// A group: tokens separated by one space (or none after an initial's dot).
 		group := []nameToken{tokenAt(s, toks[i])}
@@ -371,6 +398,9 @@ var passportRE = regexp.MustCompile(`(?i:passport|pasaporte|passeport|reisepass|
 
 // findPassports returns the spans of the numbers (not the cue words).
 func findPassports(s string) [][2]int {
+	if !containsFoldASCII(s, "pas") { // every cue word of passportRE holds it
+		return nil
+	}
 	var spans [][2]int
 	for _, m := range passportRE.FindAllStringSubmatchIndex(s, -1) {
 		if strings.ContainsAny(s[m[2]:m[3]], digits) {
@@ -378,6 +408,21 @@ func findPassports(s string) [][2]int {
 		}
 	}
 	return spans
+}
+
+// containsFoldASCII reports whether s holds lower (ASCII lower-case letters)
+// in any case.
+func containsFoldASCII(s, lower string) bool {
+	for i := 0; i+len(lower) <= len(s); i++ {
+		j := 0
+		for j < len(lower) && s[i+j]|0x20 == lower[j] {
+			j++
+		}
+		if j == len(lower) {
+			return true
+		}
+	}
+	return false
 }
 
 // nationalIDRE finds the shapes of national ids with a check: US Social

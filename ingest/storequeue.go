@@ -315,24 +315,53 @@ func (q *StoreQueue) noteCommit(err error) {
 // commitLoop groups handed-over copies and commits them until the intake closes.
 func (q *StoreQueue) commitLoop() {
 	batch := make([]*acceptOp, 0, q.cfg.AcceptBatch)
+	var last time.Duration // how long the last commit took
 	for op := range q.intake {
-		batch = append(batch[:0], op)
-		linger := time.NewTimer(q.cfg.AcceptLinger)
-	fill:
-		for len(batch) < q.cfg.AcceptBatch {
-			select {
-			case more, ok := <-q.intake:
-				if !ok {
-					break fill
-				}
-				batch = append(batch, more)
-			case <-linger.C:
-				break fill
-			}
-		}
-		linger.Stop()
+		quiet, most := groupWaits(q.cfg, last)
+		batch = q.gather(append(batch[:0], op), quiet, most)
+		start := time.Now()
 		q.commit(batch)
+		last = time.Since(start)
 	}
+}
+
+// groupWaits paces group commits by the engine: a group closes once no copy
+// came for quiet (accept_linger, or a quarter of the last commit's time if
+// longer) or most passed since its first copy (the last commit's time, at
+// least accept_linger, at most accept_timeout / 8 so a POST /v1/tap caller
+// is still answered well within accept_timeout). Every commit costs the
+// engine a new part per table whatever its size: a group closed at its first
+// copy's accept_linger would, with many POST /v1/tap callers each waiting
+// for its answer, commit the few that came back while the last commit
+// answered the others, one commit of a handful for each full one; waiting
+// costs a copy at most one commit's time and saves a commit.
+func groupWaits(cfg Config, last time.Duration) (quiet, most time.Duration) {
+	most = min(max(last, cfg.AcceptLinger), cfg.AcceptTimeout/8)
+	return min(max(last/4, cfg.AcceptLinger), most), most
+}
+
+// gather adds to batch the copies handed over until none came for quiet,
+// most passed, or batch holds accept_batch copies.
+func (q *StoreQueue) gather(batch []*acceptOp, quiet, most time.Duration) []*acceptOp {
+	deadline := time.NewTimer(most)
+	defer deadline.Stop()
+	gap := time.NewTimer(quiet)
+	defer gap.Stop()
+	for len(batch) < q.cfg.AcceptBatch {
+		select {
+		case more, ok := <-q.intake:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, more)
+			gap.Reset(quiet)
+		case <-gap.C:
+			return batch
+		case <-deadline.C:
+			return batch
+		}
+	}
+	return batch
 }
 
 // commitTimeout bounds one group commit: 4 × accept_timeout. A caller of

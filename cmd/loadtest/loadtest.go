@@ -177,6 +177,9 @@ A role round whose direct path shows a saturated machine gets no verdict.`,
 	f.StringVar(&opts.CPUProfile, "cpuprofile", "", "write a CPU profile of the run to this file")
 	f.BoolVar(&opts.RealStore, "real-store", false, "tap throughput into a new store (--data NEW_FOLDER, or an empty ClickHouse database) instead of memory")
 	f.BoolVar(&opts.DefaultData, defaultDataFlag, false, "with --real-store and no --data, fill the configured data folder (default ./data); it must be new or empty")
+	f.StringSliceVar(&opts.Intake, "intake", opts.Intake, "intake paths of the --real-store run: queue, batch, single")
+	f.IntVar(&opts.Senders, "senders", opts.Senders, "HTTP clients posting at once on the batch and single intake paths")
+	f.IntVar(&opts.BatchItems, "batch-items", opts.BatchItems, "exchanges per POST /v1/tap/batch")
 	// The servers of the role run and of durability keep their stores in
 	// folders of their own; --real-store fills a new folder only.
 	cmd.AddCommand(platform.WithStore(bareProxyCmd(), platform.AccessNone))

@@ -18,6 +18,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/conductor-shadow/conductor-shadow/ingest"
+	"github.com/conductor-shadow/conductor-shadow/ingest/segment"
 	"github.com/conductor-shadow/conductor-shadow/shadow"
 	"github.com/conductor-shadow/conductor-shadow/store"
 )
@@ -105,6 +106,11 @@ func runIntake(ctx context.Context, st store.Store, wcfg store.WriterConfig, o i
 	if err != nil {
 		return res, err
 	}
+	// The language detector loads its models once per process (about 0.4 CPU
+	// s, at a server's start): before the measurement, not in it.
+	seg := segment.New(nil)
+	seg.Of("warm up the language detector")
+	sq.UseSegmenter(seg)
 	if err := sq.Start(ctx); err != nil {
 		return res, err
 	}
