@@ -22,9 +22,11 @@ type Config struct {
 	AcceptTimeout time.Duration `yaml:"accept_timeout"`
 	// AcceptBatch is the most copies one store commit of the tap writes at once.
 	AcceptBatch int `yaml:"accept_batch"`
-	// AcceptLinger is how long the first copy of a store commit waits for others
-	// to join it; the price of durability on each 202, in exchange for fewer,
-	// larger INSERTs.
+	// AcceptLinger is the quiet gap that closes a store commit's group: no copy
+	// came for this long (or for a quarter of the last commit's time, if
+	// longer; the group waits at most the last commit's time, within
+	// accept_timeout / 8). The price of durability on each 202, in exchange
+	// for fewer, larger INSERTs.
 	AcceptLinger time.Duration `yaml:"accept_linger"`
 	// Workers is how many exchanges are shadowed at once.
 	Workers int `yaml:"workers" env:"WORKERS"`

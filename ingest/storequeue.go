@@ -380,25 +380,43 @@ func (q *StoreQueue) commit(ops []*acceptOp) {
 		}
 		op.done(err)
 	}
-	// Drop repeated ids within the group, then ids already stored.
+	// A repeated id within the group is answered as its first copy is
+	// (duplicate once that is stored, the same error if it is refused): never
+	// "duplicate" for a copy the store may yet refuse.
 	ids := make([]string, 0, len(ops))
 	first := make(map[string]*acceptOp, len(ops))
-	var keep []*acceptOp
+	var keep, repeats []*acceptOp
 	for _, op := range ops {
 		id := op.ex.RequestID
 		if _, dup := first[id]; dup {
-			answer(op, ErrDuplicate)
+			repeats = append(repeats, op)
 			continue
 		}
 		first[id] = op
 		ids = append(ids, id)
 		keep = append(keep, op)
 	}
+	var failed error              // the group's commit error
+	refused := map[string]error{} // first copies answered alone: stored before, or not encodable
+	defer func() {
+		for _, op := range repeats {
+			err, alone := refused[op.ex.RequestID]
+			switch {
+			case alone && !errors.Is(err, ErrDuplicate):
+				answer(op, err)
+			case !alone && failed != nil:
+				answer(op, failed)
+			default:
+				answer(op, ErrDuplicate)
+			}
+		}
+	}()
 	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout(q.cfg))
 	defer cancel()
 	stored, err := q.st.StoredRequests(ctx, ids)
 	if err != nil {
-		q.fail(keep, fmt.Errorf("%w: dedup lookup: %w", ErrStoreUnavailable, err))
+		failed = fmt.Errorf("%w: dedup lookup: %w", ErrStoreUnavailable, err)
+		q.fail(keep, failed)
 		return
 	}
 	storedSet := make(map[string]bool, len(stored))
@@ -409,11 +427,14 @@ func (q *StoreQueue) commit(ops []*acceptOp) {
 	var ok []*acceptOp
 	for _, op := range keep {
 		if storedSet[op.ex.RequestID] {
+			refused[op.ex.RequestID] = ErrDuplicate
 			answer(op, ErrDuplicate)
 			continue
 		}
 		if op.err != nil {
-			answer(op, fmt.Errorf("ingest: encode request %s: %w", op.ex.RequestID, op.err))
+			err := fmt.Errorf("ingest: encode request %s: %w", op.ex.RequestID, op.err)
+			refused[op.ex.RequestID] = err
+			answer(op, err)
 			continue
 		}
 		q.stats.unpriced(op.unpriced)
@@ -443,7 +464,8 @@ func (q *StoreQueue) commit(ops []*acceptOp) {
 		werr = q.st.InsertRequests(ctx, b.Requests)
 	}
 	if werr != nil {
-		q.fail(ok, fmt.Errorf("%w: %w", ErrStoreUnavailable, werr))
+		failed = fmt.Errorf("%w: %w", ErrStoreUnavailable, werr)
+		q.fail(ok, failed)
 		return
 	}
 	q.noteCommit(nil)

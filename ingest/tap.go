@@ -23,11 +23,14 @@ import (
 // shadow side: a full queue or a store that cannot be written refuses the copy
 // with 503 (counted and logged) at once or within accept_timeout.
 type Tap struct {
-	cfg     Config
-	queue   Queue
-	stats   *Stats
-	seen    *lru.Cache[string, struct{}] // recent request ids, for idempotency; nil when DedupWindow is 0
-	pii     *Pseudonymizer               // nil when PII.Enabled is false
+	cfg   Config
+	queue Queue
+	stats *Stats
+	// seen holds recent request ids, for idempotency: true once the copy was
+	// taken (durable on a DurableQueue), false while its outcome is pending.
+	// nil when DedupWindow is 0.
+	seen    *lru.Cache[string, bool]
+	pii     *Pseudonymizer // nil when PII.Enabled is false
 	sampler *Sampler
 	secret  []byte // the PII secret: keys pseudonyms and subject hashes
 	loss    *lossLog
@@ -108,7 +111,7 @@ func NewTap(cfg Config, q Queue, stats *Stats, opts ...TapOption) (*Tap, error) 
 		t.pii = p
 	}
 	if cfg.DedupWindow > 0 {
-		seen, err := lru.New[string, struct{}](cfg.DedupWindow)
+		seen, err := lru.New[string, bool](cfg.DedupWindow)
 		if err != nil {
 			return nil, fmt.Errorf("ingest: dedup window: %w", err)
 		}
@@ -265,7 +268,15 @@ func (t *Tap) begin(ctx context.Context, ex Exchange, wait bool) offerState {
 		return answered(http.StatusOK, TapResponse{Status: "unsampled", RequestID: ex.RequestID, Reason: reason})
 	}
 	if t.seen != nil {
-		if found, _ := t.seen.ContainsOrAdd(ex.RequestID, struct{}{}); found {
+		if taken, found, _ := t.seen.PeekOrAdd(ex.RequestID, false); found {
+			if !taken {
+				// The first copy is not stored yet, and may never be: a
+				// "duplicate" now would be a 200 for a copy the store may
+				// refuse (its sender, answered accept_timeout, sent it again).
+				t.stats.drop(ReasonInFlight)
+				return answered(http.StatusServiceUnavailable, TapResponse{Status: "dropped", RequestID: ex.RequestID, Reason: ReasonInFlight,
+					Error: publicDropError(ReasonInFlight)})
+			}
 			t.stats.duplicates.Add(1)
 			return answered(http.StatusOK, TapResponse{Status: "duplicate", RequestID: ex.RequestID})
 		}
@@ -349,15 +360,20 @@ const (
 	ReasonStoreUnavailable = "store_unavailable"
 	ReasonKafkaUnavailable = "kafka_unavailable"
 	ReasonAcceptTimeout    = "accept_timeout"
+	// ReasonInFlight: a copy of the same request id was taken and its
+	// outcome is not known yet (not stored yet on a DurableQueue).
+	ReasonInFlight = "in_flight"
 )
 
 // settle counts the outcome of one hand-over and renders the answer.
 func (t *Tap) settle(id string, err error) (int, TapResponse) {
 	switch {
 	case err == nil:
+		t.noteTaken(id)
 		t.stats.accepted.Add(1)
 		return http.StatusAccepted, TapResponse{Status: "queued", RequestID: id}
 	case errors.Is(err, ErrDuplicate):
+		t.noteTaken(id)
 		t.stats.duplicates.Add(1)
 		return http.StatusOK, TapResponse{Status: "duplicate", RequestID: id}
 	}
@@ -372,6 +388,13 @@ func (t *Tap) settle(id string, err error) (int, TapResponse) {
 	t.stats.drop(reason)
 	t.loss.log("tap: copy dropped", reason, err, 1)
 	return http.StatusServiceUnavailable, TapResponse{Status: "dropped", RequestID: id, Reason: reason, Error: publicDropError(reason)}
+}
+
+// noteTaken marks id as taken: a copy of it sent again is a duplicate.
+func (t *Tap) noteTaken(id string) {
+	if t.seen != nil {
+		t.seen.Add(id, true)
+	}
 }
 
 // dropReason names why a queue did not take a copy.
@@ -396,6 +419,8 @@ func publicDropError(reason string) string {
 		return "queue_full: the shadow queue is full; sending the copy again later is safe"
 	case ReasonShuttingDown:
 		return "shutting_down: the server is stopping; sending the copy again is safe"
+	case ReasonInFlight:
+		return "in_flight: a copy with this request_id is still being stored; sending it again later is safe (answered duplicate once stored)"
 	case ReasonKafkaUnavailable:
 		return "kafka_unavailable: publish failed (see server log)"
 	default:
