@@ -321,8 +321,9 @@ func (p *Pseudonymizer) Text(app, s string, fired map[string]int) string {
 	if s == "" {
 		return s
 	}
-	counted := ""
+	counted, tokenized := "", ""
 	var counts textCounts
+	var tokens [][]int
 	for _, r := range p.rules {
 		if r.hint != "" && !strings.ContainsAny(s, r.hint) {
 			continue
@@ -335,13 +336,20 @@ func (p *Pseudonymizer) Text(app, s string, fired map[string]int) string {
 				continue
 			}
 		}
-		s = p.apply(app, r, s, fired)
+		if tokenized != s { // found again after a rule changed the text
+			tokenized, tokens = s, nil
+			if strings.IndexByte(s, '<') >= 0 {
+				tokens = tokenRE.FindAllStringIndex(s, -1)
+			}
+		}
+		s = p.apply(app, r, s, tokens, fired)
 	}
 	return s
 }
 
-// apply replaces what rule r finds in s, outside the pseudonyms s holds.
-func (p *Pseudonymizer) apply(app string, r piiRule, s string, fired map[string]int) string {
+// apply replaces what rule r finds in s, outside the pseudonyms s holds
+// (tokens: where tokenRE finds them in s).
+func (p *Pseudonymizer) apply(app string, r piiRule, s string, tokens [][]int, fired map[string]int) string {
 	var b strings.Builder
 	last, changed := 0, false
 	segment := func(from, to int) {
@@ -355,12 +363,10 @@ func (p *Pseudonymizer) apply(app string, r piiRule, s string, fired map[string]
 		}
 		b.WriteString(seg[at:])
 	}
-	if strings.IndexByte(s, '<') >= 0 {
-		for _, t := range tokenRE.FindAllStringIndex(s, -1) {
-			segment(last, t[0])
-			b.WriteString(s[t[0]:t[1]])
-			last = t[1]
-		}
+	for _, t := range tokens {
+		segment(last, t[0])
+		b.WriteString(s[t[0]:t[1]])
+		last = t[1]
 	}
 	segment(last, len(s))
 	if !changed {

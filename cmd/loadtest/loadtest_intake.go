@@ -250,6 +250,10 @@ func countStored(ctx context.Context, st store.Store, run string, n int) (int64,
 	return stored, nil
 }
 
+// resendPause is how long a sender waits before sending again the copies
+// answered 503.
+const resendPause = 20 * time.Millisecond
+
 // postIntake posts the run's copies to the tap's HTTP routes on a loopback
 // listener: o.Senders clients at once (for batches, at most queueSize /
 // o.BatchSize), each exchange in a POST /v1/tap/batch of o.BatchSize or a POST
@@ -304,7 +308,9 @@ func postIntake(ctx context.Context, tap *ingest.Tap, queueSize int, run string,
 						return
 					}
 					if len(again) > 0 {
-						time.Sleep(time.Millisecond)
+						// Refused (queue full, not confirmed in time, still being
+						// stored): sent again after a pause, as a client does.
+						time.Sleep(resendPause)
 					}
 					items = again
 				}

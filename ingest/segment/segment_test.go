@@ -2,6 +2,9 @@ package segment
 
 import (
 	"math"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -86,5 +89,30 @@ func TestLoadVocabularyErrors(t *testing.T) {
 	}
 	if v.Len() == 0 || v.Novelty("What is two plus two?") != 0 {
 		t.Errorf("vocabulary of small_set: %d words, novelty %v", v.Len(), v.Novelty("What is two plus two?"))
+	}
+}
+
+// TestEndsLikeCodeIsTheCodeEndingPattern: endsLikeCode answers what the
+// codeEnding pattern answers, on every line of the package's test data and
+// on the edge forms (space after the symbol, ") :", a lone ':', "=>").
+func TestEndsLikeCodeIsTheCodeEndingPattern(t *testing.T) {
+	lines := []string{"", " ", "x;", "x; ", "x;\t\r\n", "{", "}", "f() :", "f():", "f() \t: ", "a:", ":", ") :", "x =>", "x=>  ",
+		"=", ">", "x >", "a;b", "if (x) {  ", "Note: see", "def f(x):", "obj): ", "ends with ；", "x;\u00a0", "x )\u00a0:"}
+	files, err := filepath.Glob(filepath.Join("testdata", "*"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("test data: %v, %d files", err, len(files))
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, strings.Split(string(b), "\n")...)
+		lines = append(lines, strings.Split(strings.ReplaceAll(string(b), `\n`, "\n"), "\n")...)
+	}
+	for _, l := range lines {
+		if got, want := endsLikeCode(l), codeEnding.MatchString(l); got != want {
+			t.Errorf("%q: endsLikeCode %v, pattern %v", l, got, want)
+		}
 	}
 }

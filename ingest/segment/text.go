@@ -10,8 +10,30 @@ import (
 // languages of chat traffic (C family, Python, JS/TS, Go, Java, SQL, R, HTML).
 var codeLine = regexp.MustCompile(`^\s*(#include\b|#define\b|#!|import\s|from\s+\S+\s+import\b|def\s|class\s|public\s|private\s|protected\s|static\s|return\b|using\s|package\s|func\s|var\s|let\s|const\s|function\b|for\s*\(|if\s*\(|while\s*\(|switch\s*\(|\}|\{|//|/\*|\*/|<[a-zA-Z/!][^>]*>|(?i:select|insert|update|delete|create|declare)\s.*(?i:from|into|set|table|@)|[A-Za-z_][\w.\[\]"']*\s*(=|\+=|-=|<-|:=)\s*\S)`)
 
-// codeEnding matches a line that ends like a statement or block of code.
+// codeEnding matches a line that ends like a statement or block of code
+// (endsLikeCode is what it matches, without trying every byte of the line).
 var codeEnding = regexp.MustCompile(`(;|\{|\}|\)\s*:|=>)\s*$`)
+
+// reSpace is what \s matches in codeEnding (RE2's Perl class).
+const reSpace = " \t\n\f\r"
+
+// endsLikeCode reports what codeEnding.MatchString reports: after trailing
+// space, a ';', '{', '}', "=>", or a ':' after a ')' and space.
+func endsLikeCode(t string) bool {
+	u := strings.TrimRight(t, reSpace)
+	if u == "" {
+		return false
+	}
+	switch u[len(u)-1] {
+	case ';', '{', '}':
+		return true
+	case '>':
+		return strings.HasSuffix(u, "=>")
+	case ':':
+		return strings.HasSuffix(strings.TrimRight(u[:len(u)-1], reSpace), ")")
+	}
+	return false
+}
 
 // symbolDense reports a line with at least one code symbol per ten letters
 // (and at least two): prose rarely has that many brackets, '=', ';' or '_'.
@@ -34,7 +56,7 @@ func isCodeLine(line string) bool {
 	if t == "" {
 		return false
 	}
-	return codeLine.MatchString(line) || codeEnding.MatchString(t) || symbolDense(t)
+	return codeLine.MatchString(line) || endsLikeCode(t) || symbolDense(t)
 }
 
 // prose returns text without fenced blocks and code lines; the non-Latin
@@ -127,7 +149,7 @@ func HasCode(text string) bool {
 		if isTableRow(t) {
 			continue
 		}
-		if codeLine.MatchString(ln) || codeEnding.MatchString(t) {
+		if codeLine.MatchString(ln) || endsLikeCode(t) {
 			if n++; n >= 3 {
 				return true
 			}
