@@ -54,8 +54,10 @@ func publishAndWait(ctx context.Context, publish func(Exchange, func(error)) err
 //
 // PublishDurable reserves one of Config.QueueSize slots (a slot is held until the
 // exchange's candidates ran: ErrQueueFull when none is free) and hands the copy to
-// a group-commit loop that, every Config.AcceptLinger or Config.AcceptBatch copies,
-// drops the ids already stored (ErrDuplicate: the dedup survives restarts), then
+// a group-commit loop that, for each group (at most Config.AcceptBatch copies,
+// closed by a quiet gap of Config.AcceptLinger or paced by the last commit:
+// groupWaits), drops the ids already stored (ErrDuplicate: the dedup survives
+// restarts; a repeat within the group is answered as its first copy), then
 // writes one 'pending' store.Work row per candidate version, the incumbent run and
 // its step, and last the request row with its segments (the commit point that
 // dedup reads; written once: the workers are told the records are stored), and
