@@ -25,8 +25,8 @@ type Tap struct {
 	cfg     Config
 	queue   Queue
 	stats   *Stats
-	seen    *dedup // recent request ids and the copies still being committed, for idempotency; nil when DedupWindow is 0
-	pii     *Pseudonymizer               // nil when PII.Enabled is false
+	seen    *dedup         // recent request ids and the copies still being committed, for idempotency; nil when DedupWindow is 0
+	pii     *Pseudonymizer // nil when PII.Enabled is false
 	sampler *Sampler
 	secret  []byte // the PII secret: keys pseudonyms and subject hashes
 	loss    *lossLog
@@ -240,7 +240,7 @@ type offerState struct {
 	code    int
 	resp    TapResponse
 	res     chan error
-	wait    *pendingCopy // a copy sent again while the first one with its id is committed
+	wait    *pendingCopy   // a copy sent again while the first one with its id is committed
 	offered *offeredLabels // counted once answered (POST /v1/tap); nil: not counted here
 }
 
