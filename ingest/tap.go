@@ -297,10 +297,13 @@ func (t *Tap) begin(ctx context.Context, ex Exchange, wait bool) offerState {
 	}
 	if !wait {
 		// No one sends a mirrored copy again: one the queue does not take is
-		// recorded, not shadowed.
+		// recorded, not shadowed; one refused for its size (Kafka) as metadata.
 		lost := func(err error) {
-			if code, resp := t.settle(id, err); code >= http.StatusInternalServerError {
+			switch code, resp := t.settle(id, err); {
+			case code >= http.StatusInternalServerError:
 				t.record(ex, resp.Reason, false)
+			case code == http.StatusRequestEntityTooLarge:
+				t.record(metadataOnly(ex, BodyTooLarge), resp.Reason, false)
 			}
 		}
 		if err := dq.PublishDurable(ex, lost); err != nil {
