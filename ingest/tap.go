@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/conductor-shadow/conductor-shadow/store"
 )
@@ -23,13 +22,10 @@ import (
 // shadow side: a full queue or a store that cannot be written refuses the copy
 // with 503 (counted and logged) at once or within accept_timeout.
 type Tap struct {
-	cfg   Config
-	queue Queue
-	stats *Stats
-	// seen holds recent request ids, for idempotency: true once the copy was
-	// taken (durable on a DurableQueue), false while its outcome is pending.
-	// nil when DedupWindow is 0.
-	seen    *lru.Cache[string, bool]
+	cfg     Config
+	queue   Queue
+	stats   *Stats
+	seen    *dedup         // recent request ids and the copies still being committed, for idempotency; nil when DedupWindow is 0
 	pii     *Pseudonymizer // nil when PII.Enabled is false
 	sampler *Sampler
 	secret  []byte // the PII secret: keys pseudonyms and subject hashes
@@ -111,7 +107,7 @@ func NewTap(cfg Config, q Queue, stats *Stats, opts ...TapOption) (*Tap, error) 
 		t.pii = p
 	}
 	if cfg.DedupWindow > 0 {
-		seen, err := lru.New[string, bool](cfg.DedupWindow)
+		seen, err := newDedup(cfg.DedupWindow)
 		if err != nil {
 			return nil, fmt.Errorf("ingest: dedup window: %w", err)
 		}
@@ -244,6 +240,7 @@ type offerState struct {
 	code    int
 	resp    TapResponse
 	res     chan error
+	wait    *pendingCopy   // a copy sent again while the first one with its id is committed
 	offered *offeredLabels // counted once answered (POST /v1/tap); nil: not counted here
 }
 
@@ -267,19 +264,12 @@ func (t *Tap) begin(ctx context.Context, ex Exchange, wait bool) offerState {
 		t.record(ex, reason, true)
 		return answered(http.StatusOK, TapResponse{Status: "unsampled", RequestID: ex.RequestID, Reason: reason})
 	}
-	if t.seen != nil {
-		if taken, found, _ := t.seen.PeekOrAdd(ex.RequestID, false); found {
-			if !taken {
-				// The first copy is not stored yet, and may never be: a
-				// "duplicate" now would be a 200 for a copy the store may
-				// refuse (its sender, answered accept_timeout, sent it again).
-				t.stats.drop(ReasonInFlight)
-				return answered(http.StatusServiceUnavailable, TapResponse{Status: "dropped", RequestID: ex.RequestID, Reason: ReasonInFlight,
-					Error: publicDropError(ReasonInFlight)})
-			}
-			t.stats.duplicates.Add(1)
-			return answered(http.StatusOK, TapResponse{Status: "duplicate", RequestID: ex.RequestID})
+	if first, wait := t.seen.claim(ex.RequestID); !first {
+		if wait != nil { // the first copy's commit still runs: its outcome answers this one
+			return offerState{id: ex.RequestID, wait: wait}
 		}
+		t.stats.duplicates.Add(1)
+		return answered(http.StatusOK, TapResponse{Status: "duplicate", RequestID: ex.RequestID})
 	}
 	ex.StoreOnly = ""
 	if !t.cfg.ShadowIncumbentErrors && ex.incumbentNot2xx() {
@@ -287,9 +277,7 @@ func (t *Tap) begin(ctx context.Context, ex Exchange, wait bool) offerState {
 		// run is taken from the per-minute cap either.
 		ex.StoreOnly = SkipIncumbentNotOK
 	} else if ok, reason := t.sampler.Admit(); !ok {
-		if t.seen != nil {
-			t.seen.Remove(ex.RequestID)
-		}
+		t.seen.settle(ex.RequestID, errNotTaken)
 		t.stats.unsample(reason)
 		t.record(ex, reason, true)
 		return answered(http.StatusOK, TapResponse{Status: "unsampled", RequestID: ex.RequestID, Reason: reason})
@@ -309,10 +297,13 @@ func (t *Tap) begin(ctx context.Context, ex Exchange, wait bool) offerState {
 	}
 	if !wait {
 		// No one sends a mirrored copy again: one the queue does not take is
-		// recorded, not shadowed.
+		// recorded, not shadowed; one refused for its size (Kafka) as metadata.
 		lost := func(err error) {
-			if code, resp := t.settle(id, err); code >= http.StatusInternalServerError {
+			switch code, resp := t.settle(id, err); {
+			case code >= http.StatusInternalServerError:
 				t.record(ex, resp.Reason, false)
+			case code == http.StatusRequestEntityTooLarge:
+				t.record(metadataOnly(ex, BodyTooLarge), resp.Reason, false)
 			}
 		}
 		if err := dq.PublishDurable(ex, lost); err != nil {
@@ -335,6 +326,9 @@ func (t *Tap) finish(ctx context.Context, p offerState) (code int, resp TapRespo
 	defer func() { t.countOffered(p.offered, code, resp) }()
 	if p.settled {
 		return p.code, p.resp
+	}
+	if p.wait != nil {
+		return t.awaitFirst(ctx, p)
 	}
 	select {
 	case err := <-p.res:
@@ -360,25 +354,52 @@ const (
 	ReasonStoreUnavailable = "store_unavailable"
 	ReasonKafkaUnavailable = "kafka_unavailable"
 	ReasonAcceptTimeout    = "accept_timeout"
-	// ReasonInFlight: a copy of the same request id was taken and its
-	// outcome is not known yet (not stored yet on a DurableQueue).
-	ReasonInFlight = "in_flight"
 )
 
-// settle counts the outcome of one hand-over and renders the answer.
+// awaitFirst answers a copy sent again while the first copy with its request
+// id is still being committed: "duplicate" once the first is durable; 503 when
+// it failed (then forgotten: sending again gets through) or is still not
+// confirmed when ctx ends. The first copy's outcome is counted once, with it.
+func (t *Tap) awaitFirst(ctx context.Context, p offerState) (int, TapResponse) {
+	select {
+	case <-p.wait.done:
+	case <-ctx.Done():
+		return http.StatusServiceUnavailable, TapResponse{Status: "dropped", RequestID: p.id, Reason: ReasonAcceptTimeout,
+			Error: fmt.Sprintf("a copy with this request id is still being committed after %s; sending it again is safe", t.cfg.AcceptTimeout)}
+	}
+	switch err := p.wait.err; {
+	case err == nil || errors.Is(err, ErrDuplicate):
+		t.stats.duplicates.Add(1)
+		return http.StatusOK, TapResponse{Status: "duplicate", RequestID: p.id}
+	case errors.Is(err, ErrCopyTooLarge):
+		return http.StatusRequestEntityTooLarge, TapResponse{Status: "rejected", RequestID: p.id, Reason: ReasonTooLarge, Error: err.Error()}
+	case errors.Is(err, errNotTaken):
+		return http.StatusServiceUnavailable, TapResponse{Status: "dropped", RequestID: p.id, Reason: ReasonAcceptTimeout,
+			Error: "a copy with this request id was being decided; sending it again is safe"}
+	default:
+		reason := dropReason(err)
+		return http.StatusServiceUnavailable, TapResponse{Status: "dropped", RequestID: p.id, Reason: reason, Error: publicDropError(reason)}
+	}
+}
+
+// settle counts the outcome of one hand-over, renders the answer and then
+// ends the copy's pending state in the dedup (forgetting it when it was not
+// taken), so a copy sent again meanwhile is answered by this outcome.
 func (t *Tap) settle(id string, err error) (int, TapResponse) {
+	code, resp := t.outcome(id, err)
+	t.seen.settle(id, err)
+	return code, resp
+}
+
+// outcome counts the outcome of one hand-over and renders the answer.
+func (t *Tap) outcome(id string, err error) (int, TapResponse) {
 	switch {
 	case err == nil:
-		t.noteTaken(id)
 		t.stats.accepted.Add(1)
 		return http.StatusAccepted, TapResponse{Status: "queued", RequestID: id}
 	case errors.Is(err, ErrDuplicate):
-		t.noteTaken(id)
 		t.stats.duplicates.Add(1)
 		return http.StatusOK, TapResponse{Status: "duplicate", RequestID: id}
-	}
-	if t.seen != nil {
-		t.seen.Remove(id) // not taken: a retry must get through
 	}
 	if errors.Is(err, ErrCopyTooLarge) { // refused for its size by the queue (Kafka), logged there with the request id
 		t.stats.reject(ReasonTooLarge)
@@ -388,13 +409,6 @@ func (t *Tap) settle(id string, err error) (int, TapResponse) {
 	t.stats.drop(reason)
 	t.loss.log("tap: copy dropped", reason, err, 1)
 	return http.StatusServiceUnavailable, TapResponse{Status: "dropped", RequestID: id, Reason: reason, Error: publicDropError(reason)}
-}
-
-// noteTaken marks id as taken: a copy of it sent again is a duplicate.
-func (t *Tap) noteTaken(id string) {
-	if t.seen != nil {
-		t.seen.Add(id, true)
-	}
 }
 
 // dropReason names why a queue did not take a copy.
@@ -419,8 +433,6 @@ func publicDropError(reason string) string {
 		return "queue_full: the shadow queue is full; sending the copy again later is safe"
 	case ReasonShuttingDown:
 		return "shutting_down: the server is stopping; sending the copy again is safe"
-	case ReasonInFlight:
-		return "in_flight: a copy with this request_id is still being stored; sending it again later is safe (answered duplicate once stored)"
 	case ReasonKafkaUnavailable:
 		return "kafka_unavailable: publish failed (see server log)"
 	default:
