@@ -187,7 +187,10 @@ func runIntake(ctx context.Context, st store.Store, wcfg store.WriterConfig, o i
 		}
 		res.AcceptedIn = time.Since(start)
 	} else {
-		res.AcceptedIn = time.Unix(0, lastAccept.Load()).Sub(start)
+		res.AcceptedIn = time.Since(start) // no copy answered 202 or duplicate
+		if last := lastAccept.Load(); last != 0 {
+			res.AcceptedIn = time.Unix(0, last).Sub(start)
+		}
 	}
 	for drainCtx.Err() == nil {
 		snap := stats.Snapshot(0)
@@ -359,6 +362,8 @@ func postItems(ctx context.Context, client *http.Client, route string, batch boo
 		code := http.StatusAccepted
 		switch r.Status {
 		case "queued":
+		case "duplicate": // stored by an earlier post of it (answered 503 while its commit went on)
+			code = http.StatusOK
 		case "dropped":
 			code = http.StatusServiceUnavailable
 		default:
