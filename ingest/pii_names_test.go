@@ -262,3 +262,19 @@ func TestNameTokensEqualThePattern(t *testing.T) {
 		}
 	}
 }
+
+// TestAddressNeedIsASubstringTest: an address shape's need check (by first
+// byte) answers what testing every need word as a substring answers, on the
+// PII corpus lower-cased.
+func TestAddressNeedIsASubstringTest(t *testing.T) {
+	texts := append(piiCorpus(t), "", "st", "12 rue de la paix", "c/ mayor 5", "hauptstraße 5", "x", "pº de gracia 3")
+	for _, s := range texts {
+		lower := strings.ToLower(s)
+		for i, a := range addressREs {
+			want := slices.ContainsFunc(a.need, func(w string) bool { return strings.Contains(lower, w) })
+			if got := a.holdsNeed(lower); got != want {
+				t.Errorf("shape %d on %q: holdsNeed %v, substring test %v", i, lower, got, want)
+			}
+		}
+	}
+}

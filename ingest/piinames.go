@@ -336,11 +336,11 @@ var addressREs = func() []addressShape {
 		return out
 	}
 	return []addressShape{
-		{words(en), regexp.MustCompile(`\b\d{1,5}[A-Za-z]?(?:-\d{1,5})?,?\s+(?:(?:[NSEW]\.?|North|South|East|West)\s+)?(?:(?:` + name + `|\d{1,3}(?:st|nd|rd|th))\s+){1,4}` + en + `\b\.?(?:\s+(?:NW|NE|SW|SE|N|S|E|W)\b)?` + unit + post)},
-		{words(de), regexp.MustCompile(`\b\p{Lu}\p{Ll}+` + de + `\s*\d{1,4}\s?[a-zA-Z]?\b(?:,?\s+\d{4,5}\s+\p{Lu}\p{L}+)?`)},
-		{words(deApart), regexp.MustCompile(`\b(?:` + name + `\s+){1,2}` + deApart + `\s*\d{1,4}\s?[a-zA-Z]?\b(?:,?\s+\d{4,5}\s+\p{Lu}\p{L}+)?`)},
-		{words(fr), regexp.MustCompile(`\b\d{1,4}(?:\s?(?:bis|ter))?,?\s+` + fr + `\s+` + frLink + name + `(?:\s+` + frLink + name + `){0,3}(?:,?\s+\d{5}\s+\p{Lu}\p{L}+)?`)},
-		{words(es), regexp.MustCompile(`(?:^|[^\p{L}])` + es + `\s+` + esLink + name + `(?:\s+` + esLink + name + `){0,3},?\s+(?:n[º°o]\.?\s*)?\d{1,4}[a-zA-Z]?\b(?:,?\s+\d{5}\s+\p{Lu}\p{L}+)?`)},
+		newAddressShape(words(en), regexp.MustCompile(`\b\d{1,5}[A-Za-z]?(?:-\d{1,5})?,?\s+(?:(?:[NSEW]\.?|North|South|East|West)\s+)?(?:(?:`+name+`|\d{1,3}(?:st|nd|rd|th))\s+){1,4}`+en+`\b\.?(?:\s+(?:NW|NE|SW|SE|N|S|E|W)\b)?`+unit+post)),
+		newAddressShape(words(de), regexp.MustCompile(`\b\p{Lu}\p{Ll}+`+de+`\s*\d{1,4}\s?[a-zA-Z]?\b(?:,?\s+\d{4,5}\s+\p{Lu}\p{L}+)?`)),
+		newAddressShape(words(deApart), regexp.MustCompile(`\b(?:`+name+`\s+){1,2}`+deApart+`\s*\d{1,4}\s?[a-zA-Z]?\b(?:,?\s+\d{4,5}\s+\p{Lu}\p{L}+)?`)),
+		newAddressShape(words(fr), regexp.MustCompile(`\b\d{1,4}(?:\s?(?:bis|ter))?,?\s+`+fr+`\s+`+frLink+name+`(?:\s+`+frLink+name+`){0,3}(?:,?\s+\d{5}\s+\p{Lu}\p{L}+)?`)),
+		newAddressShape(words(es), regexp.MustCompile(`(?:^|[^\p{L}])`+es+`\s+`+esLink+name+`(?:\s+`+esLink+name+`){0,3},?\s+(?:n[º°o]\.?\s*)?\d{1,4}[a-zA-Z]?\b(?:,?\s+\d{5}\s+\p{Lu}\p{L}+)?`)),
 	}
 }()
 
@@ -349,6 +349,36 @@ var addressREs = func() []addressShape {
 type addressShape struct {
 	need []string
 	re   *regexp.Regexp
+	// byFirst is need by first byte; empty: need holds "", which any text holds.
+	byFirst *[256][]string
+	empty   bool
+}
+
+// newAddressShape indexes need by first byte (holdsNeed).
+func newAddressShape(need []string, re *regexp.Regexp) addressShape {
+	a := addressShape{need: need, re: re, byFirst: new([256][]string)}
+	for _, w := range need {
+		if w == "" {
+			a.empty = true
+			continue
+		}
+		a.byFirst[w[0]] = append(a.byFirst[w[0]], w)
+	}
+	return a
+}
+
+// holdsNeed reports whether lower holds one of a.need, as
+// slices.ContainsFunc(a.need, strings.Contains(lower, w)) does, trying at
+// each byte only the words that start with it.
+func (a addressShape) holdsNeed(lower string) bool {
+	for i := 0; i < len(lower); i++ {
+		for _, w := range a.byFirst[lower[i]] {
+			if strings.HasPrefix(lower[i:], w) {
+				return true
+			}
+		}
+	}
+	return a.empty
 }
 
 // findAddresses returns the spans of street addresses in s.
@@ -356,7 +386,7 @@ func findAddresses(s string) [][2]int {
 	var spans [][2]int
 	lower := strings.ToLower(s)
 	for _, a := range addressREs {
-		if !slices.ContainsFunc(a.need, func(w string) bool { return strings.Contains(lower, w) }) {
+		if !a.holdsNeed(lower) {
 			continue
 		}
 		for _, m := range a.re.FindAllStringIndex(s, -1) {
