@@ -383,6 +383,8 @@ func dropReason(err error) string {
 		return ReasonShuttingDown
 	case errors.Is(err, ErrKafkaUnavailable):
 		return ReasonKafkaUnavailable
+	case errors.Is(err, ErrShadowUnavailable):
+		return ReasonShadowUnavailable
 	}
 	return ReasonStoreUnavailable
 }
@@ -398,6 +400,8 @@ func publicDropError(reason string) string {
 		return "shutting_down: the server is stopping; sending the copy again is safe"
 	case ReasonKafkaUnavailable:
 		return "kafka_unavailable: publish failed (see server log)"
+	case ReasonShadowUnavailable:
+		return "shadow_unavailable: the shadow side is restarting; sending the copy again is safe"
 	default:
 		return reason + ": insert failed (see server log)"
 	}
