@@ -301,7 +301,6 @@ func (h *Handoff) sendCopies(batch []handoffOp) {
 	}
 	if err != nil {
 		h.unavailable.Add(int64(len(batch)))
-		h.log.Warn("handoff: copies not handed to the shadow side; the tap records them", "copies", len(batch), "err", err)
 	}
 	for i, op := range batch {
 		e := errs[i]
@@ -391,11 +390,17 @@ func (h *Handoff) noteResult(err error) {
 	h.failMu.Lock()
 	defer h.failMu.Unlock()
 	if err == nil {
+		if !h.failSince.IsZero() {
+			h.log.Info("handoff: the shadow side answers again", "failing_for", time.Since(h.failSince).Round(time.Millisecond),
+				"copies_not_handed_over", h.unavailable.Load())
+		}
 		h.failSince, h.failErr = time.Time{}, nil
 		return
 	}
 	if h.failSince.IsZero() {
 		h.failSince = time.Now()
+		// Logged once per outage; each copy is counted and logged by the tap.
+		h.log.Warn("handoff: the shadow side does not answer; production is served, copies are recorded until it does", "err", err)
 	}
 	h.failErr = err
 }

@@ -505,8 +505,8 @@ type shadowChild struct {
 	// pastStart: Start has returned (ready, or given up waiting); from then
 	// on every death is restarted.
 	pastStart atomic.Bool
-	restarts atomic.Int64
-	pid      atomic.Int64
+	restarts  atomic.Int64
+	pid       atomic.Int64
 }
 
 // shadowStatus is the shadow side's process on /api/stats.
