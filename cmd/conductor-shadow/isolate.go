@@ -223,7 +223,16 @@ func (s *server) forwardShadowRoutes(h *host, rs gin.RoutesInfo) {
 	for _, r := range h.router.Routes() {
 		own[r.Method+" "+r.Path] = true
 	}
-	fwd := gin.WrapH(s.shadowProxy())
+	proxy := s.shadowProxy()
+	fwd := func(c *gin.Context) {
+		// The shadow side's answer carries its own headers (security
+		// headers, each page's content policy): none of the front's is added.
+		h := c.Writer.Header()
+		for k := range h {
+			delete(h, k)
+		}
+		proxy.ServeHTTP(c.Writer, c.Request)
+	}
 	for _, r := range rs {
 		if !own[r.Method+" "+r.Path] {
 			h.router.Handle(r.Method, r.Path, fwd)

@@ -144,14 +144,19 @@ writer:
 	ex := `{"schema_version":1,"request_id":"iso-first","app":"iso","received_at":"2026-12-01T10:00:00Z",` +
 		`"request":{"model":"gpt-5","messages":[{"role":"user","content":"What is 6 * 7? Answer with the number."}]},` +
 		`"response":{"model":"gpt-5","content":"42","latency_ms":50,"usage":{"prompt_tokens":20,"completion_tokens":2}}}`
-	resp, err := http.Post("http://"+p.addr+"/v1/tap", "application/json", strings.NewReader(ex))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("POST /v1/tap: %s", resp.Status)
-	}
+	// A busy machine may keep the lowered shadow side from committing within
+	// ingest.accept_timeout: the tap answers 503 and the sender sends again.
+	waitForCond(t, 60*time.Second, "POST /v1/tap answered 202", func() bool {
+		resp, err := http.Post("http://"+p.addr+"/v1/tap", "application/json", strings.NewReader(ex))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusAccepted && resp.StatusCode != http.StatusServiceUnavailable {
+			t.Fatalf("POST /v1/tap: %s", resp.Status)
+		}
+		return resp.StatusCode == http.StatusAccepted
+	})
 	waitForCond(t, 60*time.Second, "the copy shadowed (an incumbent and a candidate run)", func() bool {
 		rows := p.query(t, "SELECT count() FROM runs FINAL WHERE request_id = 'iso-first' AND status = 'ok'")
 		n, _ := strconv.Atoi(rows[0][0])
