@@ -22,6 +22,10 @@ import (
 // socket: the copy was not handed over.
 var ErrShadowUnavailable = errors.New("ingest: handoff: the shadow side does not answer")
 
+// errHandoffTimeout is a copy the shadow side did not commit within its
+// wait (handoffWait): counted accept_timeout.
+var errHandoffTimeout = errors.New("ingest: handoff: the shadow side did not commit the copy in time")
+
 // ReasonShadowUnavailable is the drop reason of copies the front of an
 // isolated server could not hand to its shadow side (ErrShadowUnavailable).
 const ReasonShadowUnavailable = "shadow_unavailable"
@@ -72,7 +76,8 @@ type Handoff struct {
 	cfg    HandoffConfig
 	client *http.Client
 	log    *slog.Logger
-	ops    chan handoffOp
+	ops    chan handoffOp // mirrored copies: no one waits for them
+	waited chan handoffOp // copies a sender waits for: sent first, in batches of their own
 
 	mu      sync.Mutex
 	started bool
@@ -88,6 +93,13 @@ type Handoff struct {
 	failMu      sync.Mutex
 	failSince   time.Time // zero while the last POST succeeded
 	failErr     error
+}
+
+// waitedPublisher is a DurableQueue with a lane for copies a sender waits
+// for (POST /v1/tap): PublishWaited is PublishDurable ahead of the copies no
+// one waits for (Handoff).
+type waitedPublisher interface {
+	PublishWaited(ex Exchange, done func(error)) error
 }
 
 type handoffOp struct {
@@ -119,7 +131,7 @@ func NewHandoff(cfg HandoffConfig, log *slog.Logger) (*Handoff, error) {
 		log = slog.Default()
 	}
 	return &Handoff{cfg: cfg, client: UnixClient(cfg.Socket, cfg.Timeout), log: log,
-		ops: make(chan handoffOp, cfg.Buffer), closing: make(chan struct{}), refused: map[string]int64{}}, nil
+		ops: make(chan handoffOp, cfg.Buffer), waited: make(chan handoffOp, max(cfg.Buffer/4, 64)), closing: make(chan struct{}), refused: map[string]int64{}}, nil
 }
 
 // UnixClient is an HTTP client whose every connection goes to the unix
@@ -205,9 +217,27 @@ func (h *Handoff) PublishDurable(ex Exchange, done func(error)) error {
 	}
 }
 
-// Publish implements Queue: PublishDurable, waiting for the outcome or ctx.
+// PublishWaited is PublishDurable for a copy a sender waits for (POST
+// /v1/tap): it is handed over before every mirrored copy buffered, in a batch
+// of its own kind, so the sender's accept_timeout is not spent behind copies
+// no one waits for.
+func (h *Handoff) PublishWaited(ex Exchange, done func(error)) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed || !h.started {
+		return ErrQueueClosed
+	}
+	select {
+	case h.waited <- handoffOp{ex: ex, done: done}:
+		return nil
+	default:
+		return ErrQueueFull
+	}
+}
+
+// Publish implements Queue: PublishWaited, waiting for the outcome or ctx.
 func (h *Handoff) Publish(ctx context.Context, ex Exchange) error {
-	return publishAndWait(ctx, h.PublishDurable, ex, "ingest: handoff: waiting for the shadow side")
+	return publishAndWait(ctx, h.PublishWaited, ex, "ingest: handoff: waiting for the shadow side")
 }
 
 // Next implements Queue: the front runs no shadow worker, so nothing is
@@ -222,7 +252,7 @@ func (h *Handoff) Next(ctx context.Context) (Delivery, error) {
 }
 
 // Len implements Queue: copies buffered, not yet handed over.
-func (h *Handoff) Len() int { return len(h.ops) }
+func (h *Handoff) Len() int { return len(h.ops) + len(h.waited) }
 
 // Ready reports why copies cannot be handed over: the shadow side did not
 // answer the last POST (ErrShadowUnavailable, since when), or the buffer is
@@ -235,7 +265,7 @@ func (h *Handoff) Ready() error {
 		return fmt.Errorf("%w since %s: %v", ErrShadowUnavailable, since.UTC().Format(time.RFC3339), err)
 	}
 	if n := len(h.ops); n*10 >= cap(h.ops)*9 {
-		return fmt.Errorf("ingest: handoff: %d of %d copies buffered: %w", n, cap(h.ops), ErrQueueFull)
+		return fmt.Errorf("ingest: handoff: %d of %d mirrored copies buffered: %w", n, cap(h.ops), ErrQueueFull)
 	}
 	return nil
 }
@@ -252,29 +282,39 @@ func (h *Handoff) Stats() HandoffStats {
 	failing := !h.failSince.IsZero()
 	h.failMu.Unlock()
 	return HandoffStats{HandedOver: h.handedOver.Load(), Refused: refused, Unavailable: h.unavailable.Load(),
-		Records: h.records.Load(), Buffered: len(h.ops), Failing: failing}
+		Records: h.records.Load(), Buffered: h.Len(), Failing: failing}
 }
 
-// send hands over buffered copies in batches until the hand-off is closed and
-// its buffer empty.
+// send hands over buffered copies in batches, those a sender waits for
+// first, until the hand-off is closed and its buffers empty.
 func (h *Handoff) send() {
 	batch := make([]handoffOp, 0, h.cfg.Batch)
 	for {
+		var from chan handoffOp
 		select {
-		case op := <-h.ops:
-			batch = append(batch[:0], op)
-		case <-h.closing:
+		case op := <-h.waited:
+			batch, from = append(batch[:0], op), h.waited
+		default:
 			select {
+			case op := <-h.waited:
+				batch, from = append(batch[:0], op), h.waited
 			case op := <-h.ops:
-				batch = append(batch[:0], op)
-			default:
-				return
+				batch, from = append(batch[:0], op), h.ops
+			case <-h.closing:
+				select {
+				case op := <-h.waited:
+					batch, from = append(batch[:0], op), h.waited
+				case op := <-h.ops:
+					batch, from = append(batch[:0], op), h.ops
+				default:
+					return
+				}
 			}
 		}
 	fill:
 		for len(batch) < h.cfg.Batch {
 			select {
-			case op := <-h.ops:
+			case op := <-from:
 				batch = append(batch, op)
 			default:
 				break fill
@@ -331,6 +371,8 @@ func (h *Handoff) outcome(reason string) error {
 		return ErrQueueFull
 	case ReasonShuttingDown:
 		return ErrQueueClosed
+	case ReasonAcceptTimeout:
+		return errHandoffTimeout
 	}
 	return fmt.Errorf("ingest: handoff: the shadow side did not store the copy: %s", reason)
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -17,6 +18,10 @@ import (
 // handoffMaxBody bounds one POST of the hand-off (bytes): a batch of copies
 // each within the proxy's capture limit.
 const handoffMaxBody = 1 << 30
+
+// handoffWait bounds how long the shadow side waits for a batch's commits
+// before it answers; below the front's POST timeout (HandoffConfig.Timeout).
+const handoffWait = 5 * time.Second
 
 // HandoffReceiver is the shadow side of the local transport (Handoff): the
 // front's copies go into the store-first queue (answered once committed),
@@ -72,11 +77,29 @@ func (h *HandoffReceiver) copies(c *gin.Context) {
 			ch <- err
 		}
 	}
+	// Answered within handoffWait: a copy not committed by then is answered
+	// accept_timeout (the front records it; it may still be committed, and
+	// then its request row is written twice, once with its text).
+	wait := time.NewTimer(handoffWait)
+	defer wait.Stop()
 	out := handoffOutcomes{Outcomes: make([]string, len(exs))}
+	late := false
 	for i, ch := range res {
+		if late {
+			select {
+			case err := <-ch:
+				out.Outcomes[i] = handoffReason(err)
+			default:
+				out.Outcomes[i] = ReasonAcceptTimeout
+			}
+			continue
+		}
 		select {
 		case err := <-ch:
 			out.Outcomes[i] = handoffReason(err)
+		case <-wait.C:
+			late = true
+			out.Outcomes[i] = ReasonAcceptTimeout
 		case <-c.Request.Context().Done():
 			return // the front counts the batch as not handed over
 		}

@@ -313,7 +313,11 @@ func (t *Tap) begin(ctx context.Context, ex Exchange, wait bool) offerState {
 		return answered(http.StatusAccepted, TapResponse{Status: "queued", RequestID: id})
 	}
 	res := make(chan error, 1)
-	if err := dq.PublishDurable(ex, func(err error) { res <- err }); err != nil {
+	publish := dq.PublishDurable
+	if w, ok := dq.(waitedPublisher); ok {
+		publish = w.PublishWaited // a sender waits for this one: ahead of mirrored copies
+	}
+	if err := publish(ex, func(err error) { res <- err }); err != nil {
 		return answered(t.settle(id, err))
 	}
 	return offerState{id: id, res: res}
@@ -422,6 +426,8 @@ func dropReason(err error) string {
 		return ReasonKafkaUnavailable
 	case errors.Is(err, ErrShadowUnavailable):
 		return ReasonShadowUnavailable
+	case errors.Is(err, errHandoffTimeout):
+		return ReasonAcceptTimeout
 	}
 	return ReasonStoreUnavailable
 }

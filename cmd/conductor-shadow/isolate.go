@@ -458,8 +458,11 @@ func (hc handoffCollector) Collect(ch chan<- prometheus.Metric) {
 // answers, and a hand-off buffer close to full.
 func (s *server) frontReadiness(c *gin.Context, r *readiness, note func(part, public string, err error)) {
 	if err := s.handoff.Ready(); err != nil {
-		if errors.Is(err, ingest.ErrQueueFull) {
-			note("handoff", "handoff_buffer_full: the copies waiting for the shadow side fill server.handoff_buffer", err)
+		if errors.Is(err, ingest.ErrQueueFull) { // mirrored copies are recorded instead; the tap's still go through
+			if r.Detail == nil {
+				r.Detail = map[string]string{}
+			}
+			r.Detail["handoff"] = "handoff_buffer_full: the mirrored copies waiting for the shadow side fill server.handoff_buffer; more are recorded, not shadowed"
 		} else {
 			note("shadow", "shadow_unavailable: the shadow side does not take copies (see server log)", err)
 		}
