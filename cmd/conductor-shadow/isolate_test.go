@@ -3,9 +3,11 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -322,4 +324,31 @@ func alive(pid int) bool {
 	}
 	s := string(stat)
 	return !strings.HasPrefix(s[strings.LastIndexByte(s, ')')+2:], "Z")
+}
+
+// TestShadowChildLifecycle: Shutdown is safe without Start and twice; a
+// shadow side that exits before it is ready fails Start (and is not
+// restarted), and Shutdown after that returns at once.
+func TestShadowChildLifecycle(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "s.sock")
+	c := newShadowChild(selfExec{bin: "/nonexistent"}, sock, slog.Default())
+	for range 2 {
+		if err := c.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c = newShadowChild(selfExec{bin: "/bin/false"}, sock, slog.Default())
+	if err := c.Start(context.Background(), nil); err == nil || !strings.Contains(err.Error(), "exited before it was ready") {
+		t.Fatalf("Start of a shadow side that exits: %v", err)
+	}
+	if c.status().Restarts != 0 {
+		t.Errorf("restarted a shadow side that never was ready: %+v", c.status())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for range 2 {
+		if err := c.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
