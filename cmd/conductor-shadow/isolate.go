@@ -126,7 +126,7 @@ func listenShadowSocket(path string) (net.Listener, error) {
 //	proxy                          the mirroring proxy
 //	shadow routes                  every route of the web UI and the API, forwarded to the shadow side
 //	listener
-func (s *server) buildFront(ctx context.Context) error {
+func (s *server) buildFront() error {
 	s.addFlows()
 	if err := s.addMetrics(); err != nil {
 		return err
@@ -160,7 +160,6 @@ func (s *server) buildFront(ctx context.Context) error {
 	}
 	s.add("shadow routes", routes(func(h *host) error { s.forwardShadowRoutes(h, shadowRoutes); return nil }))
 	s.add("listener", funcs(s.listen, s.stopListening))
-	_ = ctx
 	return nil
 }
 

@@ -46,11 +46,16 @@ import (
 //	web                ✓         ✓
 //	listener           ✓    ✓    ✓      stops accepting first, drains in-flight requests
 //
+// The shadow side of an isolated all-in-one server (server.isolate,
+// isolate.go) is role all without the tap, the recorder and the proxy, with
+// the hand-off's routes after the queue and the listener on its socket; the
+// front has parts of its own (buildFront).
+//
 // Each part is added as soon as it is built, so a failure half-way shuts down
 // what was built. Add a part here, where its role and its dependencies are.
 func (s *server) build(ctx context.Context, tp trace.TracerProvider) error {
 	if s.side == sideFront {
-		return s.buildFront(ctx)
+		return s.buildFront()
 	}
 	role := s.cfg.Server.Role
 	var err error
