@@ -234,6 +234,16 @@ writer:
 		t.Fatal(err)
 	}
 	okAtKill := prodOK.Load()
+	// While it is down, /readyz says so (the restart takes the store's open).
+	waitForCond(t, 30*time.Second, "/readyz says shadow_unavailable", func() bool {
+		r, err := http.Get("http://" + p.addr + "/readyz")
+		if err != nil {
+			return false
+		}
+		b, _ := io.ReadAll(r.Body)
+		r.Body.Close()
+		return r.StatusCode == http.StatusServiceUnavailable && strings.Contains(string(b), "shadow_unavailable")
+	})
 	waitForCond(t, 60*time.Second, "the shadow side restarted", func() bool {
 		s := readFrontStatus(t, p.addr)
 		return s.ShadowSide.Restarts >= 1 && s.ShadowSide.Up && s.ShadowSide.PID != int64(child)
@@ -270,6 +280,15 @@ writer:
 	}
 	t.Logf("production %d answered 200, 0 failed; hand-off %+v; dropped %v; recorded %v; record lost %v",
 		prodOK.Load(), st.Handoff, st.Tap.Dropped, st.Tap.Recorded, st.Tap.RecordDropped)
+
+	// /metrics of the one address: the front's figures and the shadow side's.
+	m := get(t, "http://"+p.addr+"/metrics")
+	for _, want := range []string{"conductor_shadow_shadow_side_restarts_total 1", `conductor_shadow_handoff_copies_total{outcome="unavailable"}`,
+		"conductor_shadow_shadow_side_up 1", `process="shadow_side"`} {
+		if !strings.Contains(m, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
 
 	// Every copy answered 202 is stored, before and after the kill.
 	mu.Lock()
