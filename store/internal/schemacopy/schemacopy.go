@@ -118,6 +118,9 @@ func (tpl *Template) Tables(ctx context.Context, db string) ([]Table, error) {
 		if err := json.Unmarshal([]byte(line), &t); err != nil {
 			return nil, fmt.Errorf("schemacopy: list tables of %s: %w", db, err)
 		}
+		if strings.HasPrefix(t.Name, ".inner") {
+			continue // a materialized view's own table: its CREATE makes it
+		}
 		t.Create = strings.ReplaceAll(t.Create, db+".", tpl.db+".")
 		if strings.HasSuffix(t.Engine, "MergeTree") {
 			n, err := tpl.ref.Query(ctx, "SELECT count() FROM "+quote(db)+"."+quote(t.Name), "TabSeparated")
