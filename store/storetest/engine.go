@@ -118,7 +118,9 @@ func (e *Engine) config(database string) store.Config {
 var nonIdent = regexp.MustCompile(`[^A-Za-z0-9_]+`)
 
 // Open returns a migrated store in a database no other Open shares, closed when
-// t ends. Without libchdb.so it skips t, or fails it when the CI environment
+// t ends. The database starts as a copy of the one StartEngine migrated
+// (schemacopy: one CREATE per table instead of every migration), then
+// store.Open opens it as any other. Without libchdb.so it skips t, or fails it when the CI environment
 // variable is set (CI installs the engine, so a skip there would hide tests).
 func (e *Engine) Open(t testing.TB) store.Store {
 	t.Helper()
