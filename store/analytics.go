@@ -385,32 +385,35 @@ func (s *sqlStore) overviewConds(q OverviewQuery) (reqCond, runCond string, p Pa
 }
 
 // overviewRow is one row of Overview's scan, in one of its grouping sets
-// (told by the grouping() flags, 1 for a key the set leaves out): a mode's
-// counts (pipeline left out), a pipeline's totals (bucket and bin left
-// out), one bucket of its series, or one latency bin; the window's request
-// counts are on every row.
+// (told by grouping(bucket), 1 when the set leaves the bucket out): a
+// pipeline's totals with its latency histogram, agreement and share of the
+// window's counts, or one bucket of its series; the window's request counts
+// are on every row.
 type overviewRow struct {
 	Pipeline          string    `json:"pipeline"`
 	Mode              string    `json:"mode"`
-	RunMode           string    `json:"run_mode"`
 	Bucket            time.Time `json:"bucket"`
-	Bin               int64     `json:"bin"`
-	NoPipeline        int64     `json:"no_pipeline"`
 	NoBucket          int64     `json:"no_bucket"`
-	NoBin             int64     `json:"no_bin"`
 	Runs              int64     `json:"runs"`
-	KnownLatency      int64     `json:"known_latency"`
 	Errors            int64     `json:"errors"`
 	CostUSD           float64   `json:"cost_usd"`
 	InputReduced      int64     `json:"input_reduced"`
-	DistinctRequests  int64     `json:"distinct_requests"`
 	CostPerRequestUSD float64   `json:"cost_per_request_usd"`
 	P50Ms             float64   `json:"p50_ms"`
 	P95Ms             float64   `json:"p95_ms"`
+	Bins              string    `json:"bins"` // runs of known latency per bin of LatencyEdgesMs, comma-separated
 	Pairs             int64     `json:"pairs"`
 	Agree             int64     `json:"agree"`
-	Requests          int64     `json:"window_requests"`
-	TapRequests       int64     `json:"window_tap_requests"`
+	// The pipeline's share of the window's counts (summed over the
+	// pipelines): its incumbent and candidate runs, the requests whose first
+	// candidate run (in the request's runs) is of this pipeline, and its
+	// candidate runs with a reduced input.
+	IncumbentRuns    int64 `json:"incumbent_runs"`
+	ShadowRuns       int64 `json:"shadow_runs"`
+	ShadowRequests   int64 `json:"shadow_requests"`
+	InputReducedRuns int64 `json:"input_reduced_runs"`
+	Requests         int64 `json:"window_requests"`
+	TapRequests      int64 `json:"window_tap_requests"`
 }
 
 // point is r's pipeline figures.
@@ -419,50 +422,69 @@ func (r overviewRow) point() PipelinePoint {
 		CostUSD: r.CostUSD, InputReduced: r.InputReduced, CostPerRequestUSD: r.CostPerRequestUSD, P50Ms: r.P50Ms, P95Ms: r.P95Ms}
 }
 
+// overviewBinsSQL counts the runs of known latency (figure.KnownLatency) in
+// each bin of LatencyEdgesMs (x_bin of overviewSQL: the number of edges at or
+// below the latency), comma-separated in bin order.
+func overviewBinsSQL() string {
+	return fmt.Sprintf("arrayStringConcat(arrayMap(b -> toString(countEqual(groupArrayIf(x_bin, x_latency > 0), b)), range(%d)), ',')",
+		len(LatencyEdgesMs)+1)
+}
+
 // overviewSQL is Overview's one statement. The window's runs are read once
 // (runs FINAL: a re-written run counts once, as its last write) and grouped
-// by request, which gives each candidate run its request's incumbent answer
-// (answer_normalized: NormalizeAnswer, stored with the row by migration
-// 0290); then the runs are aggregated in four grouping sets: (run_mode) for
-// the counts, (pipeline) for the totals and the agreement, (pipeline,
-// bucket) for the series and (pipeline, bin) for the latency histogram.
+// by request, which numbers the requests densely (req_no: distinct requests
+// are then counted on an integer, exactly) and gives each candidate run its
+// request's incumbent answer (answer_normalized: NormalizeAnswer, stored
+// with the row by migration 0290); then the runs are aggregated in two
+// grouping sets: (pipeline) for the totals, histogram, agreement and the
+// window's counts (summed over the pipelines in Go: each request is counted
+// once, at its first candidate run), (pipeline, bucket) for the series.
 // %[1]s database, %[2]d bucket seconds, %[3]s run condition, %[4]s request
-// condition, %[5]s latency edges.
-const overviewSQL = `SELECT pipeline, x_mode AS run_mode, any(x_mode) AS mode,
+// condition, %[5]s histogram, %[6]s cost per request, %[7]s p50, %[8]s p95,
+// %[9]s the latency edges.
+const overviewSQL = `SELECT pipeline, any(x_mode) AS mode,
     toDateTime64(toStartOfInterval(x_started, INTERVAL %[2]d SECOND), 3, 'UTC') AS bucket,
-    toInt64(arrayCount(e -> e <= x_latency, %[5]s)) AS bin,
-    grouping(pipeline) AS no_pipeline, grouping(bucket) AS no_bucket, grouping(bin) AS no_bin,
-    count() AS runs, countIf(x_latency > 0) AS known_latency,
+    grouping(bucket) AS no_bucket,
+    count() AS runs,
     countIf(x_status NOT IN ('ok', 'cancelled')) AS errors, sum(x_cost) AS cost_usd,
     countIf(x_reduced) AS input_reduced,
-    uniqExact(request_id) AS distinct_requests,
     %[6]s AS cost_per_request_usd,
     %[7]s AS p50_ms,
     %[8]s AS p95_ms,
-    countIf(x_paired) AS pairs, countIf(x_paired AND x_answer = inc) AS agree,
+    %[5]s AS bins,
+    countIf(x_paired) AS pairs, countIf(x_agreed) AS agree,
+    countIf(x_mode = 'incumbent') AS incumbent_runs,
+    countIf(x_mode = 'candidate') AS shadow_runs,
+    countIf(x_first_candidate) AS shadow_requests,
+    countIf(x_mode = 'candidate' AND x_reduced) AS input_reduced_runs,
     (SELECT count() FROM %[1]s.requests FINAL WHERE %[4]s) AS window_requests,
     (SELECT count() FROM %[1]s.requests FINAL WHERE %[4]s AND source = 'tap') AS window_tap_requests
 FROM (
-    SELECT request_id, inc, r.1 AS pipeline, r.2 AS x_mode, r.3 AS x_status, r.4 AS x_latency, r.5 AS x_cost,
-        r.6 AS x_reduced, r.7 AS x_started, r.8 AS x_answer,
-        has_inc AND x_mode = 'candidate' AND x_status = 'ok' AS x_paired
+    SELECT req_no, r.1 AS pipeline, r.2 AS x_mode, r.3 AS x_status, r.4 AS x_latency, r.5 AS x_cost,
+        r.6 AS x_reduced, r.7 AS x_started, arrayCount(e -> e <= x_latency, %[9]s) AS x_bin,
+        has_inc AND x_mode = 'candidate' AND x_status = 'ok' AS x_paired,
+        x_paired AND r.8 = inc AS x_agreed,
+        x_mode = 'candidate' AND run_no = indexOf(arrayMap(t -> t.2, rs), 'candidate') AS x_first_candidate
     FROM (
-        SELECT request_id,
-            anyIf(answer_normalized, mode = 'incumbent' AND status = 'ok') AS inc,
-            countIf(mode = 'incumbent' AND status = 'ok') > 0 AS has_inc,
-            groupArray((pipeline, mode, status, latency_ms, cost_usd, input_reduced, started_at, answer_normalized)) AS rs
-        FROM %[1]s.runs FINAL WHERE %[3]s
-        GROUP BY request_id
+        SELECT rowNumberInAllBlocks() AS req_no, inc, has_inc, rs FROM (
+            SELECT request_id,
+                anyIf(answer_normalized, mode = 'incumbent' AND status = 'ok') AS inc,
+                countIf(mode = 'incumbent' AND status = 'ok') > 0 AS has_inc,
+                groupArray((pipeline, mode, status, latency_ms, cost_usd, input_reduced, started_at, answer_normalized)) AS rs
+            FROM %[1]s.runs FINAL WHERE %[3]s
+            GROUP BY request_id
+        )
     )
-    ARRAY JOIN rs AS r
+    ARRAY JOIN rs AS r, arrayEnumerate(rs) AS run_no
 )
-GROUP BY GROUPING SETS ((run_mode), (pipeline), (pipeline, bucket), (pipeline, bin))
-ORDER BY mode != 'incumbent', pipeline, bucket, bin`
+GROUP BY GROUPING SETS ((pipeline), (pipeline, bucket))
+ORDER BY mode != 'incumbent', pipeline, bucket`
 
 // Overview implements OverviewAnalytics with one statement (overviewSQL):
 // the window's runs are read once for the counts, totals, series, latency
 // histogram and agreement, so the live or generated request set and the
-// FINAL merge of runs are paid once per page.
+// FINAL merge of runs are paid once per page. A window without runs is
+// answered by a second statement counting its requests.
 func (s *sqlStore) Overview(ctx context.Context, q OverviewQuery) (Overview, error) {
 	var ov Overview
 	if err := q.Validate(); err != nil {
@@ -472,8 +494,8 @@ func (s *sqlStore) Overview(ctx context.Context, q OverviewQuery) (Overview, err
 		return ov, fmt.Errorf("store: overview: %w", err)
 	}
 	reqCond, runCond, p := s.overviewConds(q)
-	rows, err := queryRows[overviewRow](ctx, s.t, fmt.Sprintf(overviewSQL, s.db, q.BucketSeconds, runCond, reqCond, latencyEdgesSQL(),
-		figure.CostPerRequestSQL("x_cost", "request_id"), figure.LatencySQL("x_latency", 50), figure.LatencySQL("x_latency", 95)), p)
+	rows, err := queryRows[overviewRow](ctx, s.t, fmt.Sprintf(overviewSQL, s.db, q.BucketSeconds, runCond, reqCond, overviewBinsSQL(),
+		figure.CostPerRequestSQL("x_cost", "req_no"), figure.LatencySQL("x_latency", 50), figure.LatencySQL("x_latency", 95), latencyEdgesSQL()), p)
 	if err != nil {
 		return ov, fmt.Errorf("store: overview: %w", err)
 	}
@@ -488,29 +510,32 @@ FROM %[1]s.requests FINAL WHERE %[2]s`, s.db, reqCond), p)
 		}
 	}
 	for _, r := range rows {
-		ov.Counts.Requests, ov.Counts.TapRequests = r.Requests, r.TapRequests
-		switch {
-		case r.NoPipeline == 1: // (run_mode): a mode's counts
-			ov.Counts.ErrorRuns += r.Errors
-			switch r.RunMode {
-			case ModeIncumbent:
-				ov.Counts.IncumbentRuns = r.Runs
-			case ModeCandidate:
-				ov.Counts.ShadowRuns, ov.Counts.ShadowRequests, ov.Counts.InputReducedRuns = r.Runs, r.DistinctRequests, r.InputReduced
-			}
-		case r.NoBucket == 0: // (pipeline, bucket)
+		if r.NoBucket == 0 { // (pipeline, bucket)
 			ov.Series = append(ov.Series, r.point())
-		case r.NoBin == 0: // (pipeline, bin): runs of known latency only
-			if r.KnownLatency > 0 {
-				ov.Latency = append(ov.Latency, newLatencyBin(r.Pipeline, r.Mode, r.Bin, r.KnownLatency))
+			continue
+		}
+		// (pipeline)
+		c := &ov.Counts
+		c.Requests, c.TapRequests = r.Requests, r.TapRequests
+		c.IncumbentRuns += r.IncumbentRuns
+		c.ShadowRuns += r.ShadowRuns
+		c.ErrorRuns += r.Errors
+		c.ShadowRequests += r.ShadowRequests
+		c.InputReducedRuns += r.InputReducedRuns
+		pt := r.point()
+		pt.Bucket = time.Time{}
+		ov.Totals = append(ov.Totals, pt)
+		for bin, v := range strings.Split(r.Bins, ",") {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return ov, fmt.Errorf("store: overview: latency bins %q of %s: %w", r.Bins, r.Pipeline, err)
 			}
-		default: // (pipeline)
-			pt := r.point()
-			pt.Bucket = time.Time{}
-			ov.Totals = append(ov.Totals, pt)
-			if r.Pairs > 0 {
-				ov.Agreement = append(ov.Agreement, Agreement{Candidate: r.Pipeline, Pairs: r.Pairs, Agree: r.Agree})
+			if n > 0 {
+				ov.Latency = append(ov.Latency, newLatencyBin(r.Pipeline, r.Mode, int64(bin), n))
 			}
+		}
+		if r.Pairs > 0 {
+			ov.Agreement = append(ov.Agreement, Agreement{Candidate: r.Pipeline, Pairs: r.Pairs, Agree: r.Agree})
 		}
 	}
 	slices.SortFunc(ov.Agreement, func(a, b Agreement) int { return strings.Compare(a.Candidate, b.Candidate) })
