@@ -370,3 +370,55 @@ func TestKafkaIncompleteClaimCheckIsCounted(t *testing.T) {
 		return err == nil && len(r.Topics[topic]) == 1 && r.Topics[topic][0].CommittedOffset == 3
 	})
 }
+
+// A mirroring-proxy copy above max_copy_bytes has no sender to be told 413:
+// it is recorded (not shadowed, too_large) as a metadata record without its
+// text, so the exchange still leaves a row.
+func TestKafkaMirroredTooLargeIsRecorded(t *testing.T) {
+	ctx := context.Background()
+	c := newLimitCluster(t, "too-large-mirror", 1)
+	kcfg := NewDefaultKafkaConfig()
+	kcfg.Brokers, kcfg.Topic, kcfg.MaxCopyBytes, kcfg.ReassemblyBytes = c.ListenAddrs(), "too-large-mirror", 64<<10, 64<<10
+	cfg := NewDefaultConfig()
+	cfg.Kafka = kcfg
+	stats := NewStats()
+	q, err := NewKafkaQueue(kcfg, false, stats, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Shutdown(ctx)
+	tap, err := NewTap(cfg, q, stats, WithPIISecret([]byte("s")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sink := newRecordSink()
+	rcfg := NewDefaultRecordConfig()
+	rcfg.Linger = 10 * time.Millisecond
+	rec, err := NewRecorder(rcfg, sink, nil, stats, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tap.UseRecorder(rec)
+	if err := rec.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Shutdown(ctx)
+	ex := exchange("huge-mirror", strings.Repeat("y", 100<<10))
+	ex.Metadata["source"] = "proxy"
+	if code, resp := tap.Mirror(ex); code != http.StatusAccepted {
+		t.Fatalf("hand-over = %d %+v; want 202 (the size refusal comes later)", code, resp)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(sink.all()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	got := sink.all()
+	if len(got) != 1 {
+		t.Fatalf("%d records; want the one too-large copy", len(got))
+	}
+	r := got[0]
+	if r.RequestID != "huge-mirror" || r.StoreOnly != ReasonTooLarge || r.BodyOmitted != BodyTooLarge || len(r.Request.Messages) != 0 {
+		t.Errorf("record = id %q not_shadowed %q body_omitted %q, %d messages; want huge-mirror too_large too_large without text",
+			r.RequestID, r.StoreOnly, r.BodyOmitted, len(r.Request.Messages))
+	}
+}

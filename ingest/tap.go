@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/conductor-shadow/conductor-shadow/store"
 )
@@ -26,8 +25,8 @@ type Tap struct {
 	cfg     Config
 	queue   Queue
 	stats   *Stats
-	seen    *lru.Cache[string, struct{}] // recent request ids, for idempotency; nil when DedupWindow is 0
-	pii     *Pseudonymizer               // nil when PII.Enabled is false
+	seen    *dedup         // recent request ids and the copies still being committed, for idempotency; nil when DedupWindow is 0
+	pii     *Pseudonymizer // nil when PII.Enabled is false
 	sampler *Sampler
 	secret  []byte // the PII secret: keys pseudonyms and subject hashes
 	loss    *lossLog
@@ -108,7 +107,7 @@ func NewTap(cfg Config, q Queue, stats *Stats, opts ...TapOption) (*Tap, error) 
 		t.pii = p
 	}
 	if cfg.DedupWindow > 0 {
-		seen, err := lru.New[string, struct{}](cfg.DedupWindow)
+		seen, err := newDedup(cfg.DedupWindow)
 		if err != nil {
 			return nil, fmt.Errorf("ingest: dedup window: %w", err)
 		}
@@ -241,6 +240,7 @@ type offerState struct {
 	code    int
 	resp    TapResponse
 	res     chan error
+	wait    *pendingCopy   // a copy sent again while the first one with its id is committed
 	offered *offeredLabels // counted once answered (POST /v1/tap); nil: not counted here
 }
 
@@ -264,11 +264,12 @@ func (t *Tap) begin(ctx context.Context, ex Exchange, wait bool) offerState {
 		t.record(ex, reason, true)
 		return answered(http.StatusOK, TapResponse{Status: "unsampled", RequestID: ex.RequestID, Reason: reason})
 	}
-	if t.seen != nil {
-		if found, _ := t.seen.ContainsOrAdd(ex.RequestID, struct{}{}); found {
-			t.stats.duplicates.Add(1)
-			return answered(http.StatusOK, TapResponse{Status: "duplicate", RequestID: ex.RequestID})
+	if first, wait := t.seen.claim(ex.RequestID); !first {
+		if wait != nil { // the first copy's commit still runs: its outcome answers this one
+			return offerState{id: ex.RequestID, wait: wait}
 		}
+		t.stats.duplicates.Add(1)
+		return answered(http.StatusOK, TapResponse{Status: "duplicate", RequestID: ex.RequestID})
 	}
 	ex.StoreOnly = ""
 	if !t.cfg.ShadowIncumbentErrors && ex.incumbentNot2xx() {
@@ -276,9 +277,7 @@ func (t *Tap) begin(ctx context.Context, ex Exchange, wait bool) offerState {
 		// run is taken from the per-minute cap either.
 		ex.StoreOnly = SkipIncumbentNotOK
 	} else if ok, reason := t.sampler.Admit(); !ok {
-		if t.seen != nil {
-			t.seen.Remove(ex.RequestID)
-		}
+		t.seen.settle(ex.RequestID, errNotTaken)
 		t.stats.unsample(reason)
 		t.record(ex, reason, true)
 		return answered(http.StatusOK, TapResponse{Status: "unsampled", RequestID: ex.RequestID, Reason: reason})
@@ -298,10 +297,13 @@ func (t *Tap) begin(ctx context.Context, ex Exchange, wait bool) offerState {
 	}
 	if !wait {
 		// No one sends a mirrored copy again: one the queue does not take is
-		// recorded, not shadowed.
+		// recorded, not shadowed; one refused for its size (Kafka) as metadata.
 		lost := func(err error) {
-			if code, resp := t.settle(id, err); code >= http.StatusInternalServerError {
+			switch code, resp := t.settle(id, err); {
+			case code >= http.StatusInternalServerError:
 				t.record(ex, resp.Reason, false)
+			case code == http.StatusRequestEntityTooLarge:
+				t.record(metadataOnly(ex, BodyTooLarge), resp.Reason, false)
 			}
 		}
 		if err := dq.PublishDurable(ex, lost); err != nil {
@@ -324,6 +326,9 @@ func (t *Tap) finish(ctx context.Context, p offerState) (code int, resp TapRespo
 	defer func() { t.countOffered(p.offered, code, resp) }()
 	if p.settled {
 		return p.code, p.resp
+	}
+	if p.wait != nil {
+		return t.awaitFirst(ctx, p)
 	}
 	select {
 	case err := <-p.res:
@@ -351,8 +356,43 @@ const (
 	ReasonAcceptTimeout    = "accept_timeout"
 )
 
-// settle counts the outcome of one hand-over and renders the answer.
+// awaitFirst answers a copy sent again while the first copy with its request
+// id is still being committed: "duplicate" once the first is durable; 503 when
+// it failed (then forgotten: sending again gets through) or is still not
+// confirmed when ctx ends. The first copy's outcome is counted once, with it.
+func (t *Tap) awaitFirst(ctx context.Context, p offerState) (int, TapResponse) {
+	select {
+	case <-p.wait.done:
+	case <-ctx.Done():
+		return http.StatusServiceUnavailable, TapResponse{Status: "dropped", RequestID: p.id, Reason: ReasonAcceptTimeout,
+			Error: fmt.Sprintf("a copy with this request id is still being committed after %s; sending it again is safe", t.cfg.AcceptTimeout)}
+	}
+	switch err := p.wait.err; {
+	case err == nil || errors.Is(err, ErrDuplicate):
+		t.stats.duplicates.Add(1)
+		return http.StatusOK, TapResponse{Status: "duplicate", RequestID: p.id}
+	case errors.Is(err, ErrCopyTooLarge):
+		return http.StatusRequestEntityTooLarge, TapResponse{Status: "rejected", RequestID: p.id, Reason: ReasonTooLarge, Error: err.Error()}
+	case errors.Is(err, errNotTaken):
+		return http.StatusServiceUnavailable, TapResponse{Status: "dropped", RequestID: p.id, Reason: ReasonAcceptTimeout,
+			Error: "a copy with this request id was being decided; sending it again is safe"}
+	default:
+		reason := dropReason(err)
+		return http.StatusServiceUnavailable, TapResponse{Status: "dropped", RequestID: p.id, Reason: reason, Error: publicDropError(reason)}
+	}
+}
+
+// settle counts the outcome of one hand-over, renders the answer and then
+// ends the copy's pending state in the dedup (forgetting it when it was not
+// taken), so a copy sent again meanwhile is answered by this outcome.
 func (t *Tap) settle(id string, err error) (int, TapResponse) {
+	code, resp := t.outcome(id, err)
+	t.seen.settle(id, err)
+	return code, resp
+}
+
+// outcome counts the outcome of one hand-over and renders the answer.
+func (t *Tap) outcome(id string, err error) (int, TapResponse) {
 	switch {
 	case err == nil:
 		t.stats.accepted.Add(1)
@@ -360,9 +400,6 @@ func (t *Tap) settle(id string, err error) (int, TapResponse) {
 	case errors.Is(err, ErrDuplicate):
 		t.stats.duplicates.Add(1)
 		return http.StatusOK, TapResponse{Status: "duplicate", RequestID: id}
-	}
-	if t.seen != nil {
-		t.seen.Remove(id) // not taken: a retry must get through
 	}
 	if errors.Is(err, ErrCopyTooLarge) { // refused for its size by the queue (Kafka), logged there with the request id
 		t.stats.reject(ReasonTooLarge)

@@ -142,15 +142,17 @@ func coverageWindowExpr(q CoverageQuery, col string) string {
 }
 
 // coverageCond is the condition of the production requests of q's window
-// (and app), their columns prefixed with prefix.
+// (and app), their columns prefixed with prefix: recordedCond, the live
+// verdict's coverage condition, and the app.
 func coverageCond(prefix string) string {
-	return fmt.Sprintf("%[1]ssource IN ('%[2]s', '%[3]s') AND %[1]sreceived_at >= {from:DateTime64(3, 'UTC')} AND %[1]sreceived_at < {to:DateTime64(3, 'UTC')}"+
-		" AND ({app:String} = '' OR %[1]sapp = {app:String})", prefix, SourceTap, SourceReplay)
+	return recordedCond(prefix) + fmt.Sprintf(" AND ({app:String} = '' OR %sapp = {app:String})", prefix)
 }
 
 // coverageRequests is a subquery with one row per production request of q's
 // window: its window, route, app, segments and flags (not_shadowed,
-// body_omitted, shadowed, judged).
+// body_omitted, shadowed, judged). Shadowed and judged are the live
+// coverage's definitions (LiveCoverage): a live candidate run whose status is
+// not in notObserved, a live judgment with one of decidedOutcomes.
 func (s *sqlStore) coverageRequests(q CoverageQuery) string {
 	return fmt.Sprintf(`SELECT %[2]s AS window, q.route AS route, q.app AS app,
         q.language AS language, q.length_bucket AS length_bucket, q.has_table AS has_table, q.has_code AS has_code,
@@ -158,19 +160,19 @@ func (s *sqlStore) coverageRequests(q CoverageQuery) string {
         r.observed > 0 AS is_shadowed, j.judged > 0 AS is_judged
     FROM %[1]s.requests AS q FINAL
     LEFT JOIN (
-        SELECT request_id, countIf(status NOT IN ('%[4]s', '%[5]s')) AS observed
+        SELECT request_id, countIf(status NOT IN %[4]s) AS observed
         FROM %[1]s.runs FINAL
-        WHERE mode = '%[6]s' AND suite_run_id = '' AND request_id IN (SELECT request_id FROM %[1]s.requests WHERE %[3]s)
+        WHERE mode = '%[5]s' AND suite_run_id = '' AND request_id IN (SELECT request_id FROM %[1]s.requests WHERE %[3]s)
         GROUP BY request_id
     ) AS r ON q.request_id = r.request_id
     LEFT JOIN (
-        SELECT request_id, countIf(outcome IN ('%[7]s', '%[8]s', '%[9]s', '%[10]s')) AS judged
+        SELECT request_id, countIf(outcome IN %[6]s) AS judged
         FROM %[1]s.judgments FINAL
         WHERE suite_run_id = '' AND canary = '' AND request_id IN (SELECT request_id FROM %[1]s.requests WHERE %[3]s)
         GROUP BY request_id
     ) AS j ON q.request_id = j.request_id
-    WHERE %[11]s`, s.db, coverageWindowExpr(q, "q.received_at"), coverageCond(""), StatusCancelled, StatusSkipped, ModeCandidate,
-		JudgmentWin, JudgmentTie, JudgmentLoss, JudgmentInconsistent, coverageCond("q."))
+    WHERE %[7]s`, s.db, coverageWindowExpr(q, "q.received_at"), coverageCond(""), notObserved, ModeCandidate,
+		decidedOutcomes, coverageCond("q."))
 }
 
 // stageSums are the aggregate columns of CoverageStage over coverageRequests.
