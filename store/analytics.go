@@ -349,8 +349,8 @@ type Overview struct {
 // (embedded and server) implement it.
 type OverviewAnalytics interface {
 	// Overview returns the window's counts, per-pipeline totals, series and
-	// latency histogram and the candidates' agreement with the incumbent. An invalid q returns its
-	// Validate error.
+	// latency histogram and the candidates' agreement with the incumbent. An
+	// invalid q returns its Validate error.
 	Overview(ctx context.Context, q OverviewQuery) (Overview, error)
 }
 
