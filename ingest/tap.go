@@ -313,7 +313,11 @@ func (t *Tap) begin(ctx context.Context, ex Exchange, wait bool) offerState {
 		return answered(http.StatusAccepted, TapResponse{Status: "queued", RequestID: id})
 	}
 	res := make(chan error, 1)
-	if err := dq.PublishDurable(ex, func(err error) { res <- err }); err != nil {
+	publish := dq.PublishDurable
+	if w, ok := dq.(waitedPublisher); ok {
+		publish = w.PublishWaited // a sender waits for this one: ahead of mirrored copies
+	}
+	if err := publish(ex, func(err error) { res <- err }); err != nil {
 		return answered(t.settle(id, err))
 	}
 	return offerState{id: id, res: res}
@@ -420,6 +424,10 @@ func dropReason(err error) string {
 		return ReasonShuttingDown
 	case errors.Is(err, ErrKafkaUnavailable):
 		return ReasonKafkaUnavailable
+	case errors.Is(err, ErrShadowUnavailable):
+		return ReasonShadowUnavailable
+	case errors.Is(err, errHandoffTimeout):
+		return ReasonAcceptTimeout
 	}
 	return ReasonStoreUnavailable
 }
@@ -435,6 +443,8 @@ func publicDropError(reason string) string {
 		return "shutting_down: the server is stopping; sending the copy again is safe"
 	case ReasonKafkaUnavailable:
 		return "kafka_unavailable: publish failed (see server log)"
+	case ReasonShadowUnavailable:
+		return "shadow_unavailable: the shadow side is restarting; sending the copy again is safe"
 	default:
 		return reason + ": insert failed (see server log)"
 	}

@@ -22,7 +22,7 @@ func countFinal(t *testing.T, s *sqlStore, table, where string) string {
 }
 
 func TestMigrationsTwiceAreNoOp(t *testing.T) {
-	s := openTestStore(t)
+	s := openMigratedTestStore(t)
 	ctx := context.Background()
 	migs, _ := loadMigrations()
 	for range 2 {
@@ -211,7 +211,7 @@ func TestClosedContextIsRefused(t *testing.T) {
 // TestReopenRecreatesDroppedTable: a table dropped after its migration was
 // recorded is recreated on the next open, with the columns of every migration.
 func TestReopenRecreatesDroppedTable(t *testing.T) {
-	s := openTestStore(t)
+	s := openMigratedTestStore(t)
 	ctx := context.Background()
 	for _, table := range []string{"runs", "steps", "suite_runs"} {
 		if err := s.t.exec(ctx, "DROP TABLE "+s.db+"."+table, nil); err != nil {

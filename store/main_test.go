@@ -12,6 +12,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/conductor-shadow/conductor-shadow/store/internal/chdb"
+	"github.com/conductor-shadow/conductor-shadow/store/internal/schemacopy"
 )
 
 // The embedded engine allows one data folder per process, so the package's tests
@@ -21,8 +22,15 @@ var testEngine struct {
 	dir     string
 	missing error     // set when libchdb.so is absent: engine tests skip
 	keeper  *sqlStore // holds the engine open for the whole run
-	seq     atomic.Int64
+	// tpl is the keeper's migrated database, which openTestStore copies
+	// (schemacopy); nil when the copy was found unlike it: every store migrates.
+	tpl *schemacopy.Template
+	seq atomic.Int64
 }
+
+// testTemplate is the keeper's database, the schema openTestStore copies:
+// a name no statement text holds otherwise.
+const testTemplate = "store_test_template"
 
 func TestMain(m *testing.M) {
 	if dir := os.Getenv(stuckShutdownEnv); dir != "" {
@@ -37,16 +45,20 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		testEngine.dir = dir
-		keeper, err := open(context.Background(), testConfig(dir, "keeper"))
+		keeper, err := open(context.Background(), testConfig(dir, testTemplate))
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "store tests: open embedded engine:", err)
 			os.Exit(1)
 		}
 		testEngine.keeper = keeper
+		if testEngine.tpl, err = schemacopy.New(context.Background(), dir, testTemplate, "store_test_probe"); err != nil {
+			fmt.Fprintln(os.Stderr, "store tests: every store migrates its own database:", err)
+		}
 	}
 	// Leaks are looked for after the engine is closed: its thread
 	// (embedded_nice) must have ended with it.
 	code := m.Run()
+	testEngine.tpl.Close()
 	if testEngine.keeper != nil {
 		testEngine.keeper.Close()
 		os.RemoveAll(testEngine.dir)
@@ -80,11 +92,31 @@ func testDatabase(t testing.TB) string {
 }
 
 // openTestStore opens an embedded store on the shared folder in a fresh database,
-// closed at the end of the test.
+// closed at the end of the test. The database starts as a copy of the
+// migrated template (schemacopy); openMigratedTestStore migrates it instead.
 func openTestStore(t testing.TB) *sqlStore {
 	t.Helper()
 	needEngine(t)
-	s, err := open(context.Background(), testConfig(testEngine.dir, testDatabase(t)))
+	db := testDatabase(t)
+	if testEngine.tpl != nil {
+		if err := testEngine.tpl.CopyTo(context.Background(), db); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return openTestDatabase(t, db)
+}
+
+// openMigratedTestStore is openTestStore with a database open migrates from
+// nothing: for the tests of the migrations themselves.
+func openMigratedTestStore(t testing.TB) *sqlStore {
+	t.Helper()
+	needEngine(t)
+	return openTestDatabase(t, testDatabase(t))
+}
+
+func openTestDatabase(t testing.TB, db string) *sqlStore {
+	t.Helper()
+	s, err := open(context.Background(), testConfig(testEngine.dir, db))
 	if err != nil {
 		t.Fatalf("open test store: %v", err)
 	}

@@ -30,7 +30,7 @@ import (
 func main() {
 	restrictUmask()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	err := run(withSelf(ctx, os.Args[1:]), os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "conductor-shadow:", err)
@@ -68,7 +68,8 @@ func rootCmd(stdout, stderr io.Writer) *cobra.Command {
 }
 
 func serveCmd(load platform.Loader, log *slog.Logger) *cobra.Command {
-	return platform.WithStore(&cobra.Command{
+	var shadowSide string
+	cmd := platform.WithStore(&cobra.Command{
 		Use:   "serve",
 		Short: "Run the tap, the shadow workers, the web UI and the API until interrupted",
 		Args:  cobra.NoArgs,
@@ -79,6 +80,24 @@ func serveCmd(load platform.Loader, log *slog.Logger) *cobra.Command {
 			}
 			ctx := cmd.Context()
 			srv := newServer(cfg, log)
+			switch {
+			case shadowSide != "": // started by a front (isolate.go): below it before anything heavy starts
+				nice, err := lowerAllThreads(cfg.Server.ShadowNice)
+				if err != nil {
+					return fmt.Errorf("serve: shadow side: %w", err)
+				}
+				log.Info("shadow side: every thread lowered", "niceness", nice)
+				srv.side, srv.socket = sideShadow, shadowSide
+			case isolates(cfg):
+				self, ok := ctx.Value(selfKey{}).(selfExec)
+				if !ok { // run in another program's process (tests): no binary to start again
+					break
+				}
+				if srv.socket, err = shadowSocket(cfg); err != nil {
+					return err
+				}
+				srv.side, srv.self = sideFront, self
+			}
 			tp, stop, err := newTracerProvider(ctx, cfg.Telemetry, srv.flows)
 			if err != nil {
 				return err
@@ -102,6 +121,9 @@ func serveCmd(load platform.Loader, log *slog.Logger) *cobra.Command {
 			return errors.Join(serveErr, srv.Shutdown(shutdownCtx), stopTracing(shutdownCtx))
 		},
 	}, platform.AccessOwn)
+	cmd.Flags().StringVar(&shadowSide, shadowSideFlag, "", "run as the shadow side of an isolated server, on this unix socket (set by serve itself)")
+	_ = cmd.Flags().MarkHidden(shadowSideFlag)
+	return cmd
 }
 
 func replayCmd(load platform.Loader, log *slog.Logger) *cobra.Command {

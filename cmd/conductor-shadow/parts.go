@@ -46,9 +46,17 @@ import (
 //	web                ✓         ✓
 //	listener           ✓    ✓    ✓      stops accepting first, drains in-flight requests
 //
+// The shadow side of an isolated all-in-one server (server.isolate,
+// isolate.go) is role all without the tap, the recorder and the proxy, with
+// the hand-off's routes after the queue and the listener on its socket; the
+// front has parts of its own (buildFront).
+//
 // Each part is added as soon as it is built, so a failure half-way shuts down
 // what was built. Add a part here, where its role and its dependencies are.
 func (s *server) build(ctx context.Context, tp trace.TracerProvider) error {
+	if s.side == sideFront {
+		return s.buildFront()
+	}
 	role := s.cfg.Server.Role
 	var err error
 	s.add("stop log", funcs(nil, func(context.Context) error { s.logStopped(); return nil }))
@@ -77,6 +85,9 @@ func (s *server) build(ctx context.Context, tp trace.TracerProvider) error {
 	if err := s.addQueue(role); err != nil {
 		return err
 	}
+	if s.side == sideShadow { // the front's copies and records come in over the socket
+		s.addHandoffReceiver()
+	}
 	// One PII secret for pseudonyms and subject hashes, stable across restarts:
 	// the environment's, else the key kept in the data folder.
 	pii, err := ingest.LoadPIISecret(s.cfg.Ingest.PII.SecretEnv, s.cfg.Store.Path)
@@ -88,7 +99,7 @@ func (s *server) build(ctx context.Context, tp trace.TracerProvider) error {
 	} else {
 		s.log.Info("PII key in use", "key", pii.Source)
 	}
-	if role != platform.RoleShadow {
+	if role != platform.RoleShadow && s.side != sideShadow {
 		if err := s.addTap(pii.Key); err != nil {
 			return err
 		}
@@ -239,7 +250,10 @@ func (s *server) addTap(piiKey []byte) error {
 // stored where there is a store; the tap role keeps them in memory (metrics).
 func (s *server) addRecorder(tap *ingest.Tap) error {
 	var sink ingest.RecordSink
+	counts := s.roles.CoverageWriter
 	switch {
+	case s.handoff != nil: // the front of an isolated server: into the shadow side's store
+		sink, counts = s.handoff, s.handoff
 	case s.roles.TraceWriter != nil:
 		sink = ingest.StoreRecords{Store: s.roles.TraceWriter, Segmenter: s.segmenter, Pricer: platform.NewPriceTable(s.cfg.Shadow), Stats: s.stats}
 	case s.kafka != nil:
@@ -247,7 +261,7 @@ func (s *server) addRecorder(tap *ingest.Tap) error {
 	default:
 		return errors.New("serve: recorder: neither a store nor Kafka to record exchanges into")
 	}
-	rec, err := ingest.NewRecorder(s.cfg.Ingest.Record, sink, s.roles.CoverageWriter, s.stats, s.log)
+	rec, err := ingest.NewRecorder(s.cfg.Ingest.Record, sink, counts, s.stats, s.log)
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
@@ -466,13 +480,22 @@ func (s *server) addWeb(piiKey []byte) error {
 // listen is the listener's Start: it serves the host's router (through the
 // proxy's front when there is one) on server.addr.
 func (s *server) listen(_ context.Context, h *host) error {
-	ln, err := net.Listen("tcp", s.cfg.Server.Addr)
+	var ln net.Listener
+	var err error
+	if s.side == sideShadow {
+		ln, err = listenShadowSocket(s.socket)
+	} else {
+		ln, err = net.Listen("tcp", s.cfg.Server.Addr)
+	}
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
 	var handler http.Handler = h.router
 	if h.front != nil {
 		handler = h.front(handler)
+	}
+	if s.internal != nil {
+		handler = withInternal(s.internal, handler)
 	}
 	// ReadTimeout bounds the request (net/http lifts it once the body has been
 	// read); no WriteTimeout: the proxy's SSE answers stream as long as the
@@ -481,7 +504,14 @@ func (s *server) listen(_ context.Context, h *host) error {
 		ReadTimeout: s.cfg.Server.ReadTimeout, IdleTimeout: s.cfg.Server.IdleTimeout}
 	go func() { s.serveErr <- s.http.Serve(ln) }()
 	for _, w := range judgeFamilyWarnings(s.cfg) {
+		if s.side == sideFront {
+			break // the shadow side, which judges, warns
+		}
 		s.log.Warn(w + ": judges favour their own family's answers; set suite.judge.worker (or judge.live.worker) to another family, or judge.same_family: refuse in the gate policy to refuse such verdicts")
+	}
+	if s.side == sideShadow {
+		s.log.Info("shadow side serving the front", "socket", s.socket, "store", s.where)
+		return nil
 	}
 	s.log.Info("serving", "url", "http://"+ln.Addr().String(), "role", s.cfg.Server.Role, "store", s.where)
 	return nil

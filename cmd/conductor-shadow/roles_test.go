@@ -27,13 +27,14 @@ import (
 	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
-// buildBinary compiles this command into a temporary folder.
+// buildBinary returns this command compiled into the test run's folder
+// (commandBinary): built by the first test that asks, shared by the others,
+// which only run it.
 func buildBinary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "conductor-shadow")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	bin, err := commandBinary.build()
+	if err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }

@@ -77,6 +77,19 @@ type server struct {
 	// last flush, so the last spans are counted. nil: serve's caller does it.
 	stopTracing func(context.Context) error
 	flowRec     *flowRecorder // the record of data flows; nil in the tap role
+
+	// An isolated all-in-one server (isolate.go): side is sideFront or
+	// sideShadow ("" one process); socket the hand-off's unix socket.
+	side    string
+	socket  string
+	self    selfExec        // the front's own binary and arguments, to start the shadow side
+	handoff *ingest.Handoff // the front's hand-off to the shadow side
+	child   *shadowChild    // the front's shadow side process
+	// internal serves the hand-off on the shadow side's socket, beside the
+	// router (never forwarded by the front).
+	internal   *gin.Engine
+	shadowOnce sync.Once
+	shadowHTTP *http.Client // the front's client of the shadow side
 }
 
 func newServer(cfg platform.Config, log *slog.Logger) *server {
@@ -136,7 +149,7 @@ func (s *server) newHost(tp trace.TracerProvider) *host {
 		otelgin.WithPropagators(propagation.TraceContext{})),
 		logServerErrors(s.log), browserGuard(s.hosts, s.log), securityHeaders(), newPathScrubber(s.cfg).middleware())
 	health := platform.ServerHealth{Status: "ok", Role: s.cfg.Server.Role, Store: "none (tap role)"}
-	if s.st != nil {
+	if s.st != nil || s.side == sideFront { // the front answers for its shadow side's store
 		health.Store = platform.StoreKind(s.cfg)
 		if s.cfg.Store.DSN == "" {
 			health.StoreID = platform.StoreID(s.cfg.Store.Path)
@@ -264,6 +277,9 @@ func (s *server) readyz(c *gin.Context) {
 				note("kafka", kafkaReason(err), err)
 			}
 		}
+	}
+	if s.handoff != nil {
+		s.frontReadiness(c, &r, note)
 	}
 	if s.codeNote != "" {
 		if r.Detail == nil {

@@ -14,7 +14,12 @@ import (
 
 	"github.com/conductor-shadow/conductor-shadow/store"
 	"github.com/conductor-shadow/conductor-shadow/store/internal/chdb"
+	"github.com/conductor-shadow/conductor-shadow/store/internal/schemacopy"
 )
+
+// templateDatabase is the database the engine's keeper store migrates, which
+// every Open copies (schemacopy): a name no statement text holds otherwise.
+const templateDatabase = "storetest_template"
 
 // Engine is the embedded ClickHouse engine (chDB) one test binary shares. The
 // engine allows one data folder per process, so a package's TestMain starts one
@@ -33,8 +38,9 @@ import (
 // through store.OpenTestStore.
 type Engine struct {
 	dir     string
-	keeper  store.Store // holds the engine open for the whole run
-	missing error       // libchdb.so could not be loaded: Open skips (fails under CI)
+	keeper  store.Store          // holds the engine open for the whole run
+	missing error                // libchdb.so could not be loaded: Open skips (fails under CI)
+	tpl     *schemacopy.Template // nil: every Open migrates its database itself
 	seq     atomic.Int64
 }
 
@@ -49,12 +55,15 @@ func StartEngine() *Engine {
 		return e
 	}
 	e.dir = dir
-	keeper, err := store.Open(context.Background(), e.config("keeper"))
+	keeper, err := store.Open(context.Background(), e.config(templateDatabase))
 	if err != nil {
 		e.missing = fmt.Errorf("storetest: open embedded engine: %w", err)
 		return e
 	}
 	e.keeper = keeper
+	if e.tpl, err = schemacopy.New(context.Background(), dir, templateDatabase, "storetest_probe"); err != nil {
+		fmt.Fprintf(os.Stderr, "storetest: every Open migrates its own database: %v\n", err)
+	}
 	return e
 }
 
@@ -84,6 +93,8 @@ func (e *Engine) Close() {
 	if e == nil {
 		return
 	}
+	e.tpl.Close()
+	e.tpl = nil
 	if e.keeper != nil {
 		_ = e.keeper.Close()
 		e.keeper = nil
@@ -107,7 +118,9 @@ func (e *Engine) config(database string) store.Config {
 var nonIdent = regexp.MustCompile(`[^A-Za-z0-9_]+`)
 
 // Open returns a migrated store in a database no other Open shares, closed when
-// t ends. Without libchdb.so it skips t, or fails it when the CI environment
+// t ends. The database starts as a copy of the one StartEngine migrated
+// (schemacopy: one CREATE per table instead of every migration), then
+// store.Open opens it as any other. Without libchdb.so it skips t, or fails it when the CI environment
 // variable is set (CI installs the engine, so a skip there would hide tests).
 func (e *Engine) Open(t testing.TB) store.Store {
 	t.Helper()
@@ -117,6 +130,15 @@ func (e *Engine) Open(t testing.TB) store.Store {
 // OpenConfig is Open with the store config adjusted by edit first (limits,
 // retention); Path and Database are the engine's.
 func (e *Engine) OpenConfig(t testing.TB, edit func(*store.Config)) store.Store {
+	t.Helper()
+	st, _ := e.open(t, edit, true)
+	return st
+}
+
+// open is OpenConfig; a new database is a copy of the template database
+// (schemacopy) when copySchema is set and the template is in use, else
+// store.Open migrates it. It returns the store and its database.
+func (e *Engine) open(t testing.TB, edit func(*store.Config), copySchema bool) (store.Store, string) {
 	t.Helper()
 	if e == nil || e.missing != nil {
 		err := errors.New("storetest: no Engine started in TestMain")
@@ -135,12 +157,17 @@ func (e *Engine) OpenConfig(t testing.TB, edit func(*store.Config)) store.Store 
 	cfg := e.config(fmt.Sprintf("t%d_%s", e.seq.Add(1), name))
 	edit(&cfg)
 	cfg.Path = e.dir
+	if e.tpl != nil && copySchema && cfg.DSN == "" {
+		if err := e.tpl.CopyTo(context.Background(), cfg.Database); err != nil {
+			t.Fatal(err)
+		}
+	}
 	st, err := store.Open(context.Background(), cfg)
 	if err != nil {
 		t.Fatalf("storetest: open store: %v", err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
-	return st
+	return st, cfg.Database
 }
 
 // Counts is the number of distinct records per table (after the

@@ -2,8 +2,12 @@ package storetest_test
 
 import (
 	"os"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/conductor-shadow/conductor-shadow/store"
 	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
@@ -32,5 +36,33 @@ func TestEngineOpensIsolatedStores(t *testing.T) {
 	}
 	if got := storetest.MustCountRows(t, b); got != (storetest.Counts{}) {
 		t.Errorf("the other database holds %+v, want nothing", got)
+	}
+}
+
+// A store opened on a copy of the template database has every table exactly
+// as a store whose database store.Open migrated from nothing: same engine,
+// same CREATE statement (columns, defaults, codecs, order, TTLs, settings),
+// same rows (the migration records), with the default config and with
+// retention edits applied at the open.
+func TestOpenCopiesTheMigratedSchema(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(*store.Config)
+	}{
+		{"default", func(*store.Config) {}},
+		{"retention", func(c *store.Config) {
+			c.Retention = store.RetentionConfig{Requests: 48 * time.Hour, Runs: 24 * time.Hour, Bodies: time.Hour, Work: 0}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			migrated := engine.OpenSchema(t, tc.edit, false)
+			copied := engine.OpenSchema(t, tc.edit, true)
+			if len(migrated) < 10 {
+				t.Fatalf("migrated database has %d tables, want the whole schema", len(migrated))
+			}
+			if !slices.Equal(copied, migrated) {
+				t.Errorf("copied schema differs from the migrated one:\ncopied:\n%s\nmigrated:\n%s", strings.Join(copied, "\n"), strings.Join(migrated, "\n"))
+			}
+		})
 	}
 }

@@ -94,6 +94,23 @@ type ServerConfig struct {
 	// under example.com. Browsers' state-changing requests from these origins
 	// are accepted too. Other names get 421 (DNS rebinding protection).
 	AllowedHosts []string `yaml:"allowed_hosts"`
+	// Isolate runs the all-in-one role (without Kafka, on Linux) as two
+	// processes: the front (the mirroring proxy, the tap and the recorder, at
+	// the process's priority, on Addr) supervises the shadow side (the store,
+	// the store-first queue, the shadow workers, the writer, the schedules,
+	// the web UI and the API) as a child process ShadowNice niceness steps
+	// lower, reached over a unix socket in the data folder. Default true;
+	// false: one process, as before.
+	Isolate bool `yaml:"isolate"`
+	// ShadowNice is how many niceness steps the shadow side runs below the
+	// front (1–19; the result capped at 19). At 10 the kernel's scheduler
+	// weighs its threads at about a tenth of the front's (CFS weights 110
+	// and 1024).
+	ShadowNice int `yaml:"shadow_nice"`
+	// HandoffBuffer is how many copies wait in the front for the shadow side
+	// at most; a mirrored copy beyond it is recorded, not shadowed
+	// (queue_full).
+	HandoffBuffer int `yaml:"handoff_buffer"`
 }
 
 // Roles of `serve` (server.role, --role).
@@ -189,7 +206,8 @@ type envOverrides struct {
 func NewDefaultConfig() Config {
 	return Config{
 		Server: ServerConfig{Addr: "127.0.0.1:8080", APITokenEnv: "CONDUCTOR_SHADOW_API_TOKEN", ShutdownTimeout: 30 * time.Second, Role: RoleAll,
-			ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute},
+			ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute, IdleTimeout: 2 * time.Minute,
+			Isolate: true, ShadowNice: 10, HandoffBuffer: 4096},
 		Store:     store.NewDefaultConfig(),
 		Writer:    store.NewDefaultWriterConfig(),
 		Ingest:    ingest.NewDefaultConfig(),
@@ -281,6 +299,12 @@ func (c Config) Validate() error {
 	}
 	if c.Telemetry.MaxContentBytes < 1024 {
 		errs = append(errs, fmt.Errorf("config: telemetry.max_content_bytes must be at least 1024, got %d", c.Telemetry.MaxContentBytes))
+	}
+	if c.Server.ShadowNice < 1 || c.Server.ShadowNice > 19 {
+		errs = append(errs, fmt.Errorf("config: server.shadow_nice must be 1–19, got %d", c.Server.ShadowNice))
+	}
+	if c.Server.HandoffBuffer < 1 {
+		errs = append(errs, fmt.Errorf("config: server.handoff_buffer must be ≥ 1, got %d", c.Server.HandoffBuffer))
 	}
 	switch c.Server.Role {
 	case RoleAll:
