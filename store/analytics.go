@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -339,14 +340,17 @@ type Overview struct {
 	Totals    []PipelinePoint `json:"totals"` // per pipeline over the whole window (Bucket zero), incumbent first
 	Series    []PipelinePoint `json:"series"` // per pipeline and bucket, by pipeline then bucket
 	Agreement []Agreement     `json:"agreement"`
+	// Latency is the runs' latency histogram: by pipeline (incumbent
+	// first), then bin; runs of unknown latency and empty bins left out.
+	Latency []LatencyBin `json:"latency"`
 }
 
 // OverviewAnalytics computes the overview page. The SQL stores
 // (embedded and server) implement it.
 type OverviewAnalytics interface {
-	// Overview returns the window's counts, per-pipeline totals and series and
-	// the candidates' agreement with the incumbent. An invalid q returns its
-	// Validate error.
+	// Overview returns the window's counts, per-pipeline totals, series and
+	// latency histogram and the candidates' agreement with the incumbent. An
+	// invalid q returns its Validate error.
 	Overview(ctx context.Context, q OverviewQuery) (Overview, error)
 }
 
@@ -380,7 +384,107 @@ func (s *sqlStore) overviewConds(q OverviewQuery) (reqCond, runCond string, p Pa
 	return reqCond, runCond, p
 }
 
-// Overview implements OverviewAnalytics with three statements.
+// overviewRow is one row of Overview's scan, in one of its grouping sets
+// (told by grouping(bucket), 1 when the set leaves the bucket out): a
+// pipeline's totals with its latency histogram, agreement and share of the
+// window's counts, or one bucket of its series; the window's request counts
+// are on every row.
+type overviewRow struct {
+	Pipeline          string    `json:"pipeline"`
+	Mode              string    `json:"mode"`
+	Bucket            time.Time `json:"bucket"`
+	NoBucket          int64     `json:"no_bucket"`
+	Runs              int64     `json:"runs"`
+	Errors            int64     `json:"errors"`
+	CostUSD           float64   `json:"cost_usd"`
+	InputReduced      int64     `json:"input_reduced"`
+	CostPerRequestUSD float64   `json:"cost_per_request_usd"`
+	P50Ms             float64   `json:"p50_ms"`
+	P95Ms             float64   `json:"p95_ms"`
+	Bins              string    `json:"bins"` // runs of known latency per bin of LatencyEdgesMs, comma-separated
+	Pairs             int64     `json:"pairs"`
+	Agree             int64     `json:"agree"`
+	// The pipeline's share of the window's counts (summed over the
+	// pipelines): its incumbent and candidate runs, the requests whose first
+	// candidate run (in the request's runs) is of this pipeline, and its
+	// candidate runs with a reduced input.
+	IncumbentRuns    int64 `json:"incumbent_runs"`
+	ShadowRuns       int64 `json:"shadow_runs"`
+	ShadowRequests   int64 `json:"shadow_requests"`
+	InputReducedRuns int64 `json:"input_reduced_runs"`
+	Requests         int64 `json:"window_requests"`
+	TapRequests      int64 `json:"window_tap_requests"`
+}
+
+// point is r's pipeline figures.
+func (r overviewRow) point() PipelinePoint {
+	return PipelinePoint{Pipeline: r.Pipeline, Mode: r.Mode, Bucket: r.Bucket, Runs: r.Runs, Errors: r.Errors,
+		CostUSD: r.CostUSD, InputReduced: r.InputReduced, CostPerRequestUSD: r.CostPerRequestUSD, P50Ms: r.P50Ms, P95Ms: r.P95Ms}
+}
+
+// overviewBinsSQL counts the runs of known latency (figure.KnownLatency) in
+// each bin of LatencyEdgesMs (x_bin of overviewSQL: the number of edges at or
+// below the latency), comma-separated in bin order.
+func overviewBinsSQL() string {
+	return fmt.Sprintf("arrayStringConcat(arrayMap(b -> toString(countEqual(groupArrayIf(x_bin, x_latency > 0), b)), range(%d)), ',')",
+		len(LatencyEdgesMs)+1)
+}
+
+// overviewSQL is Overview's one statement. The window's runs are read once
+// (runs FINAL: a re-written run counts once, as its last write) and grouped
+// by request, which numbers the requests densely (req_no: distinct requests
+// are then counted on an integer, exactly) and gives each candidate run its
+// request's incumbent answer (answer_normalized: NormalizeAnswer, stored
+// with the row by migration 0290); then the runs are aggregated in two
+// grouping sets: (pipeline) for the totals, histogram, agreement and the
+// window's counts (summed over the pipelines in Go: each request is counted
+// once, at its first candidate run), (pipeline, bucket) for the series.
+// %[1]s database, %[2]d bucket seconds, %[3]s run condition, %[4]s request
+// condition, %[5]s histogram, %[6]s cost per request, %[7]s p50, %[8]s p95,
+// %[9]s the latency edges.
+const overviewSQL = `SELECT pipeline, any(x_mode) AS mode,
+    toDateTime64(toStartOfInterval(x_started, INTERVAL %[2]d SECOND), 3, 'UTC') AS bucket,
+    grouping(bucket) AS no_bucket,
+    count() AS runs,
+    countIf(x_status NOT IN ('ok', 'cancelled')) AS errors, sum(x_cost) AS cost_usd,
+    countIf(x_reduced) AS input_reduced,
+    %[6]s AS cost_per_request_usd,
+    %[7]s AS p50_ms,
+    %[8]s AS p95_ms,
+    %[5]s AS bins,
+    countIf(x_paired) AS pairs, countIf(x_agreed) AS agree,
+    countIf(x_mode = 'incumbent') AS incumbent_runs,
+    countIf(x_mode = 'candidate') AS shadow_runs,
+    countIf(x_first_candidate) AS shadow_requests,
+    countIf(x_mode = 'candidate' AND x_reduced) AS input_reduced_runs,
+    (SELECT count() FROM %[1]s.requests FINAL WHERE %[4]s) AS window_requests,
+    (SELECT count() FROM %[1]s.requests FINAL WHERE %[4]s AND source = 'tap') AS window_tap_requests
+FROM (
+    SELECT req_no, r.1 AS pipeline, r.2 AS x_mode, r.3 AS x_status, r.4 AS x_latency, r.5 AS x_cost,
+        r.6 AS x_reduced, r.7 AS x_started, arrayCount(e -> e <= x_latency, %[9]s) AS x_bin,
+        has_inc AND x_mode = 'candidate' AND x_status = 'ok' AS x_paired,
+        x_paired AND r.8 = inc AS x_agreed,
+        x_mode = 'candidate' AND run_no = indexOf(arrayMap(t -> t.2, rs), 'candidate') AS x_first_candidate
+    FROM (
+        SELECT rowNumberInAllBlocks() AS req_no, inc, has_inc, rs FROM (
+            SELECT request_id,
+                anyIf(answer_normalized, mode = 'incumbent' AND status = 'ok') AS inc,
+                countIf(mode = 'incumbent' AND status = 'ok') > 0 AS has_inc,
+                groupArray((pipeline, mode, status, latency_ms, cost_usd, input_reduced, started_at, answer_normalized)) AS rs
+            FROM %[1]s.runs FINAL WHERE %[3]s
+            GROUP BY request_id
+        )
+    )
+    ARRAY JOIN rs AS r, arrayEnumerate(rs) AS run_no
+)
+GROUP BY GROUPING SETS ((pipeline), (pipeline, bucket))
+ORDER BY mode != 'incumbent', pipeline, bucket`
+
+// Overview implements OverviewAnalytics with one statement (overviewSQL):
+// the window's runs are read once for the counts, totals, series, latency
+// histogram and agreement, so the live or generated request set and the
+// FINAL merge of runs are paid once per page. A window without runs is
+// answered by a second statement counting its requests.
 func (s *sqlStore) Overview(ctx context.Context, q OverviewQuery) (Overview, error) {
 	var ov Overview
 	if err := q.Validate(); err != nil {
@@ -390,61 +494,53 @@ func (s *sqlStore) Overview(ctx context.Context, q OverviewQuery) (Overview, err
 		return ov, fmt.Errorf("store: overview: %w", err)
 	}
 	reqCond, runCond, p := s.overviewConds(q)
-	counts, err := queryRows[OverviewCounts](ctx, s.t, fmt.Sprintf(`SELECT
-    (SELECT count() FROM %[1]s.requests FINAL WHERE %[2]s) AS requests,
-    (SELECT count() FROM %[1]s.requests FINAL WHERE %[2]s AND source = 'tap') AS tap_requests,
-    countIf(mode = 'incumbent') AS incumbent_runs,
-    countIf(mode = 'candidate') AS shadow_runs,
-    countIf(status NOT IN ('ok', 'cancelled')) AS error_runs,
-    uniqExactIf(request_id, mode = 'candidate') AS shadow_requests,
-    countIf(mode = 'candidate' AND input_reduced) AS input_reduced_runs
-FROM %[1]s.runs FINAL WHERE %[3]s`, s.db, reqCond, runCond), p)
+	rows, err := queryRows[overviewRow](ctx, s.t, fmt.Sprintf(overviewSQL, s.db, q.BucketSeconds, runCond, reqCond, overviewBinsSQL(),
+		figure.CostPerRequestSQL("x_cost", "req_no"), figure.LatencySQL("x_latency", 50), figure.LatencySQL("x_latency", 95), latencyEdgesSQL()), p)
 	if err != nil {
-		return ov, fmt.Errorf("store: overview: counts: %w", err)
+		return ov, fmt.Errorf("store: overview: %w", err)
 	}
-	if len(counts) > 0 {
-		ov.Counts = counts[0]
-	}
-	// Totals and series in one scan: the (pipeline) grouping set leaves bucket at
-	// its default, the epoch, which decodes to the zero time.
-	points, err := queryRows[PipelinePoint](ctx, s.t, fmt.Sprintf(`SELECT pipeline, any(mode) AS mode,
-    toDateTime64(toStartOfInterval(started_at, INTERVAL %[2]d SECOND), 3, 'UTC') AS bucket, count() AS runs,
-    countIf(status NOT IN ('ok', 'cancelled')) AS errors, sum(cost_usd) AS cost_usd,
-    countIf(input_reduced) AS input_reduced,
-    %[6]s AS cost_per_request_usd,
-    %[4]s AS p50_ms,
-    %[5]s AS p95_ms
-FROM %[1]s.runs AS r FINAL WHERE %[3]s
-GROUP BY GROUPING SETS ((pipeline), (pipeline, bucket))
-ORDER BY mode != 'incumbent', pipeline, bucket`, s.db, q.BucketSeconds, runCond,
-		figure.LatencySQL("r.latency_ms", 50), figure.LatencySQL("r.latency_ms", 95),
-		figure.CostPerRequestSQL("r.cost_usd", "r.request_id")), p)
-	if err != nil {
-		return ov, fmt.Errorf("store: overview: pipelines: %w", err)
-	}
-	for _, p := range points {
-		if p.Bucket.IsZero() {
-			ov.Totals = append(ov.Totals, p)
-		} else {
-			ov.Series = append(ov.Series, p)
+	if len(rows) == 0 { // no run in the window: the request counts alone
+		counts, err := queryRows[OverviewCounts](ctx, s.t, fmt.Sprintf(`SELECT count() AS requests, countIf(source = 'tap') AS tap_requests
+FROM %[1]s.requests FINAL WHERE %[2]s`, s.db, reqCond), p)
+		if err != nil {
+			return ov, fmt.Errorf("store: overview: counts: %w", err)
+		}
+		if len(counts) > 0 {
+			ov.Counts = counts[0]
 		}
 	}
-	// Agreement in one scan: per request the incumbent's answer and every
-	// candidate's, compared raw first and normalized only when they differ.
-	if ov.Agreement, err = queryRows[Agreement](ctx, s.t, fmt.Sprintf(`SELECT cand.1 AS candidate, count() AS pairs,
-    countIf(if(cand.2 = inc, 1, %[3]s = %[4]s)) AS agree
-FROM (
-    SELECT request_id, anyIf(final_output, mode = 'incumbent') AS inc,
-        groupArrayIf((pipeline, final_output), mode = 'candidate') AS cands
-    FROM %[1]s.runs FINAL
-    WHERE status = 'ok' AND %[2]s
-    GROUP BY request_id
-    HAVING countIf(mode = 'incumbent') > 0
-)
-ARRAY JOIN cands AS cand
-GROUP BY candidate ORDER BY candidate`, s.db, runCond,
-		fmt.Sprintf(normalizeSQL, "cand.2"), fmt.Sprintf(normalizeSQL, "inc")), p); err != nil {
-		return ov, fmt.Errorf("store: overview: agreement: %w", err)
+	for _, r := range rows {
+		if r.NoBucket == 0 { // (pipeline, bucket)
+			ov.Series = append(ov.Series, r.point())
+			continue
+		}
+		// (pipeline)
+		c := &ov.Counts
+		c.Requests, c.TapRequests = r.Requests, r.TapRequests
+		c.IncumbentRuns += r.IncumbentRuns
+		c.ShadowRuns += r.ShadowRuns
+		c.ErrorRuns += r.Errors
+		c.ShadowRequests += r.ShadowRequests
+		c.InputReducedRuns += r.InputReducedRuns
+		pt := r.point()
+		pt.Bucket = time.Time{}
+		ov.Totals = append(ov.Totals, pt)
+		for bin, v := range strings.Split(r.Bins, ",") {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return ov, fmt.Errorf("store: overview: latency bins %q of %s: %w", r.Bins, r.Pipeline, err)
+			}
+			if n > 0 {
+				ov.Latency = append(ov.Latency, newLatencyBin(r.Pipeline, r.Mode, int64(bin), n))
+			}
+		}
+		if r.Pairs > 0 {
+			ov.Agreement = append(ov.Agreement, Agreement{Candidate: r.Pipeline, Pairs: r.Pairs, Agree: r.Agree})
+		}
+	}
+	slices.SortFunc(ov.Agreement, func(a, b Agreement) int { return strings.Compare(a.Candidate, b.Candidate) })
+	if ov.Agreement == nil {
+		ov.Agreement = []Agreement{} // "no pairs" is an empty list, not null
 	}
 	return ov, nil
 }

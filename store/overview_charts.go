@@ -36,19 +36,19 @@ type CoveragePoint struct {
 	Coverage float64   `json:"coverage"` // 0..1
 }
 
-// OverviewCharts is what the overview's histogram and coverage charts draw.
+// OverviewCharts is what the overview's coverage chart draws; the latency
+// histogram comes with the runs' figures (Overview.Latency).
 type OverviewCharts struct {
-	Latency  []LatencyBin    `json:"latency"`  // by pipeline (incumbent first), then bin; empty bins left out
 	Coverage []CoveragePoint `json:"coverage"` // by bucket; buckets without requests left out
 }
 
 // OverviewChartReader reads the overview's charts beyond the per-pipeline
-// series (Overview). The SQL stores (embedded and server) implement it.
+// series and histogram (Overview). The SQL stores (embedded and server)
+// implement it.
 type OverviewChartReader interface {
-	// OverviewCharts returns the window's latency histogram per pipeline
-	// (runs as Overview selects them) and its coverage per bucket (requests
-	// as Overview counts them, shadowed when a candidate run of any start
-	// time exists). An invalid q returns its Validate error.
+	// OverviewCharts returns the window's coverage per bucket (requests as
+	// Overview counts them, shadowed when a candidate run of any start time
+	// exists). An invalid q returns its Validate error.
 	OverviewCharts(ctx context.Context, q OverviewQuery) (OverviewCharts, error)
 }
 
@@ -63,7 +63,20 @@ func latencyEdgesSQL() string {
 	return "[" + strings.Join(parts, ", ") + "]"
 }
 
-// OverviewCharts implements OverviewChartReader with two statements.
+// newLatencyBin is the bin-th bin of LatencyEdgesMs (0 below the first
+// edge, len(LatencyEdgesMs) at or above the last) holding runs runs.
+func newLatencyBin(pipeline, mode string, bin, runs int64) LatencyBin {
+	b := LatencyBin{Pipeline: pipeline, Mode: mode, Bin: bin, Runs: runs}
+	if bin > 0 {
+		b.LowerMs = LatencyEdgesMs[bin-1]
+	}
+	if int(bin) < len(LatencyEdgesMs) {
+		b.UpperMs = LatencyEdgesMs[bin]
+	}
+	return b
+}
+
+// OverviewCharts implements OverviewChartReader with one statement.
 func (s *sqlStore) OverviewCharts(ctx context.Context, q OverviewQuery) (OverviewCharts, error) {
 	var oc OverviewCharts
 	if err := q.Validate(); err != nil {
@@ -72,27 +85,7 @@ func (s *sqlStore) OverviewCharts(ctx context.Context, q OverviewQuery) (Overvie
 	if err := s.check(ctx); err != nil {
 		return oc, fmt.Errorf("store: overview charts: %w", err)
 	}
-	reqCond, runCond, p := s.overviewConds(q)
-	edges := latencyEdgesSQL()
-	// bin = number of edges at or below the latency (0 below the first edge).
-	bins, err := queryRows[LatencyBin](ctx, s.t, fmt.Sprintf(`SELECT pipeline, any(mode) AS mode,
-    toInt64(arrayCount(e -> e <= latency_ms, %[3]s)) AS bin, count() AS runs
-FROM %[1]s.runs FINAL WHERE %[2]s AND latency_ms > 0
-GROUP BY pipeline, bin
-ORDER BY mode != 'incumbent', pipeline, bin`, s.db, runCond, edges), p)
-	if err != nil {
-		return oc, fmt.Errorf("store: overview charts: latency histogram: %w", err)
-	}
-	for i := range bins {
-		b := &bins[i]
-		if b.Bin > 0 {
-			b.LowerMs = LatencyEdgesMs[b.Bin-1]
-		}
-		if int(b.Bin) < len(LatencyEdgesMs) {
-			b.UpperMs = LatencyEdgesMs[b.Bin]
-		}
-	}
-	oc.Latency = nilIfEmpty(bins)
+	reqCond, _, p := s.overviewConds(q)
 	cov, err := queryRows[CoveragePoint](ctx, s.t, fmt.Sprintf(`SELECT
     toDateTime64(toStartOfInterval(received_at, INTERVAL %[3]d SECOND), 3, 'UTC') AS bucket,
     count() AS requests, countIf(shadowed_flag = 1) AS shadowed, %[4]s AS coverage

@@ -59,8 +59,12 @@ func TestOverviewCharts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ov, err := s.Overview(ctx, OverviewQuery{From: at, To: at.Add(3 * time.Hour), BucketSeconds: 3600})
+	if err != nil {
+		t.Fatal(err)
+	}
 	got := map[string]map[int64]int64{"incumbent:gpt-4": {}, "conductor": {}}
-	for i, b := range oc.Latency {
+	for i, b := range ov.Latency {
 		got[b.Pipeline][b.Bin] = b.Runs
 		if b.UpperMs != 0 && b.UpperMs <= b.LowerMs {
 			t.Errorf("bin %d: [%g, %g) is empty", b.Bin, b.LowerMs, b.UpperMs)

@@ -409,12 +409,12 @@ func newOverviewView(meta pageMeta, q overviewQuery, bucket int, ov store.Overvi
 
 // addCharts draws the latency histogram, quality by segment and coverage
 // over time with the pipelines' colours of the other charts.
-func (v *overviewView) addCharts(oc store.OverviewCharts) {
+func (v *overviewView) addCharts(latency []store.LatencyBin, oc store.OverviewCharts) {
 	classes := map[string]string{}
 	for _, r := range v.Rows {
 		classes[r.Total.Pipeline] = r.SeriesClass
 	}
-	v.Histogram = newLatencyHistogram(oc.Latency, classes)
+	v.Histogram = newLatencyHistogram(latency, classes)
 	v.SegChart = newSegmentQuality(v.Cutover, classes)
 	v.CoverageChart = coverageLine(v.Query.From, v.Query.To, oc.Coverage)
 }
@@ -482,7 +482,7 @@ func (s *server) overview(c *gin.Context) {
 	}
 	v := newOverviewView(meta, q, bucket, ov, runs, live)
 	v.Followed = followed
-	v.addCharts(charts)
+	v.addCharts(ov.Latency, charts)
 	v.ThisURL = s.urls().overviewWith(q)
 	v.LiveJudges = s.liveJudgesOf(c, q.From, q.To)
 	s.render(c, http.StatusOK, overviewPage(v))

@@ -658,6 +658,14 @@ ORDER BY (window_start, tap_id, source, route, app);
 CREATE TABLE IF NOT EXISTS `shadow`.tap_offered ON CLUSTER `shadow_cluster` AS `shadow`.tap_offered_local
 ENGINE = Distributed('shadow_cluster', 'shadow', 'tap_offered_local', cityHash64(tap_id));
 
+-- migration 0290_runs_answer_normalized
+
+ALTER TABLE `shadow`.runs_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS answer_normalized String MATERIALIZED replaceRegexpAll(replaceRegexpAll(replaceRegexpAll(multiIf(notEmpty(extractAll(lowerUTF8(final_output), '\\\\boxed\\{([^{}]*)\\}')), arrayElement(extractAll(lowerUTF8(final_output), '\\\\boxed\\{([^{}]*)\\}'), -1), notEmpty(extractAll(lowerUTF8(final_output), 'answer(?: is)?\\s*[:=]?\\s*[($]*([a-z0-9.,/\\-]+)')), arrayElement(extractAll(lowerUTF8(final_output), 'answer(?: is)?\\s*[:=]?\\s*[($]*([a-z0-9.,/\\-]+)'), -1), lowerUTF8(final_output)), '[,$]', ''), '^\\s+|[\\s.]+$', ''), '\\s+', ' ') AFTER final_output;
+
+ALTER TABLE `shadow`.runs ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS answer_normalized String MATERIALIZED replaceRegexpAll(replaceRegexpAll(replaceRegexpAll(multiIf(notEmpty(extractAll(lowerUTF8(final_output), '\\\\boxed\\{([^{}]*)\\}')), arrayElement(extractAll(lowerUTF8(final_output), '\\\\boxed\\{([^{}]*)\\}'), -1), notEmpty(extractAll(lowerUTF8(final_output), 'answer(?: is)?\\s*[:=]?\\s*[($]*([a-z0-9.,/\\-]+)')), arrayElement(extractAll(lowerUTF8(final_output), 'answer(?: is)?\\s*[:=]?\\s*[($]*([a-z0-9.,/\\-]+)'), -1), lowerUTF8(final_output)), '[,$]', ''), '^\\s+|[\\s.]+$', ''), '\\s+', ' ') AFTER final_output;
+
+ALTER TABLE `shadow`.runs_local ON CLUSTER `shadow_cluster` MATERIALIZE COLUMN answer_normalized;
+
 -- retention: requests 90 days, bodies 30 days
 
 ALTER TABLE `shadow`.`requests_local` ON CLUSTER `shadow_cluster` MODIFY TTL toDateTime(received_at) + toIntervalSecond(7776000);
