@@ -16,7 +16,7 @@ import (
 )
 
 // TestEveryLoadtestCommandDeclaresItsStore: the load harness's servers keep
-// their stores in folders of their own; generate fills a new folder only.
+// their stores in folders of their own; generate and bench fill a new folder only.
 func TestEveryLoadtestCommandDeclaresItsStore(t *testing.T) {
 	want := map[string]platform.StoreAccess{
 		"loadtest":            platform.AccessNone,
@@ -24,6 +24,7 @@ func TestEveryLoadtestCommandDeclaresItsStore(t *testing.T) {
 		"loadtest incumbent":  platform.AccessNone,
 		"loadtest durability": platform.AccessNone,
 		"loadtest generate":   platform.AccessNew,
+		"loadtest bench":      platform.AccessNew,
 	}
 	got := platform.DeclaredStores(rootCmd(io.Discard, io.Discard))
 	if !maps.Equal(got, want) {

@@ -185,7 +185,7 @@ A role round whose direct path shows a saturated machine gets no verdict.`,
 	cmd.AddCommand(platform.WithStore(bareProxyCmd(), platform.AccessNone))
 	cmd.AddCommand(platform.WithStore(loadIncumbentCmd(), platform.AccessNone))
 	cmd.AddCommand(platform.WithStore(durabilityCmd(), platform.AccessNone))
-	cmd.AddCommand(benchCmd(flags, log))
+	cmd.AddCommand(platform.WithStore(benchCmd(flags, log), platform.AccessNew))
 	addUsersLoad(cmd, load) // --users: a candidate under concurrent users (loadtest_users.go)
 	return platform.WithStore(cmd, platform.AccessNone)
 }
