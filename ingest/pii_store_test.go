@@ -71,7 +71,7 @@ var textColumns = map[string]string{
 	"runs.input_reduced_reason": "text (textFields)", "steps.tool_calls": "JSON text (textFields)",
 
 	"runs.run_id": "id", "runs.request_id": "exchange id (textFields)", "runs.suite_run_id": "id", "runs.pipeline": "config name",
-	"runs.pipeline_version": "config version", "runs.mode": "enum", "runs.status": "enum", "runs.final_output": "text (textFields)",
+	"runs.pipeline_version": "config version", "runs.mode": "enum", "runs.status": "enum", "runs.final_output": "text (textFields)", "runs.answer_normalized": "NormalizeAnswer of final_output, filled by the engine from the pseudonymized text (migration 0290)",
 	"runs.reasoning": "text (textFields)", "runs.choices": "JSON text (textFields)", "runs.tool_calls": "JSON text (textFields)",
 	"runs.response_headers": "headers (textFields)", "runs.plan_raw": "text (textFields)", "runs.plan": "JSON text (textFields)",
 	"runs.plan_shape": "worker names and access lists, computed from plan",
