@@ -288,14 +288,14 @@ func TestKafkaLimitFollowsTheTopic(t *testing.T) {
 	}
 }
 
-// Through /v1/tap a copy above max_copy_bytes is answered 413 too_large,
-// counted as rejected, never as Kafka unavailable, and readiness holds; the
-// next copy is accepted.
-func TestKafkaTapAnswersTooLarge(t *testing.T) {
-	ctx := context.Background()
-	c := newLimitCluster(t, "too-large", 1)
+// newTooLargeTap is a tap publishing to topic on a Kafka of its own whose
+// copies may hold at most 64 KiB (ingest.kafka.max_copy_bytes), with its
+// queue (shut down when t ends) and counters.
+func newTooLargeTap(t *testing.T, topic string) (*Tap, *KafkaQueue, *Stats) {
+	t.Helper()
+	c := newLimitCluster(t, topic, 1)
 	kcfg := NewDefaultKafkaConfig()
-	kcfg.Brokers, kcfg.Topic, kcfg.MaxCopyBytes, kcfg.ReassemblyBytes = c.ListenAddrs(), "too-large", 64<<10, 64<<10
+	kcfg.Brokers, kcfg.Topic, kcfg.MaxCopyBytes, kcfg.ReassemblyBytes = c.ListenAddrs(), topic, 64<<10, 64<<10
 	cfg := NewDefaultConfig()
 	cfg.Kafka = kcfg
 	stats := NewStats()
@@ -303,11 +303,20 @@ func TestKafkaTapAnswersTooLarge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer q.Shutdown(ctx)
+	t.Cleanup(func() { _ = q.Shutdown(context.Background()) })
 	tap, err := NewTap(cfg, q, stats, WithPIISecret([]byte("s")))
 	if err != nil {
 		t.Fatal(err)
 	}
+	return tap, q, stats
+}
+
+// Through /v1/tap a copy above max_copy_bytes is answered 413 too_large,
+// counted as rejected, never as Kafka unavailable, and readiness holds; the
+// next copy is accepted.
+func TestKafkaTapAnswersTooLarge(t *testing.T) {
+	ctx := context.Background()
+	tap, q, stats := newTooLargeTap(t, "too-large")
 	code, resp := tap.Offer(ctx, exchange("huge", strings.Repeat("y", 100<<10)))
 	if code != http.StatusRequestEntityTooLarge || resp.Reason != ReasonTooLarge {
 		t.Errorf("offer above max_copy_bytes = %d %+v; want 413 too_large", code, resp)
@@ -376,21 +385,7 @@ func TestKafkaIncompleteClaimCheckIsCounted(t *testing.T) {
 // text, so the exchange still leaves a row.
 func TestKafkaMirroredTooLargeIsRecorded(t *testing.T) {
 	ctx := context.Background()
-	c := newLimitCluster(t, "too-large-mirror", 1)
-	kcfg := NewDefaultKafkaConfig()
-	kcfg.Brokers, kcfg.Topic, kcfg.MaxCopyBytes, kcfg.ReassemblyBytes = c.ListenAddrs(), "too-large-mirror", 64<<10, 64<<10
-	cfg := NewDefaultConfig()
-	cfg.Kafka = kcfg
-	stats := NewStats()
-	q, err := NewKafkaQueue(kcfg, false, stats, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer q.Shutdown(ctx)
-	tap, err := NewTap(cfg, q, stats, WithPIISecret([]byte("s")))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tap, _, stats := newTooLargeTap(t, "too-large-mirror")
 	sink := newRecordSink()
 	rcfg := NewDefaultRecordConfig()
 	rcfg.Linger = 10 * time.Millisecond

@@ -7,14 +7,12 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/conductor-shadow/conductor-shadow/shadow/simpool"
 	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
@@ -27,16 +25,7 @@ func TestMainJobEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 
-	simCfg := simpool.NewDefaultConfig()
-	simCfg.LatencyScale = 0
-	simCfg.MalformedPlanProb = 0
-	simCfg.SetsDir = "../../regression-sets"
-	sim, err := simpool.New(simCfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := httptest.NewServer(sim)
-	defer pool.Close()
+	pool := simulatedPool(t, 0)
 
 	addr := freeAddr(t)
 	dir := t.TempDir()

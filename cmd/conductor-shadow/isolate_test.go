@@ -21,7 +21,6 @@ import (
 	"time"
 
 	"github.com/conductor-shadow/conductor-shadow/ingest"
-	"github.com/conductor-shadow/conductor-shadow/shadow/simpool"
 )
 
 // threadNice is every thread of pid: its name and niceness
@@ -75,16 +74,7 @@ func readFrontStatus(t *testing.T, addr string) frontStatus {
 // SIGTERM stops both.
 func TestIsolatedServe(t *testing.T) {
 	bin := buildBinary(t)
-	simCfg := simpool.NewDefaultConfig()
-	simCfg.LatencyScale = 0.01
-	simCfg.MalformedPlanProb = 0
-	simCfg.SetsDir = "../../regression-sets"
-	sim, err := simpool.New(simCfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := httptest.NewServer(sim)
-	defer pool.Close()
+	pool := simulatedPool(t, 0.01)
 	incumbent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "application/json")

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/conductor-shadow/conductor-shadow/eval/notify"
-	"github.com/conductor-shadow/conductor-shadow/shadow/simpool"
 	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
@@ -28,16 +27,7 @@ func TestServeNotifiesVerdictChanges(t *testing.T) {
 	storetest.RequireEngine(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	simCfg := simpool.NewDefaultConfig()
-	simCfg.LatencyScale = 0
-	simCfg.MalformedPlanProb = 0
-	simCfg.SetsDir = "../../regression-sets"
-	sim, err := simpool.New(simCfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := httptest.NewServer(sim)
-	defer pool.Close()
+	pool := simulatedPool(t, 0)
 
 	release := make(chan struct{})
 	var mu sync.Mutex

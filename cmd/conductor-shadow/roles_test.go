@@ -134,14 +134,7 @@ func TestRolesOneTapTwoShadowWorkersKill9(t *testing.T) {
 	}
 	defer kc.Close()
 
-	simCfg := simpool.NewDefaultConfig()
-	simCfg.LatencyScale = 0.01 // runs take tens of ms: some are in flight at the kill
-	simCfg.MalformedPlanProb = 0
-	simCfg.SetsDir = "../../regression-sets"
-	sim, err := simpool.New(simCfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sim := newSimulator(t, 0.01) // runs take tens of ms: some are in flight at the kill
 	// Each worker's folder calls the pool under its own prefix, so every plan
 	// (one per candidate run) is counted per store.
 	plans := &planCounter{counts: map[string]map[int]int{}}
@@ -469,14 +462,7 @@ func TestRolesRebalanceShadowsEachExchangeOnce(t *testing.T) {
 	}
 	defer kc.Close()
 
-	simCfg := simpool.NewDefaultConfig()
-	simCfg.LatencyScale = 0.02 // a conductor run takes a few hundred ms: the stream outlasts the kill and the third worker
-	simCfg.MalformedPlanProb = 0
-	simCfg.SetsDir = "../../regression-sets"
-	sim, err := simpool.New(simCfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sim := newSimulator(t, 0.02) // a conductor run takes a few hundred ms: the stream outlasts the kill and the third worker
 	plans := &planCounter{counts: map[string]map[int]int{}}
 	pool := httptest.NewServer(plans.wrap(sim))
 	defer pool.Close()
