@@ -205,8 +205,12 @@ func (d *durabilityRun) run(ctx context.Context) error {
 	// The CPU signal of the admission is off: the pool, the engine and this
 	// command share the machine with no production, and a busy CPU would hold the
 	// servers to one shadow run at a time, leaving copies owed at --wait that only
-	// look lost.
-	cfg := fmt.Sprintf("server:\n  shutdown_timeout: %s\ningest:\n  admission:\n    max_cpu: 0\n", d.o.Drain)
+	// look lost. For the same reason the shadow side (a process of its own, as
+	// by default) and its engine keep the front's priority: what this measures is
+	// what is kept across kill -9 and SIGTERM, and a machine busy with other work
+	// at normal priority would starve a lowered shadow side past the posts'
+	// timeouts.
+	cfg := fmt.Sprintf("server:\n  shutdown_timeout: %s\n  shadow_nice: 0\nstore:\n  embedded_nice: 0\ningest:\n  admission:\n    max_cpu: 0\n", d.o.Drain)
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		return fmt.Errorf("loadtest durability: %w", err)
 	}

@@ -103,9 +103,9 @@ type ServerConfig struct {
 	// false: one process, as before.
 	Isolate bool `yaml:"isolate"`
 	// ShadowNice is how many niceness steps the shadow side runs below the
-	// front (1–19; the result capped at 19). At 10 the kernel's scheduler
-	// weighs its threads at about a tenth of the front's (CFS weights 110
-	// and 1024).
+	// front (0–19; the result capped at 19; 0: a process of its own at the
+	// front's priority). At 10 the kernel's scheduler weighs its threads at
+	// about a tenth of the front's (CFS weights 110 and 1024).
 	ShadowNice int `yaml:"shadow_nice"`
 	// HandoffBuffer is how many copies wait in the front for the shadow side
 	// at most; a mirrored copy beyond it is recorded, not shadowed
@@ -300,8 +300,8 @@ func (c Config) Validate() error {
 	if c.Telemetry.MaxContentBytes < 1024 {
 		errs = append(errs, fmt.Errorf("config: telemetry.max_content_bytes must be at least 1024, got %d", c.Telemetry.MaxContentBytes))
 	}
-	if c.Server.ShadowNice < 1 || c.Server.ShadowNice > 19 {
-		errs = append(errs, fmt.Errorf("config: server.shadow_nice must be 1–19, got %d", c.Server.ShadowNice))
+	if c.Server.ShadowNice < 0 || c.Server.ShadowNice > 19 {
+		errs = append(errs, fmt.Errorf("config: server.shadow_nice must be 0–19, got %d", c.Server.ShadowNice))
 	}
 	if c.Server.HandoffBuffer < 1 {
 		errs = append(errs, fmt.Errorf("config: server.handoff_buffer must be ≥ 1, got %d", c.Server.HandoffBuffer))
