@@ -204,17 +204,7 @@ func (h *Handoff) Close() error {
 // PublishDurable implements DurableQueue: done is told once the shadow side
 // committed ex, or why not.
 func (h *Handoff) PublishDurable(ex Exchange, done func(error)) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.closed || !h.started {
-		return ErrQueueClosed
-	}
-	select {
-	case h.ops <- handoffOp{ex: ex, done: done}:
-		return nil
-	default:
-		return ErrQueueFull
-	}
+	return h.enqueue(h.ops, ex, done)
 }
 
 // PublishWaited is PublishDurable for a copy a sender waits for (POST
@@ -222,13 +212,19 @@ func (h *Handoff) PublishDurable(ex Exchange, done func(error)) error {
 // of its own kind, so the sender's accept_timeout is not spent behind copies
 // no one waits for.
 func (h *Handoff) PublishWaited(ex Exchange, done func(error)) error {
+	return h.enqueue(h.waited, ex, done)
+}
+
+// enqueue puts ex on lane without waiting: ErrQueueClosed before Start or
+// after Close, ErrQueueFull when the lane's buffer is full.
+func (h *Handoff) enqueue(lane chan<- handoffOp, ex Exchange, done func(error)) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed || !h.started {
 		return ErrQueueClosed
 	}
 	select {
-	case h.waited <- handoffOp{ex: ex, done: done}:
+	case lane <- handoffOp{ex: ex, done: done}:
 		return nil
 	default:
 		return ErrQueueFull
