@@ -22,7 +22,6 @@ func TestDurabilityAcrossKillAndStop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binaries")
 	}
-	t.Parallel() // OS processes of its own: runs beside the package's other parallel tests
 	bin := t.TempDir()
 	// One go build for both commands (compiled side by side), each named after its folder.
 	if b, err := exec.Command("go", "build", "-o", bin+string(filepath.Separator), "../conductor-shadow", "../simllm").CombinedOutput(); err != nil {

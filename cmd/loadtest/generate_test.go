@@ -39,7 +39,6 @@ func TestEveryLoadtestCommandDeclaresItsStore(t *testing.T) {
 func TestGenerateOnlyIntoANewFolder(t *testing.T) {
 	if os.Getenv(generateChildEnv) == "" {
 		storetest.RequireEngine(t)
-		t.Parallel() // the test runs in a child process of its own
 		cmd := exec.Command(os.Args[0], "-test.run=^TestGenerateOnlyIntoANewFolder$", "-test.count=1", "-test.v")
 		cmd.Env = append(os.Environ(), generateChildEnv+"=1")
 		out, err := cmd.CombinedOutput()

@@ -35,7 +35,6 @@ func TestMain(m *testing.M) {
 // run, exactly one candidate run each, nothing lost, and the figures are
 // the ones counted.
 func TestIntakePaths(t *testing.T) {
-	t.Parallel() // a database of its own; beside the tests that run OS processes
 	st := engine.Open(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
