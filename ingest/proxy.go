@@ -269,8 +269,11 @@ func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }
 // began streaming), fails its next read and closes the upstream connection
 // mid-answer ("ReverseProxy read error during body copy: use of closed network
 // connection", then http.ErrAbortHandler; golang/go#15527, #57786). Call it
-// first in the handler; a writer that cannot (HTTP/2, a test recorder) is
-// full duplex already or never flushes early, so its error is ignored.
+// once the request is to be forwarded, not before a refusal: a handler that
+// answers without reading the body needs the server's drain of it, or the
+// client may read a connection reset instead of the answer. A writer that
+// cannot (HTTP/2, a test recorder) is full duplex already or never flushes
+// early, so its error is ignored.
 func ForwardFullDuplex(w http.ResponseWriter) {
 	_ = http.NewResponseController(w).EnableFullDuplex()
 }
@@ -299,7 +302,6 @@ func (p *Proxy) Front(next http.Handler) http.Handler {
 // ServeHTTP implements http.Handler. Every request passes the guard first
 // (UseGuard), whatever its route, and is forwarded on its normalised path.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	ForwardFullDuplex(w)
 	trusted, ok := p.admit(w, r)
 	if !ok {
 		return
@@ -309,6 +311,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.refuse(w, r, http.StatusBadRequest, RefusedBadPath, err.Error())
 		return
 	}
+	// Only once the request is forwarded: a refusal, answered before its
+	// body is read, leaves the server to drain that body before the answer
+	// (full duplex would close the connection on the unread body and the
+	// client read a reset instead of the refusal).
+	ForwardFullDuplex(w)
 	if !mirrored(r) {
 		p.rp.ServeHTTP(w, r)
 		return
