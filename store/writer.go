@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -231,6 +232,89 @@ func (w *Writer) Flush(ctx context.Context) error {
 		break
 	}
 	return w.writeLocked(ctx)
+}
+
+// WriteWith stores b now, in the same INSERTs as the rows waiting in the
+// writer: a caller that must have b stored before it answers (the
+// store-first queue's group commit) takes the writer's rows along, and the
+// writer makes no INSERTs of its own for them. Every INSERT writes a new part
+// per table (files created, merged away later) whatever its size, so rows
+// written together cost the engine less than the same rows in two INSERTs.
+//
+// Order, each table once: the writer's requests (a request is visible no
+// later than its runs), then runs, steps, scores and shadow work of both (a
+// done mark is written after its run), the writer's judgments, and b's
+// requests last (so b's request rows, the store-first queue's commit point,
+// follow everything else of b). Each INSERT is tried once. When one fails,
+// the writer's rows go back to its own flush (with its retries; rows already
+// stored are written again, which the tables collapse) and b is written
+// again alone, in the same order, once: a row of the writer's that the
+// engine refuses never refuses b. The error is that second try's.
+//
+// b is written alone when it and the waiting rows would make more than
+// BatchSize rows, and at once while the writer is flushing (not waiting for
+// that flush).
+func (w *Writer) WriteWith(ctx context.Context, b Batch) error {
+	if !w.mu.TryLock() {
+		return writeTogether(ctx, w.st, Batch{}, b)
+	}
+	defer w.mu.Unlock()
+	// The rows waiting go along while b and they make at most BatchSize
+	// rows, the writer's own INSERT size: a large b (a group commit of
+	// thousands of copies, which shares its INSERTs' cost well by itself)
+	// is not made slower, and its commit no likelier to outlast its
+	// deadline, by rows that are not its own.
+	for w.pending.Rows()+b.Rows() < w.cfg.BatchSize {
+		select {
+		case q := <-w.queue:
+			w.pending.add(q)
+			continue
+		default:
+		}
+		break
+	}
+	if w.pending.Rows()+b.Rows() > w.cfg.BatchSize {
+		return writeTogether(ctx, w.st, Batch{}, b)
+	}
+	held := w.pending
+	w.pending = Batch{}
+	if err := writeTogether(ctx, w.st, held, b); err != nil {
+		w.pending.add(held)
+		if held.Rows() == 0 {
+			return err
+		}
+		return writeTogether(ctx, w.st, Batch{}, b)
+	}
+	if n := int64(held.Rows()); n > 0 {
+		w.queued.Add(-n)
+		w.written.Add(n)
+		w.flushes.Add(1)
+		w.noteInsert(nil)
+	}
+	return nil
+}
+
+// writeTogether inserts held and b as WriteWith orders them, one INSERT per
+// table, stopping at the first error (wrapped with the table).
+func writeTogether(ctx context.Context, st TraceWriter, held, b Batch) error {
+	steps := []struct {
+		table string
+		write func() error
+	}{
+		{"requests", func() error { return st.InsertRequests(ctx, held.Requests) }},
+		{"runs", func() error { return st.InsertRuns(ctx, slices.Concat(held.Runs, b.Runs)) }},
+		{"steps", func() error { return st.InsertSteps(ctx, slices.Concat(held.Steps, b.Steps)) }},
+		{"scores", func() error { return st.InsertScores(ctx, slices.Concat(held.Scores, b.Scores)) }},
+		{"shadow_work", func() error { return st.InsertWork(ctx, slices.Concat(held.Work, b.Work)) }},
+		{"judgments", func() error { return InsertJudgmentsOf(st)(ctx, slices.Concat(held.Judgments, b.Judgments)) }},
+		{"requests", func() error { return st.InsertRequests(ctx, b.Requests) }},
+	}
+	for _, s := range steps {
+		if err := s.write(); err != nil {
+			return fmt.Errorf("store: write %s: %w", s.table, err)
+		}
+	}
+	return nil
 }
 
 // writeLocked inserts the pending rows table by table, in chunks of BatchSize.
