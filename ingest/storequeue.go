@@ -61,7 +61,8 @@ func publishAndWait(ctx context.Context, publish func(Exchange, func(error)) err
 // writes one 'pending' store.Work row per candidate version, the incumbent run and
 // its step, and last the request row with its segments (the commit point that
 // dedup reads; written once: the workers are told the records are stored), and
-// only then answers. Committed copies go to an in-memory channel, the fast path to the
+// only then answers; with UseWriter the rows waiting in the store writer go in
+// the same INSERTs (store.Writer.WriteWith: the request rows still last). Committed copies go to an in-memory channel, the fast path to the
 // shadow workers.
 //
 // Start also reads the backlog: requests whose work is still pending (accepted

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -222,7 +223,14 @@ func (w *Writer) Enqueue(b Batch) error {
 func (w *Writer) Flush(ctx context.Context) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for {
+	w.takeQueuedLocked(math.MaxInt)
+	return w.writeLocked(ctx)
+}
+
+// takeQueuedLocked moves queued batches into pending while pending holds
+// fewer than rows rows, or until the queue is empty.
+func (w *Writer) takeQueuedLocked(rows int) {
+	for w.pending.Rows() < rows {
 		select {
 		case b := <-w.queue:
 			w.pending.add(b)
@@ -231,7 +239,6 @@ func (w *Writer) Flush(ctx context.Context) error {
 		}
 		break
 	}
-	return w.writeLocked(ctx)
 }
 
 // WriteWith stores b now, in the same INSERTs as the rows waiting in the
@@ -264,15 +271,7 @@ func (w *Writer) WriteWith(ctx context.Context, b Batch) error {
 	// thousands of copies, which shares its INSERTs' cost well by itself)
 	// is not made slower, and its commit no likelier to outlast its
 	// deadline, by rows that are not its own.
-	for w.pending.Rows()+b.Rows() < w.cfg.BatchSize {
-		select {
-		case q := <-w.queue:
-			w.pending.add(q)
-			continue
-		default:
-		}
-		break
-	}
+	w.takeQueuedLocked(w.cfg.BatchSize - b.Rows())
 	if w.pending.Rows()+b.Rows() > w.cfg.BatchSize {
 		return writeTogether(ctx, w.st, Batch{}, b)
 	}
