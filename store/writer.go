@@ -130,6 +130,9 @@ type Writer struct {
 	failing Failing // since when writes fail, and the last error
 
 	queue chan Batch
+	// took tells the loop that WriteWith took the waiting rows: its interval
+	// starts again, so it does not flush the few rows that came since.
+	took chan struct{}
 
 	mu      sync.Mutex // guards pending; held while writing, so flushes never overlap
 	pending Batch
@@ -154,7 +157,7 @@ func NewWriter(st TraceWriter, cfg WriterConfig, log *slog.Logger) (*Writer, err
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Writer{st: st, cfg: cfg, log: log, logEvery: rate.Sometimes{Interval: 5 * time.Second},
-		queue: make(chan Batch, cfg.QueueSize), stop: make(chan struct{}), done: make(chan struct{})}, nil
+		queue: make(chan Batch, cfg.QueueSize), took: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}, nil
 }
 
 // Start runs the flush loop until Shutdown. ctx carries values only: its end does
@@ -185,6 +188,10 @@ func (w *Writer) loop(ctx context.Context) {
 				_ = w.writeLocked(ctx)
 			}
 			w.mu.Unlock()
+		case <-w.took:
+			// Every row waiting was just written: a row that comes next
+			// still waits at most one FlushInterval.
+			tick.Reset(w.cfg.FlushInterval)
 		case <-tick.C:
 			w.mu.Lock()
 			_ = w.writeLocked(ctx)
@@ -258,6 +265,10 @@ func (w *Writer) takeQueuedLocked(rows int) {
 // again alone, in the same order, once: a row of the writer's that the
 // engine refuses never refuses b. The error is that second try's.
 //
+// Once it took every waiting row, the writer's next interval flush is a full
+// FlushInterval away (a row still waits at most FlushInterval), so between
+// commits closer together than that the writer makes no INSERTs of its own.
+//
 // b is written alone when it and the waiting rows would make more than
 // BatchSize rows, and at once while the writer is flushing (not waiting for
 // that flush).
@@ -289,6 +300,12 @@ func (w *Writer) WriteWith(ctx context.Context, b Batch) error {
 		w.written.Add(n)
 		w.flushes.Add(1)
 		w.noteInsert(nil)
+	}
+	if w.pending.Rows() == 0 {
+		select {
+		case w.took <- struct{}{}:
+		default: // the loop has not seen the last one yet
+		}
 	}
 	return nil
 }
