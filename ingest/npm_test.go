@@ -74,6 +74,7 @@ func (c nodeClient) run(t *testing.T, ctx context.Context, base string) []byte {
 // and through the proxy, streaming and not: the outputs must be byte-identical,
 // and the four mirrored calls must reach the tap.
 func TestOfficialNodeClientThroughProxy(t *testing.T) {
+	t.Parallel() // mostly npm install (network): beside the other official-client test
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	client := installNodeClient(t, ctx, "openai@"+npmOpenAIVersion, "openai_check.mjs")
@@ -115,6 +116,7 @@ func TestOfficialNodeClientThroughProxy(t *testing.T) {
 // cache reads and 5-minute and 1-hour cache writes, and the cost at
 // claude-sonnet-4's list prices.
 func TestOfficialAnthropicClientThroughProxy(t *testing.T) {
+	t.Parallel() // mostly npm install (network): beside the other official-client test
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	client := installNodeClient(t, ctx, "@anthropic-ai/sdk@"+npmAnthropicVersion, "anthropic_check.mjs")

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"flag"
 	"strings"
 	"sync"
 	"testing"
@@ -55,28 +56,58 @@ func (r *recordingTransport) take() []string {
 // classifies every text the console sent as one read-only statement; what
 // the console answers (rows, column names, errors) never shows the token of
 // a canary file; the engine opens no connection to a canary TCP listener nor
-// sends an HTTP request; and the schema is intact afterwards. Seeds: the
-// attack and read lists of console_test.go (with {CANARY}, {TCP}, {URL}
-// expanded to the canaries) and testdata/fuzz/FuzzConsoleCheck.
+// sends an HTTP request; and the schema is intact afterwards. Seeds:
+// testdata/fuzz/FuzzConsoleCheck, and when fuzzing (-fuzz) also the attack
+// and read lists of console_test.go (with {CANARY}, {TCP}, {URL} expanded to
+// the canaries). Without -fuzz those lists are not run here a second time:
+// TestConsoleRefusesAttacks and TestConsoleAnswersReads run each of them
+// through the same checks (checkConsoleAnswer).
 func FuzzConsoleCheck(f *testing.F) {
-	for _, q := range consoleAttacks {
-		f.Add(q)
-	}
-	for _, q := range consoleReads {
-		f.Add(q)
+	if fuzzing() {
+		for _, q := range consoleAttacks {
+			f.Add(q)
+		}
+		for _, q := range consoleReads {
+			f.Add(q)
+		}
 	}
 	fx := newConsoleFixture(f)
-	emb, ok := fx.s.t.(*embedded)
+	check, ok := fx.recordWorkerSQL()
 	if !ok {
 		f.Skip("the fuzz target needs the embedded engine")
 	}
-	rec := &recordingTransport{}
 	s := fx.s
-	s.onWorkerSQL = rec.record
 	s.queryLimits = queryLimits{timeout: 2 * time.Second, maxRows: 1000, maxRowsRead: 10_000_000, maxMemory: 256 << 20}
 	f.Fuzz(func(t *testing.T, sql string) {
 		sql = fx.expand(sql)
 		res, err := s.Query(context.Background(), sql)
+		check(t, sql, res, err)
+		fx.intact(t, sql)
+	})
+}
+
+// fuzzing says whether the test binary runs a fuzz target's fuzzing (-fuzz),
+// not only its seed corpus.
+func fuzzing() bool {
+	fl := flag.Lookup("test.fuzz")
+	return fl != nil && fl.Value.String() != ""
+}
+
+// recordWorkerSQL records every statement fx's store sends to a console
+// worker and returns the check of one Query's answer: nothing leaked
+// (consoleFixture.leaked); the engine's own parser classifies each statement
+// the console sent as one read-only statement; an error is the console's
+// (ErrReadOnly, ErrQueryBusy or wrapped "store: query"). ok is false off the
+// embedded engine.
+func (fx consoleFixture) recordWorkerSQL() (check func(t *testing.T, sql string, res QueryResult, err error), ok bool) {
+	emb, ok := fx.s.t.(*embedded)
+	if !ok {
+		return nil, false
+	}
+	rec := &recordingTransport{}
+	fx.s.onWorkerSQL = rec.record
+	return func(t *testing.T, sql string, res QueryResult, err error) {
+		t.Helper()
 		fx.leaked(t, sql, res, err)
 		for _, sent := range rec.take() {
 			a, cerr := emb.ref.Classify(context.Background(), sent)
@@ -90,6 +121,5 @@ func FuzzConsoleCheck(f *testing.F) {
 		if err != nil && !errors.Is(err, ErrReadOnly) && !errors.Is(err, ErrQueryBusy) && !strings.Contains(err.Error(), "store: query") {
 			t.Fatalf("Query(%q): unwrapped error %v", sql, err)
 		}
-		fx.intact(t, sql)
-	})
+	}, true
 }

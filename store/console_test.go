@@ -355,10 +355,14 @@ func (f consoleFixture) intact(t testing.TB, after string) {
 // engine and no file was written.
 func TestConsoleRefusesAttacks(t *testing.T) {
 	f := newConsoleFixture(t)
+	check, embedded := f.recordWorkerSQL() // FuzzConsoleCheck's checks, run here on its seeds
 	ctx := context.Background()
 	for _, q := range consoleAttacks {
 		q = f.expand(q)
 		res, err := f.s.Query(ctx, q)
+		if embedded {
+			check(t, q, res, err)
+		}
 		// Refused by the console's rules, or not even parsed by the engine.
 		if !errors.Is(err, ErrReadOnly) && (err == nil || !strings.Contains(err.Error(), "(SYNTAX_ERROR)")) {
 			t.Errorf("Query(%q) = %v, %v; want ErrReadOnly", q, res, err)
@@ -378,10 +382,15 @@ func TestConsoleAnswersReads(t *testing.T) {
 	if err := f.s.InsertRuns(ctx, []Run{{RunID: "r1", RequestID: "q1", Pipeline: "x", Status: "ok", CostUSD: 0.5}}); err != nil {
 		t.Fatal(err)
 	}
+	check, embedded := f.recordWorkerSQL() // FuzzConsoleCheck's checks, run here on its seeds
 	for _, q := range consoleReads {
 		q = strings.ReplaceAll(f.expand(q), "runs_ids", "(SELECT run_id FROM runs)")
-		if _, err := f.s.Query(ctx, q); err != nil {
+		res, err := f.s.Query(ctx, q)
+		if err != nil {
 			t.Errorf("Query(%q): %v", q, err)
+		}
+		if embedded {
+			check(t, q, res, err)
 		}
 	}
 	res, err := f.s.Query(ctx, "SELECT $$a'b$$ AS h, count() AS n FROM runs")

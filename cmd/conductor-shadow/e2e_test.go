@@ -173,7 +173,9 @@ func freeAddr(t *testing.T) string {
 
 func waitHTTP(t *testing.T, url string, failed <-chan error) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	// A generous bound: a fresh store migrates at start, and the process tests
+	// start several servers side by side on a machine the suite shares.
+	deadline := time.Now().Add(90 * time.Second)
 	for time.Now().Before(deadline) {
 		select {
 		case err := <-failed:

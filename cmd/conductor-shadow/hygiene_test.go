@@ -123,6 +123,7 @@ func TestServeHTTPTimeouts(t *testing.T) {
 // and a folder written before with looser modes is mended when it opens.
 // Checked by walking the folder after the server stored a copy and stopped.
 func TestServeDataFolderIsPrivate(t *testing.T) {
+	t.Parallel() // its serve processes are its own: runs beside the other parallel tests
 	storetest.RequireEngine(t)
 	bin := buildBinary(t)
 	dir := t.TempDir()

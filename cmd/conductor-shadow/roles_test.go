@@ -121,6 +121,7 @@ func (p *osProcess) query(t *testing.T, sql string) [][]string {
 // (run ids are derived from request id and pipeline, so a re-delivered exchange
 // rewrites the same keys; a shared ClickHouse server collapses them with FINAL).
 func TestRolesOneTapTwoShadowWorkersKill9(t *testing.T) {
+	t.Parallel() // its serve processes are its own: runs beside the other parallel tests
 	storetest.RequireEngine(t)
 	if testing.Short() {
 		t.Skip("builds the binary and runs four processes")
@@ -217,6 +218,7 @@ writer:
 		}
 		return
 	}
+	waitForCond(t, 180*time.Second, "every exchange planned", func() bool { return plans.allPlanned(n) })
 	waitForCond(t, 180*time.Second, "every exchange stored with its runs", func() bool {
 		requests, runs, _, _ := union()
 		return len(requests) == n && len(runs) == 2*n
@@ -407,6 +409,27 @@ func (p *planCounter) count(folder string, i int) int {
 	return p.counts[folder][i]
 }
 
+// allPlanned says whether each of questions 0…n−1 was planned by some folder:
+// a candidate run is stored only after its plan, so the stores are read for
+// the runs once this holds (reading them is work for their engines).
+func (p *planCounter) allPlanned(n int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := range n {
+		planned := false
+		for _, m := range p.counts {
+			if m[i] > 0 {
+				planned = true
+				break
+			}
+		}
+		if !planned {
+			return false
+		}
+	}
+	return true
+}
+
 // firstPlanner is the folder that planned question i first ("" when none did).
 func (p *planCounter) firstPlanner(i int) string {
 	p.mu.Lock()
@@ -448,6 +471,7 @@ func (r *statusRecorder) Flush() {
 // re-delivery (StatsSnapshot.Kafka.Redelivered). Exchanges first shadowed by a
 // worker that was never killed are shadowed once, whatever the rebalances.
 func TestRolesRebalanceShadowsEachExchangeOnce(t *testing.T) {
+	t.Parallel() // its serve processes are its own: runs beside the other parallel tests
 	storetest.RequireEngine(t)
 	if testing.Short() {
 		t.Skip("builds the binary and runs six processes")
@@ -564,6 +588,7 @@ writer:
 		}
 		return
 	}
+	waitForCond(t, 180*time.Second, "every exchange planned", func() bool { return plans.allPlanned(n) })
 	waitForCond(t, 180*time.Second, "every exchange stored with its runs", func() bool {
 		requests, _, runs, _ := union()
 		return len(requests) == n && len(runs) == 2*n

@@ -23,11 +23,9 @@ func TestDurabilityAcrossKillAndStop(t *testing.T) {
 		t.Skip("builds and runs the binaries")
 	}
 	bin := t.TempDir()
-	for pkg, out := range map[string]string{"../conductor-shadow": "conductor-shadow", "../simllm": "simllm"} {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(bin, out), pkg)
-		if b, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", pkg, err, b)
-		}
+	// One go build for both commands (compiled side by side), each named after its folder.
+	if b, err := exec.Command("go", "build", "-o", bin+string(filepath.Separator), "../conductor-shadow", "../simllm").CombinedOutput(); err != nil {
+		t.Fatalf("go build conductor-shadow simllm: %v\n%s", err, b)
 	}
 	var log bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
