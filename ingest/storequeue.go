@@ -61,7 +61,8 @@ func publishAndWait(ctx context.Context, publish func(Exchange, func(error)) err
 // writes one 'pending' store.Work row per candidate version, the incumbent run and
 // its step, and last the request row with its segments (the commit point that
 // dedup reads; written once: the workers are told the records are stored), and
-// only then answers. Committed copies go to an in-memory channel, the fast path to the
+// only then answers; with UseWriter the rows waiting in the store writer go in
+// the same INSERTs (store.Writer.WriteWith: the request rows still last). Committed copies go to an in-memory channel, the fast path to the
 // shadow workers.
 //
 // Start also reads the backlog: requests whose work is still pending (accepted
@@ -78,6 +79,7 @@ type StoreQueue struct {
 	log        *slog.Logger
 	loss       *lossLog
 	segmenter  *segment.Segmenter
+	writer     GroupWriter // nil: commits write the store themselves
 	// readyRetry: how long after the last failed commit Ready says not ready
 	// (defaultReadyRetry).
 	readyRetry time.Duration
@@ -137,6 +139,19 @@ func (q *StoreQueue) UseSegmenter(s *segment.Segmenter) {
 		q.segmenter = s
 	}
 }
+
+// GroupWriter stores a group commit's rows together with rows waiting to be
+// written: store.Writer.WriteWith, whose order keeps the request rows last.
+type GroupWriter interface {
+	WriteWith(ctx context.Context, b store.Batch) error
+}
+
+// UseWriter makes each group commit go through w (call before Start): the
+// shadow workers' rows waiting in it (candidate runs, steps, done marks) are
+// written in the commit's INSERTs instead of INSERTs of their own. w must
+// write to the queue's store. Without it a commit writes its four tables
+// itself.
+func (q *StoreQueue) UseWriter(w GroupWriter) { q.writer = w }
 
 // Start launches the group-commit loop and the backlog reader. ctx carries values
 // only; Shutdown stops both.
@@ -455,16 +470,7 @@ func (q *StoreQueue) commit(ops []*acceptOp) {
 	}
 	// The request row goes last: it is the commit point that dedup reads, so a
 	// crash half-way leaves no request row and the copy may be sent again.
-	werr := q.st.InsertWork(ctx, b.Work)
-	if werr == nil {
-		werr = q.st.InsertRuns(ctx, b.Runs)
-	}
-	if werr == nil {
-		werr = q.st.InsertSteps(ctx, b.Steps)
-	}
-	if werr == nil {
-		werr = q.st.InsertRequests(ctx, b.Requests)
-	}
+	werr := q.write(ctx, b)
 	if werr != nil {
 		failed = fmt.Errorf("%w: %w", ErrStoreUnavailable, werr)
 		q.fail(ok, failed)
@@ -482,6 +488,25 @@ func (q *StoreQueue) commit(ops []*acceptOp) {
 		q.ch <- q.delivery(op.ex, q.candidates) // room is reserved
 		op.done(nil)
 	}
+}
+
+// write stores one group's rows, the request rows last: through the writer
+// (UseWriter) with the rows waiting in it, else one INSERT per table.
+func (q *StoreQueue) write(ctx context.Context, b store.Batch) error {
+	if q.writer != nil {
+		return q.writer.WriteWith(ctx, b)
+	}
+	err := q.st.InsertWork(ctx, b.Work)
+	if err == nil {
+		err = q.st.InsertRuns(ctx, b.Runs)
+	}
+	if err == nil {
+		err = q.st.InsertSteps(ctx, b.Steps)
+	}
+	if err == nil {
+		err = q.st.InsertRequests(ctx, b.Requests)
+	}
+	return err
 }
 
 func (q *StoreQueue) fail(ops []*acceptOp, err error) {

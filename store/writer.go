@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -128,6 +130,9 @@ type Writer struct {
 	failing Failing // since when writes fail, and the last error
 
 	queue chan Batch
+	// took tells the loop that WriteWith took the waiting rows: its interval
+	// starts again, so it does not flush the few rows that came since.
+	took chan struct{}
 
 	mu      sync.Mutex // guards pending; held while writing, so flushes never overlap
 	pending Batch
@@ -152,7 +157,7 @@ func NewWriter(st TraceWriter, cfg WriterConfig, log *slog.Logger) (*Writer, err
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Writer{st: st, cfg: cfg, log: log, logEvery: rate.Sometimes{Interval: 5 * time.Second},
-		queue: make(chan Batch, cfg.QueueSize), stop: make(chan struct{}), done: make(chan struct{})}, nil
+		queue: make(chan Batch, cfg.QueueSize), took: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}, nil
 }
 
 // Start runs the flush loop until Shutdown. ctx carries values only: its end does
@@ -183,6 +188,10 @@ func (w *Writer) loop(ctx context.Context) {
 				_ = w.writeLocked(ctx)
 			}
 			w.mu.Unlock()
+		case <-w.took:
+			// Every row waiting was just written: a row that comes next
+			// still waits at most one FlushInterval.
+			tick.Reset(w.cfg.FlushInterval)
 		case <-tick.C:
 			w.mu.Lock()
 			_ = w.writeLocked(ctx)
@@ -221,7 +230,14 @@ func (w *Writer) Enqueue(b Batch) error {
 func (w *Writer) Flush(ctx context.Context) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for {
+	w.takeQueuedLocked(math.MaxInt)
+	return w.writeLocked(ctx)
+}
+
+// takeQueuedLocked moves queued batches into pending while pending holds
+// fewer than rows rows, or until the queue is empty.
+func (w *Writer) takeQueuedLocked(rows int) {
+	for w.pending.Rows() < rows {
 		select {
 		case b := <-w.queue:
 			w.pending.add(b)
@@ -230,7 +246,91 @@ func (w *Writer) Flush(ctx context.Context) error {
 		}
 		break
 	}
-	return w.writeLocked(ctx)
+}
+
+// WriteWith stores b now, in the same INSERTs as the rows waiting in the
+// writer: a caller that must have b stored before it answers (the
+// store-first queue's group commit) takes the writer's rows along, and the
+// writer makes no INSERTs of its own for them. Every INSERT writes a new part
+// per table (files created, merged away later) whatever its size, so rows
+// written together cost the engine less than the same rows in two INSERTs.
+//
+// Order, each table once: the writer's requests (a request is visible no
+// later than its runs), then runs, steps, scores and shadow work of both (a
+// done mark is written after its run), the writer's judgments, and b's
+// requests last (so b's request rows, the store-first queue's commit point,
+// follow everything else of b). Each INSERT is tried once. When one fails,
+// the writer's rows go back to its own flush (with its retries; rows already
+// stored are written again, which the tables collapse) and b is written
+// again alone, in the same order, once: a row of the writer's that the
+// engine refuses never refuses b. The error is that second try's.
+//
+// Once it took every waiting row, the writer's next interval flush is a full
+// FlushInterval away (a row still waits at most FlushInterval), so between
+// commits closer together than that the writer makes no INSERTs of its own.
+//
+// b is written alone when it and the waiting rows would make more than
+// BatchSize rows, and at once while the writer is flushing (not waiting for
+// that flush).
+func (w *Writer) WriteWith(ctx context.Context, b Batch) error {
+	if !w.mu.TryLock() {
+		return writeTogether(ctx, w.st, Batch{}, b)
+	}
+	defer w.mu.Unlock()
+	// The rows waiting go along while b and they make at most BatchSize
+	// rows, the writer's own INSERT size: a large b (a group commit of
+	// thousands of copies, which shares its INSERTs' cost well by itself)
+	// is not made slower, and its commit no likelier to outlast its
+	// deadline, by rows that are not its own.
+	w.takeQueuedLocked(w.cfg.BatchSize - b.Rows())
+	if w.pending.Rows()+b.Rows() > w.cfg.BatchSize {
+		return writeTogether(ctx, w.st, Batch{}, b)
+	}
+	held := w.pending
+	w.pending = Batch{}
+	if err := writeTogether(ctx, w.st, held, b); err != nil {
+		w.pending.add(held)
+		if held.Rows() == 0 {
+			return err
+		}
+		return writeTogether(ctx, w.st, Batch{}, b)
+	}
+	if n := int64(held.Rows()); n > 0 {
+		w.queued.Add(-n)
+		w.written.Add(n)
+		w.flushes.Add(1)
+		w.noteInsert(nil)
+	}
+	if w.pending.Rows() == 0 {
+		select {
+		case w.took <- struct{}{}:
+		default: // the loop has not seen the last one yet
+		}
+	}
+	return nil
+}
+
+// writeTogether inserts held and b as WriteWith orders them, one INSERT per
+// table, stopping at the first error (wrapped with the table).
+func writeTogether(ctx context.Context, st TraceWriter, held, b Batch) error {
+	steps := []struct {
+		table string
+		write func() error
+	}{
+		{"requests", func() error { return st.InsertRequests(ctx, held.Requests) }},
+		{"runs", func() error { return st.InsertRuns(ctx, slices.Concat(held.Runs, b.Runs)) }},
+		{"steps", func() error { return st.InsertSteps(ctx, slices.Concat(held.Steps, b.Steps)) }},
+		{"scores", func() error { return st.InsertScores(ctx, slices.Concat(held.Scores, b.Scores)) }},
+		{"shadow_work", func() error { return st.InsertWork(ctx, slices.Concat(held.Work, b.Work)) }},
+		{"judgments", func() error { return InsertJudgmentsOf(st)(ctx, slices.Concat(held.Judgments, b.Judgments)) }},
+		{"requests", func() error { return st.InsertRequests(ctx, b.Requests) }},
+	}
+	for _, s := range steps {
+		if err := s.write(); err != nil {
+			return fmt.Errorf("store: write %s: %w", s.table, err)
+		}
+	}
+	return nil
 }
 
 // writeLocked inserts the pending rows table by table, in chunks of BatchSize.

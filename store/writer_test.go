@@ -514,3 +514,101 @@ func TestWriterMaxWriteDelay(t *testing.T) {
 		})
 	}
 }
+
+// counted wraps a store: each INSERT with rows is recorded as "table:rows",
+// in order; while failN > 0 an INSERT fails instead (and is not recorded).
+type counted struct {
+	store.Store
+	mu    sync.Mutex
+	failN int
+	calls []string
+}
+
+func (c *counted) note(table string, n int, insert func() error) error {
+	if n == 0 {
+		return insert()
+	}
+	c.mu.Lock()
+	fail := c.failN > 0
+	if fail {
+		c.failN--
+	} else {
+		c.calls = append(c.calls, fmt.Sprintf("%s:%d", table, n))
+	}
+	c.mu.Unlock()
+	if fail {
+		return errors.New("injected failure")
+	}
+	return insert()
+}
+
+func (c *counted) InsertRequests(ctx context.Context, r []store.Request) error {
+	return c.note("requests", len(r), func() error { return c.Store.InsertRequests(ctx, r) })
+}
+func (c *counted) InsertRuns(ctx context.Context, r []store.Run) error {
+	return c.note("runs", len(r), func() error { return c.Store.InsertRuns(ctx, r) })
+}
+func (c *counted) InsertSteps(ctx context.Context, s []store.Step) error {
+	return c.note("steps", len(s), func() error { return c.Store.InsertSteps(ctx, s) })
+}
+func (c *counted) InsertScores(ctx context.Context, s []store.Score) error {
+	return c.note("scores", len(s), func() error { return c.Store.InsertScores(ctx, s) })
+}
+func (c *counted) InsertWork(ctx context.Context, w []store.Work) error {
+	return c.note("shadow_work", len(w), func() error { return c.Store.InsertWork(ctx, w) })
+}
+
+// WriteWith writes the caller's batch and the writer's waiting rows in one
+// INSERT per table, the caller's requests last; when an INSERT fails, the
+// caller's batch is written again alone and the writer's rows wait for its
+// own flush, so nothing is lost either way.
+func TestWriterWriteWith(t *testing.T) {
+	st := store.OpenTestStore(t)
+	work := func(t *testing.T, id, status string) []store.Work {
+		return []store.Work{{RequestID: idOf(t, id), Pipeline: "p", PipelineVersion: "v1", Status: status, ReceivedAt: storetest.T0()}}
+	}
+	alone := []string{"runs:3", "steps:4", "scores:2", "shadow_work:1", "requests:1", // the caller's batch
+		"requests:1", "runs:3", "steps:4", "scores:2", "shadow_work:1"} // then the writer's own flush
+	for _, tt := range []struct {
+		name      string
+		failN     int
+		batchSize int
+		want      []string // INSERTs with rows, in order
+	}{
+		{"together", 0, 1000, []string{"requests:1", "runs:6", "steps:8", "scores:4", "shadow_work:2", "requests:1"}},
+		// The first INSERT (the writer's request) fails.
+		{"caller alone after a failure", 1, 1000, alone},
+		// Both would make more than BatchSize rows.
+		{"caller alone above BatchSize", 0, 2*(fixtureRows+1) - 1, alone},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &counted{Store: st}
+			cfg := writerConfig()
+			cfg.BatchSize = tt.batchSize
+			w := newWriter(t, c, cfg)
+			held := batchOf(t, "held")
+			held.Work = work(t, "held", store.WorkDone)
+			if err := w.Enqueue(held); err != nil {
+				t.Fatal(err)
+			}
+			b := batchOf(t, "commit")
+			b.Work = work(t, "commit", store.WorkPending)
+			c.failN = tt.failN
+			if err := w.WriteWith(context.Background(), b); err != nil {
+				t.Fatalf("WriteWith: %v", err)
+			}
+			if err := w.Flush(context.Background()); err != nil {
+				t.Fatalf("Flush: %v", err)
+			}
+			if !reflect.DeepEqual(c.calls, tt.want) {
+				t.Errorf("INSERTs = %v; want %v", c.calls, tt.want)
+			}
+			if got, want := stored(t, st), (storetest.Counts{Requests: 2, Runs: 6, Steps: 8, Scores: 4}); got != want {
+				t.Errorf("stored = %+v; want %+v", got, want)
+			}
+			if s := w.Stats(); s.Written != fixtureRows+1 || s.Queued != 0 || s.Dropped != 0 {
+				t.Errorf("writer stats = %+v; want the held %d rows written, none queued or dropped", s, fixtureRows+1)
+			}
+		})
+	}
+}

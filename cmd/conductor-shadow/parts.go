@@ -226,6 +226,9 @@ func (s *server) addQueue(role string) error {
 		return fmt.Errorf("serve: %w", err)
 	}
 	q.UseSegmenter(s.segmenter)
+	if s.writer != nil { // group commits take the shadow workers' waiting rows along
+		q.UseWriter(s.writer)
+	}
 	s.sq, s.queue = q, q
 	s.add("store-first queue", hostless{q})
 	return nil

@@ -111,15 +111,18 @@ func runIntake(ctx context.Context, st store.Store, wcfg store.WriterConfig, o i
 	seg := segment.New(nil)
 	seg.Of("warm up the language detector")
 	sq.UseSegmenter(seg)
+	// As serve wires them: each group commit takes the shadow workers'
+	// rows waiting in the writer along.
+	w, err := store.NewWriter(st, wcfg, log)
+	if err != nil {
+		return res, err
+	}
+	sq.UseWriter(w)
 	if err := sq.Start(ctx); err != nil {
 		return res, err
 	}
 	defer sq.Shutdown(context.Background())
 	tap, err := ingest.NewTap(icfg, sq, stats, ingest.WithPIISecret([]byte("loadtest-secret")), ingest.WithLogger(log))
-	if err != nil {
-		return res, err
-	}
-	w, err := store.NewWriter(st, wcfg, log)
 	if err != nil {
 		return res, err
 	}
