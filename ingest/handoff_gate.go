@@ -52,7 +52,7 @@ type Saturation struct {
 	lastRefusal time.Time
 	lastRise    time.Time // the last halving
 	lastChange  time.Time // the last halving or doubling
-	n           uint64 // exchanges decided while saturated
+	n           uint64    // exchanges decided while saturated
 
 	shed     atomic.Int64 // exchanges forwarded without capture
 	episodes atomic.Int64 // times the share left 1
