@@ -415,6 +415,11 @@ func runRoleLoad(ctx context.Context, out io.Writer, o roleLoadOptions) ([]roleF
 		o.Rate, min(slice, o.Duration), len(rows), o.Duration, o.Delay)
 	fmt.Fprintf(out, "every path is its own process on loopback; the all-in-one server's candidates call the pool at %s\n", o.PoolURL)
 
+	for _, r := range rows[2:] {
+		if r.role == platform.RoleAll {
+			saturate(ctx, out, r, o)
+		}
+	}
 	var rounds []map[string][3]float64 // per round: path -> added p95, p99 (ms), CPU s per 1,000
 	for round := 1; round <= max(1, o.Repeat) && ctx.Err() == nil; round++ {
 		for _, r := range rows {
@@ -688,6 +693,64 @@ func driveSlices(ctx context.Context, rows []*roleRow, target func(*roleRow, int
 		}
 	}
 	return total, elapsed
+}
+
+// saturateWithin bounds the warm-up of an all-in-one server (saturate).
+const saturateWithin = 90 * time.Second
+
+// saturate drives r alone at o.Rate in slices until its shadow side refuses
+// copies (GET /api/stats: a copy dropped or recorded as queue_full, or
+// recorded as shadow_saturated), at most saturateWithin, so that every round
+// measures the server with its shadow side saturated, as the target asks;
+// the warm-up's figures are not kept.
+func saturate(ctx context.Context, out io.Writer, r *roleRow, o roleLoadOptions) {
+	client := newLoadClient(o.Outstanding)
+	defer client.CloseIdleConnections()
+	res := &pathResult{}
+	runID := time.Now().UnixNano()
+	start := time.Now()
+	for seq := 0; ctx.Err() == nil; seq++ {
+		if refused := refusals(r.url); refused > 0 {
+			fmt.Fprintf(out, "warm-up: %s's shadow side refuses copies after %d exchanges in %s (%d refused so far)\n",
+				r.name, len(res.latencies)+int(res.errors.Load()), time.Since(start).Round(time.Second), refused)
+			return
+		}
+		if time.Since(start) > saturateWithin {
+			fmt.Fprintf(out, "warm-up: %s's shadow side still takes every copy after %s: the rounds measure it unsaturated\n", r.name, saturateWithin)
+			return
+		}
+		t := loadTarget{result: res, request: func(ctx context.Context, i int) (*http.Request, error) {
+			body := fmt.Sprintf(`{"model":"gpt-5","messages":[{"role":"user","content":"Warm-up %d, %d."}]}`, i, seq)
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.url+"/v1/chat/completions", strings.NewReader(body))
+			if err != nil {
+				return nil, err
+			}
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("X-Request-Id", fmt.Sprintf("warm-%d-%d-%d", runID, seq, i))
+			return req, nil
+		}}
+		openLoop{Rate: o.Rate, Duration: 2 * time.Second, Outstanding: o.Outstanding, Client: client}.run(ctx, []loadTarget{t})
+	}
+}
+
+// refusals is how many copies a server's shadow side refused so far (GET
+// /api/stats: dropped or recorded as queue_full, recorded as
+// shadow_saturated); 0 when unreadable.
+func refusals(base string) int64 {
+	c := &http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get(base + "/api/stats")
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Tap ingest.StatsSnapshot `json:"tap"`
+	}
+	if json.NewDecoder(resp.Body).Decode(&body) != nil {
+		return 0
+	}
+	t := body.Tap
+	return t.Dropped[ingest.ReasonQueueFull] + t.Recorded[ingest.ReasonQueueFull] + t.Recorded[ingest.ReasonShadowSaturated]
 }
 
 // verdict checks a role's added latency against its target.
