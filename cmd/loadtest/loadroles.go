@@ -580,16 +580,10 @@ func measureRoles(ctx context.Context, out io.Writer, rows []*roleRow, o roleLoa
 	// target is row k's load in one slice; seq numbers the slice, so every
 	// exchange of the round is unique.
 	target := func(r *roleRow, seq int) loadTarget {
-		return loadTarget{result: r.result, request: func(ctx context.Context, i int) (*http.Request, error) {
-			body := fmt.Sprintf(`{"model":"gpt-5","messages":[{"role":"user","content":"Customer %d (user%d@example.com) asks: what is %d * 7? Run %d, slice %d."}]}`, i, i, i, runID, seq)
-			req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.url+"/v1/chat/completions", strings.NewReader(body))
-			if err != nil {
-				return nil, err
-			}
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("X-Request-Id", fmt.Sprintf("lt-%d-%d-%d", runID, seq, i))
-			return req, nil
-		}}
+		return chatTarget(r.result, r.url, func(i int) (string, string) {
+			return fmt.Sprintf("Customer %d (user%d@example.com) asks: what is %d * 7? Run %d, slice %d.", i, i, i, runID, seq),
+				fmt.Sprintf("lt-%d-%d-%d", runID, seq, i)
+		})
 	}
 	cpu0, own0 := make([]time.Duration, len(rows)), make([]time.Duration, len(rows))
 	for k, r := range rows {
@@ -719,18 +713,27 @@ func saturate(ctx context.Context, out io.Writer, r *roleRow, o roleLoadOptions)
 			fmt.Fprintf(out, "warm-up: %s's shadow side still takes every copy after %s: the rounds measure it unsaturated\n", r.name, saturateWithin)
 			return
 		}
-		t := loadTarget{result: res, request: func(ctx context.Context, i int) (*http.Request, error) {
-			body := fmt.Sprintf(`{"model":"gpt-5","messages":[{"role":"user","content":"Warm-up %d, %d."}]}`, i, seq)
-			req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.url+"/v1/chat/completions", strings.NewReader(body))
-			if err != nil {
-				return nil, err
-			}
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("X-Request-Id", fmt.Sprintf("warm-%d-%d-%d", runID, seq, i))
-			return req, nil
-		}}
+		t := chatTarget(res, r.url, func(i int) (string, string) {
+			return fmt.Sprintf("Warm-up %d, %d.", i, seq), fmt.Sprintf("warm-%d-%d-%d", runID, seq, i)
+		})
 		openLoop{Rate: o.Rate, Duration: 2 * time.Second, Outstanding: o.Outstanding, Client: client}.run(ctx, []loadTarget{t})
 	}
+}
+
+// chatTarget POSTs chat completions to base into res: request i asks
+// exchange(i)'s question (a JSON string's text) under its request id.
+func chatTarget(res *pathResult, base string, exchange func(i int) (question, id string)) loadTarget {
+	return loadTarget{result: res, request: func(ctx context.Context, i int) (*http.Request, error) {
+		q, id := exchange(i)
+		body := fmt.Sprintf(`{"model":"gpt-5","messages":[{"role":"user","content":%q}]}`, q)
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/chat/completions", strings.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Request-Id", id)
+		return req, nil
+	}}
 }
 
 // refusals is how many copies a server's shadow side refused so far (GET
