@@ -389,6 +389,7 @@ func (h *Handoff) sendCopies(batch []handoffOp) {
 func (h *Handoff) outcome(reason string) error {
 	if reason == "" {
 		h.handedOver.Add(1)
+		h.sat.Taken()
 		return nil
 	}
 	h.refusedMu.Lock()

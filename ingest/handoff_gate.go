@@ -24,6 +24,9 @@ const (
 	// saturationCalm is how long the share stays put after a refusal or a
 	// change before it doubles again.
 	saturationCalm = 250 * time.Millisecond
+	// saturationForget is how long without a refusal restores the share
+	// whether or not a copy was taken meanwhile (traffic stopped).
+	saturationForget = 10 * time.Second
 )
 
 // Saturation decides, before the proxy captures an exchange, whether the
@@ -39,9 +42,12 @@ const (
 //   - each refusal halves the share of exchanges captured (1, ½, ¼, … down to
 //     1/64), at most once per 100 ms;
 //   - the share doubles again once 250 ms passed without a refusal and
-//     without a change, and only while the mirrored buffer is at most half
-//     full (hysteresis: one refusal saturates, recovery takes calm and a
-//     drained buffer, 250 ms per doubling);
+//     without a change, the shadow side took a copy since the last change,
+//     and the mirrored buffer is at most half full (hysteresis: one refusal
+//     saturates; recovery takes calm, a copy taken and a drained buffer,
+//     250 ms per doubling). A lull in traffic alone restores nothing, so a
+//     backlog the shadow side still holds after it is not flooded again;
+//     10 s without any refusal restore the share at once;
 //   - at share s < 1 every (1/s)-th exchange is captured (a counter, not a
 //     random draw), the others are forwarded without capture and recorded as
 //     metadata with ReasonShadowSaturated.
@@ -52,6 +58,7 @@ type Saturation struct {
 	lastRefusal time.Time
 	lastRise    time.Time // the last halving
 	lastChange  time.Time // the last halving or doubling
+	took        bool      // a copy was taken since the last change
 	n           uint64    // exchanges decided while saturated
 
 	shed     atomic.Int64 // exchanges forwarded without capture
@@ -84,7 +91,17 @@ func (s *Saturation) Refused(now time.Time) {
 		s.n = 0
 	}
 	s.level.Store(lv + 1)
-	s.lastRise, s.lastChange = now, now
+	s.lastRise, s.lastChange, s.took = now, now, false
+}
+
+// Taken notes a copy the shadow side took: evidence for doubling the share.
+func (s *Saturation) Taken() {
+	if s.level.Load() == 0 {
+		return
+	}
+	s.mu.Lock()
+	s.took = true
+	s.mu.Unlock()
 }
 
 // Capture reports whether the exchange arriving at now is to be captured;
@@ -108,24 +125,24 @@ func (s *Saturation) Capture(now time.Time, drained func() bool) bool {
 	return false
 }
 
-// settle doubles the share once per calm period passed without a refusal or
-// a change (several at once after a quiet spell) while drained; s.mu held.
+// settle doubles the share once a calm period passed without a refusal or a
+// change, with a copy taken since the change, while drained; or restores it
+// after saturationForget without a refusal. s.mu held.
 func (s *Saturation) settle(now time.Time, drained func() bool) int32 {
 	lv := s.level.Load()
 	if lv == 0 {
 		return 0
 	}
-	since := s.lastRefusal
-	if s.lastChange.After(since) {
-		since = s.lastChange
-	}
-	steps := int32(now.Sub(since) / saturationCalm)
-	if steps < 1 || !drained() {
+	switch {
+	case now.Sub(s.lastRefusal) >= saturationForget:
+		lv = 0
+	case s.took && now.Sub(s.lastRefusal) >= saturationCalm && now.Sub(s.lastChange) >= saturationCalm && drained():
+		lv--
+	default:
 		return lv
 	}
-	lv = max(lv-steps, 0)
 	s.level.Store(lv)
-	s.lastChange = now
+	s.lastChange, s.took = now, false
 	return lv
 }
 

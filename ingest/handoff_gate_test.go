@@ -19,6 +19,7 @@ import (
 func TestSaturationRule(t *testing.T) {
 	type step struct {
 		refusals []time.Duration // Refused at these offsets
+		taken    bool            // a copy taken before the exchanges
 		at       time.Duration   // then 64 exchanges decided at this offset
 		full     bool            // the mirrored buffer more than half full
 		captured int             // of the 64
@@ -33,20 +34,22 @@ func TestSaturationRule(t *testing.T) {
 		{"a burst of refusals halves it once", []step{{refusals: []time.Duration{0, ms, 2 * ms, 50 * ms}, at: 60 * ms, captured: 32}}},
 		{"refusals 100 ms apart halve it each time", []step{{refusals: []time.Duration{0, 100 * ms, 200 * ms}, at: 210 * ms, captured: 8}}},
 		{"never below 1/64", []step{{refusals: []time.Duration{0, 100 * ms, 200 * ms, 300 * ms, 400 * ms, 500 * ms, 600 * ms, 700 * ms}, at: 710 * ms, captured: 1}}},
-		{"calm 250 ms doubles it back", []step{
+		{"calm with copies taken doubles it back, 250 ms a step", []step{
 			{refusals: []time.Duration{0, 100 * ms}, at: 110 * ms, captured: 16},
-			{at: 360 * ms, captured: 32},
-			{at: 620 * ms, captured: 64},
+			{taken: true, at: 360 * ms, captured: 32},
+			{taken: true, at: 500 * ms, captured: 32},
+			{taken: true, at: 620 * ms, captured: 64},
 		}},
-		{"not calm long enough: unchanged", []step{{refusals: []time.Duration{0}, at: 240 * ms, captured: 32}}},
-		{"calm but the buffer still full: unchanged", []step{{refusals: []time.Duration{0}, at: 400 * ms, full: true, captured: 32}}},
-		{"a quiet spell restores it at once", []step{
+		{"calm without a copy taken: unchanged", []step{{refusals: []time.Duration{0}, at: 2 * time.Second, captured: 32}}},
+		{"taken but not calm long enough: unchanged", []step{{refusals: []time.Duration{0}, taken: true, at: 240 * ms, captured: 32}}},
+		{"calm but the buffer still full: unchanged", []step{{refusals: []time.Duration{0}, taken: true, at: 400 * ms, full: true, captured: 32}}},
+		{"10 s without a refusal restore it at once", []step{
 			{refusals: []time.Duration{0, 100 * ms, 200 * ms}, at: 210 * ms, captured: 8},
-			{at: 10 * time.Second, captured: 64},
+			{at: 10*time.Second + 200*ms, captured: 64},
 		}},
 		{"a refusal while recovering halves it again", []step{
 			{refusals: []time.Duration{0, 100 * ms}, at: 110 * ms, captured: 16},
-			{at: 360 * ms, captured: 32},
+			{taken: true, at: 360 * ms, captured: 32},
 			{refusals: []time.Duration{400 * ms}, at: 410 * ms, captured: 16},
 		}},
 	}
@@ -58,6 +61,9 @@ func TestSaturationRule(t *testing.T) {
 			for i, st := range tc.steps {
 				for _, r := range st.refusals {
 					s.Refused(t0.Add(r))
+				}
+				if st.taken {
+					s.Taken()
 				}
 				drained := func() bool { return !st.full }
 				got := 0
@@ -202,17 +208,23 @@ func TestSaturatedFrontRecordsMetadata(t *testing.T) {
 	}
 	recs.mu.Unlock()
 
-	// The shadow side takes copies again: after its calm every exchange is
-	// captured and handed over.
+	// A lull restores nothing: the shadow side may still hold its backlog.
+	time.Sleep(2 * saturationCalm)
+	if ho.Saturated() == nil {
+		t.Error("no longer saturated after a lull, with no copy taken")
+	}
+	// The shadow side takes copies again: the copies still captured are
+	// taken, the share doubles back, then every exchange is captured.
 	q.refuse.Store(false)
-	time.Sleep(saturationMaxLevel*saturationCalm + 50*time.Millisecond) // from 1/64 back to 1
+	waitForD(t, 10*time.Second, "every exchange captured again", func() bool {
+		post(n)
+		return ho.Saturated() == nil
+	})
+	taken, shed := q.taken.Load(), ho.Stats().Saturation.Shed
 	for range 10 {
 		post(n)
 	}
-	if sat := ho.Saturated(); sat != nil {
-		t.Errorf("still saturated after a calm spell: %+v", sat)
-	}
-	waitFor(t, "ten copies taken", func() bool { return q.taken.Load() == 10 })
+	waitFor(t, "ten more copies taken", func() bool { return q.taken.Load() == taken+10 })
 	if got := ho.Stats().Saturation.Shed; got != shed {
 		t.Errorf("%d more shed once the shadow side took copies again", got-shed)
 	}
