@@ -692,32 +692,56 @@ func driveSlices(ctx context.Context, rows []*roleRow, target func(*roleRow, int
 // saturateWithin bounds the warm-up of an all-in-one server (saturate).
 const saturateWithin = 90 * time.Second
 
-// saturate drives r alone at o.Rate in slices until its shadow side refuses
-// copies (GET /api/stats: a copy dropped or recorded as queue_full, or
-// recorded as shadow_saturated), at most saturateWithin, so that every round
-// measures the server with its shadow side saturated, as the target asks;
+// saturate drives r alone at o.Rate in 2 s slices until its shadow side
+// refuses at least half of a slice's copies (GET /api/stats: dropped or
+// recorded as queue_full or accept_timeout, or recorded as shadow_saturated),
+// at most saturateWithin, so that every round measures the server with its
+// shadow side saturated (its store-first queue full), as the target asks;
 // the warm-up's figures are not kept.
 func saturate(ctx context.Context, out io.Writer, r *roleRow, o roleLoadOptions) {
 	client := newLoadClient(o.Outstanding)
 	defer client.CloseIdleConnections()
-	res := &pathResult{}
 	runID := time.Now().UnixNano()
 	start := time.Now()
+	sent := 0
 	for seq := 0; ctx.Err() == nil; seq++ {
-		if refused := refusals(r.url); refused > 0 {
-			fmt.Fprintf(out, "warm-up: %s's shadow side refuses copies after %d exchanges in %s (%d refused so far)\n",
-				r.name, len(res.latencies)+int(res.errors.Load()), time.Since(start).Round(time.Second), refused)
-			return
-		}
 		if time.Since(start) > saturateWithin {
-			fmt.Fprintf(out, "warm-up: %s's shadow side still takes every copy after %s: the rounds measure it unsaturated\n", r.name, saturateWithin)
+			fmt.Fprintf(out, "warm-up: %s's shadow side still takes most copies after %s (%d exchanges): the rounds measure it unsaturated\n", r.name, saturateWithin, sent)
 			return
 		}
-		t := chatTarget(res, r.url, func(i int) (string, string) {
+		before := refusals(r.url)
+		t := chatTarget(&pathResult{}, r.url, func(i int) (string, string) {
 			return fmt.Sprintf("Warm-up %d, %d.", i, seq), fmt.Sprintf("warm-%d-%d-%d", runID, seq, i)
 		})
-		openLoop{Rate: o.Rate, Duration: 2 * time.Second, Outstanding: o.Outstanding, Client: client}.run(ctx, []loadTarget{t})
+		n, _ := openLoop{Rate: o.Rate, Duration: 2 * time.Second, Outstanding: o.Outstanding, Client: client}.run(ctx, []loadTarget{t})
+		sent += n
+		if refused := refusals(r.url) - before; refused*2 >= int64(n) {
+			fmt.Fprintf(out, "warm-up: %s's shadow side refused %d of the last %d copies after %d exchanges in %s: saturated\n",
+				r.name, refused, n, sent, time.Since(start).Round(time.Second))
+			return
+		}
 	}
+}
+
+// refusals is how many copies a server's shadow side did not take so far
+// (GET /api/stats: dropped or recorded as queue_full or accept_timeout,
+// recorded as shadow_saturated; each copy is counted under one of them); 0
+// when unreadable.
+func refusals(base string) int64 {
+	c := &http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get(base + "/api/stats")
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Tap ingest.StatsSnapshot `json:"tap"`
+	}
+	if json.NewDecoder(resp.Body).Decode(&body) != nil {
+		return 0
+	}
+	t := body.Tap
+	return t.Dropped[ingest.ReasonQueueFull] + t.Dropped[ingest.ReasonAcceptTimeout] + t.Recorded[ingest.ReasonShadowSaturated]
 }
 
 // chatTarget POSTs chat completions to base into res: request i asks
@@ -734,26 +758,6 @@ func chatTarget(res *pathResult, base string, exchange func(i int) (question, id
 		req.Header.Set("X-Request-Id", id)
 		return req, nil
 	}}
-}
-
-// refusals is how many copies a server's shadow side refused so far (GET
-// /api/stats: dropped or recorded as queue_full, recorded as
-// shadow_saturated); 0 when unreadable.
-func refusals(base string) int64 {
-	c := &http.Client{Timeout: 5 * time.Second}
-	resp, err := c.Get(base + "/api/stats")
-	if err != nil {
-		return 0
-	}
-	defer resp.Body.Close()
-	var body struct {
-		Tap ingest.StatsSnapshot `json:"tap"`
-	}
-	if json.NewDecoder(resp.Body).Decode(&body) != nil {
-		return 0
-	}
-	t := body.Tap
-	return t.Dropped[ingest.ReasonQueueFull] + t.Recorded[ingest.ReasonQueueFull] + t.Recorded[ingest.ReasonShadowSaturated]
 }
 
 // verdict checks a role's added latency against its target.
