@@ -81,9 +81,10 @@ func loadtestCmd(flags *platform.Flags, log *slog.Logger) *cobra.Command {
     the next, rotating until each path was driven --duration (so the generator
     sends --rate, not --rate per path at once, and a server's background work,
     the all-in-one server's shadow backlog, goes on across the slices; the
-    all-in-one server is first driven alone until its shadow side refuses half its copies): the all-in-one server (embedded store,
-    candidates calling the worker pool at --pool, which must be running) and the
-    tap-only server (copies to a Kafka peer). Prints p50/p95/p99, the added
+    all-in-one server is first driven alone until its shadow side refuses half
+    its copies): the all-in-one server (embedded store, candidates calling the
+    worker pool at --pool, which must be running) and the tap-only server
+    (copies to a Kafka peer). Prints p50/p95/p99, the added
     latency over direct, its ratio to the bare proxy's and the target (all-in-one
     ≤ 2× bare + 0.5 ms at p95 and + 1 ms at p99; tap-only ≤ 1.5× with the same
     allowances), and each server's shadow-side accounting.
