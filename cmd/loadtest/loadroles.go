@@ -694,8 +694,10 @@ const saturateWithin = 90 * time.Second
 
 // saturate drives r alone at o.Rate in 2 s slices until its shadow side
 // refuses at least half of a slice's copies (GET /api/stats: dropped or
-// recorded as queue_full or accept_timeout, or recorded as shadow_saturated),
-// at most saturateWithin, so that every round measures the server with its
+// recorded as queue_full or accept_timeout, or recorded as shadow_saturated)
+// while its queue grows by less than 5% of them (full: a hand-off buffer
+// full in front of a queue still filling is not saturation yet), at most
+// saturateWithin, so that every round measures the server with its
 // shadow side saturated (its store-first queue full), as the target asks;
 // the warm-up's figures are not kept.
 func saturate(ctx context.Context, out io.Writer, r *roleRow, o roleLoadOptions) {
@@ -709,39 +711,40 @@ func saturate(ctx context.Context, out io.Writer, r *roleRow, o roleLoadOptions)
 			fmt.Fprintf(out, "warm-up: %s's shadow side still takes most copies after %s (%d exchanges): the rounds measure it unsaturated\n", r.name, saturateWithin, sent)
 			return
 		}
-		before := refusals(r.url)
+		refused0, queued0 := refusals(r.url)
 		t := chatTarget(&pathResult{}, r.url, func(i int) (string, string) {
 			return fmt.Sprintf("Warm-up %d, %d.", i, seq), fmt.Sprintf("warm-%d-%d-%d", runID, seq, i)
 		})
 		n, _ := openLoop{Rate: o.Rate, Duration: 2 * time.Second, Outstanding: o.Outstanding, Client: client}.run(ctx, []loadTarget{t})
 		sent += n
-		if refused := refusals(r.url) - before; refused*2 >= int64(n) {
-			fmt.Fprintf(out, "warm-up: %s's shadow side refused %d of the last %d copies after %d exchanges in %s: saturated\n",
-				r.name, refused, n, sent, time.Since(start).Round(time.Second))
+		refused1, queued1 := refusals(r.url)
+		if refused, grew := refused1-refused0, queued1-queued0; refused*2 >= int64(n) && grew*20 < int64(n) {
+			fmt.Fprintf(out, "warm-up: %s's shadow side refused %d of the last %d copies, its queue holds %d (%+d) after %d exchanges in %s: saturated\n",
+				r.name, refused, n, queued1, grew, sent, time.Since(start).Round(time.Second))
 			return
 		}
 	}
 }
 
 // refusals is how many copies a server's shadow side did not take so far
-// (GET /api/stats: dropped or recorded as queue_full or accept_timeout,
-// recorded as shadow_saturated; each copy is counted under one of them); 0
-// when unreadable.
-func refusals(base string) int64 {
+// (GET /api/stats: dropped as queue_full or accept_timeout, recorded as
+// shadow_saturated; each copy is counted under one of them) and how many
+// wait in its queues now; 0, 0 when unreadable.
+func refusals(base string) (refused, queued int64) {
 	c := &http.Client{Timeout: 5 * time.Second}
 	resp, err := c.Get(base + "/api/stats")
 	if err != nil {
-		return 0
+		return 0, 0
 	}
 	defer resp.Body.Close()
 	var body struct {
 		Tap ingest.StatsSnapshot `json:"tap"`
 	}
 	if json.NewDecoder(resp.Body).Decode(&body) != nil {
-		return 0
+		return 0, 0
 	}
 	t := body.Tap
-	return t.Dropped[ingest.ReasonQueueFull] + t.Dropped[ingest.ReasonAcceptTimeout] + t.Recorded[ingest.ReasonShadowSaturated]
+	return t.Dropped[ingest.ReasonQueueFull] + t.Dropped[ingest.ReasonAcceptTimeout] + t.Recorded[ingest.ReasonShadowSaturated], int64(t.Queued)
 }
 
 // chatTarget POSTs chat completions to base into res: request i asks
