@@ -690,14 +690,12 @@ func driveSlices(ctx context.Context, rows []*roleRow, target func(*roleRow, int
 }
 
 // saturateWithin bounds the warm-up of an all-in-one server (saturate).
-const saturateWithin = 90 * time.Second
+const saturateWithin = 120 * time.Second
 
-// saturate drives r alone at o.Rate in 2 s slices until its shadow side
-// refuses at least half of a slice's copies (GET /api/stats: dropped or
-// recorded as queue_full or accept_timeout, or recorded as shadow_saturated)
-// while its queue grows by less than 5% of them (full: a hand-off buffer
-// full in front of a queue still filling is not saturation yet), at most
-// saturateWithin, so that every round measures the server with its
+// saturate drives r alone at o.Rate in 2 s slices until its shadow side's
+// queue is full (GET /api/stats: at least 95% of ingest.queue_size copies
+// queued; a hand-off buffer full in front of a queue still filling is not
+// saturation yet), at most saturateWithin, so that every round measures the server with its
 // shadow side saturated (its store-first queue full), as the target asks;
 // the warm-up's figures are not kept.
 func saturate(ctx context.Context, out io.Writer, r *roleRow, o roleLoadOptions) {
@@ -706,21 +704,22 @@ func saturate(ctx context.Context, out io.Writer, r *roleRow, o roleLoadOptions)
 	runID := time.Now().UnixNano()
 	start := time.Now()
 	sent := 0
+	full := ingest.NewDefaultConfig().QueueSize // the role run's servers keep the default
 	for seq := 0; ctx.Err() == nil; seq++ {
 		if time.Since(start) > saturateWithin {
 			fmt.Fprintf(out, "warm-up: %s's shadow side still takes most copies after %s (%d exchanges): the rounds measure it unsaturated\n", r.name, saturateWithin, sent)
 			return
 		}
-		refused0, queued0 := refusals(r.url)
+		refused0, _ := refusals(r.url)
 		t := chatTarget(&pathResult{}, r.url, func(i int) (string, string) {
 			return fmt.Sprintf("Warm-up %d, %d.", i, seq), fmt.Sprintf("warm-%d-%d-%d", runID, seq, i)
 		})
 		n, _ := openLoop{Rate: o.Rate, Duration: 2 * time.Second, Outstanding: o.Outstanding, Client: client}.run(ctx, []loadTarget{t})
 		sent += n
 		refused1, queued1 := refusals(r.url)
-		if refused, grew := refused1-refused0, queued1-queued0; refused*2 >= int64(n) && grew*20 < int64(n) {
-			fmt.Fprintf(out, "warm-up: %s's shadow side refused %d of the last %d copies, its queue holds %d (%+d) after %d exchanges in %s: saturated\n",
-				r.name, refused, n, queued1, grew, sent, time.Since(start).Round(time.Second))
+		if queued1*100 >= int64(full)*95 {
+			fmt.Fprintf(out, "warm-up: %s's shadow side holds %d copies (of ingest.queue_size %d) and refused %d of the last %d, after %d exchanges in %s: saturated\n",
+				r.name, queued1, full, refused1-refused0, n, sent, time.Since(start).Round(time.Second))
 			return
 		}
 	}
