@@ -59,8 +59,8 @@ func benchCmd(flags *platform.Flags, log *slog.Logger) *cobra.Command {
     ratios to the bare proxy's, and each process's CPU seconds per 1,000
     forwarded exchanges with its ratio to the bare proxy's. The all-in-one role's
     candidates call --pool, or bin/simllm started for the run; before the rounds
-    it is driven alone until its shadow side refuses half its copies (saturated,
-    as the target asks) and its backlog stays across the other paths' slices.
+    it is driven alone until its shadow side's queue is full (saturated, as the
+    target asks) and its backlog stays across the other paths' slices.
 Then prints one summary table. Figures only: nothing here passes or fails but the
 role verdicts, which are printed as figures too. Not part of make test.`,
 		Args: cobra.NoArgs,

@@ -81,8 +81,8 @@ func loadtestCmd(flags *platform.Flags, log *slog.Logger) *cobra.Command {
     the next, rotating until each path was driven --duration (so the generator
     sends --rate, not --rate per path at once, and a server's background work,
     the all-in-one server's shadow backlog, goes on across the slices; the
-    all-in-one server is first driven alone until its shadow side refuses half
-    its copies): the all-in-one server (embedded store, candidates calling the
+    all-in-one server is first driven alone until its shadow side's queue is
+    full): the all-in-one server (embedded store, candidates calling the
     worker pool at --pool, which must be running) and the tap-only server
     (copies to a Kafka peer). Prints p50/p95/p99, the added
     latency over direct, its ratio to the bare proxy's and the target (all-in-one
