@@ -707,7 +707,7 @@ func saturate(ctx context.Context, out io.Writer, r *roleRow, o roleLoadOptions)
 	full := ingest.NewDefaultConfig().QueueSize // the role run's servers keep the default
 	for seq := 0; ctx.Err() == nil; seq++ {
 		if time.Since(start) > saturateWithin {
-			fmt.Fprintf(out, "warm-up: %s's shadow side still takes most copies after %s (%d exchanges): the rounds measure it unsaturated\n", r.name, saturateWithin, sent)
+			fmt.Fprintf(out, "warm-up: %s's shadow side's queue is still not full after %s (%d exchanges): the rounds may measure it unsaturated\n", r.name, saturateWithin, sent)
 			return
 		}
 		refused0, _ := refusals(r.url)
