@@ -60,6 +60,9 @@ type HandoffStats struct {
 	Records     int64            `json:"records"`     // records (exchanges not shadowed) handed over
 	Buffered    int              `json:"buffered"`    // copies waiting now
 	Failing     bool             `json:"failing"`     // the last POST failed
+	// Saturation is whether the front captures exchanges for copies now
+	// (Saturation's rule) and how many it forwarded without capture.
+	Saturation SaturationSnapshot `json:"saturation"`
 }
 
 // Handoff is the DurableQueue of an isolated all-in-one server's front (the
@@ -93,6 +96,10 @@ type Handoff struct {
 	failMu      sync.Mutex
 	failSince   time.Time // zero while the last POST succeeded
 	failErr     error
+
+	// sat decides before capture whether the shadow side can take a copy
+	// (CaptureNext), fed by the refusals below.
+	sat Saturation
 }
 
 // waitedPublisher is a DurableQueue with a lane for copies a sender waits
@@ -227,8 +234,35 @@ func (h *Handoff) enqueue(lane chan<- handoffOp, ex Exchange, done func(error)) 
 	case lane <- handoffOp{ex: ex, done: done}:
 		return nil
 	default:
+		if lane == h.ops {
+			h.sat.Refused(time.Now())
+		}
 		return ErrQueueFull
 	}
+}
+
+// CaptureNext implements CaptureGate with the Saturation rule: false
+// (ReasonShadowSaturated) while the shadow side refuses copies, for all but
+// the share still captured.
+func (h *Handoff) CaptureNext() (reason string, capture bool) {
+	if h.sat.Capture(time.Now(), h.drained) {
+		return "", true
+	}
+	return ReasonShadowSaturated, false
+}
+
+// drained reports whether the mirrored copies buffered fill at most half of
+// the buffer (Saturation's condition to capture more again).
+func (h *Handoff) drained() bool { return len(h.ops)*2 <= cap(h.ops) }
+
+// Saturated reports the saturation rule's state: nil while every exchange is
+// captured.
+func (h *Handoff) Saturated() *SaturationSnapshot {
+	st := h.sat.Snapshot(time.Now(), h.drained)
+	if !st.Saturated {
+		return nil
+	}
+	return &st
 }
 
 // Publish implements Queue: PublishWaited, waiting for the outcome or ctx.
@@ -278,7 +312,7 @@ func (h *Handoff) Stats() HandoffStats {
 	failing := !h.failSince.IsZero()
 	h.failMu.Unlock()
 	return HandoffStats{HandedOver: h.handedOver.Load(), Refused: refused, Unavailable: h.unavailable.Load(),
-		Records: h.records.Load(), Buffered: h.Len(), Failing: failing}
+		Records: h.records.Load(), Buffered: h.Len(), Failing: failing, Saturation: h.sat.Snapshot(time.Now(), h.drained)}
 }
 
 // send hands over buffered copies in batches, those a sender waits for
@@ -355,6 +389,7 @@ func (h *Handoff) sendCopies(batch []handoffOp) {
 func (h *Handoff) outcome(reason string) error {
 	if reason == "" {
 		h.handedOver.Add(1)
+		h.sat.Taken()
 		return nil
 	}
 	h.refusedMu.Lock()
@@ -364,10 +399,12 @@ func (h *Handoff) outcome(reason string) error {
 	case "duplicate":
 		return ErrDuplicate
 	case ReasonQueueFull:
+		h.sat.Refused(time.Now())
 		return ErrQueueFull
 	case ReasonShuttingDown:
 		return ErrQueueClosed
 	case ReasonAcceptTimeout:
+		h.sat.Refused(time.Now())
 		return errHandoffTimeout
 	}
 	return fmt.Errorf("ingest: handoff: the shadow side did not store the copy: %s", reason)

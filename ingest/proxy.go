@@ -32,6 +32,9 @@ const (
 	// sent (a previous_response_id conversation the tap never saw): its runs
 	// are marked input_reduced.
 	ProxyOutcomeInputReduced = "input_reduced"
+	// ProxyOutcomeShadowSaturated: forwarded without capture, recorded as
+	// metadata, because the shadow side was refusing copies (CaptureGate).
+	ProxyOutcomeShadowSaturated = ReasonShadowSaturated
 )
 
 // ProxyConfig sets the mirroring proxy.
@@ -150,7 +153,8 @@ type Proxy struct {
 	wg       sync.WaitGroup
 	observer AddedLatencyObserver // nil: nothing measured
 	loss     *lossLog
-	rec      *Recorder // records what is forwarded but not copied; nil: it leaves no row
+	rec      *Recorder   // records what is forwarded but not copied; nil: it leaves no row
+	gate     CaptureGate // asked before capturing; nil: every mirrored exchange is captured
 
 	// The guard (UseGuard, UseBodyBudget): who may call, who is trusted, and
 	// the memory the bodies being copied may hold.
@@ -240,6 +244,23 @@ func (p *Proxy) ObserveAddedLatency(o AddedLatencyObserver) { p.observer = o }
 // it before serving.
 func (p *Proxy) UseRecorder(rec *Recorder) { p.rec = rec }
 
+// CaptureGate decides, before the proxy reads a mirrored exchange's request
+// body, whether to capture it for a copy; *Handoff is one (Saturation). It
+// must not block: it is on the forwarding path.
+type CaptureGate interface {
+	// CaptureNext reports whether to capture the exchange arriving now;
+	// false forwards it without capture and records it as metadata under
+	// reason.
+	CaptureNext() (reason string, capture bool)
+}
+
+// UseCaptureGate makes the proxy ask g before capturing each mirrored
+// exchange: one g declines is forwarded as the bare proxy forwards it (its
+// bodies streamed, never held, parsed or pseudonymized) and recorded as a
+// metadata row (ids, time, route, status, latency, time to first byte,
+// sizes) with g's reason, so it still leaves a row. Call it before serving.
+func (p *Proxy) UseCaptureGate(g CaptureGate) { p.gate = g }
+
 // recordMeta records c as a metadata row, why naming what kept its text out
 // (also its not_shadowed reason). O(1).
 func (p *Proxy) recordMeta(c capture, why string) {
@@ -321,6 +342,16 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	start := time.Now()
+	app := p.cfg.App
+	if trusted && r.Header.Get(p.cfg.AppHeader) != "" {
+		app = r.Header.Get(p.cfg.AppHeader)
+	}
+	if p.gate != nil {
+		if reason, ok := p.gate.CaptureNext(); !ok {
+			p.forwardUncaptured(w, r, trusted, app, start, reason)
+			return
+		}
+	}
 	reqBody, complete, release, err := p.budget.Read(r.Body, r.ContentLength, p.cfg.MaxCaptureBytes)
 	defer release()
 	overBudget := errors.Is(err, ErrBodyBudget)
@@ -351,24 +382,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			WroteRequest: func(httptrace.WroteRequestInfo) { obs.ObserveAdded(time.Since(start)) },
 		}))
 	}
-	app := p.cfg.App
-	if trusted && r.Header.Get(p.cfg.AppHeader) != "" {
-		app = r.Header.Get(p.cfg.AppHeader)
-	}
 	if p.rec != nil {
 		p.rec.Offered().Offer(store.OfferedProxy, r.URL.Path, app, start)
 	}
 	cw := &captureWriter{ResponseWriter: w, limit: p.cfg.MaxCaptureBytes, start: start}
 	capt := func(end time.Time, how captureEnd) capture {
-		c := newCapture(r, app, reqBody, cw, end, how)
-		c.reqBytes = reqBytes.n
-		if !trusted {
-			// Only trusted callers choose the stored id and app; what the others
-			// sent is kept beside the generated id.
-			c.callerRequestID, c.requestID = callerValue(c.requestID), ""
-			c.callerApp = callerValue(r.Header.Get(p.cfg.AppHeader))
-		}
-		return c
+		return p.captured(r, trusted, app, reqBody, reqBytes.n, cw, end, how)
 	}
 	// copyOf hands the finished exchange over: a copy to parse, or, when its
 	// text was not kept (over the body budget, too large), a metadata record.
@@ -416,6 +435,52 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		how = endClientGone
 	}
 	copyOf(capt(end, how))
+}
+
+// captured is what cw saw of the answer to r (reqBytes of its request body
+// read), ended at end: only trusted callers choose the stored id and app;
+// what the others sent is kept beside the generated id.
+func (p *Proxy) captured(r *http.Request, trusted bool, app string, reqBody []byte, reqBytes int64, cw *captureWriter, end time.Time, how captureEnd) capture {
+	c := newCapture(r, app, reqBody, cw, end, how)
+	c.reqBytes = reqBytes
+	if !trusted {
+		c.callerRequestID, c.requestID = callerValue(c.requestID), ""
+		c.callerApp = callerValue(r.Header.Get(p.cfg.AppHeader))
+	}
+	return c
+}
+
+// forwardUncaptured forwards a mirrored exchange the capture gate declined
+// as the bare proxy does (the request body streamed through a byte count,
+// the answer's body never kept) and records it as a metadata row with
+// reason, also when the client or the incumbent breaks off mid-answer.
+func (p *Proxy) forwardUncaptured(w http.ResponseWriter, r *http.Request, trusted bool, app string, start time.Time, reason string) {
+	if p.rec != nil {
+		p.rec.Offered().Offer(store.OfferedProxy, r.URL.Path, app, start)
+	}
+	reqBytes := &countingReader{r: r.Body}
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{reqBytes, r.Body}
+	cw := &captureWriter{ResponseWriter: w, start: start, overflow: true} // overflow: nothing is kept
+	record := func(end time.Time, how captureEnd) {
+		p.stats.mirror(ProxyOutcomeShadowSaturated)
+		p.recordMeta(p.captured(r, trusted, app, nil, reqBytes.n, cw, end, how), reason)
+	}
+	defer func() {
+		if rec := recover(); rec != nil { // ReverseProxy's abort: recorded, then the abort goes on
+			record(time.Now(), brokenEnd(r, cw))
+			panic(rec)
+		}
+	}()
+	p.rp.ServeHTTP(cw, r)
+	end := time.Now()
+	how := endComplete
+	if cw.clientErr != nil || cw.clientGone {
+		how = endClientGone
+	}
+	record(end, how)
 }
 
 // countingReader counts the bytes read through it (n starts at what was

@@ -417,6 +417,9 @@ var (
 		"Records of exchanges not shadowed the front handed to its shadow side's store.", nil, nil)
 	descHandoffBuffered = prometheus.NewDesc("conductor_shadow_handoff_buffered_copies",
 		"Copies waiting in the front for the shadow side (server.handoff_buffer at most).", nil, nil)
+	descHandoffShare = prometheus.NewDesc("conductor_shadow_handoff_capture_share",
+		"Share of the proxy's mirrored exchanges the front captures for copies now: 1, or 1/2^k while the shadow side refuses copies "+
+			"(the others are forwarded uncaptured and recorded as metadata, reason shadow_saturated).", nil, nil)
 	descShadowRestarts = prometheus.NewDesc("conductor_shadow_shadow_side_restarts_total",
 		"Times the front restarted its shadow side after it died.", nil, nil)
 	descShadowUp = prometheus.NewDesc("conductor_shadow_shadow_side_up",
@@ -430,7 +433,7 @@ type handoffCollector struct {
 }
 
 func (handoffCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descHandoff, descHandoffRecords, descHandoffBuffered, descShadowRestarts, descShadowUp} {
+	for _, d := range []*prometheus.Desc{descHandoff, descHandoffRecords, descHandoffBuffered, descHandoffShare, descShadowRestarts, descShadowUp} {
 		ch <- d
 	}
 }
@@ -444,6 +447,7 @@ func (hc handoffCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(descHandoffRecords, prometheus.CounterValue, float64(st.Records))
 	ch <- prometheus.MustNewConstMetric(descHandoffBuffered, prometheus.GaugeValue, float64(st.Buffered))
+	ch <- prometheus.MustNewConstMetric(descHandoffShare, prometheus.GaugeValue, st.Saturation.Share)
 	cs := hc.c.status()
 	ch <- prometheus.MustNewConstMetric(descShadowRestarts, prometheus.CounterValue, float64(cs.Restarts))
 	up := 0.0
@@ -466,6 +470,13 @@ func (s *server) frontReadiness(c *gin.Context, r *readiness, note func(part, pu
 		} else {
 			note("shadow", "shadow_unavailable: the shadow side does not take copies (see server log)", err)
 		}
+	}
+	if sat := s.handoff.Saturated(); sat != nil {
+		if r.Detail == nil {
+			r.Detail = map[string]string{}
+		}
+		r.Detail["capture"] = fmt.Sprintf("%s: the shadow side refuses copies; 1 in %.0f mirrored exchanges is captured, the others are forwarded uncaptured and recorded as metadata (%d so far)",
+			ingest.ReasonShadowSaturated, 1/sat.Share, sat.Shed)
 	}
 	resp, err := s.shadowGet(c, "/readyz", time.Second)
 	if err != nil {

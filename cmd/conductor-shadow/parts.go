@@ -438,6 +438,11 @@ func (s *server) addProxy() error {
 	if s.admission != nil {
 		proxy.ObserveAddedLatency(s.admission)
 	}
+	if s.handoff != nil {
+		// The front of an isolated server: no capture while the shadow side
+		// refuses copies (ingest.Saturation), a metadata record instead.
+		proxy.UseCaptureGate(s.handoff)
+	}
 	s.add("proxy", funcs(func(ctx context.Context, h *host) error {
 		if err := proxy.Start(ctx); err != nil {
 			return err

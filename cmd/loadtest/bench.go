@@ -22,6 +22,7 @@ type benchOptions struct {
 	Rates        []int
 	Roles        []string
 	Duration     time.Duration
+	Slice        time.Duration
 	Repeat       int
 	Delay        time.Duration
 	Outstanding  int
@@ -39,7 +40,7 @@ type benchOptions struct {
 // side by side as ratios, so that the next change can be compared with this one.
 func benchCmd(flags *platform.Flags, log *slog.Logger) *cobra.Command {
 	load := flags.Loader(log)
-	o := benchOptions{Rates: []int{250, 1000}, Roles: []string{platform.RoleAll, platform.RoleTap}, Duration: 15 * time.Second, Repeat: 3,
+	o := benchOptions{Rates: []int{250, 1000}, Roles: []string{platform.RoleAll, platform.RoleTap}, Duration: 15 * time.Second, Slice: defaultSlice, Repeat: 3,
 		Delay: 50 * time.Millisecond, Outstanding: 1000, Exchanges: 100000, Intake: intakePaths, Senders: 512, BatchItems: 1000,
 		PageRequests: 500_000, Iterations: 20}
 	cmd := &cobra.Command{
@@ -51,12 +52,15 @@ func benchCmd(flags *platform.Flags, log *slog.Logger) *cobra.Command {
  2. durable intake into the same store (so with the generated rows in it), once per
     --intake path (queue, batch, single): copies made durable (202) per second,
     candidate runs stored per second, process CPU seconds per 1,000 copies.
- 3. roles: for each --rates rate, the open-loop load at once to the incumbent
-    directly, a bare reverse proxy and serve in each --roles role (processes of
-    their own), --repeat rounds of --duration: added p95/p99 over direct, their
+ 3. roles: for each --rates rate, the open-loop load to the incumbent directly,
+    a bare reverse proxy and serve in each --roles role (processes of their own),
+    one path at a time in --slice slices rotating through the paths, --repeat
+    rounds in which each path is driven --duration: added p95/p99 over direct, their
     ratios to the bare proxy's, and each process's CPU seconds per 1,000
     forwarded exchanges with its ratio to the bare proxy's. The all-in-one role's
-    candidates call --pool, or bin/simllm started for the run.
+    candidates call --pool, or bin/simllm started for the run; before the rounds
+    it is driven alone until its shadow side's queue is full (saturated, as the
+    target asks) and its backlog stays across the other paths' slices.
 Then prints one summary table. Figures only: nothing here passes or fails but the
 role verdicts, which are printed as figures too. Not part of make test.`,
 		Args: cobra.NoArgs,
@@ -78,7 +82,8 @@ role verdicts, which are printed as figures too. Not part of make test.`,
 	f := cmd.Flags()
 	f.IntSliceVar(&o.Rates, "rates", o.Rates, "requests/s per path of the role runs")
 	f.StringSliceVar(&o.Roles, "roles", o.Roles, "serve roles compared with the bare proxy: all, tap (empty: skip the role runs)")
-	f.DurationVar(&o.Duration, "duration", o.Duration, "length of each role round")
+	f.DurationVar(&o.Duration, "duration", o.Duration, "how long each path is driven per role round (the sum of its slices)")
+	f.DurationVar(&o.Slice, "slice", o.Slice, "how long a role round drives one path before the next path's turn")
 	f.IntVar(&o.Repeat, "repeat", o.Repeat, "rounds per rate (medians over the sound ones)")
 	f.DurationVar(&o.Delay, "delay", o.Delay, "stand-in incumbent's answer time")
 	f.IntVar(&o.Outstanding, "outstanding", o.Outstanding, "most requests in flight per path")
@@ -151,7 +156,7 @@ func runBench(ctx context.Context, out io.Writer, cfg platform.Config, flags *pl
 			pool = url
 		}
 		for _, rate := range o.Rates {
-			ro := roleLoadOptions{Roles: o.Roles, Rate: rate, Duration: o.Duration, Delay: o.Delay, PoolURL: pool, Repeat: o.Repeat,
+			ro := roleLoadOptions{Roles: o.Roles, Rate: rate, Duration: o.Duration, Slice: o.Slice, Delay: o.Delay, PoolURL: pool, Repeat: o.Repeat,
 				Outstanding: o.Outstanding, KafkaBrokers: flags.Kafka, ServerBin: server}
 			figs, err := runRoleLoad(ctx, out, ro)
 			if err != nil {

@@ -47,11 +47,15 @@ const (
 // roleLoadOptions drive the side-by-side run of `loadtest --roles`.
 type roleLoadOptions struct {
 	Roles    []string      // platform.RoleAll and/or platform.RoleTap
-	Rate     int           // requests/s on every path
-	Duration time.Duration // ≤ 30 s is plenty
-	Delay    time.Duration // the fake incumbent's answer time
-	PoolURL  string        // the worker pool the all-in-one server's candidates call
-	Repeat   int           // rounds; with more than one, medians are printed too
+	Rate     int           // requests/s on the path being driven
+	Duration time.Duration // how long each path is driven per round (the sum of its slices); ≤ 30 s is plenty
+	// Slice is how long one path is driven before the next one's turn
+	// (0: defaultSlice); a round rotates through the paths in slices until
+	// each was driven for Duration.
+	Slice   time.Duration
+	Delay   time.Duration // the fake incumbent's answer time
+	PoolURL string        // the worker pool the all-in-one server's candidates call
+	Repeat  int           // rounds; with more than one, medians are printed too
 	// Outstanding is the most requests in flight per path.
 	Outstanding int
 	// KafkaBrokers of the tap-only server; empty: start bin/devkafka (found beside
@@ -60,6 +64,9 @@ type roleLoadOptions struct {
 	// ServerBin is the conductor-shadow binary whose `serve` each role runs.
 	ServerBin string
 }
+
+// defaultSlice is how long one path is driven at a time in a role round.
+const defaultSlice = time.Second
 
 // bareProxyCmd is the hidden `loadtest bare-proxy`: a plain httputil.ReverseProxy
 // in its own process, the baseline every role is compared with.
@@ -301,9 +308,10 @@ func procCPU(pid int) time.Duration {
 	return time.Duration(ut+st) * time.Second / ticksPerSecond
 }
 
-// runRoleLoad sends the same open-loop load at once to the fake incumbent
-// directly, to a bare reverse proxy and to `serve` in each requested role, all
-// separate processes on loopback, and prints p50/p95/p99 per path, the added
+// runRoleLoad sends the same open-loop load to the fake incumbent directly,
+// to a bare reverse proxy and to `serve` in each requested role, all separate
+// processes on loopback, one path at a time in interleaved slices
+// (driveSlices), and prints p50/p95/p99 per path, the added
 // latency over direct, its ratio to the bare proxy's and the target, and each
 // process's CPU seconds per 1,000 forwarded exchanges. It returns the figures
 // of every role's path (medians over the sound rounds).
@@ -399,10 +407,19 @@ func runRoleLoad(ctx context.Context, out io.Writer, o roleLoadOptions) ([]roleF
 		rows = append(rows, &roleRow{name: name, url: c.url, result: &pathResult{}, role: role, proc: c})
 	}
 
-	fmt.Fprintf(out, "roles: %d req/s on each of %d paths for %s, interleaved (every tick sends one request to each path, order rotating), incumbent answers in %s, every exchange unique\n",
-		o.Rate, len(rows), o.Duration, o.Delay)
+	slice := o.Slice
+	if slice <= 0 {
+		slice = defaultSlice
+	}
+	fmt.Fprintf(out, "roles: %d req/s on one path at a time, in slices of %s rotating through %d paths until each was driven %s per round; incumbent answers in %s, every exchange unique\n",
+		o.Rate, min(slice, o.Duration), len(rows), o.Duration, o.Delay)
 	fmt.Fprintf(out, "every path is its own process on loopback; the all-in-one server's candidates call the pool at %s\n", o.PoolURL)
 
+	for _, r := range rows[2:] {
+		if r.role == platform.RoleAll {
+			saturate(ctx, out, r, o)
+		}
+	}
 	var rounds []map[string][3]float64 // per round: path -> added p95, p99 (ms), CPU s per 1,000
 	for round := 1; round <= max(1, o.Repeat) && ctx.Err() == nil; round++ {
 		for _, r := range rows {
@@ -560,24 +577,19 @@ func serverStats(base string) string {
 func measureRoles(ctx context.Context, out io.Writer, rows []*roleRow, o roleLoadOptions) (added map[string][3]float64, sound bool) {
 	client := newLoadClient(o.Outstanding)
 	runID := time.Now().UnixNano()
-	targets := make([]loadTarget, len(rows))
-	for k, r := range rows {
-		targets[k] = loadTarget{result: r.result, request: func(ctx context.Context, i int) (*http.Request, error) {
-			body := fmt.Sprintf(`{"model":"gpt-5","messages":[{"role":"user","content":"Customer %d (user%d@example.com) asks: what is %d * 7? Run %d."}]}`, i, i, i, runID)
-			req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.url+"/v1/chat/completions", strings.NewReader(body))
-			if err != nil {
-				return nil, err
-			}
-			req.Header.Set("Content-Type", "application/json")
-			req.Header.Set("X-Request-Id", fmt.Sprintf("lt-%d-%d", runID, i))
-			return req, nil
-		}}
+	// target is row k's load in one slice; seq numbers the slice, so every
+	// exchange of the round is unique.
+	target := func(r *roleRow, seq int) loadTarget {
+		return chatTarget(r.result, r.url, func(i int) (string, string) {
+			return fmt.Sprintf("Customer %d (user%d@example.com) asks: what is %d * 7? Run %d, slice %d.", i, i, i, runID, seq),
+				fmt.Sprintf("lt-%d-%d-%d", runID, seq, i)
+		})
 	}
 	cpu0, own0 := make([]time.Duration, len(rows)), make([]time.Duration, len(rows))
 	for k, r := range rows {
 		cpu0[k], own0[k] = procTreeCPU(r.proc.cmd.Process.Pid), procCPU(r.proc.cmd.Process.Pid)
 	}
-	total, elapsed := openLoop{Rate: o.Rate, Duration: o.Duration, Outstanding: o.Outstanding, Client: client}.run(ctx, targets)
+	total, elapsed := driveSlices(ctx, rows, target, o, client)
 	client.CloseIdleConnections()
 	// CPU seconds per 1,000 answered exchanges of each path's process over the
 	// round (the all-in-one server's includes its shadow side and engine).
@@ -615,7 +627,7 @@ func measureRoles(ctx context.Context, out io.Writer, rows []*roleRow, o roleLoa
 	if directExcess > maxDirectExcessMs {
 		sound = false
 	}
-	fmt.Fprintf(out, "%d requests due per path in %s (latency from each one's intended send time; unsent: due while %d were outstanding; late: sent > %s after due)\n", total, elapsed.Round(time.Millisecond), o.Outstanding, lateAfter)
+	fmt.Fprintf(out, "%d requests due per path in %s of slices (latency from each one's intended send time; unsent: due while %d were outstanding; late: sent > %s after due)\n", total, elapsed.Round(time.Millisecond), o.Outstanding, lateAfter)
 	fmt.Fprintf(out, "%-11s %9s %9s %9s %7s %7s %7s %9s %11s %11s %9s %9s %9s  %s\n", "path", "p50 ms", "p95 ms", "p99 ms", "errors", "unsent", "late", "CPU s/1k", "added p95", "added p99", "×bare p95", "×bare p99", "×bare CPU", "target")
 	for k, r := range rows {
 		p50, p95, p99 := pct(r.result, 50), pct(r.result, 95), pct(r.result, 99)
@@ -643,6 +655,111 @@ func measureRoles(ctx context.Context, out io.Writer, rows []*roleRow, o roleLoa
 			maxMissingShare*100, directExcess, o.Delay, maxDirectExcessMs)
 	}
 	return added, sound
+}
+
+// driveSlices drives one path at a time: slices of o.Slice at o.Rate,
+// rotating through rows (each rotation starting one path further on, so no
+// path always follows the same one), until every path was driven for
+// o.Duration. A slice ends when its last request is answered, so slices never
+// overlap and the generator drives o.Rate, not o.Rate per path at once; a
+// server's own background work (the all-in-one server's shadow side working
+// through its backlog) goes on across the other paths' slices. It returns the
+// requests due per path and the time spent driving.
+func driveSlices(ctx context.Context, rows []*roleRow, target func(*roleRow, int) loadTarget, o roleLoadOptions, client *http.Client) (int, time.Duration) {
+	slice := o.Slice
+	if slice <= 0 {
+		slice = defaultSlice
+	}
+	slice = min(slice, o.Duration)
+	rotations := max(1, int(o.Duration/slice))
+	var total int
+	var elapsed time.Duration
+	seq := 0
+	for rot := 0; rot < rotations && ctx.Err() == nil; rot++ {
+		for j := range rows {
+			r := rows[(rot+j)%len(rows)]
+			n, d := openLoop{Rate: o.Rate, Duration: slice, Outstanding: o.Outstanding, Client: client}.run(ctx, []loadTarget{target(r, seq)})
+			seq++
+			elapsed += d
+			if j == 0 {
+				total += n
+			}
+		}
+	}
+	return total, elapsed
+}
+
+// saturateWithin bounds the warm-up of an all-in-one server (saturate).
+const saturateWithin = 120 * time.Second
+
+// saturate drives r alone at o.Rate in 2 s slices until its shadow side's
+// queue is full (GET /api/stats: at least 95% of ingest.queue_size copies
+// queued; a hand-off buffer full in front of a queue still filling is not
+// saturation yet), at most saturateWithin, so that every round measures the server with its
+// shadow side saturated (its store-first queue full), as the target asks;
+// the warm-up's figures are not kept.
+func saturate(ctx context.Context, out io.Writer, r *roleRow, o roleLoadOptions) {
+	client := newLoadClient(o.Outstanding)
+	defer client.CloseIdleConnections()
+	runID := time.Now().UnixNano()
+	start := time.Now()
+	sent := 0
+	full := ingest.NewDefaultConfig().QueueSize // the role run's servers keep the default
+	for seq := 0; ctx.Err() == nil; seq++ {
+		if time.Since(start) > saturateWithin {
+			fmt.Fprintf(out, "warm-up: %s's shadow side's queue is still not full after %s (%d exchanges): the rounds may measure it unsaturated\n", r.name, saturateWithin, sent)
+			return
+		}
+		refused0, _ := refusals(r.url)
+		t := chatTarget(&pathResult{}, r.url, func(i int) (string, string) {
+			return fmt.Sprintf("Warm-up %d, %d.", i, seq), fmt.Sprintf("warm-%d-%d-%d", runID, seq, i)
+		})
+		n, _ := openLoop{Rate: o.Rate, Duration: 2 * time.Second, Outstanding: o.Outstanding, Client: client}.run(ctx, []loadTarget{t})
+		sent += n
+		refused1, queued1 := refusals(r.url)
+		if queued1*100 >= int64(full)*95 {
+			fmt.Fprintf(out, "warm-up: %s's shadow side holds %d copies (of ingest.queue_size %d) and refused %d of the last %d, after %d exchanges in %s: saturated\n",
+				r.name, queued1, full, refused1-refused0, n, sent, time.Since(start).Round(time.Second))
+			return
+		}
+	}
+}
+
+// refusals is how many copies a server's shadow side did not take so far
+// (GET /api/stats: dropped as queue_full or accept_timeout, recorded as
+// shadow_saturated; each copy is counted under one of them) and how many
+// wait in its queues now; 0, 0 when unreadable.
+func refusals(base string) (refused, queued int64) {
+	c := &http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get(base + "/api/stats")
+	if err != nil {
+		return 0, 0
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Tap ingest.StatsSnapshot `json:"tap"`
+	}
+	if json.NewDecoder(resp.Body).Decode(&body) != nil {
+		return 0, 0
+	}
+	t := body.Tap
+	return t.Dropped[ingest.ReasonQueueFull] + t.Dropped[ingest.ReasonAcceptTimeout] + t.Recorded[ingest.ReasonShadowSaturated], int64(t.Queued)
+}
+
+// chatTarget POSTs chat completions to base into res: request i asks
+// exchange(i)'s question (a JSON string's text) under its request id.
+func chatTarget(res *pathResult, base string, exchange func(i int) (question, id string)) loadTarget {
+	return loadTarget{result: res, request: func(ctx context.Context, i int) (*http.Request, error) {
+		q, id := exchange(i)
+		body := fmt.Sprintf(`{"model":"gpt-5","messages":[{"role":"user","content":%q}]}`, q)
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/v1/chat/completions", strings.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-Request-Id", id)
+		return req, nil
+	}}
 }
 
 // verdict checks a role's added latency against its target.

@@ -40,6 +40,7 @@ type loadtestOptions struct {
 	NoMirror    bool          // the proxy forwards but offers nothing to the tap (isolates the hop's cost)
 	InProcess   bool          // run the in-process proxy-overhead run (1.)
 	Roles       []string      // roles for the side-by-side run against a bare proxy; empty skips it
+	Slice       time.Duration // how long the role run drives one path before the next
 	PoolURL     string        // worker pool of the all-in-one server; "" = the configured workers' base URL
 	Repeat      int           // rounds of the role run (medians printed when > 1)
 	Outstanding int           // most requests in flight per path; one due beyond it is counted unsent
@@ -74,11 +75,16 @@ func loadtestCmd(flags *platform.Flags, log *slog.Logger) *cobra.Command {
     After --stop-store-at of the run the store fails every INSERT. Prints p50/p95/p99
     of each path and the difference, production errors, and the tap's accounting.
     (--inprocess=false skips it.)
- 2. roles (--roles all,tap): the same open-loop load at once to the fake
-    incumbent directly, to a bare httputil.ReverseProxy and to ` + "`serve`" + ` in each
-    role, every one its own process: the all-in-one server (embedded store,
-    candidates calling the worker pool at --pool, which must be running) and the
-    tap-only server (copies to a Kafka peer). Prints p50/p95/p99, the added
+ 2. roles (--roles all,tap): the same open-loop load to the fake incumbent
+    directly, to a bare httputil.ReverseProxy and to ` + "`serve`" + ` in each role, every
+    one its own process, one path at a time: --slice of --rate on one path, then
+    the next, rotating until each path was driven --duration (so the generator
+    sends --rate, not --rate per path at once, and a server's background work,
+    the all-in-one server's shadow backlog, goes on across the slices; the
+    all-in-one server is first driven alone until its shadow side's queue is
+    full): the all-in-one server (embedded store, candidates calling the
+    worker pool at --pool, which must be running) and the tap-only server
+    (copies to a Kafka peer). Prints p50/p95/p99, the added
     latency over direct, its ratio to the bare proxy's and the target (all-in-one
     ≤ 2× bare + 0.5 ms at p95 and + 1 ms at p99; tap-only ≤ 1.5× with the same
     allowances), and each server's shadow-side accounting.
@@ -136,7 +142,7 @@ A role round whose direct path shows a saturated machine gets no verdict.`,
 						return fmt.Errorf("loadtest: --roles: %w", err)
 					}
 				}
-				ro := roleLoadOptions{Roles: opts.Roles, Rate: opts.Rate, Duration: opts.Duration, Delay: opts.Delay, PoolURL: pool, Repeat: opts.Repeat,
+				ro := roleLoadOptions{Roles: opts.Roles, Rate: opts.Rate, Duration: opts.Duration, Slice: opts.Slice, Delay: opts.Delay, PoolURL: pool, Repeat: opts.Repeat,
 					Outstanding: opts.Outstanding, KafkaBrokers: flags.Kafka, ServerBin: server}
 				if _, err := runRoleLoad(cmd.Context(), out, ro); err != nil {
 					return err
@@ -170,7 +176,8 @@ A role round whose direct path shows a saturated machine gets no verdict.`,
 	f.BoolVar(&opts.NoMirror, "no-mirror", false, "forward without offering copies to the tap (the bare proxy hop)")
 	f.BoolVar(&opts.InProcess, "inprocess", opts.InProcess, "run the in-process proxy-overhead run")
 	f.StringSliceVar(&opts.Roles, "roles", opts.Roles, "serve roles compared side by side with a bare reverse proxy: all, tap (empty: skip)")
-	f.IntVar(&opts.Repeat, "repeat", 1, "rounds of the role run, each --duration long; medians are printed when > 1")
+	f.IntVar(&opts.Repeat, "repeat", 1, "rounds of the role run, each driving every path --duration; medians are printed when > 1")
+	f.DurationVar(&opts.Slice, "slice", defaultSlice, "role run: how long one path is driven before the next path's turn")
 	f.IntVar(&opts.Outstanding, "outstanding", opts.Outstanding, "most requests in flight per path (keep-alive connections per target); a request due beyond it is counted unsent")
 	f.StringVar(&opts.ServerBin, "server-bin", "", "conductor-shadow binary whose serve the role run starts (default: beside this binary, then $PATH)")
 	f.StringVar(&opts.PoolURL, "pool", "", "worker pool base URL of the all-in-one server (default: the configured workers')")
