@@ -83,6 +83,22 @@ GROUP BY candidate ORDER BY candidate`, s.db, runCond,
 	return ov, err
 }
 
+// coverageRaw is OverviewCharts' coverage as it was read before the window's
+// requests were made the hash table (coverageSQL): every candidate run's
+// request id in one set. It is the reference OverviewCharts must equal.
+func coverageRaw(ctx context.Context, s *sqlStore, q OverviewQuery) (OverviewCharts, error) {
+	reqCond, _, p := s.overviewConds(q)
+	cov, err := queryRows[CoveragePoint](ctx, s.t, fmt.Sprintf(`SELECT
+    toDateTime64(toStartOfInterval(received_at, INTERVAL %[3]d SECOND), 3, 'UTC') AS bucket,
+    count() AS requests, countIf(shadowed_flag = 1) AS shadowed, %[4]s AS coverage
+FROM (
+    SELECT received_at, request_id IN (SELECT request_id FROM %[1]s.runs WHERE mode = 'candidate' AND suite_run_id = '') AS shadowed_flag
+    FROM %[1]s.requests FINAL WHERE %[2]s
+)
+GROUP BY bucket ORDER BY bucket`, s.db, reqCond, q.BucketSeconds, figure.CoverageSQL("shadowed_flag = 1")), p)
+	return OverviewCharts{Coverage: nilIfEmpty(cov)}, err
+}
+
 // TestOverviewEqualsRawQuery checks on the real engine that Overview (one
 // scan for counts, series, histogram and agreement, answers normalized at
 // insert) gives exactly
@@ -141,6 +157,17 @@ func TestOverviewEqualsRawQuery(t *testing.T) {
 	if err := s.InsertRuns(ctx, rewrites); err != nil {
 		t.Fatal(err)
 	}
+	// Every tenth request is re-written too, received 30 hours later and of
+	// app b: its window and app are its last version's.
+	var reqRewrites []Request
+	for i := 0; i < len(reqs); i += 10 {
+		r := reqs[i]
+		r.ReceivedAt, r.App = r.ReceivedAt.Add(30*time.Hour), "b"
+		reqRewrites = append(reqRewrites, r)
+	}
+	if err := s.InsertRequests(ctx, reqRewrites); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := s.ForgetSubject(ctx, "subject-3", "test", 0); err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +194,7 @@ func TestOverviewEqualsRawQuery(t *testing.T) {
 		{"", SegmentFilter{}, 900, true},
 		{"b", SegmentFilter{Language: SegmentUnknown, HasTable: SegmentNo}, 3600, true},
 	}
-	var checked, nonEmpty int
+	var checked, nonEmpty, covered int
 	for _, w := range windows {
 		for _, v := range views {
 			q := OverviewQuery{App: v.app, From: w.from, To: w.to, BucketSeconds: v.bucket, Segments: v.seg, Generated: v.gen}
@@ -183,6 +210,20 @@ func TestOverviewEqualsRawQuery(t *testing.T) {
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("%s:\n got %+v\nwant %+v", name, got, want)
 			}
+			gotCov, err := s.OverviewCharts(ctx, q)
+			if err != nil {
+				t.Fatalf("%s: charts: %v", name, err)
+			}
+			wantCov, err := coverageRaw(ctx, s, q)
+			if err != nil {
+				t.Fatalf("%s: raw coverage: %v", name, err)
+			}
+			if !reflect.DeepEqual(gotCov, wantCov) {
+				t.Errorf("%s: coverage:\n got %+v\nwant %+v", name, gotCov, wantCov)
+			}
+			if len(wantCov.Coverage) > 0 {
+				covered++
+			}
 			checked++
 			if len(want.Totals) > 0 && len(want.Agreement) > 0 && len(want.Latency) > 0 {
 				nonEmpty++
@@ -190,8 +231,8 @@ func TestOverviewEqualsRawQuery(t *testing.T) {
 		}
 	}
 	// The comparison means something only when the windows hold data.
-	if nonEmpty < checked/4 {
-		t.Errorf("only %d of %d overviews had runs and pairs", nonEmpty, checked)
+	if nonEmpty < checked/4 || covered < checked/4 {
+		t.Errorf("only %d of %d overviews had runs and pairs, %d coverage", nonEmpty, checked, covered)
 	}
 	// The re-writes replaced: each run is counted once.
 	ov, err := s.Overview(ctx, OverviewQuery{From: at.Add(-time.Hour), To: at.Add(48 * time.Hour), BucketSeconds: 3600})
