@@ -99,6 +99,24 @@ GROUP BY bucket ORDER BY bucket`, s.db, reqCond, q.BucketSeconds, figure.Coverag
 	return OverviewCharts{Coverage: nilIfEmpty(cov)}, err
 }
 
+// equalsRaw reads q with read and with its raw reference and reports under
+// name when the two differ; it returns the reference.
+func equalsRaw[T any](t *testing.T, name string, q OverviewQuery, read, raw func(context.Context, OverviewQuery) (T, error)) T {
+	t.Helper()
+	got, err := read(context.Background(), q)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	want, err := raw(context.Background(), q)
+	if err != nil {
+		t.Fatalf("%s: raw: %v", name, err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("%s:\n got %+v\nwant %+v", name, got, want)
+	}
+	return want
+}
+
 // TestOverviewEqualsRawQuery checks on the real engine that Overview (one
 // scan for counts, series, histogram and agreement, answers normalized at
 // insert) gives exactly
@@ -199,28 +217,9 @@ func TestOverviewEqualsRawQuery(t *testing.T) {
 		for _, v := range views {
 			q := OverviewQuery{App: v.app, From: w.from, To: w.to, BucketSeconds: v.bucket, Segments: v.seg, Generated: v.gen}
 			name := fmt.Sprintf("%s/app=%q/%+v/%ds/generated=%v", w.name, v.app, v.seg, v.bucket, v.gen)
-			got, err := s.Overview(ctx, q)
-			if err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-			want, err := overviewRaw(ctx, s, q)
-			if err != nil {
-				t.Fatalf("%s: raw: %v", name, err)
-			}
-			if !reflect.DeepEqual(got, want) {
-				t.Errorf("%s:\n got %+v\nwant %+v", name, got, want)
-			}
-			gotCov, err := s.OverviewCharts(ctx, q)
-			if err != nil {
-				t.Fatalf("%s: charts: %v", name, err)
-			}
-			wantCov, err := coverageRaw(ctx, s, q)
-			if err != nil {
-				t.Fatalf("%s: raw coverage: %v", name, err)
-			}
-			if !reflect.DeepEqual(gotCov, wantCov) {
-				t.Errorf("%s: coverage:\n got %+v\nwant %+v", name, gotCov, wantCov)
-			}
+			want := equalsRaw(t, name, q, s.Overview, func(ctx context.Context, q OverviewQuery) (Overview, error) { return overviewRaw(ctx, s, q) })
+			wantCov := equalsRaw(t, name+": coverage", q, s.OverviewCharts,
+				func(ctx context.Context, q OverviewQuery) (OverviewCharts, error) { return coverageRaw(ctx, s, q) })
 			if len(wantCov.Coverage) > 0 {
 				covered++
 			}
