@@ -33,7 +33,10 @@ type KafkaConfig struct {
 	CommitTimeout time.Duration `yaml:"commit_timeout"`
 	// SessionTimeout is how long a shadow worker may stay silent (crashed, killed)
 	// before the group hands its partitions to the others; heartbeats go every
-	// third of it.
+	// third of it. The broker refuses a group member whose timeout is outside
+	// its group.min.session.timeout.ms to group.max.session.timeout.ms (Apache
+	// Kafka's defaults: 6 s to 30 min): the worker then never gets partitions
+	// and /readyz names this setting.
 	SessionTimeout time.Duration `yaml:"session_timeout"`
 	// PingInterval is how often the queue asks the brokers for the topic's
 	// metadata (bounded by the interval too), so readiness sees Kafka down on an

@@ -156,6 +156,9 @@ func (c *kafkaConsumer) run(ctx context.Context) {
 				return
 			}
 			if !errors.Is(err, kafka.RebalanceInProgress) {
+				if errors.Is(err, kafka.InvalidSessionTimeout) {
+					err = fmt.Errorf("%w (ingest.kafka.session_timeout %s is outside the broker's group.min.session.timeout.ms to group.max.session.timeout.ms, 6s to 30m by default)", err, c.cfg.SessionTimeout)
+				}
 				err = fmt.Errorf("ingest: kafka: join group: %w", err)
 				c.q.fetching.Note(err)
 				c.q.log.Warn("kafka: joining the consumer group failed; retrying", "group", c.cfg.Group, "err", err)

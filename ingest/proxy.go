@@ -260,6 +260,21 @@ func (b *bufferPool) Get() []byte {
 
 func (b *bufferPool) Put(buf []byte) { b.p.Put(&buf) }
 
+// ForwardFullDuplex lets a handler that forwards its request's body upstream
+// (httputil.ReverseProxy with the incoming Request.Body) keep reading that
+// body after the answer's headers are flushed. Without it, Go's HTTP/1 server
+// treats the first flush of a streamed answer as the end of the request: it
+// discards and closes the unread request body, and the transport, whose copy
+// of the body has not yet seen its end (the upstream decoded the JSON and
+// began streaming), fails its next read and closes the upstream connection
+// mid-answer ("ReverseProxy read error during body copy: use of closed network
+// connection", then http.ErrAbortHandler; golang/go#15527, #57786). Call it
+// first in the handler; a writer that cannot (HTTP/2, a test recorder) is
+// full duplex already or never flushes early, so its error is ignored.
+func ForwardFullDuplex(w http.ResponseWriter) {
+	_ = http.NewResponseController(w).EnableFullDuplex()
+}
+
 // mirrored reports whether r is an exchange to copy to the tap (routeOf).
 func mirrored(r *http.Request) bool {
 	return r.Method == http.MethodPost && routeOf(r.URL.Path) != apiNone
@@ -284,6 +299,7 @@ func (p *Proxy) Front(next http.Handler) http.Handler {
 // ServeHTTP implements http.Handler. Every request passes the guard first
 // (UseGuard), whatever its route, and is forwarded on its normalised path.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	ForwardFullDuplex(w)
 	trusted, ok := p.admit(w, r)
 	if !ok {
 		return

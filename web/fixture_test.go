@@ -157,10 +157,20 @@ func parseHTML(t *testing.T, body string) *html.Node {
 
 // byTestID returns the elements under n whose data-testid is id, in document order.
 func byTestID(n *html.Node, id string) []*html.Node {
+	return findAll(n, func(n *html.Node) bool { return n.Type == html.ElementNode && attr(n, "data-testid") == id })
+}
+
+// byTag returns the elements under n named tag, in document order.
+func byTag(n *html.Node, tag string) []*html.Node {
+	return findAll(n, func(n *html.Node) bool { return n.Type == html.ElementNode && n.Data == tag })
+}
+
+// findAll returns the nodes under n (n included) that match, in document order.
+func findAll(n *html.Node, match func(*html.Node) bool) []*html.Node {
 	var out []*html.Node
 	var walk func(*html.Node)
 	walk = func(n *html.Node) {
-		if n.Type == html.ElementNode && attr(n, "data-testid") == id {
+		if match(n) {
 			out = append(out, n)
 		}
 		for c := n.FirstChild; c != nil; c = c.NextSibling {

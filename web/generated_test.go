@@ -34,6 +34,11 @@ func TestGeneratedRowsOnThePages(t *testing.T) {
 		if got := text(byTestID(doc, "count-requests")[0]); got != tt.wantRequests {
 			t.Errorf("generated=%v: requests %q, want %s", tt.generated, got, tt.wantRequests)
 		}
+		// The coverage chart is of the rows shown: one bucket of the one
+		// production request, or the generated requests' buckets.
+		if dots := len(byTag(byTestID(doc, "coverage-chart")[0], "circle")); tt.generated != (dots > 1) {
+			t.Errorf("generated=%v: the coverage chart has %d buckets", tt.generated, dots)
+		}
 		if n := len(byTestID(doc, "overview-generated")); n != tt.wantGenerated {
 			t.Errorf("generated=%v: %d notes saying the rows are generated", tt.generated, n)
 		}

@@ -475,7 +475,7 @@ func (s *server) overview(c *gin.Context) {
 			return
 		}
 	}
-	charts, err := an.OverviewCharts(c.Request.Context(), store.OverviewQuery{App: q.App, From: q.From, To: q.To, BucketSeconds: bucket, Segments: q.Seg})
+	charts, err := an.OverviewCharts(c.Request.Context(), store.OverviewQuery{App: q.App, From: q.From, To: q.To, BucketSeconds: bucket, Segments: q.Seg, Generated: q.Generated})
 	if err != nil {
 		s.storeFailed(c, "overview charts", "", fmt.Errorf("web: overview: %w", err))
 		return

@@ -230,6 +230,7 @@ func (s *server) forwardShadowRoutes(h *host, rs gin.RoutesInfo) {
 		for k := range h {
 			delete(h, k)
 		}
+		ingest.ForwardFullDuplex(c.Writer) // a suite run streams its progress while its body is still read
 		proxy.ServeHTTP(c.Writer, c.Request)
 	}
 	for _, r := range rs {

@@ -3,11 +3,13 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -21,6 +23,8 @@ import (
 	"time"
 
 	"github.com/conductor-shadow/conductor-shadow/ingest"
+	"github.com/conductor-shadow/conductor-shadow/ingest/incumbenttest"
+	"github.com/gin-gonic/gin"
 )
 
 // threadNice is every thread of pid: its name and niceness
@@ -359,5 +363,49 @@ func TestShadowChildLifecycle(t *testing.T) {
 		if err := c.Shutdown(ctx); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestFrontForwardsAStreamWhileItForwardsTheBody: a suite run's NDJSON
+// progress, which the shadow side starts streaming once it has decoded the
+// request, reaches the caller through the front whole, every time. Without
+// full duplex on the forwarded route the front's server closed the request
+// body at the first flush and some streams broke off after their headers
+// ("ReverseProxy read error during body copy: use of closed network
+// connection").
+func TestFrontForwardsAStreamWhileItForwardsTheBody(t *testing.T) {
+	const lines, tries = 5, 200
+	sock := filepath.Join(t.TempDir(), "shadow.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	side := &http.Server{Handler: incumbenttest.StreamAfterDecode(lines)}
+	go func() { _ = side.Serve(ln) }()
+	t.Cleanup(func() { _ = side.Close() })
+
+	s := &server{socket: sock, log: slog.New(slog.DiscardHandler)}
+	h := &host{router: gin.New()}
+	s.forwardShadowRoutes(h, gin.RoutesInfo{{Method: http.MethodPost, Path: "/api/suite-runs"}})
+	front := httptest.NewServer(h.router)
+	t.Cleanup(front.Close)
+	body := `{"set":"` + strings.Repeat("x", 3000) + `"}`
+	broken := 0
+	for range tries {
+		resp, err := http.Post(front.URL+"/api/suite-runs", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for sc := bufio.NewScanner(resp.Body); sc.Scan(); {
+			n++
+		}
+		resp.Body.Close()
+		if n != lines {
+			broken++
+		}
+	}
+	if broken > 0 {
+		t.Errorf("%d of %d streamed answers broke off at the front", broken, tries)
 	}
 }
