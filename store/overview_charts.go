@@ -76,7 +76,32 @@ func newLatencyBin(pipeline, mode string, bin, runs int64) LatencyBin {
 	return b
 }
 
-// OverviewCharts implements OverviewChartReader with one statement.
+// coverageSQL is OverviewCharts' statement. A request of the window is
+// shadowed when a candidate run of no suite run exists for it (any start
+// time, any version: runs without FINAL). The set it is looked up in holds
+// only the window's shadowed requests: the window's request ids (requests
+// matching the condition in any version, a superset of those that match in
+// their last) are the hash table of a RIGHT SEMI JOIN that the candidate
+// runs' request ids probe, so the statement builds a table the size of the
+// window rather than a set of every candidate run's request (500,000 at 1M
+// runs), and reads no runs at all when the window has no requests.
+// %[1]s database, %[2]s request condition, %[3]d bucket seconds, %[4]s
+// coverage.
+const coverageSQL = `SELECT
+    toDateTime64(toStartOfInterval(received_at, INTERVAL %[3]d SECOND), 3, 'UTC') AS bucket,
+    count() AS requests, countIf(shadowed_flag = 1) AS shadowed, %[4]s AS coverage
+FROM (
+    SELECT received_at, request_id IN (
+        SELECT w.request_id
+        FROM (SELECT request_id FROM %[1]s.runs WHERE mode = 'candidate' AND suite_run_id = '') AS c
+        RIGHT SEMI JOIN (SELECT request_id FROM %[1]s.requests WHERE %[2]s) AS w ON c.request_id = w.request_id
+    ) AS shadowed_flag
+    FROM %[1]s.requests FINAL WHERE %[2]s
+)
+GROUP BY bucket ORDER BY bucket`
+
+// OverviewCharts implements OverviewChartReader with one statement
+// (coverageSQL).
 func (s *sqlStore) OverviewCharts(ctx context.Context, q OverviewQuery) (OverviewCharts, error) {
 	var oc OverviewCharts
 	if err := q.Validate(); err != nil {
@@ -86,14 +111,7 @@ func (s *sqlStore) OverviewCharts(ctx context.Context, q OverviewQuery) (Overvie
 		return oc, fmt.Errorf("store: overview charts: %w", err)
 	}
 	reqCond, _, p := s.overviewConds(q)
-	cov, err := queryRows[CoveragePoint](ctx, s.t, fmt.Sprintf(`SELECT
-    toDateTime64(toStartOfInterval(received_at, INTERVAL %[3]d SECOND), 3, 'UTC') AS bucket,
-    count() AS requests, countIf(shadowed_flag = 1) AS shadowed, %[4]s AS coverage
-FROM (
-    SELECT received_at, request_id IN (SELECT request_id FROM %[1]s.runs WHERE mode = 'candidate' AND suite_run_id = '') AS shadowed_flag
-    FROM %[1]s.requests FINAL WHERE %[2]s
-)
-GROUP BY bucket ORDER BY bucket`, s.db, reqCond, q.BucketSeconds, figure.CoverageSQL("shadowed_flag = 1")), p)
+	cov, err := queryRows[CoveragePoint](ctx, s.t, fmt.Sprintf(coverageSQL, s.db, reqCond, q.BucketSeconds, figure.CoverageSQL("shadowed_flag = 1")), p)
 	if err != nil {
 		return oc, fmt.Errorf("store: overview charts: coverage: %w", err)
 	}

@@ -83,6 +83,40 @@ GROUP BY candidate ORDER BY candidate`, s.db, runCond,
 	return ov, err
 }
 
+// coverageRaw is OverviewCharts' coverage as it was read before the window's
+// requests were made the hash table (coverageSQL): every candidate run's
+// request id in one set. It is the reference OverviewCharts must equal.
+func coverageRaw(ctx context.Context, s *sqlStore, q OverviewQuery) (OverviewCharts, error) {
+	reqCond, _, p := s.overviewConds(q)
+	cov, err := queryRows[CoveragePoint](ctx, s.t, fmt.Sprintf(`SELECT
+    toDateTime64(toStartOfInterval(received_at, INTERVAL %[3]d SECOND), 3, 'UTC') AS bucket,
+    count() AS requests, countIf(shadowed_flag = 1) AS shadowed, %[4]s AS coverage
+FROM (
+    SELECT received_at, request_id IN (SELECT request_id FROM %[1]s.runs WHERE mode = 'candidate' AND suite_run_id = '') AS shadowed_flag
+    FROM %[1]s.requests FINAL WHERE %[2]s
+)
+GROUP BY bucket ORDER BY bucket`, s.db, reqCond, q.BucketSeconds, figure.CoverageSQL("shadowed_flag = 1")), p)
+	return OverviewCharts{Coverage: nilIfEmpty(cov)}, err
+}
+
+// equalsRaw reads q with read and with its raw reference and reports under
+// name when the two differ; it returns the reference.
+func equalsRaw[T any](t *testing.T, name string, q OverviewQuery, read, raw func(context.Context, OverviewQuery) (T, error)) T {
+	t.Helper()
+	got, err := read(context.Background(), q)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	want, err := raw(context.Background(), q)
+	if err != nil {
+		t.Fatalf("%s: raw: %v", name, err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("%s:\n got %+v\nwant %+v", name, got, want)
+	}
+	return want
+}
+
 // TestOverviewEqualsRawQuery checks on the real engine that Overview (one
 // scan for counts, series, histogram and agreement, answers normalized at
 // insert) gives exactly
@@ -141,6 +175,17 @@ func TestOverviewEqualsRawQuery(t *testing.T) {
 	if err := s.InsertRuns(ctx, rewrites); err != nil {
 		t.Fatal(err)
 	}
+	// Every tenth request is re-written too, received 30 hours later and of
+	// app b: its window and app are its last version's.
+	var reqRewrites []Request
+	for i := 0; i < len(reqs); i += 10 {
+		r := reqs[i]
+		r.ReceivedAt, r.App = r.ReceivedAt.Add(30*time.Hour), "b"
+		reqRewrites = append(reqRewrites, r)
+	}
+	if err := s.InsertRequests(ctx, reqRewrites); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := s.ForgetSubject(ctx, "subject-3", "test", 0); err != nil {
 		t.Fatal(err)
 	}
@@ -167,21 +212,16 @@ func TestOverviewEqualsRawQuery(t *testing.T) {
 		{"", SegmentFilter{}, 900, true},
 		{"b", SegmentFilter{Language: SegmentUnknown, HasTable: SegmentNo}, 3600, true},
 	}
-	var checked, nonEmpty int
+	var checked, nonEmpty, covered int
 	for _, w := range windows {
 		for _, v := range views {
 			q := OverviewQuery{App: v.app, From: w.from, To: w.to, BucketSeconds: v.bucket, Segments: v.seg, Generated: v.gen}
 			name := fmt.Sprintf("%s/app=%q/%+v/%ds/generated=%v", w.name, v.app, v.seg, v.bucket, v.gen)
-			got, err := s.Overview(ctx, q)
-			if err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-			want, err := overviewRaw(ctx, s, q)
-			if err != nil {
-				t.Fatalf("%s: raw: %v", name, err)
-			}
-			if !reflect.DeepEqual(got, want) {
-				t.Errorf("%s:\n got %+v\nwant %+v", name, got, want)
+			want := equalsRaw(t, name, q, s.Overview, func(ctx context.Context, q OverviewQuery) (Overview, error) { return overviewRaw(ctx, s, q) })
+			wantCov := equalsRaw(t, name+": coverage", q, s.OverviewCharts,
+				func(ctx context.Context, q OverviewQuery) (OverviewCharts, error) { return coverageRaw(ctx, s, q) })
+			if len(wantCov.Coverage) > 0 {
+				covered++
 			}
 			checked++
 			if len(want.Totals) > 0 && len(want.Agreement) > 0 && len(want.Latency) > 0 {
@@ -190,8 +230,8 @@ func TestOverviewEqualsRawQuery(t *testing.T) {
 		}
 	}
 	// The comparison means something only when the windows hold data.
-	if nonEmpty < checked/4 {
-		t.Errorf("only %d of %d overviews had runs and pairs", nonEmpty, checked)
+	if nonEmpty < checked/4 || covered < checked/4 {
+		t.Errorf("only %d of %d overviews had runs and pairs, %d coverage", nonEmpty, checked, covered)
 	}
 	// The re-writes replaced: each run is counted once.
 	ov, err := s.Overview(ctx, OverviewQuery{From: at.Add(-time.Hour), To: at.Add(48 * time.Hour), BucketSeconds: 3600})
