@@ -1,7 +1,6 @@
 package ingest
 
 import (
-	"bufio"
 	"strings"
 	"testing"
 
@@ -17,20 +16,9 @@ func TestProxyStreamsWhileItForwardsTheBody(t *testing.T) {
 	const lines, tries = 5, 200
 	f := newProxyFixture(t, incumbenttest.StreamAfterDecode(lines), &recordingTap{})
 	body := `{"input":"` + strings.Repeat("x", 3000) + `"}`
-	broken := 0
-	for range tries {
-		resp, err := f.client.Post(f.front.URL+"/v1/embeddings", "application/json", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		for sc := bufio.NewScanner(resp.Body); sc.Scan(); {
-			n++
-		}
-		resp.Body.Close()
-		if n != lines {
-			broken++
-		}
+	broken, err := incumbenttest.BrokenStreams(f.client, f.front.URL+"/v1/embeddings", body, lines, tries)
+	if err != nil {
+		t.Fatal(err)
 	}
 	if broken > 0 {
 		t.Errorf("%d of %d streamed answers broke off", broken, tries)

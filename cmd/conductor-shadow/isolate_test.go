@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -390,20 +389,9 @@ func TestFrontForwardsAStreamWhileItForwardsTheBody(t *testing.T) {
 	front := httptest.NewServer(h.router)
 	t.Cleanup(front.Close)
 	body := `{"set":"` + strings.Repeat("x", 3000) + `"}`
-	broken := 0
-	for range tries {
-		resp, err := http.Post(front.URL+"/api/suite-runs", "application/json", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		for sc := bufio.NewScanner(resp.Body); sc.Scan(); {
-			n++
-		}
-		resp.Body.Close()
-		if n != lines {
-			broken++
-		}
+	broken, err := incumbenttest.BrokenStreams(http.DefaultClient, front.URL+"/api/suite-runs", body, lines, tries)
+	if err != nil {
+		t.Fatal(err)
 	}
 	if broken > 0 {
 		t.Errorf("%d of %d streamed answers broke off at the front", broken, tries)

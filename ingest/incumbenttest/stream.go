@@ -1,9 +1,11 @@
 package incumbenttest
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -26,4 +28,27 @@ func StreamAfterDecode(lines int) http.Handler {
 			time.Sleep(time.Millisecond)
 		}
 	})
+}
+
+// BrokenStreams POSTs body to url tries times with c, one after another, and
+// counts the answers that did not arrive whole: fewer than lines lines (the
+// stream of StreamAfterDecode(lines) broke off). An error is a POST that got
+// no answer at all.
+func BrokenStreams(c *http.Client, url, body string, lines, tries int) (int, error) {
+	broken := 0
+	for range tries {
+		resp, err := c.Post(url, "application/json", strings.NewReader(body))
+		if err != nil {
+			return broken, fmt.Errorf("incumbenttest: post %s: %w", url, err)
+		}
+		n := 0
+		for sc := bufio.NewScanner(resp.Body); sc.Scan(); {
+			n++
+		}
+		resp.Body.Close()
+		if n != lines {
+			broken++
+		}
+	}
+	return broken, nil
 }
