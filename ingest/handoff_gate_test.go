@@ -224,7 +224,7 @@ func TestSaturatedFrontRecordsMetadata(t *testing.T) {
 	for range 10 {
 		post(n)
 	}
-	waitFor(t, "ten more copies taken", func() bool { return q.taken.Load() == taken+10 })
+	waitFor(t, "ten more copies taken", func() bool { return q.taken.Load() >= taken+10 }) // copies posted while waiting above may land too
 	if got := ho.Stats().Saturation.Shed; got != shed {
 		t.Errorf("%d more shed once the shadow side took copies again", got-shed)
 	}

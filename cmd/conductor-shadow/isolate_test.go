@@ -222,7 +222,14 @@ writer:
 			time.Sleep(5 * time.Millisecond)
 		}
 	}()
-	waitForCond(t, 30*time.Second, "load through the proxy", func() bool { return prodOK.Load() >= 200 })
+	// The kill comes once the shadow side has taken copies (it may take
+	// seconds to open its store on a loaded machine), so copies accepted
+	// before the kill are checked too.
+	waitForCond(t, 60*time.Second, "load through the proxy and a tapped copy accepted", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return prodOK.Load() >= 200 && len(accepted) > 0
+	})
 	if err := syscall.Kill(child, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
