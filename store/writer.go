@@ -133,6 +133,10 @@ type Writer struct {
 	// took tells the loop that WriteWith took the waiting rows: its interval
 	// starts again, so it does not flush the few rows that came since.
 	took chan struct{}
+	// flushReqs carries Flush's requests to the running loop, the one other
+	// receiver of queue: a batch the loop has taken off queue but not yet
+	// added to pending is never missed by a Flush that drains queue itself.
+	flushReqs chan flushRequest
 
 	mu      sync.Mutex // guards pending; held while writing, so flushes never overlap
 	pending Batch
@@ -157,7 +161,7 @@ func NewWriter(st TraceWriter, cfg WriterConfig, log *slog.Logger) (*Writer, err
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Writer{st: st, cfg: cfg, log: log, logEvery: rate.Sometimes{Interval: 5 * time.Second},
-		queue: make(chan Batch, cfg.QueueSize), took: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}, nil
+		queue: make(chan Batch, cfg.QueueSize), took: make(chan struct{}, 1), flushReqs: make(chan flushRequest), stop: make(chan struct{}), done: make(chan struct{})}, nil
 }
 
 // Start runs the flush loop until Shutdown. ctx carries values only: its end does
@@ -192,6 +196,8 @@ func (w *Writer) loop(ctx context.Context) {
 			// Every row waiting was just written: a row that comes next
 			// still waits at most one FlushInterval.
 			tick.Reset(w.cfg.FlushInterval)
+		case req := <-w.flushReqs:
+			req.done <- w.flushNow(req.ctx)
 		case <-tick.C:
 			w.mu.Lock()
 			_ = w.writeLocked(ctx)
@@ -227,7 +233,40 @@ func (w *Writer) Enqueue(b Batch) error {
 // Flush writes everything queued or pending now, retrying as configured, and
 // returns when done or when ctx ends. Rows whose INSERT failed for good are
 // dropped (counted) and reported in the error. Works with or without Start.
+//
+// While the loop runs (Start), the loop flushes for Flush: the loop takes a
+// batch off the queue before it takes the lock, so a Flush draining the
+// queue by itself could return with that batch neither written nor queued.
 func (w *Writer) Flush(ctx context.Context) error {
+	w.lifeMu.RLock()
+	started := w.started
+	w.lifeMu.RUnlock()
+	if started {
+		req := flushRequest{ctx: ctx, done: make(chan error, 1)}
+		select {
+		case w.flushReqs <- req:
+			select {
+			case err := <-req.done:
+				return err
+			case <-ctx.Done():
+				return fmt.Errorf("store: flush: %w", ctx.Err())
+			}
+		case <-w.done: // the loop ended (Shutdown): nothing else takes from the queue
+		case <-ctx.Done():
+			return fmt.Errorf("store: flush: %w", ctx.Err())
+		}
+	}
+	return w.flushNow(ctx)
+}
+
+// flushRequest is one Flush handed to the loop: flush on ctx, answer on done.
+type flushRequest struct {
+	ctx  context.Context
+	done chan error
+}
+
+// flushNow writes everything queued or pending now (Flush).
+func (w *Writer) flushNow(ctx context.Context) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.takeQueuedLocked(math.MaxInt)
