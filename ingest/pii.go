@@ -100,8 +100,29 @@ type piiRule struct {
 // textCounts are the byte counts the rules' need conditions read.
 type textCounts struct{ digits, upper, dots, colons, dashes int }
 
+// countOutside counts s outside the pseudonyms at tokens (tokenRE's
+// matches, in order): no rule looks inside one (apply), and a pseudonym's 16
+// hex digits and capital label would otherwise meet the digit and capital
+// needs of the card, phone and national-id rules on every text that held an
+// e-mail address.
+func countOutside(s string, tokens [][]int) textCounts {
+	var c textCounts
+	last := 0
+	for _, t := range tokens {
+		c.add(s[last:t[0]])
+		last = t[1]
+	}
+	c.add(s[last:])
+	return c
+}
+
 func countText(s string) textCounts {
 	var c textCounts
+	c.add(s)
+	return c
+}
+
+func (c *textCounts) add(s string) {
 	for i := 0; i < len(s); i++ {
 		switch b := s[i]; {
 		case b >= '0' && b <= '9':
@@ -116,7 +137,6 @@ func countText(s string) textCounts {
 			c.dashes++
 		}
 	}
-	return c
 }
 
 // The built-in patterns find candidates; checksums and parsers decide.
@@ -328,18 +348,18 @@ func (p *Pseudonymizer) Text(app, s string, fired map[string]int) string {
 		if r.hint != "" && !strings.ContainsAny(s, r.hint) {
 			continue
 		}
-		if r.need != nil {
-			if counted != s { // recounted after a rule changed the text
-				counted, counts = s, countText(s)
-			}
-			if !r.need(counts) {
-				continue
-			}
-		}
 		if tokenized != s { // found again after a rule changed the text
 			tokenized, tokens = s, nil
 			if strings.IndexByte(s, '<') >= 0 {
 				tokens = tokenRE.FindAllStringIndex(s, -1)
+			}
+		}
+		if r.need != nil {
+			if counted != s { // recounted after a rule changed the text
+				counted, counts = s, countOutside(s, tokens)
+			}
+			if !r.need(counts) {
+				continue
 			}
 		}
 		s = p.apply(app, r, s, tokens, fired)
