@@ -134,7 +134,7 @@ func seed(t *testing.T, ctx context.Context, st store.Store) fixture {
 		reqs = append(reqs, store.Request{RequestID: id, ReceivedAt: t0, Source: store.SourceGenerated, App: "support", Input: `[]`})
 		for _, p := range []string{"incumbent:gpt-5", "conductor", "single:gpt-5"} {
 			runs = append(runs, store.Run{RunID: id + p, RequestID: id, Pipeline: p, Mode: map[bool]string{true: store.ModeIncumbent, false: store.ModeCandidate}[strings.HasPrefix(p, "incumbent")],
-				StartedAt: t0, LatencyMs: 88888, Status: store.StatusError, CostUSD: 40})
+				StartedAt: t0, LatencyMs: 88888, Status: store.StatusError, CostUSD: 40, Generated: true})
 		}
 	}
 	if err := st.InsertRequests(ctx, reqs); err != nil {

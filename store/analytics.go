@@ -371,7 +371,7 @@ const normalizeSQL = `replaceRegexpAll(replaceRegexpAll(replaceRegexpAll(multiIf
 func (s *sqlStore) overviewConds(q OverviewQuery) (reqCond, runCond string, p Params) {
 	p = Params{}.Time("from", q.From).Time("to", q.To)
 	reqCond = "received_at >= {from:DateTime64(3, 'UTC')} AND received_at < {to:DateTime64(3, 'UTC')} AND " + liveRequests(q.Generated)
-	runCond = "started_at >= {from:DateTime64(3, 'UTC')} AND started_at < {to:DateTime64(3, 'UTC')} AND " + s.liveRunSQL(q.Generated)
+	runCond = "started_at >= {from:DateTime64(3, 'UTC')} AND started_at < {to:DateTime64(3, 'UTC')} AND " + liveRunSQL(q.Generated)
 	if q.App != "" {
 		p.Str("app", q.App)
 		reqCond += " AND app = {app:String}"

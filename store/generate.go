@@ -87,13 +87,13 @@ SELECT %[2]s, %[3]s, 'generated', ['support-bot', 'search', 'billing'][number %%
     hex(sipHash64(number)), '', ['math', 'qa', 'code', 'chat'][number %% 4 + 1], map()
 FROM numbers(%[4]s)`, s.db, reqID("number"), receivedAt("number"), fmt.Sprintf("%d, %d", r0, rn))},
 			{"runs", fmt.Sprintf(`INSERT INTO %[1]s.runs (run_id, request_id, suite_run_id, pipeline, pipeline_version, mode, started_at,
-    latency_ms, status, final_output, tokens_in, tokens_out, cost_usd, calls, plan_raw, plan, error, simulated)
+    latency_ms, status, final_output, tokens_in, tokens_out, cost_usd, calls, plan_raw, plan, error, simulated, generated)
 SELECT concat(%[2]s, if(k = 0, '/inc', '/cond')), %[2]s, '', if(k = 0, 'incumbent:gpt-5', 'conductor'), 'v1',
     if(k = 0, 'incumbent', 'candidate'), %[3]s + toIntervalMillisecond(5),
     if(k = 0, 800 + h %% 2000, 1500 + h %% 4000), if(h %% 50 = 0, 'error', 'ok'),
     if(k = 1 AND h %% 5 = 0, concat('answer ', toString(h %% 97)), concat('answer ', toString(r %% 7))),
     100 + h %% 400, 20 + h %% 300, if(k = 0, 0.002, 0.003) + (h %% 3000) / 1000000, if(k = 0, 1, 9),
-    if(k = 0, '', 'generated plan'), if(k = 0, '', %[5]s), if(h %% 50 = 0, 'generated error', ''), true
+    if(k = 0, '', 'generated plan'), if(k = 0, '', %[5]s), if(h %% 50 = 0, 'generated error', ''), true, true
 FROM (SELECT number, intDiv(number, 2) AS r, number %% 2 AS k, sipHash64(number, 7) AS h FROM numbers(%[4]s))`,
 				s.db, reqID("r"), receivedAt("r"), fmt.Sprintf("%d, %d", 2*r0, 2*rn), plan)},
 			{"steps", fmt.Sprintf(`INSERT INTO %[1]s.steps (run_id, `+"`index`"+`, parent, depth, role, worker, model, subtask, access, messages,

@@ -56,3 +56,66 @@ func TestGenerate(t *testing.T) {
 
 // fakeStore is a Store that is not a SQL store.
 type fakeStore struct{ Store }
+
+// TestGeneratedRunsMarked: Generate marks its runs generated, and migration
+// 0291 marks the runs of generated requests written before the column
+// existed (here: written with Generated false, then the migration's
+// statements run again), leaving every other run production's.
+func TestGeneratedRunsMarked(t *testing.T) {
+	s := openTestStore(t)
+	ctx := context.Background()
+	from := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	if _, err := Generate(ctx, s, GenerateSpec{Requests: 20, From: from, To: from.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	marked := func() string {
+		t.Helper()
+		q, err := s.Query(ctx, "SELECT countIf(generated), countIf(NOT generated) FROM "+s.db+".runs FINAL")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(q.Rows[0], " ")
+	}
+	if got := marked(); got != "40 0" {
+		t.Fatalf("generated and production runs after Generate: %s, want 40 0", got)
+	}
+	// Written as before migration 0291: the generated runs unmarked.
+	old := []Request{{RequestID: "old-gen", ReceivedAt: from, Source: SourceGenerated}, {RequestID: "live", ReceivedAt: from, Source: SourceTap}}
+	if err := s.InsertRequests(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	var runs []Run
+	for _, r := range old {
+		for _, mode := range []string{ModeIncumbent, ModeCandidate} {
+			runs = append(runs, Run{RunID: r.RequestID + "-" + mode, RequestID: r.RequestID, Pipeline: mode, Mode: mode, StartedAt: from, Status: StatusOK})
+		}
+	}
+	if err := s.InsertRuns(ctx, runs); err != nil {
+		t.Fatal(err)
+	}
+	if got := marked(); got != "40 4" {
+		t.Fatalf("before the migration's update: %s, want 40 4", got)
+	}
+	migs, err := loadMigrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ran bool
+	for _, m := range migs {
+		if m.version != 291 {
+			continue
+		}
+		for _, st := range substituteDB(m.statements, s.db) {
+			if err := s.t.exec(ctx, st, nil); err != nil {
+				t.Fatalf("migration 0291: %v", err)
+			}
+		}
+		ran = true
+	}
+	if !ran {
+		t.Fatal("no migration 0291")
+	}
+	if got := marked(); got != "42 2" {
+		t.Errorf("after the migration: %s, want 42 2 (the old generated request's two runs marked, the live ones not)", got)
+	}
+}

@@ -140,6 +140,10 @@ type Run struct {
 	// InputReducedReason says what was missing.
 	InputReduced       bool   `json:"input_reduced"`
 	InputReducedReason string `json:"input_reduced_reason"`
+	// Generated: a run of a generated load-test request (SourceGenerated,
+	// `loadtest generate`), never production's; what the overview, the
+	// dashboards and every production figure tell runs apart by (liveRunSQL).
+	Generated bool `json:"generated"`
 }
 
 // Finish reasons of a step, as OpenAI-compatible APIs report them in

@@ -146,7 +146,7 @@ func TestOverviewEqualsRawQuery(t *testing.T) {
 		// Costs are multiples of 1/1024 USD so every sum is exact in any order.
 		runs = append(runs, Run{RunID: id + "-inc", RequestID: id, SuiteRunID: suite, Pipeline: "incumbent:gpt-5", Mode: ModeIncumbent,
 			StartedAt: recv, Status: statuses[i%len(statuses)], LatencyMs: float64((i * 53) % 900),
-			CostUSD: float64(i%9) / 1024, FinalOutput: answers[i%len(answers)]})
+			CostUSD: float64(i%9) / 1024, FinalOutput: answers[i%len(answers)], Generated: reqs[i].Source == SourceGenerated})
 		for k, cand := range []string{"conductor", "conductor-v2"} {
 			if (i+k)%5 == 0 {
 				continue // not shadowed by this candidate
@@ -154,7 +154,7 @@ func TestOverviewEqualsRawQuery(t *testing.T) {
 			runs = append(runs, Run{RunID: fmt.Sprintf("%s-c%d", id, k), RequestID: id, SuiteRunID: suite, Pipeline: cand, Mode: ModeCandidate,
 				StartedAt: recv.Add(time.Duration(k+1) * 40 * time.Minute), Status: statuses[(i+k+1)%len(statuses)],
 				LatencyMs: float64((i*71+k*13)%3000 + 1), CostUSD: float64((i+k)%11) / 512, InputReduced: (i+k)%6 == 1,
-				FinalOutput: answers[(i+k*3)%len(answers)]})
+				FinalOutput: answers[(i+k*3)%len(answers)], Generated: reqs[i].Source == SourceGenerated})
 		}
 	}
 	for i, r := range runs {

@@ -1,7 +1,5 @@
 package store
 
-import "fmt"
-
 // LiveSources are the requests' sources that are production traffic:
 // tapped copies and replayed recordings. Suite cases (SourceSuite) and
 // generated load-test rows (SourceGenerated) never count as production:
@@ -18,13 +16,14 @@ const liveRequestSQL = "source IN ('tap', 'replay')"
 const generatedRequestSQL = "source = 'generated'"
 
 // liveRunSQL is the condition on the runs table selecting the runs of
-// production traffic: of no suite run, and not of a generated request; with
-// generated, the runs of generated requests instead (OverviewQuery.Generated).
-func (s *sqlStore) liveRunSQL(generated bool) string {
+// production traffic: of no suite run, and not of a generated request
+// (runs.generated, migration 0291); with generated, the runs of generated
+// requests instead (OverviewQuery.Generated).
+func liveRunSQL(generated bool) string {
 	if generated {
-		return fmt.Sprintf("suite_run_id = '' AND request_id IN (SELECT request_id FROM %s.requests WHERE %s)", s.db, generatedRequestSQL)
+		return "suite_run_id = '' AND generated"
 	}
-	return fmt.Sprintf("suite_run_id = '' AND request_id NOT IN (SELECT request_id FROM %s.requests WHERE %s)", s.db, generatedRequestSQL)
+	return "suite_run_id = '' AND NOT generated"
 }
 
 // liveRequests is the condition on the requests table of OverviewQuery.Generated.

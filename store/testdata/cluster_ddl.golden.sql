@@ -666,6 +666,14 @@ ALTER TABLE `shadow`.runs ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS a
 
 ALTER TABLE `shadow`.runs_local ON CLUSTER `shadow_cluster` MATERIALIZE COLUMN answer_normalized;
 
+-- migration 0291_runs_generated
+
+ALTER TABLE `shadow`.runs_local ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS generated Bool DEFAULT false;
+
+ALTER TABLE `shadow`.runs ON CLUSTER `shadow_cluster` ADD COLUMN IF NOT EXISTS generated Bool DEFAULT false;
+
+ALTER TABLE `shadow`.runs_local ON CLUSTER `shadow_cluster` UPDATE generated = true WHERE NOT generated AND request_id IN (SELECT request_id FROM `shadow`.requests WHERE source = 'generated') SETTINGS mutations_sync = 2, allow_nondeterministic_mutations = 1;
+
 -- retention: requests 90 days, bodies 30 days
 
 ALTER TABLE `shadow`.`requests_local` ON CLUSTER `shadow_cluster` MODIFY TTL toDateTime(received_at) + toIntervalSecond(7776000);
