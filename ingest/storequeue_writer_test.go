@@ -18,7 +18,7 @@ func TestStoreQueueCommitTakesWriterRowsAlong(t *testing.T) {
 	ctx := context.Background()
 	st := engine.Open(t)
 	cfg := storeFirstConfig()
-	w, err := store.NewWriter(st, store.WriterConfig{BatchSize: 1000, FlushInterval: time.Hour, QueueSize: 16, MaxRetries: 1, RetryInitial: time.Millisecond}, nil)
+	w, err := store.NewWriter(st, store.WriterConfig{BatchSize: 1000, BatchBytes: 1 << 30, FlushInterval: time.Hour, QueueSize: 16, MaxRetries: 1, RetryInitial: time.Millisecond}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

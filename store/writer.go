@@ -20,18 +20,22 @@ var ErrQueueFull = errors.New("store: write queue full")
 
 // WriterConfig sizes the Writer.
 type WriterConfig struct {
-	BatchSize     int           `yaml:"batch_size"`     // rows pending that trigger a flush; also rows per INSERT (default 10000)
+	BatchSize     int           `yaml:"batch_size"`     // rows pending that trigger a flush; also rows per INSERT (default 40000)
+	BatchBytes    int           `yaml:"batch_bytes"`    // bytes of text pending (Batch.TextBytes) that trigger a flush (default 32 MiB)
 	FlushInterval time.Duration `yaml:"flush_interval"` // pending rows are flushed at least this often (default 1s)
 	QueueSize     int           `yaml:"queue_size"`     // batches Enqueue can buffer before ErrQueueFull (default 8192)
 	MaxRetries    int           `yaml:"max_retries"`    // retries of a failed INSERT before its rows are dropped (default 5)
 	RetryInitial  time.Duration `yaml:"retry_initial"`  // first backoff between retries, doubling up to 5s (default 100ms)
 }
 
-// NewDefaultWriterConfig returns 10,000-row batches, 1 s interval, 8192 queued
-// batches, 5 retries from 100 ms. An INSERT into the engine costs about as
-// much as a few thousand rows of it (a new part), so batches are large.
+// NewDefaultWriterConfig returns batches of 40,000 rows or 32 MiB of text,
+// whichever comes first, 1 s interval, 8192 queued batches, 5 retries from
+// 100 ms. An INSERT into the engine costs about as much as a few thousand
+// rows of it (a new part per table, merged away later), so batches are
+// large; the byte bound keeps a batch of long prompts and answers from
+// holding gigabytes.
 func NewDefaultWriterConfig() WriterConfig {
-	return WriterConfig{BatchSize: 10000, FlushInterval: time.Second, QueueSize: 8192, MaxRetries: 5, RetryInitial: 100 * time.Millisecond}
+	return WriterConfig{BatchSize: 40000, BatchBytes: 32 << 20, FlushInterval: time.Second, QueueSize: 8192, MaxRetries: 5, RetryInitial: 100 * time.Millisecond}
 }
 
 // Validate reports non-positive sizes and intervals and negative retries.
@@ -39,6 +43,9 @@ func (c WriterConfig) Validate() error {
 	var errs []error
 	if c.BatchSize <= 0 {
 		errs = append(errs, fmt.Errorf("store: writer batch_size %d: must be > 0", c.BatchSize))
+	}
+	if c.BatchBytes <= 0 {
+		errs = append(errs, fmt.Errorf("store: writer batch_bytes %d: must be > 0", c.BatchBytes))
 	}
 	if c.FlushInterval <= 0 {
 		errs = append(errs, fmt.Errorf("store: writer flush_interval %v: must be > 0", c.FlushInterval))
@@ -90,6 +97,30 @@ func (b Batch) Rows() int {
 	return len(b.Requests) + len(b.Runs) + len(b.Steps) + len(b.Scores) + len(b.Work) + len(b.Judgments)
 }
 
+// TextBytes approximates the memory b's rows hold, in bytes: their text
+// fields (inputs, messages, outputs, plans, judge answers …) plus 256 bytes a
+// row for the rest. What WriterConfig.BatchBytes bounds.
+func (b Batch) TextBytes() int {
+	const row = 256
+	n := row * b.Rows()
+	for _, r := range b.Requests {
+		n += len(r.Input) + len(r.Tools)
+	}
+	for _, r := range b.Runs {
+		n += len(r.FinalOutput) + len(r.Reasoning) + len(r.Choices) + len(r.ToolCalls) + len(r.PlanRaw) + len(r.Plan) + len(r.Error)
+	}
+	for _, s := range b.Steps {
+		n += len(s.Subtask) + len(s.Access) + len(s.Messages) + len(s.Output) + len(s.Reasoning) + len(s.ToolCalls) + len(s.Error)
+	}
+	for _, s := range b.Scores {
+		n += len(s.Explanation) + len(s.Error)
+	}
+	for _, j := range b.Judgments {
+		n += len(j.Raw1) + len(j.Raw2) + len(j.Note) + len(j.Error)
+	}
+	return n
+}
+
 func (b *Batch) add(o Batch) {
 	b.Requests = append(b.Requests, o.Requests...)
 	b.Runs = append(b.Runs, o.Runs...)
@@ -114,7 +145,8 @@ type WriterStats struct {
 }
 
 // Writer batches records and writes them to a Store in the background: pending
-// rows are flushed when they reach BatchSize or every FlushInterval. Within a
+// rows are flushed when they reach BatchSize rows or BatchBytes bytes of text
+// (Batch.TextBytes), or every FlushInterval. Within a
 // flush, requests are inserted before runs, then steps, scores and shadow work, so
 // a request is visible no later than its runs and a work row is marked done no
 // earlier than its run is stored. A failed INSERT is retried with exponential
@@ -138,8 +170,9 @@ type Writer struct {
 	// added to pending is never missed by a Flush that drains queue itself.
 	flushReqs chan flushRequest
 
-	mu      sync.Mutex // guards pending; held while writing, so flushes never overlap
-	pending Batch
+	mu           sync.Mutex // guards pending and pendingBytes; held while writing, so flushes never overlap
+	pending      Batch
+	pendingBytes int // pending.TextBytes(), kept as rows come and go
 
 	lifeMu   sync.RWMutex // guards started and stopped; Enqueue holds it shared while sending
 	started  bool
@@ -187,8 +220,8 @@ func (w *Writer) loop(ctx context.Context) {
 			return
 		case b := <-w.queue:
 			w.mu.Lock()
-			w.pending.add(b)
-			if w.pending.Rows() >= w.cfg.BatchSize {
+			w.addPendingLocked(b)
+			if w.pending.Rows() >= w.cfg.BatchSize || w.pendingBytes >= w.cfg.BatchBytes {
 				_ = w.writeLocked(ctx)
 			}
 			w.mu.Unlock()
@@ -269,22 +302,36 @@ type flushRequest struct {
 func (w *Writer) flushNow(ctx context.Context) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.takeQueuedLocked(math.MaxInt)
+	w.takeQueuedLocked(math.MaxInt, math.MaxInt)
 	return w.writeLocked(ctx)
 }
 
 // takeQueuedLocked moves queued batches into pending while pending holds
-// fewer than rows rows, or until the queue is empty.
-func (w *Writer) takeQueuedLocked(rows int) {
-	for w.pending.Rows() < rows {
+// fewer than rows rows and bytes bytes (TextBytes), or until the queue is
+// empty.
+func (w *Writer) takeQueuedLocked(rows, bytes int) {
+	for w.pending.Rows() < rows && w.pendingBytes < bytes {
 		select {
 		case b := <-w.queue:
-			w.pending.add(b)
+			w.addPendingLocked(b)
 			continue
 		default:
 		}
 		break
 	}
+}
+
+// addPendingLocked adds b to pending.
+func (w *Writer) addPendingLocked(b Batch) {
+	w.pending.add(b)
+	w.pendingBytes += b.TextBytes()
+}
+
+// takePendingLocked empties pending and returns what it held.
+func (w *Writer) takePendingLocked() Batch {
+	p := w.pending
+	w.pending, w.pendingBytes = Batch{}, 0
+	return p
 }
 
 // WriteWith stores b now, in the same INSERTs as the rows waiting in the
@@ -309,26 +356,26 @@ func (w *Writer) takeQueuedLocked(rows int) {
 // commits closer together than that the writer makes no INSERTs of its own.
 //
 // b is written alone when it and the waiting rows would make more than
-// BatchSize rows, and at once while the writer is flushing (not waiting for
-// that flush).
+// writeWithRows (or BatchSize) rows or BatchBytes bytes, and at once while
+// the writer is flushing (not waiting for that flush).
 func (w *Writer) WriteWith(ctx context.Context, b Batch) error {
 	if !w.mu.TryLock() {
 		return writeTogether(ctx, w.st, Batch{}, b)
 	}
 	defer w.mu.Unlock()
-	// The rows waiting go along while b and they make at most BatchSize
-	// rows, the writer's own INSERT size: a large b (a group commit of
-	// thousands of copies, which shares its INSERTs' cost well by itself)
-	// is not made slower, and its commit no likelier to outlast its
-	// deadline, by rows that are not its own.
-	w.takeQueuedLocked(w.cfg.BatchSize - b.Rows())
-	if w.pending.Rows()+b.Rows() > w.cfg.BatchSize {
+	// The rows waiting go along while b and they make at most
+	// writeWithRows rows (and BatchSize) and BatchBytes bytes: a larger b
+	// (a group commit of thousands of copies, which shares its INSERTs'
+	// cost well by itself) is not made slower, and its commit no likelier
+	// to outlast its deadline, by rows that are not its own.
+	most, bBytes := min(writeWithRows, w.cfg.BatchSize), b.TextBytes()
+	w.takeQueuedLocked(most-b.Rows(), w.cfg.BatchBytes-bBytes)
+	if w.pending.Rows()+b.Rows() > most || w.pendingBytes+bBytes > w.cfg.BatchBytes {
 		return writeTogether(ctx, w.st, Batch{}, b)
 	}
-	held := w.pending
-	w.pending = Batch{}
+	held := w.takePendingLocked()
 	if err := writeTogether(ctx, w.st, held, b); err != nil {
-		w.pending.add(held)
+		w.addPendingLocked(held)
 		if held.Rows() == 0 {
 			return err
 		}
@@ -348,6 +395,12 @@ func (w *Writer) WriteWith(ctx context.Context, b Batch) error {
 	}
 	return nil
 }
+
+// writeWithRows is the most rows a WriteWith writes, its own and the
+// writer's together: 10,000. A 5,000-copy group commit (20,000 rows) that took
+// 10,000 of the writer's rows along outlasted its deadline (4 ×
+// ingest.accept_timeout) on a machine at load 30 and was refused whole.
+const writeWithRows = 10000
 
 // writeTogether inserts held and b as WriteWith orders them, one INSERT per
 // table, stopping at the first error (wrapped with the table).
@@ -375,8 +428,7 @@ func writeTogether(ctx context.Context, st TraceWriter, held, b Batch) error {
 // writeLocked inserts the pending rows table by table, in chunks of BatchSize.
 // On return pending is empty: rows are written or dropped.
 func (w *Writer) writeLocked(ctx context.Context) error {
-	p := w.pending
-	w.pending = Batch{}
+	p := w.takePendingLocked()
 	if p.Rows() == 0 {
 		return nil
 	}

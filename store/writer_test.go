@@ -98,7 +98,7 @@ func stored(t testing.TB, st store.Console) storetest.Counts {
 const fixtureRows = 10
 
 func writerConfig() store.WriterConfig {
-	return store.WriterConfig{BatchSize: 1000, FlushInterval: time.Hour, QueueSize: 16, MaxRetries: 3, RetryInitial: time.Millisecond}
+	return store.WriterConfig{BatchSize: 1000, BatchBytes: 1 << 30, FlushInterval: time.Hour, QueueSize: 16, MaxRetries: 3, RetryInitial: time.Millisecond}
 }
 
 // newWriter builds a writer on st that logs into the test's log.
@@ -145,6 +145,7 @@ func TestWriter(t *testing.T) {
 		fn   func(t *testing.T, st store.Store)
 	}{
 		{"FlushesOnSize", writerFlushesOnSize},
+		{"FlushesOnBytes", writerFlushesOnBytes},
 		{"FlushesOnInterval", writerFlushesOnInterval},
 		{"QueueFullNeverBlocks", writerQueueFullNeverBlocks},
 		{"ShutdownDrainsAndIsIdempotent", writerShutdownDrainsAndIsIdempotent},
@@ -183,6 +184,53 @@ func writerFlushesOnSize(t *testing.T, st store.Store) {
 	}
 	if c, want := stored(t, st), (storetest.Counts{Requests: 2, Runs: 6, Steps: 8, Scores: 4}); c != want {
 		t.Errorf("stored after the size-triggered flush = %+v; want %+v", c, want)
+	}
+}
+
+// writerFlushesOnBytes: rows far below BatchSize are flushed once their
+// text reaches BatchBytes.
+func writerFlushesOnBytes(t *testing.T, st store.Store) {
+	a, b := batchOf(t, "a"), batchOf(t, "b")
+	cfg := writerConfig()
+	cfg.BatchSize = 1 << 20
+	cfg.BatchBytes = a.TextBytes() + b.TextBytes()
+	w := newWriter(t, st, cfg)
+	w.Start(context.Background())
+	defer shutdown(t, w)
+	if err := w.Enqueue(a); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if c := stored(t, st); c != (storetest.Counts{}) {
+		t.Fatalf("flushed below BatchBytes: %+v", c)
+	}
+	if err := w.Enqueue(b); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "byte-triggered flush", func() bool { return w.Stats().Flushes > 0 })
+	if c, want := stored(t, st), (storetest.Counts{Requests: 2, Runs: 6, Steps: 8, Scores: 4}); c != want {
+		t.Errorf("stored after the byte-triggered flush = %+v; want %+v", c, want)
+	}
+}
+
+// TestBatchTextBytes: a batch's text bytes grow with its text fields, 256
+// bytes a row besides.
+func TestBatchTextBytes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		b    store.Batch
+		want int
+	}{
+		{"empty", store.Batch{}, 0},
+		{"work row", store.Batch{Work: []store.Work{{RequestID: "r"}}}, 256},
+		{"request input", store.Batch{Requests: []store.Request{{RequestID: "r", Input: strings.Repeat("x", 1000)}}}, 1256},
+		{"step messages and output", store.Batch{Steps: []store.Step{{Messages: "mm", Output: "ooo"}}}, 261},
+		{"run plan and answer", store.Batch{Runs: []store.Run{{Plan: "pp", PlanRaw: "p", FinalOutput: "a"}}}, 260},
+		{"judgment answers", store.Batch{Judgments: []store.Judgment{{Raw1: "1", Raw2: "22"}}}, 259},
+	} {
+		if got := tc.b.TextBytes(); got != tc.want {
+			t.Errorf("%s: %d bytes, want %d", tc.name, got, tc.want)
+		}
 	}
 }
 
@@ -336,7 +384,7 @@ func TestWriterConfigValidate(t *testing.T) {
 	}
 	bad := store.WriterConfig{BatchSize: 0, FlushInterval: -1, QueueSize: 0, MaxRetries: -1}
 	err := bad.Validate()
-	for _, want := range []string{"batch_size", "flush_interval", "queue_size", "max_retries", "retry_initial"} {
+	for _, want := range []string{"batch_size", "batch_bytes", "flush_interval", "queue_size", "max_retries", "retry_initial"} {
 		if err == nil || !contains(err.Error(), want) {
 			t.Errorf("Validate() = %v; want it to name %s", err, want)
 		}
