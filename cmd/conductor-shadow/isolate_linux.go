@@ -7,6 +7,8 @@ import (
 	"os"
 	"strconv"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // isolationSupported: Linux keeps niceness per thread and kills a child
@@ -14,12 +16,13 @@ import (
 const isolationSupported = true
 
 // lowerAllThreads sets every thread of this process by niceness steps below
-// the process's own niceness (capped at 19), repeating over /proc/self/task
-// until a pass finds none left: a thread the Go runtime starts later is cloned
-// from a lowered one and inherits the niceness, so the whole process stays
+// the process's own niceness (capped at 19), and with idle under the idle
+// scheduling policy (SCHED_IDLE), repeating over /proc/self/task until a pass
+// finds none left: a thread the Go runtime or the engine starts later is
+// cloned from a lowered one and inherits both, so the whole process stays
 // lowered. Called first thing in the shadow side, before anything heavy.
 // Returns the niceness set.
-func lowerAllThreads(by int) (int, error) {
+func lowerAllThreads(by int, idle bool) (int, error) {
 	raw, err := syscall.Getpriority(syscall.PRIO_PROCESS, 0)
 	if err != nil {
 		return 0, fmt.Errorf("niceness: %w", err)
@@ -40,13 +43,25 @@ func lowerAllThreads(by int) (int, error) {
 			if err != nil {
 				continue // the thread ended
 			}
-			if 20-r >= target {
-				continue
+			if 20-r < target {
+				if err := syscall.Setpriority(syscall.PRIO_PROCESS, tid, target); err != nil {
+					return 0, fmt.Errorf("niceness %d of thread %d: %w", target, tid, err)
+				}
+				changed = true
 			}
-			if err := syscall.Setpriority(syscall.PRIO_PROCESS, tid, target); err != nil {
-				return 0, fmt.Errorf("niceness %d of thread %d: %w", target, tid, err)
+			if idle {
+				attr, err := unix.SchedGetAttr(tid, 0)
+				if err != nil {
+					continue // the thread ended
+				}
+				if attr.Policy != unix.SCHED_IDLE {
+					attr.Policy, attr.Flags = unix.SCHED_IDLE, 0
+					if err := unix.SchedSetAttr(tid, attr, 0); err != nil {
+						return 0, fmt.Errorf("idle scheduling policy of thread %d: %w", tid, err)
+					}
+					changed = true
+				}
 			}
-			changed = true
 		}
 		if !changed {
 			return target, nil

@@ -11,7 +11,7 @@ import (
 // the all-in-one server stays one process.
 const isolationSupported = false
 
-func lowerAllThreads(int) (int, error) {
+func lowerAllThreads(int, bool) (int, error) {
 	return 0, errors.New("per-thread niceness needs Linux")
 }
 

@@ -82,11 +82,11 @@ func serveCmd(load platform.Loader, log *slog.Logger) *cobra.Command {
 			srv := newServer(cfg, log)
 			switch {
 			case shadowSide != "": // started by a front (isolate.go): below it before anything heavy starts
-				nice, err := lowerAllThreads(cfg.Server.ShadowNice)
+				nice, err := lowerAllThreads(cfg.Server.ShadowNice, cfg.Server.ShadowIdle)
 				if err != nil {
 					return fmt.Errorf("serve: shadow side: %w", err)
 				}
-				log.Info("shadow side: every thread lowered", "niceness", nice)
+				log.Info("shadow side: every thread lowered", "niceness", nice, "idle_policy", cfg.Server.ShadowIdle)
 				srv.side, srv.socket = sideShadow, shadowSide
 			case isolates(cfg):
 				self, ok := ctx.Value(selfKey{}).(selfExec)

@@ -356,7 +356,9 @@ func runRoleLoad(ctx context.Context, out io.Writer, o roleLoadOptions) ([]roleF
 		if err != nil {
 			return nil, err
 		}
-		cfg := fmt.Sprintf("server:\n  addr: %s\n  role: %s\n  shutdown_timeout: 10s\nstore:\n  path: %s\ningest:\n  proxy:\n    incumbent_url: %s\n",
+		// The all-in-one server's shadow side under the idle scheduling
+		// policy (server.shadow_idle): a box that serves production alone.
+		cfg := fmt.Sprintf("server:\n  addr: %s\n  role: %s\n  shutdown_timeout: 10s\n  shadow_idle: true\nstore:\n  path: %s\ningest:\n  proxy:\n    incumbent_url: %s\n",
 			addr, role, filepath.Join(dir, "data-"+role), incURL)
 		name := "all-in-one"
 		switch role {

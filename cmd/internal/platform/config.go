@@ -107,6 +107,16 @@ type ServerConfig struct {
 	// front's priority). At 10 the kernel's scheduler weighs its threads at
 	// about a tenth of the front's (CFS weights 110 and 1024).
 	ShadowNice int `yaml:"shadow_nice"`
+	// ShadowIdle runs every thread of the shadow side under Linux's idle
+	// scheduling policy (SCHED_IDLE, sched(7)): it gets a CPU only when no
+	// thread of normal policy wants one, and a waking front thread preempts
+	// it at once, where niceness only lowers its share. Default false
+	// (ShadowNice alone): on a machine whose CPUs other work keeps busy the
+	// shadow side gets almost nothing (a weight of 3 against nice 0's 1024),
+	// so it suits a box that serves production and little else, as the
+	// role runs of `loadtest bench` measure it. Ignored where isolation is
+	// unsupported.
+	ShadowIdle bool `yaml:"shadow_idle"`
 	// HandoffBuffer is how many copies wait in the front for the shadow side
 	// at most; a mirrored copy beyond it is recorded, not shadowed
 	// (queue_full).
