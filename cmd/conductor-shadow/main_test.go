@@ -42,6 +42,9 @@ func (b *binaryBuild) remove() {
 }
 
 func TestMain(m *testing.M) {
+	if os.Getenv(lowerThreadsEnv) != "" {
+		os.Exit(lowerThreadsMain()) // a child of TestLowerAllThreadsIdle
+	}
 	code := m.Run()
 	commandBinary.remove()
 	os.Exit(code)
