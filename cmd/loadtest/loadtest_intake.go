@@ -150,6 +150,14 @@ func runIntake(ctx context.Context, st store.Store, wcfg store.WriterConfig, o i
 		}
 		return true // a 4xx: not stored, counted as lost below
 	}
+	// The HTTP paths' bodies are encoded before the clock starts: what is
+	// measured is the tap taking them, not the load generator writing them.
+	var posts []intakePost
+	if o.Path == intakeBatch || o.Path == intakeSingle {
+		if posts, err = encodePosts(run, o); err != nil {
+			return res, err
+		}
+	}
 	cpu0 := processCPU()
 	start := time.Now()
 	switch o.Path {
@@ -168,7 +176,7 @@ func runIntake(ctx context.Context, st store.Store, wcfg store.WriterConfig, o i
 			}
 		}
 	case intakeBatch, intakeSingle:
-		err = postIntake(ctx, tap, icfg.QueueSize, run, o, note)
+		err = postIntake(ctx, tap, icfg.QueueSize, posts, o, note)
 	default:
 		err = fmt.Errorf("loadtest: intake path %q: want one of %v", o.Path, intakePaths)
 	}
@@ -260,11 +268,59 @@ func countStored(ctx context.Context, st store.Store, run string, n int) (int64,
 // answered 503.
 const resendPause = 20 * time.Millisecond
 
-// postIntake posts the run's copies to the tap's HTTP routes on a loopback
-// listener: o.Senders clients at once (for batches, at most queueSize /
-// o.BatchSize), each exchange in a POST /v1/tap/batch of o.BatchSize or a POST
-// /v1/tap of its own; an item answered 503 is sent again.
-func postIntake(ctx context.Context, tap *ingest.Tap, queueSize int, run string, o intakeOptions, note func(int) bool) error {
+// intakePost is one POST of the batch or single intake path: its exchanges
+// (kept to send again those answered 503) and its body, encoded by
+// encodePosts.
+type intakePost struct {
+	items []json.RawMessage
+	body  []byte
+}
+
+// encodePosts encodes the run's o.Exchanges copies (loadExchange) into the
+// posts of o.Path: one exchange per POST /v1/tap, o.BatchSize per POST
+// /v1/tap/batch (a BatchRequest).
+func encodePosts(run string, o intakeOptions) ([]intakePost, error) {
+	per := 1
+	if o.Path == intakeBatch {
+		per = max(o.BatchSize, 1)
+	}
+	posts := make([]intakePost, 0, (o.Exchanges+per-1)/per)
+	for from := 0; from < o.Exchanges; from += per {
+		items := make([]json.RawMessage, 0, per)
+		for i := from; i < min(from+per, o.Exchanges); i++ {
+			b, err := json.Marshal(loadExchange(run, i))
+			if err != nil {
+				return nil, fmt.Errorf("loadtest: encode exchange %d: %w", i, err)
+			}
+			items = append(items, b)
+		}
+		body, err := intakeBody(o.Path == intakeBatch, items)
+		if err != nil {
+			return nil, err
+		}
+		posts = append(posts, intakePost{items: items, body: body})
+	}
+	return posts, nil
+}
+
+// intakeBody is the body posting items: a BatchRequest of them, or the one
+// exchange itself.
+func intakeBody(batch bool, items []json.RawMessage) ([]byte, error) {
+	if !batch {
+		return items[0], nil
+	}
+	body, err := json.Marshal(ingest.BatchRequest{Exchanges: items})
+	if err != nil {
+		return nil, fmt.Errorf("loadtest: encode a batch: %w", err)
+	}
+	return body, nil
+}
+
+// postIntake posts posts (encodePosts) to the tap's HTTP routes on a
+// loopback listener: o.Senders clients at once (for batches, at most
+// queueSize / o.BatchSize), each taking the next post; the items answered
+// 503 are sent again, in a body of their own, after resendPause.
+func postIntake(ctx context.Context, tap *ingest.Tap, queueSize int, posts []intakePost, o intakeOptions, note func(int) bool) error {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	tap.Register(r)
@@ -274,13 +330,13 @@ func postIntake(ctx context.Context, tap *ingest.Tap, queueSize int, run string,
 	}
 	defer srv.Close()
 	senders := max(o.Senders, 1)
-	per := 1
+	batch := o.Path == intakeBatch
 	route := base + "/v1/tap"
-	if o.Path == intakeBatch {
-		per, route = max(o.BatchSize, 1), base+"/v1/tap/batch"
+	if batch {
+		route = base + "/v1/tap/batch"
 		// No more batches in flight than the queue holds copies: more would
 		// only be answered queue_full and sent again.
-		senders = max(1, min(senders, queueSize/per))
+		senders = max(1, min(senders, queueSize/max(o.BatchSize, 1)))
 	}
 	client := newLoadClient(senders)
 	defer client.CloseIdleConnections()
@@ -294,21 +350,21 @@ func postIntake(ctx context.Context, tap *ingest.Tap, queueSize int, run string,
 		go func() {
 			defer wg.Done()
 			for ctx.Err() == nil {
-				from := int(next.Add(int64(per))) - per
-				if from >= o.Exchanges {
+				n := int(next.Add(1)) - 1
+				if n >= len(posts) {
 					return
 				}
-				items := make([]json.RawMessage, 0, per)
-				for i := from; i < min(from+per, o.Exchanges); i++ {
-					b, err := json.Marshal(loadExchange(run, i))
-					if err != nil {
-						fail(err)
-						return
-					}
-					items = append(items, b)
-				}
+				items, body := posts[n].items, posts[n].body
 				for len(items) > 0 && ctx.Err() == nil {
-					again, err := postItems(ctx, client, route, o.Path == intakeBatch, items, note)
+					if body == nil {
+						b, err := intakeBody(batch, items)
+						if err != nil {
+							fail(err)
+							return
+						}
+						body = b
+					}
+					again, err := postItems(ctx, client, route, batch, body, items, note)
 					if err != nil {
 						fail(err)
 						return
@@ -318,7 +374,7 @@ func postIntake(ctx context.Context, tap *ingest.Tap, queueSize int, run string,
 						// stored): sent again after a pause, as a client does.
 						time.Sleep(resendPause)
 					}
-					items = again
+					items, body = again, nil
 				}
 			}
 		}()
@@ -327,18 +383,9 @@ func postIntake(ctx context.Context, tap *ingest.Tap, queueSize int, run string,
 	return firstErr
 }
 
-// postItems posts items (one, or a batch) and returns those to send again
-// (answered 503).
-func postItems(ctx context.Context, client *http.Client, route string, batch bool, items []json.RawMessage, note func(int) bool) ([]json.RawMessage, error) {
-	var body []byte
-	if batch {
-		var err error
-		if body, err = json.Marshal(ingest.BatchRequest{Exchanges: items}); err != nil {
-			return nil, err
-		}
-	} else {
-		body = items[0]
-	}
+// postItems posts body (items: one, or a batch) and returns the items to send
+// again (answered 503).
+func postItems(ctx context.Context, client *http.Client, route string, batch bool, body []byte, items []json.RawMessage, note func(int) bool) ([]json.RawMessage, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, route, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
