@@ -88,7 +88,8 @@ func (s *insertScratch) columnTypes(ctx context.Context, ref *chdb.Ref, db, tabl
 }
 
 // insert encodes rows as RowBinaryWithNamesAndTypes into a scratch file and
-// runs one INSERT INTO db.table (columns) FROM INFILE of it.
+// runs one INSERT INTO db.table (columns) FROM INFILE of it, with the store's
+// insert setting (insertSetting).
 func (s *insertScratch) insert(ctx context.Context, ref *chdb.Ref, db, table string, columns []string, rows any) error {
 	bp, _ := s.pool.Get().(*[]byte)
 	if bp == nil {
@@ -125,7 +126,8 @@ func (s *insertScratch) insert(ctx context.Context, ref *chdb.Ref, db, table str
 	for i, c := range columns {
 		quoted[i] = quoteIdent(c)
 	}
-	sql := fmt.Sprintf("INSERT INTO %s.%s (%s) FROM INFILE %s FORMAT RowBinaryWithNamesAndTypes", db, table, strings.Join(quoted, ", "), quoteString(path))
+	sql := fmt.Sprintf("INSERT INTO %s.%s (%s) FROM INFILE %s SETTINGS %s = %d FORMAT RowBinaryWithNamesAndTypes",
+		db, table, strings.Join(quoted, ", "), quoteString(path), insertSetting, insertSettingValue)
 	_, err = ref.Query(ctx, sql, "TabSeparated")
 	return err
 }

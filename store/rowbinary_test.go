@@ -128,3 +128,33 @@ func TestStoredRequestsManyLongIDs(t *testing.T) {
 		t.Errorf("found %d stored of %d ids; want %d", len(got), len(ids), len(reqs))
 	}
 }
+
+// TestInsertKeepsABlockAsItCame: with the store's insert setting
+// (optimize_on_insert = 0) two writes of one run in one INSERT are both
+// written, and FINAL reads the later one, as it does for writes in two
+// INSERTs (equal versions: the last row written wins). With the engine's default the block would be collapsed on insert
+// and the raw count would be 1.
+func TestInsertKeepsABlockAsItCame(t *testing.T) {
+	st := OpenTestStore(t)
+	s := st.(*sqlStore)
+	ctx := context.Background()
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	first := Run{RunID: "twice", RequestID: "q", StartedAt: at, Status: StatusError}
+	last := first
+	last.Status = StatusOK
+	if err := st.InsertRuns(ctx, []Run{first, last}); err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		Raw    int64  `json:"raw"`
+		Status string `json:"status"`
+	}
+	got, err := queryRows[row](ctx, s.t, fmt.Sprintf(
+		"SELECT (SELECT count() FROM %[1]s.runs WHERE run_id = 'twice') AS raw, (SELECT status FROM %[1]s.runs FINAL WHERE run_id = 'twice') AS status", s.db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Raw != 2 || got[0].Status != StatusOK {
+		t.Fatalf("got %+v; want 2 rows written and FINAL reading status %q", got, StatusOK)
+	}
+}

@@ -84,11 +84,13 @@ func (s *server) exec(ctx context.Context, sql string, params Params) error {
 	return s.conn.Exec(withParams(ctx, params), sql)
 }
 
-// insert sends rows as one native batch: PrepareBatch on the columns, then
+// insert sends rows as one native batch, with the store's insert setting
+// (insertSetting): PrepareBatch on the columns, then
 // one Append per row with the row's values in the columns' order (rowValues:
 // the model's json tags name the columns, as on the embedded path). The zero
 // time is sent as the Unix epoch, as the embedded path stores it.
 func (s *server) insert(ctx context.Context, db, table string, columns []string, rows any) error {
+	ctx = clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{insertSetting: insertSettingValue}))
 	batch, err := s.conn.PrepareBatch(ctx, batchInsertSQL(db, table, columns))
 	if err != nil {
 		return fmt.Errorf("prepare batch: %w", err)
