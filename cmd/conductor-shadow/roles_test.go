@@ -110,208 +110,6 @@ func (p *osProcess) query(t *testing.T, sql string) [][]string {
 	return res.Rows
 }
 
-// TestRolesOneTapTwoShadowWorkersKill9 runs the scale-out topology as real OS
-// processes: a Kafka peer (kfake on a TCP port), one `serve --role tap` and two
-// `serve --role shadow` workers in one consumer group, each with its own embedded
-// store (an embedded data folder has one owner; in production the workers share
-// a ClickHouse server). Exchanges are posted to the tap, one worker is killed
-// with SIGKILL mid-stream and started again on its folder, and every exchange must
-// end up stored with its incumbent and candidate runs: over the union of the two
-// stores, one request row, one incumbent run and one candidate run per request id
-// (run ids are derived from request id and pipeline, so a re-delivered exchange
-// rewrites the same keys; a shared ClickHouse server collapses them with FINAL).
-func TestRolesOneTapTwoShadowWorkersKill9(t *testing.T) {
-	t.Parallel() // its serve processes are its own: runs beside the other parallel tests
-	storetest.RequireEngine(t)
-	if testing.Short() {
-		t.Skip("builds the binary and runs four processes")
-	}
-	bin := buildBinary(t)
-
-	const topic = "exchanges"
-	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(6, topic), kfake.GroupMinSessionTimeout(500*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer kc.Close()
-
-	sim := newSimulator(t, 0.01) // runs take tens of ms: some are in flight at the kill
-	// Each worker's folder calls the pool under its own prefix, so every plan
-	// (one per candidate run) is counted per store.
-	plans := &planCounter{counts: map[string]map[int]int{}}
-	pool := httptest.NewServer(plans.wrap(sim))
-	defer pool.Close()
-
-	dir := t.TempDir()
-	cfgPath := filepath.Join(dir, "config.yaml")
-	writeFile(t, cfgPath, fmt.Sprintf(`ingest:
-  workers: 4
-  admission: # 4 runs at once per worker, whatever else the machine runs
-    initial_limit: 4
-    max_limit: 4
-    max_added_latency: 0s
-    max_sched_latency: 0s
-    max_cpu: 0
-  kafka:
-    brokers: [%q]
-    topic: %s
-    group: shadow-workers
-    session_timeout: 2s
-    commit_timeout: 2s
-writer:
-  flush_interval: 50ms
-`, kc.ListenAddrs()[0], topic))
-	base := append(os.Environ(), "CHDB_LIB_PATH="+os.Getenv("CHDB_LIB_PATH"))
-	envOf := func(folder string) []string {
-		return append(append([]string{}, base...), "CONDUCTOR_SHADOW_POOL_URL="+pool.URL+"/"+folder+"/v1")
-	}
-	env := envOf("tap")
-	data1, data2 := filepath.Join(dir, "data1"), filepath.Join(dir, "data2")
-
-	tap := startServe(t, bin, env, "tap", "--config", cfgPath, "--role", "tap", "--data", filepath.Join(dir, "tap"))
-	w1 := startServe(t, bin, envOf("data1"), "worker-1", "--config", cfgPath, "--role", "shadow", "--data", data1)
-	w2 := startServe(t, bin, envOf("data2"), "worker-2", "--config", cfgPath, "--role", "shadow", "--data", data2)
-
-	// The tap role has no store and no web UI.
-	if h := get(t, "http://"+tap.addr+"/healthz"); !strings.Contains(h, `"role":"tap"`) || !strings.Contains(h, "none") {
-		t.Fatalf("tap healthz: %s", h)
-	}
-	resp, err := http.Get("http://" + tap.addr + "/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusNotFound {
-		t.Fatalf("the tap role serves no web UI: GET / = %s", resp.Status)
-	}
-
-	const n = 150
-	ids := postQuestions(t, tap, n)
-
-	// Kill worker 1 with SIGKILL once it has stored some, while work remains.
-	waitForCond(t, 60*time.Second, "worker 1 stores a first share", func() bool { return w1.stats(t).Processed >= 10 })
-	before1 := w1.stats(t).Processed
-	if err := w1.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	<-w1.done
-	if done := before1 + w2.stats(t).Processed; done >= n {
-		t.Fatalf("%d of %d exchanges were done before the kill: it came too late to test anything", done, n)
-	}
-	// The crashed worker comes back on its own folder and rejoins the group.
-	w1 = startServe(t, bin, envOf("data1-restarted"), "worker-1 (restarted)", "--config", cfgPath, "--role", "shadow", "--data", data1)
-
-	type runRow struct{ requestID, mode string }
-	union := func() (requests map[string]int, runs map[string]runRow, stepsOf map[string]bool, rows [2]int) {
-		requests, runs, stepsOf = map[string]int{}, map[string]runRow{}, map[string]bool{}
-		for i, w := range []*osProcess{w1, w2} {
-			for _, r := range w.query(t, "SELECT request_id FROM requests FINAL") {
-				requests[r[0]]++
-				rows[i]++
-			}
-			for _, r := range w.query(t, "SELECT run_id, request_id, mode FROM runs FINAL") {
-				runs[r[0]] = runRow{r[1], r[2]}
-			}
-			for _, r := range w.query(t, "SELECT DISTINCT run_id FROM steps FINAL") {
-				stepsOf[r[0]] = true
-			}
-		}
-		return
-	}
-	waitForCond(t, 180*time.Second, "every exchange planned", func() bool { return plans.allPlanned(n) })
-	waitForCond(t, 180*time.Second, "every exchange stored with its runs", func() bool {
-		requests, runs, _, _ := union()
-		return len(requests) == n && len(runs) == 2*n
-	})
-	requests, runs, stepsOf, rows := union()
-
-	perRequest := map[string]map[string]int{}
-	for runID, r := range runs {
-		if !ids[r.requestID] {
-			t.Errorf("run %s belongs to unknown request %q", runID, r.requestID)
-		}
-		if perRequest[r.requestID] == nil {
-			perRequest[r.requestID] = map[string]int{}
-		}
-		perRequest[r.requestID][r.mode]++
-		if !stepsOf[runID] {
-			t.Errorf("run %s (%s, %s) has no steps", runID, r.requestID, r.mode)
-		}
-	}
-	for id := range ids {
-		if requests[id] == 0 {
-			t.Errorf("exchange %s was accepted (202) but never stored", id)
-		}
-		if m := perRequest[id]; m[store.ModeIncumbent] != 1 || m[store.ModeCandidate] != 1 {
-			t.Errorf("exchange %s has runs %v, want one incumbent and one candidate", id, m)
-		}
-	}
-	if len(requests) != n {
-		t.Errorf("%d distinct requests stored, want %d", len(requests), n)
-	}
-	twice := 0
-	for _, c := range requests {
-		if c > 1 {
-			twice++
-		}
-	}
-	// Re-delivered exchanges that went back to worker 1 were written twice into its
-	// own store under the same keys: visible without FINAL until the parts merge.
-	raw := 0
-	for _, w := range []*osProcess{w1, w2} {
-		var c int
-		fmt.Sscan(w.query(t, "SELECT count() FROM runs")[0][0], &c)
-		raw += c
-	}
-	// No second spend within a process: a worker never plans a request's
-	// candidate run again once that run is stored in its folder (a
-	// re-delivery after a rebalance is skipped, counted in skipped_runs). What
-	// may run again is what was not stored: the runs in flight at the SIGKILL,
-	// shadowed again by the restarted worker or by the other one, and, with two
-	// embedded folders, an exchange stored in one folder and re-delivered to
-	// the other worker (no shared store to look it up in; workers sharing a
-	// ClickHouse server have one). Those are counted and logged.
-	incarnations := []string{"data1", "data1-restarted", "data2"}
-	again := 0
-	for i := range n {
-		total := 0
-		for _, inc := range incarnations {
-			c := plans.count(inc, i)
-			if c > 1 {
-				t.Errorf("exchange roles-%03d: the candidate ran %d times in the worker of %s; want once", i, c, inc)
-			}
-			total += c
-		}
-		if total == 0 {
-			t.Errorf("exchange roles-%03d: no candidate run was planned", i)
-		}
-		if total > 1 {
-			again++
-		}
-	}
-	t.Logf("candidate runs planned again after the SIGKILL (in flight at the kill, or re-delivered across embedded folders): %d of %d; skipped as already stored: worker 1 (restarted) %d, worker 2 %d",
-		again, n, w1.stats(t).SkippedRuns, w2.stats(t).SkippedRuns)
-	t.Logf("worker 1 stored %d before SIGKILL; request rows: worker 1 %d, worker 2 %d; %d exchanges in both stores; %d run rows written for %d runs (re-deliveries under the same keys)",
-		before1, rows[0], rows[1], twice, raw, len(runs))
-
-	for _, p := range []*osProcess{tap, w1, w2} {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	}
-	for _, p := range []*osProcess{tap, w1, w2} {
-		select {
-		case err := <-p.exited:
-			if err != nil {
-				t.Errorf("%s after SIGTERM: %v", p.name, err)
-			}
-		case <-time.After(60 * time.Second):
-			t.Errorf("%s did not stop within 60s of SIGTERM", p.name)
-		}
-	}
-	if d := tap.log.String(); strings.Contains(d, "kafka: publish failed") {
-		t.Errorf("the tap failed to publish:\n%s", tail(d, 2000))
-	}
-}
-
 // postQuestions posts n exchanges "What is i * 7?" (request ids roles-000…)
 // to the tap in batches of 50 and returns their ids; each must be queued.
 func postQuestions(t *testing.T, tap *osProcess, n int) map[string]bool {
@@ -469,7 +267,12 @@ func (r *statusRecorder) Flush() {
 // killed worker was the first to shadow it (in flight at the kill, at most
 // ingest.kafka.max_in_flight), and every such second run must show as a
 // re-delivery (StatsSnapshot.Kafka.Redelivered). Exchanges first shadowed by a
-// worker that was never killed are shadowed once, whatever the rebalances.
+// worker that was never killed are shadowed once, whatever the rebalances. Over
+// the union of the stores every exchange has one request, one incumbent run and
+// one candidate run, each with steps (run ids are derived from request id and
+// pipeline, so a re-delivered exchange rewrites the same keys; a shared
+// ClickHouse server collapses them with FINAL), and no process plans a
+// candidate run twice. The tap role has no store and no web UI.
 func TestRolesRebalanceShadowsEachExchangeOnce(t *testing.T) {
 	t.Parallel() // its serve processes are its own: runs beside the other parallel tests
 	storetest.RequireEngine(t)
@@ -527,6 +330,20 @@ writer:
 	tap := startServe(t, bin, envOf("tap"), "tap", "--config", cfgPath, "--role", "tap", "--data", folder("tap"))
 	w1 := shadowWorker("worker-1", "data1")
 	w2 := shadowWorker("worker-2", "data2")
+
+	// The tap role has no store and no web UI.
+	if h := get(t, "http://"+tap.addr+"/healthz"); !strings.Contains(h, `"role":"tap"`) || !strings.Contains(h, "none") {
+		t.Fatalf("tap healthz: %s", h)
+	}
+	resp, err := http.Get("http://" + tap.addr + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("the tap role serves no web UI: GET / = %s", resp.Status)
+	}
+
 	const n = 200
 	began := time.Now()
 	ids := postQuestions(t, tap, n)
@@ -600,9 +417,22 @@ writer:
 			t.Errorf("exchange %s was accepted (202) but never stored", id)
 		}
 	}
+	perRequest := map[string]map[string]int{}
 	for runID, r := range runs {
+		if !ids[r.requestID] {
+			t.Errorf("run %s belongs to unknown request %q", runID, r.requestID)
+		}
+		if perRequest[r.requestID] == nil {
+			perRequest[r.requestID] = map[string]int{}
+		}
+		perRequest[r.requestID][r.mode]++
 		if !stepsOf[runID] {
 			t.Errorf("run %s (%s, %s) has no steps", runID, r.requestID, r.mode)
+		}
+	}
+	for id := range ids {
+		if m := perRequest[id]; m[store.ModeIncumbent] != 1 || m[store.ModeCandidate] != 1 {
+			t.Errorf("exchange %s has runs %v, want one incumbent and one candidate", id, m)
 		}
 	}
 	inTwoStores := 0
@@ -619,7 +449,14 @@ writer:
 	for i := range n {
 		total := 0
 		for _, inc := range incarnations {
-			total += plans.count(inc, i)
+			// No second spend within a process: a worker never plans a
+			// request's candidate run again once that run is stored in its
+			// folder (a re-delivery is skipped, counted in skipped_runs).
+			c := plans.count(inc, i)
+			if c > 1 {
+				t.Errorf("exchange roles-%03d: the candidate ran %d times in %s; want once", i, c, inc)
+			}
+			total += c
 		}
 		if total == 0 {
 			t.Errorf("exchange roles-%03d: no candidate run was planned", i)
