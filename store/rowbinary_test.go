@@ -132,8 +132,8 @@ func TestStoredRequestsManyLongIDs(t *testing.T) {
 // TestInsertKeepsABlockAsItCame: with the store's insert setting
 // (optimize_on_insert = 0) two writes of one run in one INSERT are both
 // written, and FINAL reads the later one, as it does for writes in two
-// INSERTs (equal versions: the last row written wins). With the engine's default the block would be collapsed on insert
-// and the raw count would be 1.
+// INSERTs (equal versions: the last row written wins). With the engine's
+// default the block would be collapsed on insert and the raw count be 1.
 func TestInsertKeepsABlockAsItCame(t *testing.T) {
 	st := OpenTestStore(t)
 	s := st.(*sqlStore)
