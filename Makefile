@@ -39,8 +39,8 @@ bubblewrap:
 ## work folder) are made under TEST_TMPDIR, /dev/shm when it is writable: the engine creates
 ## and removes part files all the time, and on ext4 each new inode is found by scanning past
 ## the recently deleted ones (on the 2-core test machine: 211 of the suite's 558 CPU s were
-## system time on ext4, 100 on tmpfs). The folder's name is short: a Unix socket's path
-## (the shadow side's, in a test's data folder) must fit in 108 bytes.
+## system time on ext4, 100 on tmpfs). The folder's name is short: a test binds a Unix
+## socket in its own temporary folder, and a socket's path must fit in 108 bytes.
 TEST_TMPDIR ?= $(shell [ -d /dev/shm ] && [ -w /dev/shm ] && echo /dev/shm || echo $${TMPDIR:-/tmp})
 test: libchdb chromium bubblewrap
 	@tmp=$$(mktemp -d "$(TEST_TMPDIR)/cs.XXXXXX") && trap 'rm -rf "$$tmp"' EXIT && \
