@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/conductor-shadow/conductor-shadow/store/internal/chdb"
@@ -64,6 +65,20 @@ func (e *embedded) insert(ctx context.Context, db, table string, columns []strin
 		return err
 	}
 	return e.scratch.insert(ctx, e.ref, db, table, columns, rows)
+}
+
+// stageStrings implements stringStager: one value per line of a TSV file
+// (escaped as parameters are, escapeParam), read by file().
+func (e *embedded) stageStrings(vs []string) (string, func(), error) {
+	var b []byte
+	for _, v := range vs {
+		b = append(append(b, escapeParam(v)...), '\n')
+	}
+	path, err := e.scratch.stage(b, ".tsv")
+	if err != nil {
+		return "", nil, err
+	}
+	return fmt.Sprintf("(SELECT v FROM file(%s, 'TSV', 'v String'))", quoteString(path)), func() { os.Remove(path) }, nil
 }
 
 func (e *embedded) queryJSON(ctx context.Context, sql string, params Params) ([][]byte, error) {

@@ -17,8 +17,9 @@ import (
 // stages the rows of one INSERT for the engine to read (FROM INFILE).
 const scratchDir = "insert-scratch"
 
-// insertScratch stages INSERT rows as files the engine reads. Each file
-// lives from its encoding to the end of its INSERT; files left by a crash are
+// insertScratch stages INSERT rows, and the sets of a lookup
+// (stageStrings), as files the engine reads. Each file lives from its
+// encoding to the end of its statement; files left by a crash are
 // removed when the store opens. The folder is private (0700, files 0600):
 // the rows are stored text. Safe for concurrent use.
 type insertScratch struct {
@@ -105,23 +106,11 @@ func (s *insertScratch) insert(ctx context.Context, ref *chdb.Ref, db, table str
 		return err
 	}
 	*bp = b
-	// A name no other INSERT has: every store of the process (one per
-	// database, or per role) stages into the same folder, so a counter of
-	// its own would repeat another store's names and its INSERT could read
-	// the other's rows into the wrong table.
-	f, err := os.CreateTemp(s.dir, strconv.Itoa(os.Getpid())+"-*.rowbinary")
+	path, err := s.stage(b, ".rowbinary")
 	if err != nil {
-		return fmt.Errorf("stage rows: %w", err)
+		return err
 	}
-	path := f.Name()
 	defer os.Remove(path)
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return fmt.Errorf("stage rows: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("stage rows: %w", err)
-	}
 	quoted := make([]string, len(columns))
 	for i, c := range columns {
 		quoted[i] = quoteIdent(c)
@@ -130,6 +119,30 @@ func (s *insertScratch) insert(ctx context.Context, ref *chdb.Ref, db, table str
 		db, table, strings.Join(quoted, ", "), quoteString(path), insertSetting, insertSettingValue)
 	_, err = ref.Query(ctx, sql, "TabSeparated")
 	return err
+}
+
+// stage writes b to a new scratch file named …ext and returns its path; the
+// caller removes it.
+func (s *insertScratch) stage(b []byte, ext string) (string, error) {
+	// A name no other statement has: every store of the process (one per
+	// database, or per role) stages into the same folder, so a counter of
+	// its own would repeat another store's names and its INSERT could read
+	// the other's rows into the wrong table.
+	f, err := os.CreateTemp(s.dir, strconv.Itoa(os.Getpid())+"-*"+ext)
+	if err != nil {
+		return "", fmt.Errorf("stage rows: %w", err)
+	}
+	path := f.Name()
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		os.Remove(path)
+		return "", fmt.Errorf("stage rows: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(path)
+		return "", fmt.Errorf("stage rows: %w", err)
+	}
+	return path, nil
 }
 
 // unquoteIdent undoes quoteIdent.

@@ -32,6 +32,15 @@ type statementClassifier interface {
 	checkOneRead(ctx context.Context, sql string) error
 }
 
+// stringStager is a transport whose engine reads a set of strings from a
+// scratch file (the embedded engine).
+type stringStager interface {
+	// stageStrings writes vs to a scratch file and returns a set of them for
+	// "x IN <set>" (a subquery reading the file), and done, which removes
+	// the file, to call once the statement ran.
+	stageStrings(vs []string) (set string, done func(), err error)
+}
+
 // jsonQuerier is a transport that answers reads as JSONEachRow (the embedded
 // engine).
 type jsonQuerier interface {

@@ -13,29 +13,24 @@ func (s *sqlStore) InsertWork(ctx context.Context, work []Work) error {
 }
 
 // StoredRequests implements Store: lookups on the requests' primary key, as
-// many ids at once as one statement may bind (storedRequestsParamBytes).
+// many ids at once as one statement binds (inStrings).
 func (s *sqlStore) StoredRequests(ctx context.Context, ids []string) ([]string, error) {
 	if err := s.check(ctx); err != nil {
 		return nil, fmt.Errorf("store: stored requests: %w", err)
-	}
-	if len(ids) == 0 {
-		return nil, nil
 	}
 	type row struct {
 		RequestID string `json:"request_id"`
 	}
 	var out []string
 	for len(ids) > 0 {
-		// The ids travel as one parameter statement, which the engine parses
-		// within max_query_size (256 KiB by default): a group commit of
-		// thousands of long ids is looked up in parts.
-		n, size := 0, 0
-		for n < len(ids) && (n == 0 || size+len(ids[n])+4 <= storedRequestsParamBytes) {
-			size += len(ids[n]) + 4 // quotes, comma, an escape or two
-			n++
+		params := Params{}
+		set, n, done, err := inStrings(s.t, ids, params)
+		if err != nil {
+			return nil, fmt.Errorf("store: stored requests: %w", err)
 		}
 		rows, err := queryRows[row](ctx, s.t, fmt.Sprintf(
-			"SELECT DISTINCT request_id FROM %s.requests WHERE request_id IN {ids:Array(String)}", s.db), Params{}.Strs("ids", ids[:n]))
+			"SELECT DISTINCT request_id FROM %s.requests WHERE request_id IN %s", s.db, set), params)
+		done()
 		if err != nil {
 			return nil, fmt.Errorf("store: stored requests: %w", err)
 		}
@@ -47,9 +42,44 @@ func (s *sqlStore) StoredRequests(ctx context.Context, ids []string) ([]string, 
 	return out, nil
 }
 
-// storedRequestsParamBytes is about how many bytes of ids one StoredRequests
-// statement binds: well under the engine's default max_query_size of 256 KiB.
-const storedRequestsParamBytes = 128 << 10
+// inStrings binds a prefix of vs (at least one) as the set of one "x IN
+// <set>" and returns the set's text, how many of vs it took, and done, to
+// call once the statement ran. The embedded engine reads the values from a
+// scratch file (stringStager): a lookup of 2,400 ids in 20 parts of
+// requests took 3.2–4.9 ms read from a file and 6.0–7.3 ms bound as an
+// Array(String) parameter, which is one more statement too (SET
+// param_ids). Elsewhere they are the Array(String) parameter {ids}, set in
+// params, of at most inParamBytes.
+func inStrings(t transport, vs []string, params Params) (set string, took int, done func(), err error) {
+	if st, ok := t.(stringStager); ok {
+		n := takeWithin(vs, stagedSetBytes)
+		set, done, err = st.stageStrings(vs[:n])
+		return set, n, done, err
+	}
+	n := takeWithin(vs, inParamBytes)
+	params.Strs("ids", vs[:n])
+	return "{ids:Array(String)}", n, func() {}, nil
+}
+
+// takeWithin is how many of vs (at least one) fit in about limit bytes
+// written as a quoted list: quotes, a comma and an escape or two each.
+func takeWithin(vs []string, limit int) int {
+	n, size := 0, 0
+	for n < len(vs) && (n == 0 || size+len(vs[n])+4 <= limit) {
+		size += len(vs[n]) + 4
+		n++
+	}
+	return n
+}
+
+// inParamBytes is about how many bytes of values one statement binds as an
+// Array(String) parameter: well under the engine's default max_query_size
+// of 256 KiB, within which it parses the parameter statement.
+const inParamBytes = 128 << 10
+
+// stagedSetBytes bounds one staged set's file (16 MiB): a group commit's
+// ids are one file.
+const stagedSetBytes = 16 << 20
 
 // pendingWorkSQL selects one page of the backlog: stored requests with pending
 // work rows whose candidate version has no stored run other than a cancelled one

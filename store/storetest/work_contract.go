@@ -111,4 +111,30 @@ func contractWorkBacklog(t *testing.T, st store.Store) {
 	if ids, err := st.StoredRequests(ctx, nil); err != nil || len(ids) != 0 {
 		t.Errorf("StoredRequests(nil) = %v, %v; want none", ids, err)
 	}
+
+	// Ids are found byte for byte, whatever they hold, and a lookup larger
+	// than one statement binds (hundreds of KiB of ids) finds each.
+	odd := []string{"tab\tid", "new\nline", `back\slash`, `back\\n`, "quote'd", `dq"id`, "ünï-ˇ", " spaced ", "nul\x00id", "cr\rid"}
+	var oddReqs []store.Request
+	for _, id := range odd {
+		oddReqs = append(oddReqs, store.Request{RequestID: id, ReceivedAt: t0, Source: store.SourceTap, Input: "[]"})
+	}
+	if err := st.InsertRequests(ctx, oddReqs); err != nil {
+		t.Fatal(err)
+	}
+	lookup := slices.Clone(odd)
+	for i := range 20000 {
+		lookup = append(lookup, fmt.Sprintf("never-stored-request-id-%06d", i))
+	}
+	lookup = append(lookup, "w4", "tab", "new", `back\`)
+	ids, err = st.StoredRequests(ctx, lookup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(ids)
+	found := append(slices.Clone(odd), "w4")
+	slices.Sort(found)
+	if !reflect.DeepEqual(ids, found) {
+		t.Errorf("StoredRequests of %d ids = %q; want %q", len(lookup), ids, found)
+	}
 }
