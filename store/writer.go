@@ -356,19 +356,20 @@ func (w *Writer) takePendingLocked() Batch {
 // commits closer together than that the writer makes no INSERTs of its own.
 //
 // b is written alone when it and the waiting rows would make more than
-// writeWithRows (or BatchSize) rows or BatchBytes bytes, and at once while
-// the writer is flushing (not waiting for that flush).
+// BatchSize rows or BatchBytes bytes, and at once while the writer is
+// flushing (not waiting for that flush).
 func (w *Writer) WriteWith(ctx context.Context, b Batch) error {
 	if !w.mu.TryLock() {
 		return writeTogether(ctx, w.st, Batch{}, b)
 	}
 	defer w.mu.Unlock()
-	// The rows waiting go along while b and they make at most
-	// writeWithRows rows (and BatchSize) and BatchBytes bytes: a larger b
-	// (a group commit of thousands of copies, which shares its INSERTs'
-	// cost well by itself) is not made slower, and its commit no likelier
-	// to outlast its deadline, by rows that are not its own.
-	most, bBytes := min(writeWithRows, w.cfg.BatchSize), b.TextBytes()
+	// The rows waiting go along while b and they make at most BatchSize
+	// rows and BatchBytes bytes, what the writer would write in one INSERT
+	// of its own. Those rows are written either way, on the same engine
+	// (its calls are serialized), so the commit takes longer by about the
+	// time the writer's own INSERTs would have held the engine between
+	// commits, and their parts are saved.
+	most, bBytes := w.cfg.BatchSize, b.TextBytes()
 	w.takeQueuedLocked(most-b.Rows(), w.cfg.BatchBytes-bBytes)
 	if w.pending.Rows()+b.Rows() > most || w.pendingBytes+bBytes > w.cfg.BatchBytes {
 		return writeTogether(ctx, w.st, Batch{}, b)
@@ -395,12 +396,6 @@ func (w *Writer) WriteWith(ctx context.Context, b Batch) error {
 	}
 	return nil
 }
-
-// writeWithRows is the most rows a WriteWith writes, its own and the
-// writer's together: 10,000. A 5,000-copy group commit (20,000 rows) that took
-// 10,000 of the writer's rows along outlasted its deadline (4 ×
-// ingest.accept_timeout) on a machine at load 30 and was refused whole.
-const writeWithRows = 10000
 
 // writeTogether inserts held and b as WriteWith orders them, one INSERT per
 // table, stopping at the first error (wrapped with the table).
