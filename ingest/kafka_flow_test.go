@@ -18,6 +18,7 @@ import (
 // kinds pseudonymized in each exchange, and a publish the brokers refused
 // as failed.
 func TestKafkaFlowMeterCountsWhatTheBrokersHold(t *testing.T) {
+	t.Parallel() // its Kafka peer is its own: runs beside the other Kafka tests
 	ctx := context.Background()
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "flows"))
 	if err != nil {

@@ -89,6 +89,7 @@ func (c *consumer) stop(t *testing.T, d time.Duration) {
 // consumer mid-stream, starts another in the same group, and checks every exchange
 // and its runs are in the store exactly once.
 func TestKafkaConsumerRestartStoresEachExchangeOnce(t *testing.T) {
+	t.Parallel() // its Kafka peer is its own: runs beside the other Kafka tests
 	kcfg := newKafkaCluster(t, "exchanges", 3)
 	ctx := context.Background()
 	const n = 60
@@ -194,6 +195,7 @@ func TestKafkaConfigValidate(t *testing.T) {
 // gone every copy is refused with 503 (never accepted), counted, and Ready names
 // Kafka once a publish failed.
 func TestKafkaTapAcceptsOnlyAcknowledgedCopies(t *testing.T) {
+	t.Parallel() // its Kafka peer is its own: runs beside the other Kafka tests
 	ctx := context.Background()
 	c := newLimitCluster(t, "acks", 1)
 	kcfg := NewDefaultKafkaConfig()
@@ -375,6 +377,7 @@ func (p *slowEcho) counts() (distinct, twice int) {
 // run once, and with a store each it must be stored in exactly one: a member
 // finishes and commits what it holds before its partitions move.
 func TestKafkaRebalanceRunsEachExchangeOnce(t *testing.T) {
+	t.Parallel() // its Kafka peer is its own: runs beside the other Kafka tests
 	tests := []struct {
 		name   string
 		stores bool

@@ -76,6 +76,7 @@ func readFrontStatus(t *testing.T, addr string) frontStatus {
 // shadow side restarted, and every copy answered 202 stored; and that
 // SIGTERM stops both.
 func TestIsolatedServe(t *testing.T) {
+	t.Parallel() // its serve process is its own: runs beside the other parallel tests
 	bin := buildBinary(t)
 	pool := simulatedPool(t, 0.01)
 	incumbent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

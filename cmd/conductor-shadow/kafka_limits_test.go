@@ -34,6 +34,7 @@ const kafkaDefaultMessageMaxBytes = "1048588"
 // chunks reassembled and its SHA-256 checked), and /readyz, polled all along,
 // must answer 200 every time.
 func TestKafkaOneKBCopiesAfterAThreeMBOneAllArrive(t *testing.T) {
+	t.Parallel() // its tap process and Kafka peer are its own
 	if testing.Short() {
 		t.Skip("builds the binary and runs a tap process")
 	}
