@@ -126,6 +126,7 @@ func Operating(n int, s Scenario, d Design) (OC, error) {
 	}
 	xPass, xFailFirst := -1, -1
 	var below, fail *binomTracker
+	lf := newLogFactorials(kHi)
 	for k := kLo; k <= kHi; k++ {
 		// For fixed k, Tango's Z rises with x (more pairs for the candidate), so
 		// PASS is x ≥ xPass and FAIL is x ≤ xFail (and not PASS).
@@ -147,7 +148,7 @@ func Operating(n int, s Scenario, d Design) (OC, error) {
 			continue
 		}
 		if below == nil {
-			below, fail = newBinomTracker(k, xPass-1, pi), newBinomTracker(k, xFail, pi)
+			below, fail = newBinomTracker(k, xPass-1, pi, lf), newBinomTracker(k, xFail, pi, lf)
 		} else {
 			below.step(k, xPass-1)
 			fail.step(k, xFail)
@@ -187,10 +188,11 @@ type binomTracker struct {
 	f, p   float64
 	lp, lq float64
 	steps  int
+	lf     logFactorials
 }
 
-func newBinomTracker(k, x int, p float64) *binomTracker {
-	b := &binomTracker{p: p, lp: math.Log(p), lq: math.Log1p(-p)}
+func newBinomTracker(k, x int, p float64, lf logFactorials) *binomTracker {
+	b := &binomTracker{p: p, lp: math.Log(p), lq: math.Log1p(-p), lf: lf}
 	b.exact(k, x)
 	return b
 }
@@ -212,10 +214,29 @@ func (b *binomTracker) pmf(k, x int) float64 {
 	if x < 0 || x > k {
 		return 0
 	}
-	lk, _ := math.Lgamma(float64(k + 1))
-	lx, _ := math.Lgamma(float64(x + 1))
-	lr, _ := math.Lgamma(float64(k - x + 1))
-	return math.Exp(lk - lx - lr + float64(x)*b.lp + float64(k-x)*b.lq)
+	return math.Exp(b.lf.of(k) - b.lf.of(x) - b.lf.of(k-x) + float64(x)*b.lp + float64(k-x)*b.lq)
+}
+
+// logFactorials memoizes ln(i!) = Lgamma(i+1) for 0 ≤ i ≤ n, each computed
+// on first use: a tracker's steps read the same few hundred values over and
+// over (the same figures as calling Lgamma each time, bit for bit).
+type logFactorials []float64
+
+func newLogFactorials(n int) logFactorials {
+	lf := make(logFactorials, n+1)
+	for i := range lf {
+		lf[i] = math.NaN()
+	}
+	return lf
+}
+
+func (lf logFactorials) of(i int) float64 {
+	if v := lf[i]; !math.IsNaN(v) {
+		return v
+	}
+	v, _ := math.Lgamma(float64(i + 1))
+	lf[i] = v
+	return v
 }
 
 // step moves the tracker to (k, x), k one above the last.
