@@ -51,6 +51,34 @@ func TestTapBatchAnswersEachItem(t *testing.T) {
 	}
 }
 
+// TestTapBatchEnvelopeAsEncodingJSONReadIt: the envelope is read as
+// encoding/json decoded it into BatchRequest: other members are skipped
+// whatever they hold, the member name matches in any case, the last
+// "exchanges" counts.
+func TestTapBatchEnvelopeAsEncodingJSONReadIt(t *testing.T) {
+	one := string(readFile(t, "good_minimal.json"))
+	full := string(readFile(t, "good_full.json"))
+	tests := []struct {
+		name string
+		body string
+		want int // exchanges queued
+	}{
+		{"invalid utf-8 in another member", "{\"note\":\"\xff\",\"exchanges\":[" + one + "]}", 1},
+		{"other members, the name in capitals", `{"note":{"a":[1,{}]},"EXCHANGES":[` + one + `]}`, 1},
+		{"the last exchanges member counts", `{"exchanges":[` + one + `],"exchanges":[` + full + `,` + one + `]}`, 2},
+		{"whitespace around", " \n{ \"exchanges\" :\t[ " + one + " ] }\n", 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, q, _, h := newTestTap(t, NewDefaultConfig())
+			rec, resp := postBatch(h, []byte(tt.body))
+			if rec.Code != http.StatusOK || resp.Counts["queued"] != tt.want || len(resp.Results) != tt.want || q.Len() != tt.want {
+				t.Fatalf("status %d, counts %v, queue %d; want 200 and %d queued: %s", rec.Code, resp.Counts, q.Len(), tt.want, rec.Body)
+			}
+		})
+	}
+}
+
 func TestTapBatchRefusesBadEnvelopes(t *testing.T) {
 	cfg := NewDefaultConfig()
 	cfg.MaxBatchItems = 2
@@ -74,6 +102,14 @@ func TestTapBatchRefusesBadEnvelopes(t *testing.T) {
 		{"too large", []byte(`{"exchanges":["` + strings.Repeat("a", 70<<10) + `"]}`), 413, ReasonTooLarge, ""},
 		{"item too large", []byte(`{"exchanges":[{"request_id":"x","pad":"` + strings.Repeat("a", 5000) + `"}]}`), 200, "", ReasonTooLarge},
 		{"item not an object", []byte(`{"exchanges":[42]}`), 200, "", ReasonWrongType},
+		{"exchanges not an array", []byte(`{"exchanges":{"request_id":"x"}}`), 400, ReasonMalformedJSON, ""},
+		{"exchanges null", []byte(`{"exchanges":null}`), 400, ReasonInvalid, ""},
+		{"no exchanges member", []byte(`{"items":[` + one + `]}`), 400, ReasonInvalid, ""},
+		{"an object that never ends", []byte(`{"exchanges":[` + one + `]`), 400, ReasonMalformedJSON, ""},
+		{"a bad name", []byte(`{exchanges:[` + one + `]}`), 400, ReasonMalformedJSON, ""},
+		{"a bad value after the array", []byte(`{"exchanges":[` + one + `],"x":tru}`), 400, ReasonMalformedJSON, ""},
+		{"malformed inside an item", []byte(`{"exchanges":[{"request_id":"x",}]}`), 400, ReasonMalformedJSON, ""},
+		{"a repeated name inside an item", []byte(`{"exchanges":[{"request_id":"a","request_id":"x"}]}`), 200, "", ReasonInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
