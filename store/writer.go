@@ -157,7 +157,8 @@ type Writer struct {
 	cfg WriterConfig
 	log *slog.Logger
 
-	logEvery rate.Sometimes // rate-limits the loss log lines
+	logEvery    rate.Sometimes // rate-limits the loss log lines
+	refuseEvery rate.Sometimes // rate-limits the queue-full log lines
 
 	failing Failing // since when writes fail, and the last error
 
@@ -193,7 +194,7 @@ func NewWriter(st TraceWriter, cfg WriterConfig, log *slog.Logger) (*Writer, err
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Writer{st: st, cfg: cfg, log: log, logEvery: rate.Sometimes{Interval: 5 * time.Second},
+	return &Writer{st: st, cfg: cfg, log: log, logEvery: rate.Sometimes{Interval: 5 * time.Second}, refuseEvery: rate.Sometimes{Interval: 5 * time.Second},
 		queue: make(chan Batch, cfg.QueueSize), took: make(chan struct{}, 1), flushReqs: make(chan flushRequest), stop: make(chan struct{}), done: make(chan struct{})}, nil
 }
 
@@ -258,7 +259,11 @@ func (w *Writer) Enqueue(b Batch) error {
 		return nil
 	default:
 		w.rejected.Add(1)
-		w.logLoss("store writer: batch refused", ErrQueueFull)
+		// Not a loss here: the caller keeps b (the processor sends it again
+		// with backoff) and counts what it gives up.
+		w.refuseEvery.Do(func() {
+			w.log.Warn("store writer: queue full, batch refused; the caller keeps it", "queue_batches", cap(w.queue), "rejected_batches_total", w.rejected.Load())
+		})
 		return ErrQueueFull
 	}
 }

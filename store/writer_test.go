@@ -246,10 +246,17 @@ func writerFlushesOnInterval(t *testing.T, st store.Store) {
 	waitFor(t, "interval flush", func() bool { return stored(t, st).Scores == 2 })
 }
 
+// A full queue refuses at once; the refusal is logged as a warning, not as a
+// loss: the caller keeps the batch.
 func writerQueueFullNeverBlocks(t *testing.T, st store.Store) {
 	cfg := writerConfig()
 	cfg.QueueSize = 2
-	w := newWriter(t, st, cfg) // not started: nothing drains the queue
+	var logs bytes.Buffer
+	var mu sync.Mutex
+	w, err := store.NewWriter(st, cfg, slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))) // not started: nothing drains the queue
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := range 2 {
 		if err := w.Enqueue(batchOf(t, fmt.Sprint(i))); err != nil {
 			t.Fatalf("enqueue %d: %v", i, err)
@@ -267,6 +274,12 @@ func writerQueueFullNeverBlocks(t *testing.T, st store.Store) {
 	}
 	if s := w.Stats(); s.Rejected != 1 || s.Queued != 2*fixtureRows {
 		t.Errorf("stats = %+v; want 1 rejected, 20 queued", s)
+	}
+	mu.Lock()
+	line := logs.String()
+	mu.Unlock()
+	if !contains(line, "level=WARN") || !contains(line, "queue full") || contains(line, "level=ERROR") {
+		t.Errorf("log = %q; want one warning that the queue was full, no error", line)
 	}
 	shutdown(t, w) // drains without Start
 	if c := stored(t, st); c.Requests != 2 {
