@@ -133,3 +133,25 @@ func TestTapBatchRefusesBadEnvelopes(t *testing.T) {
 		t.Fatalf("%d copies queued from refused batches", q.Len())
 	}
 }
+
+// TestSplitBatchCopiesAtMostMaxItems: past maxItems the exchanges are checked
+// and counted, not kept, so an oversized batch is refused with its true size.
+func TestSplitBatchCopiesAtMostMaxItems(t *testing.T) {
+	body := []byte(`{"exchanges":[{},{"a":1},[],"x",{"b":[2]}]}`)
+	items, total, err := splitBatch(body, 2)
+	if err != nil || total != 5 || len(items) != 2 || string(items[0]) != `{}` || string(items[1]) != `{"a":1}` {
+		t.Fatalf("splitBatch = %q, %d, %v; want the first 2 of 5", items, total, err)
+	}
+	if _, _, err := splitBatch([]byte(`{"exchanges":[{},{},{,]}`), 1); err == nil {
+		t.Fatal("a malformed exchange past maxItems was not an error")
+	}
+	cfg := NewDefaultConfig()
+	cfg.MaxBatchItems = 2
+	_, q, _, h := newTestTap(t, cfg)
+	rec, _ := postBatch(h, body)
+	var tr TapResponse
+	_ = json.Unmarshal(rec.Body.Bytes(), &tr)
+	if rec.Code != http.StatusRequestEntityTooLarge || !strings.Contains(tr.Error, "holds 5 exchanges, at most 2") || q.Len() != 0 {
+		t.Fatalf("status %d, answer %+v, queue %d; want 413 naming 5 of at most 2", rec.Code, tr, q.Len())
+	}
+}
