@@ -559,9 +559,6 @@ func splitBatch(body []byte, maxItems int) (items []json.RawMessage, total int, 
 			continue
 		case '[':
 		default:
-			if _, err := dec.ReadValue(); err != nil {
-				return nil, 0, err
-			}
 			return nil, 0, fmt.Errorf("\"exchanges\" is a JSON %s, not an array", kindName(k))
 		}
 		if _, err := dec.ReadToken(); err != nil {
@@ -596,20 +593,14 @@ func splitBatch(body []byte, maxItems int) (items []json.RawMessage, total int, 
 // kindName names a JSON value kind as an error reads it.
 func kindName(k jsontext.Kind) string {
 	switch k {
-	case '"':
-		return "string"
-	case '0':
-		return "number"
-	case 't', 'f':
-		return "boolean"
-	case 'n':
-		return "null"
-	case '[':
-		return "array"
 	case '{':
 		return "object"
+	case '[':
+		return "array"
+	case 't', 'f':
+		return "boolean"
 	}
-	return "value"
+	return k.String() // null, string, number
 }
 
 // handleBatch takes many exchanges at once. The envelope must be valid JSON (else

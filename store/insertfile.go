@@ -122,7 +122,7 @@ func (s *insertScratch) insert(ctx context.Context, ref *chdb.Ref, db, table str
 }
 
 // stage writes b to a new scratch file named …ext and returns its path; the
-// caller removes it.
+// caller removes it. Errors name the scratch folder's failure.
 func (s *insertScratch) stage(b []byte, ext string) (string, error) {
 	// A name no other statement has: every store of the process (one per
 	// database, or per role) stages into the same folder, so a counter of
@@ -130,17 +130,17 @@ func (s *insertScratch) stage(b []byte, ext string) (string, error) {
 	// the other's rows into the wrong table.
 	f, err := os.CreateTemp(s.dir, strconv.Itoa(os.Getpid())+"-*"+ext)
 	if err != nil {
-		return "", fmt.Errorf("stage rows: %w", err)
+		return "", fmt.Errorf("stage a scratch file: %w", err)
 	}
 	path := f.Name()
 	if _, err := f.Write(b); err != nil {
 		f.Close()
 		os.Remove(path)
-		return "", fmt.Errorf("stage rows: %w", err)
+		return "", fmt.Errorf("stage a scratch file: %w", err)
 	}
 	if err := f.Close(); err != nil {
 		os.Remove(path)
-		return "", fmt.Errorf("stage rows: %w", err)
+		return "", fmt.Errorf("stage a scratch file: %w", err)
 	}
 	return path, nil
 }
