@@ -145,12 +145,39 @@ func (c *kafkaConsumer) start() error {
 	return c.cgErr
 }
 
+// Rejoin pauses while generations churn: kafka-go's partition watcher
+// (ConsumerGroupConfig.WatchPartitionChanges) ends a generation at once when
+// its first read of the topic's partitions fails, which is what it does
+// while the topic does not exist, and the group then joins again at once:
+// thousands of JoinGroup and SyncGroup requests a second, a core busy in the
+// worker and one in the broker. When a generation that held no partition of
+// the topic ended within churnLife and the next holds none either, the next
+// join waits, from minRejoinPause doubling to maxRejoinPause; a generation
+// that holds a partition, or follows one that lasted longer, ends the pause.
+const (
+	churnLife      = time.Second
+	minRejoinPause = 100 * time.Millisecond
+	maxRejoinPause = 5 * time.Second
+)
+
 // run takes each generation of the group in turn; the group waits for a
 // generation's function (the drain included) before it rejoins.
 func (c *kafkaConsumer) run(ctx context.Context) {
 	defer close(c.runDone)
+	var (
+		pause time.Duration // before the next generation is taken (Rejoin pauses)
+		empty bool          // the last generation held no partition of the topic
+	)
 	for {
-		gen, err := c.cg.Next(ctx)
+		if pause > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(pause):
+			}
+		}
+		asked := time.Now()
+		gen, err := c.cg.Next(ctx) // blocks while the last generation lives
 		if err != nil {
 			if ctx.Err() != nil || errors.Is(err, kafka.ErrGroupClosed) {
 				return
@@ -166,6 +193,19 @@ func (c *kafkaConsumer) run(ctx context.Context) {
 			continue
 		}
 		c.q.fetching.Note(nil)
+		churned := empty && time.Since(asked) < churnLife // the last generation
+		empty = len(gen.Assignments[c.cfg.Topic]) == 0
+		switch {
+		case churned && empty && pause == 0:
+			pause = minRejoinPause
+			c.q.log.Warn("kafka: generations of the group end at once with no partition of the topic (is the topic created?); joining again after a growing pause",
+				"group", c.cfg.Group, "topic", c.cfg.Topic, "max_pause", maxRejoinPause)
+		case churned && empty:
+			pause = min(2*pause, maxRejoinPause)
+		case pause > 0:
+			pause = 0
+			c.q.log.Info("kafka: generations of the group no longer end at once; joining without a pause", "group", c.cfg.Group, "topic", c.cfg.Topic)
+		}
 		gen.Start(func(gctx context.Context) { c.generation(gctx, gen) })
 	}
 }
