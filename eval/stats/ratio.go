@@ -2,8 +2,6 @@ package stats
 
 import (
 	"math"
-	"slices"
-	"sort"
 
 	"gonum.org/v1/gonum/stat/distuv"
 
@@ -138,14 +136,20 @@ func quantileInfluence(obs []Obs, idx []int, p float64) (q float64, psi []float6
 	if n == 0 {
 		return 0, psi, known, 0
 	}
-	slices.Sort(lat)
-	q = percentile.NearestRank(lat, p)
 	pp := p / 100
 	h := hallSheather(n, pp)
 	pLo, pHi := math.Max(pp-h, 1/float64(n)), math.Min(pp+h, 1)
-	sparsity := (percentile.NearestRank(lat, 100*pHi) - percentile.NearestRank(lat, 100*pLo)) / (pHi - pLo)
+	qs := percentile.NearestRanks(lat, p, 100*pHi, 100*pLo)
+	q = qs[0]
+	sparsity := (qs[1] - qs[2]) / (pHi - pLo)
 	// Centred indicators: with ties at q̂ the share at or below it is not p.
-	below := float64(sort.SearchFloat64s(lat, math.Nextafter(q, math.Inf(1)))) / float64(n)
+	atOrBelow := 0
+	for _, v := range lat {
+		if v <= q {
+			atOrBelow++
+		}
+	}
+	below := float64(atOrBelow) / float64(n)
 	scale := 0.0
 	if q > 0 {
 		scale = sparsity / q

@@ -32,7 +32,6 @@ package figure
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/conductor-shadow/conductor-shadow/store/percentile"
 )
@@ -83,11 +82,11 @@ func Latency(ms []float64, p float64) float64 {
 			known = append(known, v)
 		}
 	}
-	return percentile.Of(known, p)
+	return percentile.NearestRanks(known, p)[0]
 }
 
-// Latencies returns Latency(ms, p) for each of ps, sorting the known
-// latencies once.
+// Latencies returns Latency(ms, p) for each of ps, by selection over one
+// copy of the known latencies (percentile.NearestRanks).
 func Latencies(ms []float64, ps ...float64) []float64 {
 	known := make([]float64, 0, len(ms))
 	for _, v := range ms {
@@ -95,12 +94,7 @@ func Latencies(ms []float64, ps ...float64) []float64 {
 			known = append(known, v)
 		}
 	}
-	slices.Sort(known)
-	out := make([]float64, len(ps))
-	for i, p := range ps {
-		out[i] = percentile.NearestRank(known, p)
-	}
-	return out
+	return percentile.NearestRanks(known, ps...)
 }
 
 // LatencySQL returns a ClickHouse aggregate expression for Latency over the

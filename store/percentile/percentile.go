@@ -15,6 +15,7 @@ package percentile
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"slices"
 	"strconv"
 	"time"
@@ -38,6 +39,72 @@ func NearestRank(sorted []float64, p float64) float64 {
 		return 0
 	}
 	return sorted[Rank(len(sorted), p)-1]
+}
+
+// NearestRanks returns NearestRank of values sorted, for each of ps (each
+// 0 < p ≤ 100), without sorting them: each percentile is found by selection
+// (Hoare's quickselect, three-way partitions about a median of three,
+// falling back to a sort past 2·log₂ n rounds), O(n) expected against the
+// sort's O(n log n). values is reordered in place and must hold no NaN; the
+// figures are those NearestRank gives, as the rank of an ordered value does
+// not depend on how it was found. 0 for each p when values is empty.
+func NearestRanks(values []float64, ps ...float64) []float64 {
+	out := make([]float64, len(ps))
+	n := len(values)
+	if n == 0 {
+		return out
+	}
+	// Ranks in ascending order: after the k-th value is placed, every later
+	// rank lies at or after k.
+	order := make([]int, len(ps))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return Rank(n, ps[a]) - Rank(n, ps[b]) })
+	lo := 0
+	for _, i := range order {
+		k := Rank(n, ps[i]) - 1
+		selectIndex(values[lo:], k-lo)
+		out[i], lo = values[k], k
+	}
+	return out
+}
+
+// selectIndex reorders a so that a[k] holds the value an ascending sort
+// would put there, no value before it greater and none after it smaller.
+func selectIndex(a []float64, k int) {
+	for rounds := 2 * bits.Len(uint(len(a))); len(a) > 12; rounds-- {
+		if rounds == 0 {
+			slices.Sort(a)
+			return
+		}
+		x, y, z := a[0], a[len(a)/2], a[len(a)-1]
+		pivot := max(min(x, y), min(max(x, y), z)) // the median of the three
+		// a[:lt] < pivot, a[lt:i] == pivot, a[gt:] > pivot.
+		lt, i, gt := 0, 0, len(a)
+		for i < gt {
+			switch v := a[i]; {
+			case v < pivot:
+				a[lt], a[i] = v, a[lt]
+				lt++
+				i++
+			case v > pivot:
+				gt--
+				a[i], a[gt] = a[gt], v
+			default:
+				i++
+			}
+		}
+		switch {
+		case k < lt:
+			a = a[:lt]
+		case k >= gt:
+			a, k = a[gt:], k-gt
+		default:
+			return // a[k] == pivot, in place
+		}
+	}
+	slices.Sort(a)
 }
 
 // Of sorts a copy of values and returns its nearest-rank p-th percentile.
