@@ -326,6 +326,8 @@ func newSuite(cfg Config, s uint64) (*suite, error) {
 
 // grow draws cases until the suite has n.
 func (s *suite) grow(n int) {
+	s.inc = slices.Grow(s.inc, n-len(s.inc))
+	s.cand = slices.Grow(s.cand, n-len(s.cand))
 	for len(s.inc) < n {
 		i, c := s.draw.next()
 		s.inc = append(s.inc, i)
@@ -424,9 +426,10 @@ func (looksMode) Run(cfg Config, s uint64) Outcome {
 		}
 		if k == 1 {
 			// The advice: the plan's cases (fixed at the first look).
-			target = gate.PlannedCases(cfg.Policy, c)
 			if look != nil {
 				target = look.MaxCases
+			} else {
+				target = gate.PlannedCases(cfg.Policy, c)
 			}
 		}
 		if look != nil {
