@@ -119,13 +119,13 @@ func TestServeHTTPTimeouts(t *testing.T) {
 }
 
 // The data folder is private: a fresh one is created 0700 with every file
-// 0600 by the real binary (umask 077 set in main before the engine starts),
+// 0600 by the command run as an OS process (umask 077 set in main before the engine starts),
 // and a folder written before with looser modes is mended when it opens.
 // Checked by walking the folder after the server stored a copy and stopped.
 func TestServeDataFolderIsPrivate(t *testing.T) {
 	t.Parallel() // its serve processes are its own: runs beside the other parallel tests
 	storetest.RequireEngine(t)
-	bin := buildBinary(t)
+	bin := commandBinary(t)
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
 	// An older folder: world-readable, with a world-readable file inside.

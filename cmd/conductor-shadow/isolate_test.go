@@ -67,7 +67,7 @@ func readFrontStatus(t *testing.T, addr string) frontStatus {
 }
 
 // TestIsolatedServe runs `serve` (role all, server.isolate on by default) as
-// the built binary: the front supervises its shadow side as a child process.
+// an OS process: the front supervises its shadow side as a child process.
 // It checks that every thread of the shadow side runs at least
 // server.shadow_nice steps below the front and every thread of the front at
 // the base priority; that a copy POSTed to /v1/tap is stored and shadowed
@@ -77,7 +77,7 @@ func readFrontStatus(t *testing.T, addr string) frontStatus {
 // SIGTERM stops both.
 func TestIsolatedServe(t *testing.T) {
 	t.Parallel() // its serve process is its own: runs beside the other parallel tests
-	bin := buildBinary(t)
+	bin := commandBinary(t)
 	pool := simulatedPool(t, 0.01)
 	incumbent := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)

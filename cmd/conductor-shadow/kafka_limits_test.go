@@ -36,9 +36,9 @@ const kafkaDefaultMessageMaxBytes = "1048588"
 func TestKafkaOneKBCopiesAfterAThreeMBOneAllArrive(t *testing.T) {
 	t.Parallel() // its tap process and Kafka peer are its own
 	if testing.Short() {
-		t.Skip("builds the binary and runs a tap process")
+		t.Skip("runs the command as a tap process")
 	}
-	bin := buildBinary(t)
+	bin := commandBinary(t)
 	const topic = "limits"
 	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(6, topic),
 		kfake.BrokerConfigs(map[string]string{"message.max.bytes": kafkaDefaultMessageMaxBytes}))

@@ -1,51 +1,25 @@
 package main
 
 import (
-	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"sync"
 	"testing"
 )
 
-// commandBinary is this command compiled once per test run: linking it takes
-// about 10 s of CPU, and the tests that run it as OS processes share one.
-var commandBinary binaryBuild
-
-// binaryBuild builds the command into a folder of its own on first use;
-// remove deletes the folder.
-type binaryBuild struct {
-	once sync.Once
-	dir  string
-	bin  string
-	err  error
-}
-
-func (b *binaryBuild) build() (string, error) {
-	b.once.Do(func() {
-		if b.dir, b.err = os.MkdirTemp("", "conductor-shadow-bin-"); b.err != nil {
-			return
-		}
-		b.bin = filepath.Join(b.dir, "conductor-shadow")
-		if out, err := exec.Command("go", "build", "-o", b.bin, ".").CombinedOutput(); err != nil {
-			b.err = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	return b.bin, b.err
-}
-
-func (b *binaryBuild) remove() {
-	if b.dir != "" {
-		_ = os.RemoveAll(b.dir)
-	}
-}
+// asCommandEnv, set in a process's environment, makes this test binary run
+// as the command itself (main) instead of the tests: the tests that start the
+// command as OS processes run the binary they are in (commandBinary), which
+// holds the same code as `go build` would link, so no second link (about
+// 6 s of CPU) is needed. startServe sets it for each process it starts; the
+// processes serve starts inherit it.
+const asCommandEnv = "CONDUCTOR_SHADOW_TEST_AS_COMMAND"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(lowerThreadsEnv) != "" {
+	switch {
+	case os.Getenv(asCommandEnv) != "":
+		main()
+		os.Exit(0)
+	case os.Getenv(lowerThreadsEnv) != "":
 		os.Exit(lowerThreadsMain()) // a child of TestLowerAllThreadsIdle
 	}
-	code := m.Run()
-	commandBinary.remove()
-	os.Exit(code)
+	os.Exit(m.Run())
 }

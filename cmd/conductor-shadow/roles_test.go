@@ -27,12 +27,11 @@ import (
 	"github.com/conductor-shadow/conductor-shadow/store/storetest"
 )
 
-// buildBinary returns this command compiled into the test run's folder
-// (commandBinary): built by the first test that asks, shared by the others,
-// which only run it.
-func buildBinary(t *testing.T) string {
+// commandBinary returns the command to start as OS processes: this test
+// binary, which runs as the command when asCommandEnv is set (TestMain).
+func commandBinary(t *testing.T) string {
 	t.Helper()
-	bin, err := commandBinary.build()
+	bin, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +52,7 @@ func startServe(t *testing.T, bin string, env []string, name string, args ...str
 	addr := freeAddr(t)
 	p := &osProcess{name: name, addr: addr, exited: make(chan error, 1), done: make(chan struct{}), log: &syncBuffer{}}
 	p.cmd = exec.Command(bin, append(append([]string{}, args...), "--addr", addr, "serve")...)
-	p.cmd.Env = env
+	p.cmd.Env = append(append([]string{}, env...), asCommandEnv+"=1")
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -277,9 +276,9 @@ func TestRolesRebalanceShadowsEachExchangeOnce(t *testing.T) {
 	t.Parallel() // its serve processes are its own: runs beside the other parallel tests
 	storetest.RequireEngine(t)
 	if testing.Short() {
-		t.Skip("builds the binary and runs six processes")
+		t.Skip("runs the command as six processes")
 	}
-	bin := buildBinary(t)
+	bin := commandBinary(t)
 
 	const topic = "exchanges"
 	kc, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(6, topic), kfake.GroupMinSessionTimeout(500*time.Millisecond),
@@ -289,7 +288,7 @@ func TestRolesRebalanceShadowsEachExchangeOnce(t *testing.T) {
 	}
 	defer kc.Close()
 
-	sim := newSimulator(t, 0.02) // a conductor run takes a few hundred ms: the stream outlasts the kill and the third worker
+	sim := newSimulator(t, 0.01) // a conductor run takes one or two hundred ms: the stream outlasts the kill and the third worker
 	plans := &planCounter{counts: map[string]map[int]int{}}
 	pool := httptest.NewServer(plans.wrap(sim))
 	defer pool.Close()
