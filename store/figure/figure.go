@@ -75,15 +75,7 @@ func KnownLatency(ms float64) bool { return ms > 0 }
 // Latency returns the nearest-rank p-th percentile (0 < p ≤ 100) of the known
 // latencies (ms) among ms, in any order; ms is not modified. 0 when none is
 // known.
-func Latency(ms []float64, p float64) float64 {
-	known := make([]float64, 0, len(ms))
-	for _, v := range ms {
-		if KnownLatency(v) {
-			known = append(known, v)
-		}
-	}
-	return percentile.NearestRanks(known, p)[0]
-}
+func Latency(ms []float64, p float64) float64 { return Latencies(ms, p)[0] }
 
 // Latencies returns Latency(ms, p) for each of ps, by selection over one
 // copy of the known latencies (percentile.NearestRanks).
