@@ -257,7 +257,7 @@ func (r *statusRecorder) Flush() {
 // TestRolesRebalanceShadowsEachExchangeOnce is the rebalance case with one
 // embedded store per shadow worker (no store sees another's runs): 1 tap and
 // 2 shadow workers as OS processes over a Kafka peer keeping the broker's
-// default message limit; 200 exchanges are posted at once; worker 1 is killed
+// default message limit; 150 exchanges are posted at once; worker 1 is killed
 // with SIGKILL mid-stream, a third worker is started and, once it stored some,
 // stopped with SIGTERM (two more rebalances), then worker 1 comes back on its
 // folder. Candidate runs are counted per exchange across every process (the
@@ -343,7 +343,7 @@ writer:
 		t.Fatalf("the tap role serves no web UI: GET / = %s", resp.Status)
 	}
 
-	const n = 200
+	const n = 150
 	began := time.Now()
 	ids := postQuestions(t, tap, n)
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -22,11 +23,7 @@ func TestDurabilityAcrossKillAndStop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binaries")
 	}
-	bin := t.TempDir()
-	// One go build for both commands (compiled side by side), each named after its folder.
-	if b, err := exec.Command("go", "build", "-o", bin+string(filepath.Separator), "../conductor-shadow", "../simllm").CombinedOutput(); err != nil {
-		t.Fatalf("go build conductor-shadow simllm: %v\n%s", err, b)
-	}
+	bin := commandBinaries(t)
 	var log bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -55,4 +52,28 @@ func TestDurabilityAcrossKillAndStop(t *testing.T) {
 	if rep.Duplicates == 0 {
 		t.Error("copies sent again were never answered duplicate")
 	}
+}
+
+// commandBinaries builds conductor-shadow and simllm (one go build, compiled
+// side by side, each named after its folder) into a folder of the user's
+// cache and returns it. go build links a binary again only when its build ID
+// changed, so a run after an unchanged one links nothing (about 7 s of CPU
+// otherwise). Set CONDUCTOR_SHADOW_TEST_BIN to build elsewhere.
+func commandBinaries(t *testing.T) string {
+	t.Helper()
+	bin := os.Getenv("CONDUCTOR_SHADOW_TEST_BIN")
+	if bin == "" {
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			t.Fatalf("a folder for the test binaries: %v (set CONDUCTOR_SHADOW_TEST_BIN)", err)
+		}
+		bin = filepath.Join(cache, "conductor-shadow", "loadtest-bin")
+	}
+	if err := os.MkdirAll(bin, 0o700); err != nil {
+		t.Fatalf("test binaries folder: %v", err)
+	}
+	if b, err := exec.Command("go", "build", "-o", bin+string(filepath.Separator), "../conductor-shadow", "../simllm").CombinedOutput(); err != nil {
+		t.Fatalf("go build conductor-shadow simllm into %s: %v\n%s", bin, err, b)
+	}
+	return bin
 }

@@ -219,7 +219,9 @@ type caseDraw struct {
 	pBoth, pInc, pCand  float64 // pass/fail: P(both pass), P(only the incumbent), P(only the candidate)
 	judge               *judgeModel
 	model               Model
-	costScale, latScale float64 // the candidate's factors, mean-corrected
+	costScale, latScale float64    // the candidate's factors, mean-corrected
+	costMean            float64    // e^{σ²/2}, the mean of e^{σZ} for the cost's σ
+	segments            [][]string // one read-only Obs.Segments per name of segmentNames
 }
 
 func newDraw(cfg Config, s uint64) (*caseDraw, error) {
@@ -235,6 +237,10 @@ func newDraw(cfg Config, s uint64) (*caseDraw, error) {
 	}
 	c.costScale = cfg.Model.CostRatio
 	c.latScale = cfg.Model.LatencyRatio
+	c.costMean = math.Exp(cfg.Model.CostSigma * cfg.Model.CostSigma / 2)
+	for _, name := range segmentNames {
+		c.segments = append(c.segments, []string{name})
+	}
 	return c, nil
 }
 
@@ -266,14 +272,14 @@ func (c *caseDraw) next() (inc, cand stats.Obs) {
 	m := c.model
 	zi, zc := c.correlated(m.CostCorrelation)
 	// e^{σZ} has mean e^{σ²/2}: divide it out so the mean cost is 0.002 USD.
-	mc := math.Exp(m.CostSigma * m.CostSigma / 2)
+	mc := c.costMean
 	inc.CostUSD = 0.002 * math.Exp(m.CostSigma*zi) / mc
 	cand.CostUSD = c.costScale * 0.002 * math.Exp(m.CostSigma*zc) / mc
 	li, lc := c.correlated(m.LatencyCorrelation)
 	inc.LatencyMs = 1000 * math.Exp(m.LatencySigma*li)
 	cand.LatencyMs = c.latScale * 1000 * math.Exp(m.LatencySigma*lc)
 	inc.Calls, cand.Calls = 1, 1
-	inc.Segments = []string{segmentNames[c.rng.IntN(len(segmentNames))]}
+	inc.Segments = c.segments[c.rng.IntN(len(c.segments))] // shared: Compare only reads it
 	return inc, cand
 }
 
