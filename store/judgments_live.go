@@ -23,6 +23,29 @@ type LiveJudgmentReader interface {
 	// JudgeStats) and cost, by (pipeline, judge). An invalid q returns its
 	// Validate error.
 	LiveJudgeStats(ctx context.Context, q LiveJudgmentQuery) ([]JudgeStat, error)
+	// LiveJudged reports whether a live row of pair k is stored, of any
+	// outcome and in any version: a re-delivered exchange whose candidate
+	// ran again is not judged twice. An invalid k returns its Validate
+	// error; a failed read the transport's, wrapped.
+	LiveJudged(ctx context.Context, k LivePairKey) (bool, error)
+}
+
+// LivePairKey names one live pair's judgment by one judge worker: the
+// judgments table's key (request_id, pipeline, candidate_run_id) with
+// suite_run_id and canary empty, and the judge worker that judged it.
+type LivePairKey struct {
+	RequestID      string
+	Pipeline       string // the candidate's
+	CandidateRunID string
+	JudgeWorker    string
+}
+
+// Validate reports a key with an empty part.
+func (k LivePairKey) Validate() error {
+	if k.RequestID == "" || k.Pipeline == "" || k.CandidateRunID == "" || k.JudgeWorker == "" {
+		return fmt.Errorf("store: live judged: want a request, a pipeline, a candidate run and a judge worker, got %+v", k)
+	}
+	return nil
 }
 
 // LiveJudgeDay is one UTC day of live judging.
@@ -109,6 +132,32 @@ func (s *sqlStore) LiveJudgeStats(ctx context.Context, q LiveJudgmentQuery) ([]J
 		return nil, fmt.Errorf("store: live judge stats: %w", err)
 	}
 	return rows, nil
+}
+
+// LiveJudged implements LiveJudgmentReader. It reads one key range of the
+// judgments table's order (request_id, pipeline, candidate_run_id), one
+// column, at most one row, without FINAL: any stored version of the row
+// means the pair was judged, so the read skips the merge that FINAL does and
+// the columns a judgment holds. Live judging asks it once per sampled pair.
+func (s *sqlStore) LiveJudged(ctx context.Context, k LivePairKey) (bool, error) {
+	if err := s.check(ctx); err != nil {
+		return false, fmt.Errorf("store: live judged: %w", err)
+	}
+	if err := k.Validate(); err != nil {
+		return false, err
+	}
+	p := Params{}.Str("request", k.RequestID).Str("pipeline", k.Pipeline).Str("run", k.CandidateRunID).Str("worker", k.JudgeWorker)
+	type row struct {
+		One int64 `json:"one"`
+	}
+	rows, err := queryRows[row](ctx, s.t, fmt.Sprintf(`SELECT 1 AS one FROM %s.judgments
+WHERE request_id = {request:String} AND pipeline = {pipeline:String} AND candidate_run_id = {run:String}
+  AND suite_run_id = '' AND canary = '' AND judge_worker = {worker:String}
+LIMIT 1`, s.db), p)
+	if err != nil {
+		return false, fmt.Errorf("store: live judged: %w", err)
+	}
+	return len(rows) > 0, nil
 }
 
 var _ LiveJudgmentReader = (*sqlStore)(nil)

@@ -110,3 +110,54 @@ func TestJudgmentsRoundTripAndStats(t *testing.T) {
 		t.Error("a store without the role: want no JudgmentReader")
 	}
 }
+
+// LiveJudged finds a live row of the pair's key and judge worker, whatever
+// its outcome and however often it was written, and nothing else: not a
+// suite run's row, not a canary, not another worker's, run's or pipeline's.
+func TestLiveJudged(t *testing.T) {
+	s := openTestStore(t)
+	ctx := context.Background()
+	at := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	row := func(req, suite, canary, run, worker, outcome string) Judgment {
+		return Judgment{RequestID: req, SuiteRunID: suite, Canary: canary, Pipeline: "conductor", CandidateRunID: run,
+			Judge: "claude-sonnet-4", JudgeWorker: worker, Outcome: outcome, JudgedAt: at, InclusionProb: 0.5}
+	}
+	js := []Judgment{
+		row("live-1", "", "", "run-1", "judge-a", JudgmentWin),
+		row("live-2", "", "", "run-2", "judge-a", JudgmentUnjudged),
+		row("suite-only", "suite-1", "", "run-3", "judge-a", JudgmentWin),
+		row("canary-only", "", "identical", "run-4", "judge-a", JudgmentTie),
+	}
+	for range 2 { // a re-delivered row is still one pair judged
+		if err := s.InsertJudgments(ctx, js); err != nil {
+			t.Fatal(err)
+		}
+	}
+	key := func(req, pipeline, run, worker string) LivePairKey {
+		return LivePairKey{RequestID: req, Pipeline: pipeline, CandidateRunID: run, JudgeWorker: worker}
+	}
+	for _, tt := range []struct {
+		name string
+		k    LivePairKey
+		want bool
+	}{
+		{"judged", key("live-1", "conductor", "run-1", "judge-a"), true},
+		{"unjudged row", key("live-2", "conductor", "run-2", "judge-a"), true},
+		{"another judge worker", key("live-1", "conductor", "run-1", "judge-b"), false},
+		{"another candidate run", key("live-1", "conductor", "run-9", "judge-a"), false},
+		{"another pipeline", key("live-1", "router", "run-1", "judge-a"), false},
+		{"a suite run's row", key("suite-only", "conductor", "run-3", "judge-a"), false},
+		{"a canary's row", key("canary-only", "conductor", "run-4", "judge-a"), false},
+		{"no row", key("live-9", "conductor", "run-1", "judge-a"), false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := s.LiveJudged(ctx, tt.k)
+			if err != nil || got != tt.want {
+				t.Errorf("LiveJudged(%+v) = %v, %v; want %v", tt.k, got, err, tt.want)
+			}
+		})
+	}
+	if _, err := s.LiveJudged(ctx, key("live-1", "conductor", "", "judge-a")); err == nil {
+		t.Error("a key without its candidate run: want an error")
+	}
+}

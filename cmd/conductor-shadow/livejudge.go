@@ -35,7 +35,7 @@ func (s *server) addLiveJudging(proc *ingest.Processor, piiKey []byte) error {
 	if err != nil {
 		return fmt.Errorf("serve: live judging: %w", err)
 	}
-	if s.roles.JudgmentReader == nil || s.roles.LiveJudgments == nil {
+	if s.roles.LiveJudgments == nil {
 		return fmt.Errorf("serve: live judging: %w", store.NotSupported("store.LiveJudgmentReader"))
 	}
 	lp, err := newLoggerProvider(context.Background(), s.cfg.Telemetry, s.flows)
@@ -49,7 +49,7 @@ func (s *server) addLiveJudging(proc *ingest.Processor, piiKey []byte) error {
 	mac := hmac.New(sha256.New, piiKey)
 	mac.Write([]byte("conductor-shadow live judging sample"))
 	stage, err := livejudge.New(live, livejudge.Deps{Judge: pj, Worker: worker, Key: mac.Sum(nil),
-		Judgments: s.roles.JudgmentReader, Days: s.roles.LiveJudgments, Traces: s.roles.TraceReader, Events: events, Log: s.log})
+		Live: s.roles.LiveJudgments, Traces: s.roles.TraceReader, Events: events, Log: s.log})
 	if err != nil {
 		return fmt.Errorf("serve: live judging: %w", err)
 	}

@@ -104,8 +104,8 @@ func newRig(t *testing.T, o rigOptions, cands ...shadow.Pipeline) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stage, err := livejudge.New(o.cfg, livejudge.Deps{Judge: pj, Worker: judgeWorker, Key: testKey, Judgments: st.(store.JudgmentReader),
-		Days: st.(store.LiveJudgmentReader), Traces: st.(store.TraceReader), Events: o.events, Now: o.now})
+	stage, err := livejudge.New(o.cfg, livejudge.Deps{Judge: pj, Worker: judgeWorker, Key: testKey, Live: st.(store.LiveJudgmentReader),
+		Traces: st.(store.TraceReader), Events: o.events, Now: o.now})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,11 +33,10 @@ type Deps struct {
 	// Key keys the sample's draw (Draw); share it between every process
 	// that judges the same traffic (the PII key does).
 	Key []byte
-	// Judgments finds a pair's stored row, so a re-delivered pair is never
-	// judged twice; Days reads today's spend at Start (the budget survives a
-	// restart). Both required.
-	Judgments store.JudgmentReader
-	Days      store.LiveJudgmentReader
+	// Live finds a pair's stored row (LiveJudged), so a re-delivered pair is
+	// never judged twice, and reads today's spend at Start (the budget
+	// survives a restart). Required.
+	Live store.LiveJudgmentReader
 	// Traces reads the incumbent run of a pair whose delivery carried no
 	// answer (ingest.LivePair.Incumbent nil); nil: such pairs are stored
 	// unjudged (no_incumbent).
@@ -119,10 +118,7 @@ func New(cfg Config, d Deps) (*Stage, error) {
 	if len(d.Key) == 0 {
 		errs = append(errs, errors.New("livejudge: no sampling key"))
 	}
-	if d.Judgments == nil {
-		errs = append(errs, fmt.Errorf("livejudge: %w", store.NotSupported("store.JudgmentReader")))
-	}
-	if d.Days == nil {
+	if d.Live == nil {
 		errs = append(errs, fmt.Errorf("livejudge: %w", store.NotSupported("store.LiveJudgmentReader")))
 	}
 	if d.Worker.Name == "" {
@@ -152,7 +148,7 @@ func (s *Stage) Start(ctx context.Context) error {
 	if s.started || s.stopped {
 		return errors.New("livejudge: start: already started or stopped")
 	}
-	day, err := s.d.Days.LiveJudgeDay(ctx, s.d.Now())
+	day, err := s.d.Live.LiveJudgeDay(ctx, s.d.Now())
 	if err != nil {
 		return fmt.Errorf("livejudge: start: read today's judge spend: %w", err)
 	}
@@ -325,16 +321,12 @@ func (s *Stage) incumbent(ctx context.Context, pair ingest.LivePair) (*store.Run
 // judgedBefore reports whether the pair has a stored live row of this judge
 // worker (any outcome): a re-delivered exchange whose candidate ran again.
 func (s *Stage) judgedBefore(ctx context.Context, pair ingest.LivePair) (bool, error) {
-	rows, err := s.d.Judgments.ListJudgments(ctx, store.JudgmentQuery{RequestID: pair.Exchange.RequestID})
+	seen, err := s.d.Live.LiveJudged(ctx, store.LivePairKey{RequestID: pair.Exchange.RequestID, Pipeline: pair.Candidate.Pipeline,
+		CandidateRunID: pair.Candidate.RunID, JudgeWorker: s.d.Worker.Name})
 	if err != nil {
-		return false, fmt.Errorf("look up the pair's judgments: %w", err)
+		return false, fmt.Errorf("look up the pair's judgment: %w", err)
 	}
-	for _, r := range rows {
-		if r.SuiteRunID == "" && r.Canary == "" && r.Pipeline == pair.Candidate.Pipeline && r.CandidateRunID == pair.Candidate.RunID && r.JudgeWorker == s.d.Worker.Name {
-			return true, nil
-		}
-	}
-	return false, nil
+	return seen, nil
 }
 
 // row is the stored row of j for t: the live pair's ids, the probability it
