@@ -120,7 +120,14 @@ func openTestDatabase(t testing.TB, db string) *sqlStore {
 	if err != nil {
 		t.Fatalf("open test store: %v", err)
 	}
-	t.Cleanup(func() { s.Close() })
+	t.Cleanup(func() {
+		s.Close()
+		// Its tables' background tasks stop with the database
+		// (schemacopy.Template.Drop).
+		if err := testEngine.tpl.Drop(context.Background(), db); err != nil {
+			t.Logf("store tests: %v", err)
+		}
+	})
 	return s
 }
 

@@ -161,6 +161,26 @@ func (tpl *Template) CopyTo(ctx context.Context, db string) error {
 	return nil
 }
 
+// Drop drops database db and its tables at once (DROP DATABASE … SYNC): a
+// test's database once its store is closed. Every MergeTree table keeps
+// background tasks scheduled on the engine (old parts cleared about once a
+// second), so databases left behind by earlier tests cost a test binary's
+// engine CPU until the process ends: about a fifth of a core idle with a
+// hundred test databases, a thirtieth of that with one. Safe on a nil
+// Template (nothing is dropped) and for a database that does not exist.
+func (tpl *Template) Drop(ctx context.Context, db string) error {
+	if tpl == nil || tpl.ref == nil {
+		return nil
+	}
+	if db == tpl.db {
+		return fmt.Errorf("schemacopy: drop %s: it is the template", db)
+	}
+	if _, err := tpl.ref.Query(ctx, "DROP DATABASE IF EXISTS "+quote(db)+" SYNC", "TabSeparated"); err != nil {
+		return fmt.Errorf("schemacopy: drop database %s: %w", db, err)
+	}
+	return nil
+}
+
 // Close releases the template's reference on the engine. Safe on nil and twice.
 func (tpl *Template) Close() {
 	if tpl != nil && tpl.ref != nil {
