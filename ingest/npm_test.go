@@ -47,7 +47,7 @@ func installNodeClient(t *testing.T, ctx context.Context, pkg, script string) no
 	if err := os.WriteFile(filepath.Join(dir, "check.mjs"), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	install := exec.CommandContext(ctx, npm, "install", "--no-audit", "--no-fund", "--silent", "--prefix", dir, pkg)
+	install := exec.CommandContext(ctx, npm, "install", "--prefer-offline", "--no-audit", "--no-fund", "--silent", "--prefix", dir, pkg)
 	if out, err := install.CombinedOutput(); err != nil {
 		t.Fatalf("npm install %s: %v\n%s", pkg, err, out)
 	}
